@@ -1,0 +1,1 @@
+"""Loading and validating confidential input data (DESIGN.md §2)."""

@@ -1,0 +1,74 @@
+"""Where the data are and which columns play which role — the ``[data]`` part of a spec.
+
+These are plain frozen value objects; ``release/spec.py`` builds them from TOML and the
+loaders in this package consume them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eree.data.schema import WORKER_DOMAINS, WORKPLACE_ATTRIBUTES, WORKPLACE_ID, WORKER_ID
+
+
+@dataclass(frozen=True)
+class EreeDataConfig:
+    """ER-EE input: three tables (workplace, worker, job) or one joined ``jobs`` table.
+
+    Attributes:
+        workplace, worker, job: paths of the three tables (CSV, CSV.gz or Parquet).
+        jobs: path of one already-joined table (one row per job) instead of the three.
+        workplace_id, worker_id: id column names.
+        workplace_attributes: public workplace attribute columns to load.
+        worker_attributes: private worker attribute columns to load.
+        domains: declared domain of each categorical attribute; every worker attribute
+            must have one (defaults from :data:`eree.data.schema.WORKER_DOMAINS`);
+            workplace attributes may have one.
+    """
+
+    workplace: Path | None = None
+    worker: Path | None = None
+    job: Path | None = None
+    jobs: Path | None = None
+    workplace_id: str = WORKPLACE_ID
+    worker_id: str = WORKER_ID
+    workplace_attributes: tuple[str, ...] = WORKPLACE_ATTRIBUTES
+    worker_attributes: tuple[str, ...] = tuple(WORKER_DOMAINS)
+    domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(WORKER_DOMAINS))
+
+    def input_files(self) -> list[Path]:
+        """The files that identify the dataset (hashed into the manifest and ledger)."""
+        return [p for p in (self.workplace, self.worker, self.job, self.jobs) if p is not None]
+
+
+@dataclass(frozen=True)
+class EstablishmentDataConfig:
+    """Establishment input (QCEW-like): one row per establishment (DESIGN.md §2.2).
+
+    Attributes:
+        path: CSV, CSV.gz or Parquet file.
+        id: id column (``primary_key`` in QCEW files).
+        public: public attribute columns (NAICS prefixes are derived from ``naics`` when
+            requested but absent).
+        confidential: non-negative numeric confidential columns.
+        domains: optional declared domains of public attributes.
+    """
+
+    path: Path
+    id: str = "primary_key"
+    public: tuple[str, ...] = (
+        "cnty",
+        "own",
+        "naics",
+        "naics3",
+        "naics4",
+        "naics5",
+        "naics_sector",
+        "super_sector",
+    )
+    confidential: tuple[str, ...] = ("m1emp", "m2emp", "m3emp", "wage")
+    domains: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def input_files(self) -> list[Path]:
+        return [self.path]

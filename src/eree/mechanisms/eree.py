@@ -1,0 +1,211 @@
+r"""ER-EE mechanisms of Haney et al., SIGMOD 2017 (``papers/001_*``), SIGMOD version.
+
+Notation for one cell v: n = true count, x_v = the largest number of matching workers in
+any single establishment of the cell (Lemma 8.5). All functions are vectorised over
+cells and take the per-cell privacy parameters (for a worker-attribute marginal under
+weak privacy that is ε/d; the accountant works that out, not the mechanism).
+
+* :func:`log_laplace` — Algorithm 1.
+* :func:`smooth_gamma` — Algorithm 2.
+* :func:`smooth_laplace` — Algorithm 3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from eree.errors import PrivacyParameterError
+from eree.mechanisms.base import MechanismOutput
+from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.mechanisms.samplers import smooth_gamma_standard
+
+#: relative slack for conditions that the default parameters meet with equality
+_REL_TOL = 1e-12
+
+SMOOTH_WITHHELD = (
+    "withheld: the noise scale of a smooth-sensitivity mechanism depends on x_v, "
+    "which is confidential (DESIGN.md §4.4)"
+)
+
+
+def _check_alpha_epsilon(alpha: float, epsilon: float) -> None:
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise PrivacyParameterError(f"alpha must be a finite number > 0 (got {alpha!r})")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise PrivacyParameterError(f"epsilon must be a finite number > 0 (got {epsilon!r})")
+
+
+# --------------------------------------------------------------------------- Log-Laplace
+
+
+def log_laplace_lambda(alpha: float, epsilon: float) -> float:
+    r"""Laplace scale of Algorithm 1: :math:`\lambda = 2\ln(1+\alpha)/\varepsilon`."""
+    _check_alpha_epsilon(alpha, epsilon)
+    return 2.0 * math.log1p(alpha) / epsilon
+
+
+def check_log_laplace(alpha: float, epsilon: float, *, force: bool = False) -> float:
+    """Validate Log-Laplace parameters; return λ.
+
+    Lemma 8.2: E[ñ] is unbounded when λ ≥ 1, so such parameters are refused unless
+    ``force``.
+    """
+    lam = log_laplace_lambda(alpha, epsilon)
+    if lam >= 1.0 and not force:
+        raise PrivacyParameterError(
+            f"Log-Laplace needs lambda = 2 ln(1+alpha)/epsilon < 1 (Lemma 8.2: otherwise the "
+            f"expected output is unbounded); alpha={alpha}, epsilon={epsilon} give "
+            f"lambda={lam:.4g}. Raise epsilon, lower alpha, or set force = true."
+        )
+    return lam
+
+
+def log_laplace_expectation(n: ArrayLike, alpha: float, epsilon: float) -> FloatArray:
+    r"""Lemma 8.2: :math:`E[\tilde n] = (n+\gamma)/(1-\lambda^2) - \gamma`, γ = 1/α."""
+    lam = log_laplace_lambda(alpha, epsilon)
+    if lam >= 1:
+        return np.full(np.shape(n), np.inf)
+    gamma = 1.0 / alpha
+    return (np.asarray(n, dtype=np.float64) + gamma) / (1.0 - lam * lam) - gamma
+
+
+def log_laplace(
+    n: ArrayLike,
+    alpha: float,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    force: bool = False,
+    confidence: float = 0.95,
+) -> MechanismOutput:
+    r"""Log-Laplace mechanism (Haney et al. Algorithm 1).
+
+    :math:`\gamma = 1/\alpha`, :math:`\lambda = 2\ln(1+\alpha)/\varepsilon`,
+    :math:`\tilde n = \exp(\ln(n+\gamma)+\eta) - \gamma`, :math:`\eta\sim\mathrm{Lap}(\lambda)`.
+
+    Published estimate: the bias-corrected :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`
+    (unbiased by Lemma 8.2). The confidence interval is exact, from the pivot
+    :math:`\ln(n+\gamma) = \ln(\tilde n+\gamma) - \eta` and the Laplace quantile
+    :math:`q=\lambda\ln(1/(1-c))`: :math:`[(\tilde n+\gamma)e^{-q}-\gamma,\,(\tilde n+\gamma)e^{q}-\gamma]`.
+    The standard error is the plug-in estimate
+    :math:`(\max(\hat n,0)+\gamma)\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}`, finite for λ < 1/2.
+    Both depend on the data only through ñ and the public λ.
+    """
+    lam = check_log_laplace(alpha, epsilon, force=force)
+    gamma = 1.0 / alpha
+    n_arr = np.asarray(n, dtype=np.float64)
+    log_noisy = source.add_laplace(np.log(n_arr + gamma), lam)
+    noisy = np.exp(log_noisy) - gamma
+    if lam < 1:
+        estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma
+    else:
+        estimate = noisy.copy()
+    q = lam * math.log(1.0 / (1.0 - confidence))
+    ci_low = (noisy + gamma) * math.exp(-q) - gamma
+    ci_high = (noisy + gamma) * math.exp(q) - gamma
+    if lam < 0.5:
+        factor = math.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0)
+        std: FloatArray | None = (np.maximum(estimate, 0.0) + gamma) * factor
+        method = (
+            f"exact {confidence:.0%} CI from the Laplace pivot ln(n+1/alpha) = ln(noisy+1/alpha)"
+            f" - eta with public lambda; std: plug-in estimate of the sd of the "
+            f"bias-corrected estimate (Lemma 8.2)"
+        )
+    else:
+        std = None
+        method = (
+            f"exact {confidence:.0%} CI from the Laplace pivot with public lambda; std withheld: "
+            "the variance is infinite for lambda >= 1/2"
+        )
+    return MechanismOutput(noisy, estimate, std, ci_low, ci_high, method)
+
+
+# --------------------------------------------------------------------------- smooth sensitivity
+
+
+def smooth_sensitivity(x_v: ArrayLike, alpha: float) -> FloatArray:
+    r"""Lemma 8.5: :math:`S = \max(\alpha x_v, 1)` (when :math:`e^b \ge 1+\alpha`)."""
+    return np.maximum(alpha * np.asarray(x_v, dtype=np.float64), 1.0)
+
+
+def smooth_gamma_epsilons(alpha: float, epsilon: float) -> tuple[float, float]:
+    """Validate Smooth Gamma parameters; return (ε₁, ε₂) = (ε − 5 ln(1+α), 5 ln(1+α)).
+
+    Algorithm 2 requires α + 1 < e^{ε/5}, i.e. ε₁ > 0.
+    """
+    _check_alpha_epsilon(alpha, epsilon)
+    eps2 = 5.0 * math.log1p(alpha)
+    eps1 = epsilon - eps2
+    if not eps1 > 0:
+        raise PrivacyParameterError(
+            f"Smooth Gamma requires alpha + 1 < e^(epsilon/5) (Algorithm 2); alpha={alpha}, "
+            f"epsilon={epsilon} violate it (needs epsilon > 5 ln(1+alpha) = {eps2:.4g})."
+        )
+    return eps1, eps2
+
+
+def smooth_gamma(
+    n: ArrayLike, x_v: ArrayLike, alpha: float, epsilon: float, source: NoiseSource
+) -> MechanismOutput:
+    r"""Smooth Gamma mechanism (Haney et al. Algorithm 2).
+
+    :math:`\varepsilon_2 = 5\ln(1+\alpha)`, :math:`\varepsilon_1 = \varepsilon-\varepsilon_2`,
+    :math:`S=\max(\alpha x_v,1)`, :math:`\tilde n = n + (5S/\varepsilon_1) Z`, Z with density
+    :math:`(\sqrt2/\pi)/(1+z^4)`. Unbiased; Var = (5S/ε₁)², E|err| = 5S/(ε₁√2).
+    No standard error is published (it would reveal x_v).
+    """
+    eps1, _ = smooth_gamma_epsilons(alpha, epsilon)
+    n_arr = np.asarray(n, dtype=np.float64)
+    scale = 5.0 * smooth_sensitivity(x_v, alpha) / eps1
+    z = smooth_gamma_standard(source, n_arr.size).reshape(n_arr.shape)
+    noisy = n_arr + scale * z
+    return MechanismOutput(noisy, noisy, None, None, None, SMOOTH_WITHHELD)
+
+
+def smooth_laplace_delta_min(alpha: float, epsilon: float) -> float:
+    r"""Smallest δ Algorithm 3 allows: :math:`\delta_{min} = \exp(-\varepsilon/(2\ln(1+\alpha)))`."""
+    _check_alpha_epsilon(alpha, epsilon)
+    return math.exp(-epsilon / (2.0 * math.log1p(alpha)))
+
+
+def check_smooth_laplace(alpha: float, epsilon: float, delta: float | None) -> float:
+    """Validate Smooth Laplace parameters; return δ (δ_min when ``delta`` is None).
+
+    Algorithm 3 requires α + 1 ≤ e^{ε/(2 ln(1/δ))}, i.e. δ ≥ δ_min.
+    """
+    dmin = smooth_laplace_delta_min(alpha, epsilon)
+    if delta is None:
+        return dmin
+    if not (math.isfinite(delta) and 0 < delta < 1):
+        raise PrivacyParameterError(f"delta must lie in (0, 1) (got {delta!r})")
+    if delta < dmin * (1 - _REL_TOL):
+        raise PrivacyParameterError(
+            f"Smooth Laplace requires ln(1+alpha) <= epsilon/(2 ln(1/delta)) (Algorithm 3), i.e. "
+            f"delta >= delta_min = exp(-epsilon/(2 ln(1+alpha))) = {dmin:.4g}; got delta={delta} "
+            f"with alpha={alpha}, epsilon={epsilon}."
+        )
+    return delta
+
+
+def smooth_laplace(
+    n: ArrayLike,
+    x_v: ArrayLike,
+    alpha: float,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    delta: float | None = None,
+) -> MechanismOutput:
+    r"""Smooth Laplace mechanism (Haney et al. Algorithm 3), (α, ε, δ)-ER-EE private.
+
+    :math:`S=\max(\alpha x_v,1)`, :math:`\tilde n = n + (2S/\varepsilon)\eta`,
+    :math:`\eta\sim\mathrm{Lap}(1)`. Unbiased; E|err| = 2S/ε (Lemma 9.3); the error does not
+    depend on δ, which only has to satisfy the condition of :func:`check_smooth_laplace`.
+    """
+    check_smooth_laplace(alpha, epsilon, delta)
+    scale = 2.0 * smooth_sensitivity(x_v, alpha) / epsilon
+    noisy = source.add_laplace(n, scale)
+    return MechanismOutput(noisy, noisy, None, None, None, SMOOTH_WITHHELD)
