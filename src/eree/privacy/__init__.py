@@ -1,0 +1,1 @@
+"""Privacy definitions, conditions, neighbor functions, accounting, semantics (DESIGN.md §3)."""

@@ -1,0 +1,1 @@
+"""Plans (specs), orchestration and output writing (DESIGN.md §1, §7)."""

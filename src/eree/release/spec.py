@@ -1,0 +1,395 @@
+"""The release spec (TOML) and the plan built from it (DESIGN.md §7.3).
+
+A plan is validated structurally here (unknown keys, types, paths); its privacy cost is
+computed by the accountant from the plan alone, before any confidential data is read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eree.data.config import EreeDataConfig, EstablishmentDataConfig
+from eree.data.schema import WORKER_DOMAINS
+from eree.errors import SpecError
+
+DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "none")
+EREE_MECHANISMS = ("log_laplace", "smooth_gamma", "smooth_laplace")
+BASELINE_MECHANISMS = ("laplace", "truncated_laplace", "noise_infusion")
+GEDP_MECHANISMS = ("psi", "pnc", "estab_gaussian")
+
+_TOP_KEYS = ("name", "data", "privacy", "query", "pnc", "postprocess", "output")
+_EREE_DATA_KEYS = (
+    "kind",
+    "workplace",
+    "worker",
+    "job",
+    "jobs",
+    "workplace_id",
+    "worker_id",
+    "workplace_attributes",
+    "worker_attributes",
+    "domains",
+)
+_ESTAB_DATA_KEYS = ("kind", "path", "id", "public", "confidential", "domains")
+_PRIVACY_KEYS = ("definition", "alpha", "neighbor", "distance", "budget")
+_QUERY_KEYS = (
+    "name",
+    "by",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "mu",
+    "theta",
+    "force",
+    "complete",
+    "variant",
+    "s",
+    "t",
+    "small_cell",
+)
+_PNC_KEYS = ("zeta", "bounds_from")
+_POSTPROCESS_KEYS = ("microdata", "nonnegative")
+_OUTPUT_KEYS = ("confidence", "csv")
+
+
+def _check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in section:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(allowed)}"
+            raise SpecError(f"unknown key {key!r} in {where}{hint}")
+
+
+def _number(value: Any, where: str, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{where} must be a number (got {type(value).__name__})")
+    v = float(value)
+    if positive and not v > 0:
+        raise SpecError(f"{where} must be > 0")
+    return v
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SpecError(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One ``[[query]]``.
+
+    Attributes:
+        name: table name (unique in the spec).
+        by: grouping attributes; ``()`` for one total cell; ``"identity"`` for the
+            establishment identity query (GEDP).
+        mechanism: mechanism name.
+        epsilon, delta: the query's whole ER-EE/DP cost (ER-EE and DP definitions).
+        mu: per-attribute μ (GEDP).
+        params: other mechanism parameters (theta, force, variant, s, t, small_cell).
+        complete: list workplace combinations with no establishment as exact zeros.
+    """
+
+    name: str
+    by: tuple[str, ...] | str
+    mechanism: str
+    epsilon: float | None = None
+    delta: float | None = None
+    mu: dict[str, float] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    complete: bool = False
+
+    @property
+    def is_identity(self) -> bool:
+        return self.by == "identity"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "by": self.by if isinstance(self.by, str) else list(self.by),
+            "mechanism": self.mechanism,
+        }
+        for k in ("epsilon", "delta", "mu"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        if self.complete:
+            d["complete"] = True
+        d.update(self.params)
+        return d
+
+
+@dataclass(frozen=True)
+class PrivacySpec:
+    """``[privacy]``: the definition and its parameters, plus an optional lifetime budget."""
+
+    definition: str
+    alpha: float | None = None
+    neighbor: str | dict[str, Any] | None = None
+    distance: dict[str, float] | None = None
+    budget: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class PncSpec:
+    """``[pnc]``: settings of the probably-no-clipping mechanism (DESIGN.md §4.2)."""
+
+    zeta: float = 0.01
+    bounds_from: str | None = None
+
+
+@dataclass(frozen=True)
+class PostprocessSpec:
+    microdata: bool = False
+    nonnegative: bool = False
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    confidence: float = 0.95
+    csv: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated, serialisable description of one release."""
+
+    name: str
+    data: EreeDataConfig | EstablishmentDataConfig
+    privacy: PrivacySpec
+    queries: tuple[QuerySpec, ...]
+    pnc: PncSpec = field(default_factory=PncSpec)
+    postprocess: PostprocessSpec = field(default_factory=PostprocessSpec)
+    output: OutputSpec = field(default_factory=OutputSpec)
+    source: Path | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "eree" if isinstance(self.data, EreeDataConfig) else "establishments"
+
+    def query(self, name: str) -> QuerySpec:
+        for q in self.queries:
+            if q.name == name:
+                return q
+        raise SpecError(f"no query named {name!r}")
+
+
+def _parse_eree_data(d: dict[str, Any], base: Path) -> EreeDataConfig:
+    _check_keys(d, _EREE_DATA_KEYS, "[data]")
+
+    def path(key: str) -> Path | None:
+        v = d.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str):
+            raise SpecError(f"[data].{key} must be a path string")
+        return (base / v).resolve()
+
+    has_three = any(k in d for k in ("workplace", "worker", "job"))
+    if "jobs" in d and has_three:
+        raise SpecError("[data]: give either jobs = ... or workplace/worker/job, not both")
+    if "jobs" not in d and not all(k in d for k in ("workplace", "worker", "job")):
+        raise SpecError("[data]: give workplace, worker and job (or one joined jobs table)")
+    kwargs: dict[str, Any] = {
+        "workplace": path("workplace"),
+        "worker": path("worker"),
+        "job": path("job"),
+        "jobs": path("jobs"),
+    }
+    for key in ("workplace_id", "worker_id"):
+        if key in d:
+            if not isinstance(d[key], str):
+                raise SpecError(f"[data].{key} must be a string")
+            kwargs[key] = d[key]
+    if "workplace_attributes" in d:
+        kwargs["workplace_attributes"] = _str_list(
+            d["workplace_attributes"], "[data].workplace_attributes"
+        )
+    domains = dict(WORKER_DOMAINS)
+    if "domains" in d:
+        if not isinstance(d["domains"], dict):
+            raise SpecError("[data.domains] must be a table of attribute = [values]")
+        for attr, values in d["domains"].items():
+            domains[attr] = _str_list(values, f"[data.domains].{attr}")
+    if "worker_attributes" in d:
+        wa = _str_list(d["worker_attributes"], "[data].worker_attributes")
+        missing = [a for a in wa if a not in domains]
+        if missing:
+            raise SpecError(
+                f"worker attributes {missing} have no declared domain; add them to [data.domains]"
+            )
+        kwargs["worker_attributes"] = wa
+    kwargs["domains"] = domains
+    return EreeDataConfig(**kwargs)
+
+
+def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
+    _check_keys(d, _ESTAB_DATA_KEYS, "[data]")
+    if not isinstance(d.get("path"), str):
+        raise SpecError("[data].path (the establishment file) is required")
+    kwargs: dict[str, Any] = {"path": (base / d["path"]).resolve()}
+    if "id" in d:
+        if not isinstance(d["id"], str):
+            raise SpecError("[data].id must be a string")
+        kwargs["id"] = d["id"]
+    for key in ("public", "confidential"):
+        if key in d:
+            kwargs[key] = _str_list(d[key], f"[data].{key}")
+    if "domains" in d:
+        if not isinstance(d["domains"], dict):
+            raise SpecError("[data.domains] must be a table of attribute = [values]")
+        kwargs["domains"] = {
+            a: _str_list(v, f"[data.domains].{a}") for a, v in d["domains"].items()
+        }
+    return EstablishmentDataConfig(**kwargs)
+
+
+def _parse_mu(value: Any, where: str) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a table attribute = mu")
+    return {str(k): _number(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
+    where = f"[[query]] #{i + 1}"
+    _check_keys(q, _QUERY_KEYS, where)
+    name = q.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{where}: name is required")
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise SpecError(f"{where}: name {name!r} may only use letters, digits, '_' and '-'")
+    where = f"query {name!r}"
+    by_raw = q.get("by")
+    by: tuple[str, ...] | str
+    if by_raw == "identity":
+        by = "identity"
+    elif isinstance(by_raw, list):
+        by = _str_list(by_raw, f"{where}: by")
+        if len(set(by)) != len(by):
+            raise SpecError(f"{where}: by lists an attribute twice")
+    else:
+        raise SpecError(f'{where}: by must be a list of attributes ([] for a total) or "identity"')
+    mech = q.get("mechanism")
+    known = EREE_MECHANISMS + BASELINE_MECHANISMS + GEDP_MECHANISMS
+    if mech not in known:
+        close = difflib.get_close_matches(str(mech), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+        raise SpecError(f"{where}: unknown mechanism {mech!r}{hint}")
+    epsilon = _number(q["epsilon"], f"{where}: epsilon") if "epsilon" in q else None
+    delta = _number(q["delta"], f"{where}: delta") if "delta" in q else None
+    mu = _parse_mu(q["mu"], f"{where}: mu") if "mu" in q else None
+    params: dict[str, Any] = {}
+    for key in ("theta", "s", "t", "small_cell"):
+        if key in q:
+            params[key] = _number(q[key], f"{where}: {key}")
+    if "force" in q:
+        if not isinstance(q["force"], bool):
+            raise SpecError(f"{where}: force must be true or false")
+        params["force"] = q["force"]
+    if "variant" in q:
+        if q["variant"] not in ("sigmod", "workshop"):
+            raise SpecError(f'{where}: variant must be "sigmod" or "workshop"')
+        params["variant"] = q["variant"]
+    complete = q.get("complete", False)
+    if not isinstance(complete, bool):
+        raise SpecError(f"{where}: complete must be true or false")
+    return QuerySpec(name, by, str(mech), epsilon, delta, mu, params, complete)
+
+
+def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) -> Plan:
+    """Build a :class:`Plan` from a parsed TOML document; paths are relative to ``base_dir``."""
+    _check_keys(raw, _TOP_KEYS, "the spec")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError("the spec needs a name (the dataset identity), e.g. name = 'pa-2015'")
+    data = raw.get("data")
+    if not isinstance(data, dict):
+        raise SpecError("the spec needs a [data] section")
+    kind = data.get("kind", "eree")
+    if kind == "eree":
+        data_cfg: EreeDataConfig | EstablishmentDataConfig = _parse_eree_data(data, base_dir)
+    elif kind == "establishments":
+        data_cfg = _parse_estab_data(data, base_dir)
+    else:
+        raise SpecError(f'[data].kind must be "eree" or "establishments" (got {kind!r})')
+
+    p = raw.get("privacy")
+    if not isinstance(p, dict):
+        raise SpecError("the spec needs a [privacy] section")
+    _check_keys(p, _PRIVACY_KEYS, "[privacy]")
+    definition = p.get("definition")
+    if definition not in DEFINITIONS:
+        close = difflib.get_close_matches(str(definition), DEFINITIONS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise SpecError(
+            f"[privacy].definition must be one of {', '.join(DEFINITIONS)} (got {definition!r}){hint}"
+        )
+    alpha = _number(p["alpha"], "[privacy].alpha") if "alpha" in p else None
+    if definition in ("eree", "eree-weak") and alpha is None:
+        raise SpecError(f"[privacy].alpha is required for definition {definition!r}")
+    distance = _parse_mu(p["distance"], "[privacy].distance") if "distance" in p else None
+    neighbor = p.get("neighbor")
+    if neighbor is not None and not isinstance(neighbor, str | dict):
+        raise SpecError("[privacy].neighbor must be a name or a table { kind = ..., a = ... }")
+    budget = None
+    if "budget" in p:
+        if not isinstance(p["budget"], dict):
+            raise SpecError("[privacy].budget must be a table, e.g. { epsilon = 4.0 }")
+        budget = {k: _number(v, f"[privacy].budget.{k}") for k, v in p["budget"].items()}
+        _check_keys(budget, ("epsilon", "delta", "mu"), "[privacy].budget")
+    privacy = PrivacySpec(str(definition), alpha, neighbor, distance, budget)
+
+    qs = raw.get("query")
+    if not isinstance(qs, list) or not qs:
+        raise SpecError("the spec needs at least one [[query]]")
+    queries = tuple(_parse_query(q, i) for i, q in enumerate(qs))
+    names = [q.name for q in queries]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise SpecError(f"query names must be unique; repeated: {sorted(dup)}")
+
+    pnc_raw = raw.get("pnc", {})
+    _check_keys(pnc_raw, _PNC_KEYS, "[pnc]")
+    zeta = _number(pnc_raw.get("zeta", 0.01), "[pnc].zeta")
+    if not zeta < 1:
+        raise SpecError("[pnc].zeta must lie in (0, 1)")
+    bounds_from = pnc_raw.get("bounds_from")
+    if bounds_from is not None and bounds_from not in names:
+        raise SpecError(f"[pnc].bounds_from names no query ({bounds_from!r})")
+    pp_raw = raw.get("postprocess", {})
+    _check_keys(pp_raw, _POSTPROCESS_KEYS, "[postprocess]")
+    for key in _POSTPROCESS_KEYS:
+        if key in pp_raw and not isinstance(pp_raw[key], bool):
+            raise SpecError(f"[postprocess].{key} must be true or false")
+    out_raw = raw.get("output", {})
+    _check_keys(out_raw, _OUTPUT_KEYS, "[output]")
+    confidence = _number(out_raw.get("confidence", 0.95), "[output].confidence")
+    if not confidence < 1:
+        raise SpecError("[output].confidence must lie in (0, 1)")
+    return Plan(
+        name=name,
+        data=data_cfg,
+        privacy=privacy,
+        queries=queries,
+        pnc=PncSpec(zeta, bounds_from),
+        postprocess=PostprocessSpec(**pp_raw),
+        output=OutputSpec(confidence, bool(out_raw.get("csv", True))),
+        source=source,
+        raw=raw,
+    )
+
+
+def load_spec(path: str | Path) -> Plan:
+    """Read and validate a TOML spec file."""
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise SpecError(f"spec file not found: {p}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{p}: not valid TOML: {e}") from e
+    return parse_spec(raw, p.resolve().parent, source=p.resolve())
