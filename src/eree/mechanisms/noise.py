@@ -24,15 +24,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtri
 
-_TWO53 = float(2**53)
+_TWO52 = float(2**52)
 
 FloatArray = NDArray[np.float64]
 
 
 def _uniform_from_bits(bits: NDArray[np.uint64]) -> FloatArray:
-    """Map 64 random bits to a uniform on the open interval (0, 1) with 53-bit resolution."""
-    k = (bits >> np.uint64(11)).astype(np.float64)
-    return (k + 0.5) / _TWO53
+    """Map 64 random bits to a uniform on the open interval (0, 1), on the grid (k+½)/2⁵².
+
+    52 bits (not 53) so that the largest value, 1 − 2⁻⁵³, is exactly representable and
+    never rounds to 1.
+    """
+    k = (bits >> np.uint64(12)).astype(np.float64)
+    return (k + 0.5) / _TWO52
 
 
 def laplace_from_uniform(u: FloatArray, scale: ArrayLike) -> FloatArray:

@@ -53,7 +53,7 @@ def smooth_gamma_epsilons(alpha: float, epsilon: float) -> tuple[float, float]:
     check_alpha_epsilon(alpha, epsilon)
     eps2 = 5.0 * math.log1p(alpha)
     eps1 = epsilon - eps2
-    if not eps1 > 0:
+    if not eps1 > _REL_TOL * epsilon:  # strict, robust to rounding of the boundary
         raise PrivacyParameterError(
             f"Smooth Gamma requires alpha + 1 < e^(epsilon/5) (Algorithm 2); alpha={alpha}, "
             f"epsilon={epsilon} violate it (needs epsilon > 5 ln(1+alpha) = {eps2:.4g})."

@@ -1,0 +1,245 @@
+"""Loading and validating ER-EE (LODES-like) input: DESIGN.md §2.1 and §2.3.
+
+Two input forms are accepted (:class:`~eree.data.config.EreeDataConfig`):
+
+* three tables — ``workplace`` (``workplace_id`` + public attributes), ``worker``
+  (``worker_id`` + private attributes) and ``job`` (``worker_id``, ``workplace_id``);
+* one joined ``jobs`` table, one row per job, with ``workplace_id``, the workplace
+  attributes and the worker attributes (the papers' WorkerFull relation). A
+  ``worker_id`` column is optional there; when present it must be unique (each worker
+  holds exactly one job).
+
+Either way the result is an :class:`EreeData`: one row per establishment and one row per
+job. The whole input is rejected, naming file, 1-based data row and column, when any
+rule of DESIGN.md §2.3 is violated; messages may name ids and columns but never a worker
+attribute value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from eree.data.config import EreeDataConfig
+from eree.data.io import (
+    check_domain,
+    check_not_missing,
+    check_unique,
+    first_true,
+    read_table,
+)
+from eree.errors import DataValidationError, SpecError
+
+__all__ = ["EreeData", "load_eree"]
+
+_MULTIPLE_JOBS = "worker {id!r} holds more than one job (also in row {first_row})"
+
+
+@dataclass(frozen=True)
+class EreeData:
+    """Validated ER-EE input.
+
+    Attributes:
+        workplaces: ``workplace_id`` (Utf8) + the configured workplace attributes (Utf8);
+            one row per establishment, in input order.
+        jobs: ``workplace_id`` (Utf8) + the configured worker attributes (Utf8
+            categorical codes); one row per job, in input (job table) order.
+        domains: declared domain of every worker attribute, and of the workplace
+            attributes that have one.
+    """
+
+    workplaces: pl.DataFrame
+    jobs: pl.DataFrame
+    domains: dict[str, tuple[str, ...]]
+
+    @property
+    def n_jobs(self) -> int:
+        return self.jobs.height
+
+    @property
+    def n_workplaces(self) -> int:
+        return self.workplaces.height
+
+
+def load_eree(config: EreeDataConfig) -> EreeData:
+    """Load and validate ER-EE input in either form (DESIGN.md §2.1, §2.3).
+
+    Checks, in this order: the spec is coherent; required columns are present and every
+    value parses; ids are present and unique; every categorical value is in its declared
+    domain (workplace attributes must be non-missing); every job points at a known
+    workplace and a known worker; every worker holds exactly one job; in the joined
+    form, each workplace's attributes are the same on all of its jobs.
+
+    Args:
+        config: the ``[data]`` part of a spec.
+
+    Returns:
+        The validated tables.
+
+    Raises:
+        SpecError: the configuration names no input, both forms, overlapping columns, or
+            a worker attribute without a declared domain.
+        DataValidationError: the data violate a rule of DESIGN.md §2.3.
+    """
+    _check_config(config)
+    domains = {a: tuple(config.domains[a]) for a in config.worker_attributes}
+    for a in config.workplace_attributes:
+        if a in config.domains:
+            domains[a] = tuple(config.domains[a])
+    if config.jobs is not None:
+        workplaces, jobs = _load_joined(config, config.jobs)
+    else:
+        assert config.workplace and config.worker and config.job  # checked in _check_config
+        workplaces, jobs = _load_three(config, config.workplace, config.worker, config.job)
+    return EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
+
+
+def _check_config(config: EreeDataConfig) -> None:
+    three = (config.workplace, config.worker, config.job)
+    if config.jobs is not None:
+        if any(p is not None for p in three):
+            raise SpecError(
+                "[data] gives both 'jobs' (one joined table) and workplace/worker/job "
+                "tables; give one form only"
+            )
+    elif any(p is None for p in three):
+        missing = [n for n, p in zip(("workplace", "worker", "job"), three) if p is None]
+        raise SpecError(
+            f"[data] needs either 'jobs' or all of workplace, worker, job "
+            f"(missing: {', '.join(missing)})"
+        )
+    if config.workplace_id == config.worker_id:
+        raise SpecError("workplace_id and worker_id must be different columns")
+    ids = {config.workplace_id, config.worker_id}
+    seen: set[str] = set()
+    for a in (*config.workplace_attributes, *config.worker_attributes):
+        if a in ids:
+            raise SpecError(f"attribute {a!r} is also an id column")
+        if a in seen:
+            raise SpecError(f"attribute {a!r} is listed twice (workplace and/or worker)")
+        seen.add(a)
+    for a in config.worker_attributes:
+        if a not in config.domains or len(config.domains[a]) == 0:
+            raise SpecError(f"worker attribute {a!r} has no declared domain")
+
+
+def _check_workplace_attributes(
+    df: pl.DataFrame, config: EreeDataConfig, file: Path
+) -> None:
+    check_not_missing(df, config.workplace_attributes, file)
+    for a in config.workplace_attributes:
+        if a in config.domains:
+            check_domain(df, a, config.domains[a], file)
+
+
+def _load_three(
+    config: EreeDataConfig, wp_path: Path, wk_path: Path, jb_path: Path
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    wid, kid = config.workplace_id, config.worker_id
+    wp = read_table(wp_path, {wid: pl.Utf8, **dict.fromkeys(config.workplace_attributes, pl.Utf8)})
+    wk = read_table(wk_path, {kid: pl.Utf8, **dict.fromkeys(config.worker_attributes, pl.Utf8)})
+    jb = read_table(jb_path, {kid: pl.Utf8, wid: pl.Utf8})
+
+    # ids present and unique
+    check_not_missing(wp, [wid], wp_path, rule="missing-id")
+    check_unique(wp, wid, wp_path)
+    check_not_missing(wk, [kid], wk_path, rule="missing-id")
+    check_unique(wk, kid, wk_path)
+    check_not_missing(jb, [kid, wid], jb_path, rule="missing-id")
+
+    # attribute values
+    _check_workplace_attributes(wp, config, wp_path)
+    for a in config.worker_attributes:
+        check_domain(wk, a, config.domains[a], wk_path)
+
+    # referential integrity
+    unknown = first_true(~jb.get_column(wid).is_in(wp.get_column(wid).implode()))
+    if unknown is not None:
+        raise DataValidationError(
+            f"job points at unknown workplace {jb.get_column(wid)[unknown]!r}",
+            file=str(jb_path),
+            row=unknown + 1,
+            column=wid,
+            rule="unknown-workplace",
+        )
+    check_unique(jb, kid, jb_path, rule="multiple-jobs", message=_MULTIPLE_JOBS)
+    # job ids and worker ids are now both unique: one full join finds both unknown
+    # workers (job without worker) and workers without a job.
+    joined = jb.with_row_index("__job_row").join(
+        wk.with_row_index("__worker_row"), on=kid, how="full", coalesce=True
+    )
+    no_worker = joined.filter(pl.col("__worker_row").is_null())
+    if no_worker.height:
+        r = int(no_worker.get_column("__job_row").min())  # type: ignore[arg-type]
+        raise DataValidationError(
+            f"job points at unknown worker {jb.get_column(kid)[r]!r}",
+            file=str(jb_path),
+            row=r + 1,
+            column=kid,
+            rule="unknown-worker",
+        )
+    no_job = joined.filter(pl.col("__job_row").is_null())
+    if no_job.height:
+        r = int(no_job.get_column("__worker_row").min())  # type: ignore[arg-type]
+        raise DataValidationError(
+            f"worker {wk.get_column(kid)[r]!r} holds no job (each worker must hold exactly one)",
+            file=str(wk_path),
+            row=r + 1,
+            column=kid,
+            rule="no-job",
+        )
+    jobs = joined.sort("__job_row").select(wid, *config.worker_attributes)
+    return wp, jobs
+
+
+def _load_joined(config: EreeDataConfig, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs, kattrs = config.workplace_attributes, config.worker_attributes
+    df = read_table(
+        path,
+        {wid: pl.Utf8, **dict.fromkeys(wattrs, pl.Utf8), **dict.fromkeys(kattrs, pl.Utf8)},
+        optional={kid: pl.Utf8},
+    )
+    check_not_missing(df, [wid], path, rule="missing-id")
+    if kid in df.columns:
+        check_not_missing(df, [kid], path, rule="missing-id")
+        check_unique(df, kid, path, rule="multiple-jobs", message=_MULTIPLE_JOBS)
+    _check_workplace_attributes(df, config, path)
+    for a in kattrs:
+        check_domain(df, a, config.domains[a], path)
+
+    workplaces = df.select(wid, *wattrs).unique(subset=[wid], keep="first", maintain_order=True)
+    if wattrs:
+        n_distinct = df.select(pl.struct(wid, *wattrs).n_unique()).item()
+        if n_distinct != workplaces.height:
+            _raise_inconsistent(df, wid, wattrs, path)
+    return workplaces, df.select(wid, *kattrs)
+
+
+def _raise_inconsistent(
+    df: pl.DataFrame, wid: str, wattrs: tuple[str, ...], path: Path
+) -> None:
+    """Name the first row whose workplace attributes differ from its workplace's first row."""
+    masks = df.with_row_index("__row").select(
+        pl.col("__row").first().over(wid).alias("__first"),
+        *[(pl.col(a) != pl.col(a).first().over(wid)).alias(a) for a in wattrs],
+    )
+    best: tuple[int, str] | None = None
+    for a in wattrs:
+        i = first_true(masks.get_column(a))
+        if i is not None and (best is None or i < best[0]):
+            best = (i, a)
+    if best is None:  # pragma: no cover - guarded by the n_unique comparison
+        return
+    i, a = best
+    first = int(masks.get_column("__first")[i])
+    raise DataValidationError(
+        f"workplace {df.get_column(wid)[i]!r} has a different {a!r} than on its first "
+        f"row {first + 1} (workplace attributes must be the same on all its jobs)",
+        file=str(path),
+        row=i + 1,
+        column=a,
+        rule="inconsistent-workplace",
+    )

@@ -1,0 +1,429 @@
+"""Reading input tables (CSV, CSV.gz, Parquet) with declared column types, and the
+reusable row-level checks of DESIGN.md §2.3.
+
+Every problem is a :class:`~eree.errors.DataValidationError` naming the file, the 1-based
+data row (header excluded) and the column. Messages never contain a value read from a
+data column, except ids where a caller explicitly asks for them (ids may be printed,
+DESIGN.md §2.3): a row that does not parse, is missing, or is outside its domain is
+identified by its position only, because worker attributes and establishment measures
+are confidential.
+
+Nothing is dropped or coerced silently: a value that does not parse as its declared type
+rejects the whole input, and so do blank ids and NaN/infinite/negative measures (through
+the helpers below).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import gzip
+import io
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from eree.errors import DataValidationError
+
+__all__ = [
+    "TableFormat",
+    "check_domain",
+    "check_nonnegative_finite",
+    "check_not_missing",
+    "check_unique",
+    "first_true",
+    "read_header",
+    "read_table",
+    "table_format",
+]
+
+TableFormat = Literal["csv", "parquet"]
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".txt.gz")
+
+
+def table_format(path: str | Path) -> TableFormat:
+    """The format of ``path`` from its name: ``.parquet``/``.pq`` or ``.csv``/``.csv.gz``.
+
+    Raises:
+        DataValidationError: the suffix is not one of the supported ones.
+    """
+    name = Path(path).name.lower()
+    if name.endswith(_PARQUET_SUFFIXES):
+        return "parquet"
+    if name.endswith(_CSV_SUFFIXES):
+        return "csv"
+    raise DataValidationError(
+        "unsupported file type; expected .csv, .csv.gz or .parquet",
+        file=str(path),
+        rule="file-type",
+    )
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.name.lower().endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
+
+
+def read_header(path: str | Path) -> list[str]:
+    """Column names of a CSV (first line) or Parquet (schema) file, exactly as stored.
+
+    Raises:
+        DataValidationError: the file is missing, empty, unreadable or has duplicated
+            column names.
+    """
+    p = Path(path)
+    fmt = table_format(p)
+    if not p.is_file():
+        raise DataValidationError("file not found", file=str(p), rule="file-missing")
+    if fmt == "parquet":
+        try:
+            names = list(pl.read_parquet_schema(p))
+        except Exception as exc:  # pyarrow / polars raise various types
+            raise DataValidationError(
+                f"not a readable Parquet file ({type(exc).__name__})",
+                file=str(p),
+                rule="unparseable",
+            ) from None
+    else:
+        try:
+            with _open_text(p) as fh:
+                first = next(csv.reader(fh), None)
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise DataValidationError(
+                f"not a readable UTF-8 CSV file ({type(exc).__name__})",
+                file=str(p),
+                rule="unparseable",
+            ) from None
+        if first is None:
+            raise DataValidationError("file is empty (no header)", file=str(p), rule="empty")
+        names = first
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise DataValidationError(
+                "column name appears more than once in the header",
+                file=str(p),
+                column=name,
+                rule="duplicate-column",
+            )
+        seen.add(name)
+    return names
+
+
+def _missing_column_error(path: Path, missing: Sequence[str], present: Sequence[str]) -> None:
+    first = missing[0]
+    hint = difflib.get_close_matches(first, present, n=1)
+    msg = f"required column(s) missing: {', '.join(repr(m) for m in missing)}"
+    if hint:
+        msg += f" (did you mean {hint[0]!r}?)"
+    msg += f"; the file has: {', '.join(repr(c) for c in present)}"
+    raise DataValidationError(msg, file=str(path), column=first, rule="missing-column")
+
+
+def _find_ragged_row(path: Path, width: int) -> int | None:
+    """1-based data row of the first CSV record whose field count is not ``width``."""
+    try:
+        with _open_text(path) as fh:
+            reader = csv.reader(fh)
+            next(reader, None)
+            for i, rec in enumerate(reader, start=1):
+                if rec and len(rec) != width:
+                    return i
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
+def _read_raw(path: Path, columns: list[str], header: list[str]) -> pl.DataFrame:
+    """Read ``columns`` of ``path``; CSV columns all as strings (parsed later)."""
+    if table_format(path) == "parquet":
+        try:
+            return pl.read_parquet(path, columns=columns)
+        except Exception as exc:
+            raise DataValidationError(
+                f"could not read Parquet data ({type(exc).__name__})",
+                file=str(path),
+                rule="unparseable",
+            ) from None
+    try:
+        df = pl.read_csv(
+            path,
+            columns=columns,
+            infer_schema=False,
+            encoding="utf8",
+            raise_if_empty=False,
+        )
+    except Exception as exc:
+        # Polars' message may quote the offending line: never pass it on.
+        row = _find_ragged_row(path, len(header))
+        if row is not None:
+            raise DataValidationError(
+                f"row has a different number of fields than the header ({len(header)})",
+                file=str(path),
+                row=row,
+                rule="unparseable",
+            ) from None
+        raise DataValidationError(
+            f"could not be parsed as CSV ({type(exc).__name__}; check quoting and encoding)",
+            file=str(path),
+            rule="unparseable",
+        ) from None
+    return df.select(columns)
+
+
+def _describe(dtype: pl.DataType) -> str:
+    if dtype == pl.Utf8:
+        return "text"
+    if dtype.is_integer():
+        return "an integer"
+    if dtype.is_float():
+        return "a number"
+    return str(dtype)
+
+
+def _cast_column(s: pl.Series, target: pl.DataType, path: Path) -> pl.Series:
+    """Cast ``s`` to ``target`` or raise naming the first row that does not parse."""
+    src = s.dtype
+    if src == target:
+        return s
+    if target == pl.Utf8:
+        if src in (pl.Categorical, pl.Null) or isinstance(src, pl.Enum) or src.is_integer():
+            return s.cast(pl.Utf8)
+        raise DataValidationError(
+            f"column is stored as {src}, expected text or integer codes",
+            file=str(path),
+            column=s.name,
+            rule="type",
+        )
+    if src in (pl.Categorical,) or isinstance(src, pl.Enum):
+        s = s.cast(pl.Utf8)
+        src = pl.Utf8
+    try:
+        out = s.cast(target, strict=False)
+    except Exception:
+        raise DataValidationError(
+            f"column of type {src} cannot be read as {_describe(target)}",
+            file=str(path),
+            column=s.name,
+            rule="type",
+        ) from None
+    bad = out.is_null() & s.is_not_null()
+    if target.is_integer() and src.is_float():
+        # float -> int must be lossless (no silent truncation of 1.5 to 1)
+        bad = bad | (out.cast(pl.Float64) != s.cast(pl.Float64)).fill_null(False)
+    idx = first_true(bad)
+    if idx is not None:
+        raise DataValidationError(
+            f"value does not parse as {_describe(target)}",
+            file=str(path),
+            row=idx + 1,
+            column=s.name,
+            rule="type",
+        )
+    return out
+
+
+def read_table(
+    path: str | Path,
+    columns: Mapping[str, pl.DataType | type[pl.DataType]],
+    *,
+    optional: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+) -> pl.DataFrame:
+    """Read the declared columns of a CSV, CSV.gz or Parquet file with their types.
+
+    CSV files are read as text and each column is then cast to its declared type; the
+    first value that does not parse is reported by row and column. Parquet columns are
+    cast the same way (integer ids become text; a float is accepted as an integer only
+    when it is integral). Other columns of the file are ignored. Row order is kept and
+    no row is dropped (a blank line in a CSV becomes a row of missing values, which the
+    callers' missing-value checks then reject).
+
+    Args:
+        path: the file.
+        columns: required columns and their types, e.g. ``{"workplace_id": pl.Utf8}``.
+        optional: columns read (and type-checked) only when the file has them.
+
+    Returns:
+        A frame with the required columns, then the optional ones present, in the order
+        given.
+
+    Raises:
+        DataValidationError: file missing/unreadable (``rule`` ``file-missing``,
+            ``unparseable``), required column missing (``missing-column``), value that
+            does not parse (``type``).
+    """
+    p = Path(path)
+    header = read_header(p)
+    present = set(header)
+    missing = [c for c in columns if c not in present]
+    if missing:
+        _missing_column_error(p, missing, header)
+    wanted: dict[str, pl.DataType] = {c: _as_dtype(t) for c, t in columns.items()}
+    for c, t in (optional or {}).items():
+        if c in present and c not in wanted:
+            wanted[c] = _as_dtype(t)
+    df = _read_raw(p, list(wanted), header)
+    return pl.DataFrame([_cast_column(df.get_column(c), t, p) for c, t in wanted.items()])
+
+
+def _as_dtype(t: pl.DataType | type[pl.DataType]) -> pl.DataType:
+    return t() if isinstance(t, type) else t
+
+
+# --------------------------------------------------------------------------------------
+# Row-level checks. Each raises on the FIRST offending row (1-based, header excluded).
+# ``row_offset`` shifts the reported row when ``df`` is a slice of a larger file.
+# --------------------------------------------------------------------------------------
+
+
+def first_true(mask: pl.Series) -> int | None:
+    """0-based index of the first ``True`` of a boolean series (nulls count as False)."""
+    if mask.len() == 0:
+        return None
+    m = mask.fill_null(False)
+    if not m.any():
+        return None
+    return int(m.arg_max())  # type: ignore[arg-type]
+
+
+def _missing_mask(s: pl.Series) -> pl.Series:
+    if s.dtype == pl.Utf8:
+        return s.is_null() | (s.str.strip_chars() == "")
+    return s.is_null()
+
+
+def check_not_missing(
+    df: pl.DataFrame,
+    columns: Iterable[str],
+    file: str | Path,
+    *,
+    rule: str = "missing-value",
+    row_offset: int = 0,
+) -> None:
+    """Reject null or blank values in ``columns``.
+
+    Raises:
+        DataValidationError: naming the first row and column with a missing value.
+    """
+    for c in columns:
+        idx = first_true(_missing_mask(df.get_column(c)))
+        if idx is not None:
+            what = "id" if rule == "missing-id" else "value"
+            raise DataValidationError(
+                f"missing {what} (null or blank)",
+                file=str(file),
+                row=idx + 1 + row_offset,
+                column=c,
+                rule=rule,
+            )
+
+
+def check_unique(
+    df: pl.DataFrame,
+    column: str,
+    file: str | Path,
+    *,
+    rule: str = "duplicate-id",
+    message: str = "id {id!r} appears more than once (first in row {first_row})",
+    row_offset: int = 0,
+) -> None:
+    """Reject a value of ``column`` occurring twice; the second occurrence is reported.
+
+    Only for id columns: the message prints the duplicated id and the row of its first
+    occurrence (ids are not confidential, DESIGN.md §2.3).
+
+    Args:
+        message: format string with the fields ``id`` and ``first_row``.
+
+    Raises:
+        DataValidationError: naming the row of the first repeated id.
+    """
+    s = df.get_column(column)
+    idx = first_true(~s.is_first_distinct())
+    if idx is None:
+        return
+    value = s[idx]
+    first = first_true(s == value)
+    raise DataValidationError(
+        message.format(id=value, first_row=(first or 0) + 1 + row_offset),
+        file=str(file),
+        row=idx + 1 + row_offset,
+        column=column,
+        rule=rule,
+    )
+
+
+def check_domain(
+    df: pl.DataFrame,
+    column: str,
+    domain: Collection[str],
+    file: str | Path,
+    *,
+    row_offset: int = 0,
+) -> None:
+    """Reject values of a categorical column outside its declared domain (or missing).
+
+    The message lists the declared domain but never the offending value, which may be
+    confidential.
+
+    Raises:
+        DataValidationError: naming the first row whose value is not in ``domain``.
+    """
+    s = df.get_column(column)
+    if s.dtype != pl.Utf8:
+        s = s.cast(pl.Utf8)
+    allowed = pl.Series(list(domain), dtype=pl.Utf8)
+    bad = ~s.is_in(allowed.implode()).fill_null(False)
+    idx = first_true(bad | s.is_null())
+    if idx is not None:
+        listed = ", ".join(str(v) for v in domain)
+        raise DataValidationError(
+            f"value missing or not in declared domain of {column!r} ({listed})",
+            file=str(file),
+            row=idx + 1 + row_offset,
+            column=column,
+            rule="domain",
+        )
+
+
+def check_nonnegative_finite(
+    df: pl.DataFrame,
+    columns: Iterable[str],
+    file: str | Path,
+    *,
+    row_offset: int = 0,
+) -> None:
+    """Reject missing, NaN, infinite or negative values of confidential numeric columns.
+
+    The message says which of the four it is, never the value.
+
+    Raises:
+        DataValidationError: naming the first offending row of the first offending column
+            (``rule`` ``missing-value``, ``not-finite`` or ``negative``).
+    """
+    for c in columns:
+        s = df.get_column(c)
+        if not s.dtype.is_numeric():
+            raise DataValidationError(
+                f"column is stored as {s.dtype}, expected a number",
+                file=str(file),
+                column=c,
+                rule="type",
+            )
+        checks: list[tuple[pl.Series, str, str]] = [(s.is_null(), "missing value", "missing-value")]
+        if s.dtype.is_float():
+            checks.append((~s.is_finite(), "value is NaN or infinite", "not-finite"))
+        if not s.dtype.is_unsigned_integer():
+            checks.append(((s < 0), "value is negative", "negative"))
+        rows = [(first_true(mask), msg, rule) for mask, msg, rule in checks]
+        found = [(i, msg, rule) for i, msg, rule in rows if i is not None]
+        if found:
+            i, msg, rule = min(found, key=lambda t: t[0])
+            raise DataValidationError(
+                msg, file=str(file), row=i + 1 + row_offset, column=c, rule=rule
+            )

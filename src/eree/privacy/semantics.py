@@ -1,0 +1,69 @@
+"""What a guarantee means, in the user's terms (DESIGN.md §3.3) — computed from the plan alone."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from eree.privacy.accountant import PrivacyReport
+
+#: size ratios y/x at which establishment-size protection is illustrated
+SIZE_RATIOS = (1.05, 1.1, 1.5, 2.0, 10.0)
+
+
+def eree_semantics(report: PrivacyReport) -> dict[str, Any]:
+    """Bayes-factor bounds of an ER-EE release (Haney et al. §7).
+
+    * A worker's presence or absence: an attacker's odds change by at most e^ε.
+    * An establishment of size x versus y ≤ (1+α)^k x: by at most e^{kε}, with
+      k = ⌈ln(y/x)/ln(1+α)⌉ (the neighbors chain of Def 7.1).
+    With δ > 0, each bound holds except with probability δ (for k steps: roughly
+    k·e^{(k−1)ε}·δ, Eq. 13).
+    """
+    eps = report.total.epsilon
+    delta = report.total.delta or 0.0
+    alpha = report.alpha
+    out: dict[str, Any] = {"definition": report.definition, "epsilon": eps, "delta": delta}
+    if eps is None:
+        out["statement"] = "no formal privacy guarantee"
+        return out
+    lines = [
+        f"A worker's presence, absence or attributes change what an attacker can believe by a "
+        f"factor of at most e^{eps:.4g} = {math.exp(eps):.4g}"
+        + (f", except with probability {delta:.3g}" if delta > 0 else "")
+        + "."
+    ]
+    sizes = []
+    if alpha is not None and report.definition in ("eree", "eree-weak"):
+        for r in SIZE_RATIOS:
+            k = math.ceil(math.log(r) / math.log1p(alpha) - 1e-12)
+            bound = math.exp(k * eps)
+            sizes.append({"size_ratio": r, "k": k, "bayes_factor_bound": bound})
+        lines.append(
+            f"An establishment's size x cannot be told from a size y <= (1+{alpha:g})^k x "
+            f"with odds better than e^(k*{eps:.4g}); e.g. sizes within {SIZE_RATIOS[1]:g}x: "
+            f"k = {sizes[1]['k']}, bound {sizes[1]['bayes_factor_bound']:.4g}."
+        )
+        if report.definition == "eree-weak":
+            lines.append(
+                "Weak ER-EE: the bound holds for every property of the workforce (e.g. the number "
+                "of women), each protected within the factor (1+alpha) per step."
+            )
+        else:
+            lines.append(
+                "Strong ER-EE: the bound holds for the whole workforce of an establishment, "
+                "whatever the attributes of the added or removed workers."
+            )
+        lines.append(
+            "Public: the existence of establishments, their public attributes (place, "
+            "industry, ownership) and the number of establishments in any cell."
+        )
+    elif report.definition == "edge-dp":
+        lines.append("Edge-DP protects single jobs; it does not protect establishment size.")
+    elif report.definition == "node-dp":
+        lines.append(
+            "Node-DP protects whole establishments, at the price of truncating large ones."
+        )
+    out["size_protection"] = sizes
+    out["statements"] = lines
+    return out

@@ -1,0 +1,152 @@
+"""One release, end to end: account → load → engine → mechanisms → write (DESIGN.md §1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eree.data.config import EreeDataConfig
+from eree.engine.base import Engine
+from eree.mechanisms.noise import NoiseSource
+from eree.privacy.accountant import PrivacyReport
+from eree.privacy.semantics import eree_semantics
+from eree.release.counts import account_count_plan, release_counts, split_by
+from eree.release.output import base_manifest, dataset_sha256, write_release
+from eree.release.spec import Plan
+from eree.release.tables import QueryTable
+
+
+def account(plan: Plan) -> PrivacyReport:
+    """The privacy cost of a plan, computed from the plan alone (no data read)."""
+    if plan.privacy.definition == "gedp":
+        from eree.release.gedp import account_gedp_plan
+
+        return account_gedp_plan(plan)
+    if not isinstance(plan.data, EreeDataConfig):
+        from eree.errors import SpecError
+
+        raise SpecError(
+            f"definition {plan.privacy.definition!r} applies to ER-EE data; establishment "
+            'data use definition = "gedp"'
+        )
+    return account_count_plan(plan)
+
+
+def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
+    """What the release guarantees, in words (DESIGN.md §3.3)."""
+    if plan.privacy.definition == "gedp":
+        from eree.release.gedp import gedp_plan_semantics
+
+        return gedp_plan_semantics(plan, report)
+    return eree_semantics(report)
+
+
+def explain(plan: Plan) -> dict[str, Any]:
+    """Everything ``eree explain`` shows: per-query cost and the semantics. Reads no data."""
+    report = account(plan)
+    return {"plan": plan.name, "privacy": report.to_dict(), "semantics": semantics(plan, report)}
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    out_dir: Path
+    manifest: dict[str, Any]
+    tables: list[QueryTable]
+
+
+def _query_by(plan: Plan, name: str) -> list[str] | str:
+    q = plan.query(name)
+    return q.by if isinstance(q.by, str) else list(q.by)
+
+
+def build_manifest(
+    plan: Plan,
+    report: PrivacyReport,
+    tables: list[QueryTable],
+    source: NoiseSource,
+    sha256: str,
+) -> dict[str, Any]:
+    """The manifest of §7.3. Contains public information only (no data-dependent scale)."""
+    m = base_manifest()
+    m["random"] = source.describe()
+    m["dataset"] = {
+        "name": plan.name,
+        "sha256": sha256,
+        "files": [p.name for p in plan.data.input_files()],
+    }
+    m["spec"] = plan.raw
+    priv = report.to_dict()
+    m["privacy"] = {
+        "definition": report.definition,
+        "alpha": report.alpha,
+        "neighbor": plan.privacy.neighbor,
+        "distance": plan.privacy.distance,
+        "total": priv["total"],
+        "notes": priv["notes"],
+    }
+    for k, v in report.extra.items():
+        m["privacy"].setdefault(k, v)
+    queries = []
+    for qt in tables:
+        q = plan.query(qt.name)
+        entry: dict[str, Any] = {
+            "name": qt.name,
+            "by": _query_by(plan, qt.name),
+            "mechanism": q.mechanism,
+            "cells": qt.cells,
+            "file": f"tables/{qt.name}.parquet",
+        }
+        try:
+            c = report.charge(qt.name)
+            entry.update(
+                cost=c.total.to_dict(),
+                per_cell=c.per_cell.to_dict(),
+                guarantee=c.guarantee,
+                multiplicity=c.multiplicity,
+                params=c.params,
+            )
+        except KeyError:
+            entry["cost"] = None
+        entry["uncertainty"] = qt.uncertainty
+        entry["notes"] = list(qt.notes)
+        queries.append(entry)
+    m["queries"] = queries
+    m["semantics"] = semantics(plan, report)
+    return m
+
+
+def protect(
+    plan: Plan,
+    out_dir: str | Path,
+    source: NoiseSource,
+    *,
+    engine: Engine | None = None,
+) -> ReleaseResult:
+    """Run one release and write it atomically to ``out_dir``.
+
+    The plan is charged before any data is read: a plan the accountant refuses never
+    touches the data.
+    """
+    report = account(plan)
+    sha = dataset_sha256(plan.data.input_files())
+    if isinstance(plan.data, EreeDataConfig):
+        from eree.data.eree_tables import load_eree
+
+        for q in plan.queries:  # attribute roles are checked before loading
+            split_by(q, plan.data)
+        data = load_eree(plan.data)
+        if engine is None:
+            from eree.engine.polars_engine import PolarsEngine
+
+            engine = PolarsEngine()
+        tables = release_counts(plan, data, engine, source, report)
+    else:
+        from eree.data.establishments import load_establishments
+        from eree.release.gedp import release_gedp
+
+        edata = load_establishments(plan.data)
+        tables = release_gedp(plan, edata, source, report)
+    manifest = build_manifest(plan, report, tables, source, sha)
+    write_release(Path(out_dir), tables, manifest, csv=plan.output.csv)
+    return ReleaseResult(Path(out_dir), manifest, tables)

@@ -1,0 +1,49 @@
+"""The published table of one query and how it is assembled from mechanism outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from eree.mechanisms.base import MechanismOutput
+
+
+@dataclass(frozen=True)
+class QueryTable:
+    """One published table.
+
+    Attributes:
+        name: the query name (file stem).
+        table: key columns, then per statistic s: ``s``, ``s_std``, ``s_ci_low``,
+            ``s_ci_high`` (null where not publishable).
+        uncertainty: statistic → how its std/CI were obtained (or why withheld).
+        notes: public remarks (warnings, defaults used).
+    """
+
+    name: str
+    table: pl.DataFrame
+    uncertainty: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cells(self) -> int:
+        return self.table.height
+
+
+def statistic_columns(stat: str, out: MechanismOutput) -> dict[str, Any]:
+    """The four published columns of statistic ``stat`` from a mechanism output."""
+    n = out.estimate.shape[0]
+    null = pl.Series([None] * n, dtype=pl.Float64)
+
+    def col(v: np.ndarray | None) -> Any:
+        return null if v is None else pl.Series(np.asarray(v, dtype=np.float64))
+
+    return {
+        stat: col(out.estimate),
+        f"{stat}_std": col(out.std),
+        f"{stat}_ci_low": col(out.ci_low),
+        f"{stat}_ci_high": col(out.ci_high),
+    }
