@@ -1,0 +1,234 @@
+"""The ``eree`` command: thin over the library (DESIGN.md §7.1)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from eree.errors import EreeError
+
+app = typer.Typer(
+    help="Formally private releases of employer-employee and establishment statistics.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
+app.add_typer(synth_app, name="synth")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(e: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {e}")
+    raise typer.Exit(code=2)
+
+
+def _noise(seed: int | None, random_mode: str) -> Any:
+    from eree.mechanisms.noise import make_noise_source
+
+    try:
+        return make_noise_source(random_mode, seed)
+    except ValueError as e:
+        _fail(e)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def print_cost_table(explained: dict[str, Any]) -> None:
+    priv = explained["privacy"]
+    t = Table(title=f"Privacy cost of plan {explained['plan']!r} ({priv['definition']})")
+    for col in ("query", "mechanism", "ε", "δ", "μ", "d", "guarantee"):
+        t.add_column(col, overflow="fold")
+    for q in priv["queries"]:
+        c = q["cost"]
+        t.add_row(
+            q["query"],
+            q["mechanism"],
+            _fmt(c["epsilon"]),
+            _fmt(c["delta"]),
+            _fmt(c["mu"]),
+            str(q["multiplicity"]),
+            q["guarantee"],
+        )
+    tot = priv["total"]
+    t.add_row("[bold]total", "", _fmt(tot["epsilon"]), _fmt(tot["delta"]), _fmt(tot["mu"]), "", "")
+    console.print(t)
+    for note in priv.get("notes", []):
+        console.print(f"• {note}")
+
+
+def print_semantics(sem: dict[str, Any]) -> None:
+    for line in sem.get("statements", []):
+        console.print(f"  {line}")
+    for extra in sem.get("tables", []):
+        t = Table(title=extra["title"])
+        for col in extra["columns"]:
+            t.add_column(str(col))
+        for row in extra["rows"]:
+            t.add_row(*[_fmt(x) for x in row])
+        console.print(t)
+
+
+@app.command()
+def explain(
+    spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+) -> None:
+    """Budget and semantics of a release spec, from the plan alone (no data is read).
+
+    Example: eree explain release.toml
+    """
+    from eree.release.protect import explain as explain_plan
+    from eree.release.spec import load_spec
+
+    try:
+        explained = explain_plan(load_spec(spec))
+    except EreeError as e:
+        _fail(e)
+        return
+    if as_json:
+        console.print_json(json.dumps(explained, default=str))
+        return
+    print_cost_table(explained)
+    console.print("[bold]What this guarantees[/]")
+    print_semantics(explained["semantics"])
+
+
+@app.command()
+def protect(
+    spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
+    out: Annotated[Path, typer.Option("--out", help="output directory (must not exist)")],
+    seed: Annotated[
+        int | None, typer.Option(help="seeded randomness: reproducible, NOT FOR PUBLICATION")
+    ] = None,
+    random_mode: Annotated[
+        str, typer.Option("--random", help="secure (default) | exact (OpenDP samplers)")
+    ] = "secure",
+) -> None:
+    """Run one release: protected tables and a manifest in OUT.
+
+    Example: eree protect release.toml --out release-2026q1
+    """
+    from eree.release.protect import protect as run
+    from eree.release.spec import load_spec
+
+    source = _noise(seed, random_mode)
+    try:
+        plan = load_spec(spec)
+        with console.status("releasing…"):
+            result = run(plan, out, source)
+    except EreeError as e:
+        _fail(e)
+        return
+    _print_release(result.manifest, result.out_dir)
+
+
+def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
+    rnd = manifest["random"]
+    if rnd["mode"] == "seeded":
+        console.print(
+            f"[bold yellow]seeded randomness (seed {rnd['seed']}): NOT FOR PUBLICATION[/]"
+        )
+    t = Table(title=f"Release {manifest['dataset']['name']!r} → {out_dir}")
+    for col in ("table", "mechanism", "cells", "ε", "δ", "μ"):
+        t.add_column(col)
+    for q in manifest["queries"]:
+        c = q.get("cost") or {}
+        t.add_row(
+            q["file"],
+            q["mechanism"],
+            str(q["cells"]),
+            _fmt(c.get("epsilon")),
+            _fmt(c.get("delta")),
+            _fmt(c.get("mu")),
+        )
+    tot = manifest["privacy"]["total"]
+    t.add_row(
+        "[bold]total", manifest["privacy"]["definition"], "", _fmt(tot["epsilon"]),
+        _fmt(tot["delta"]), _fmt(tot["mu"]),
+    )  # fmt: skip
+    console.print(t)
+    for q in manifest["queries"]:
+        for note in q.get("notes", []):
+            console.print(f"• {q['name']}: {note}")
+    console.print(f"manifest: {out_dir / 'manifest.json'}")
+
+
+@synth_app.command("lodes")
+def synth_lodes(
+    out: Annotated[Path, typer.Option("--out", help="output directory")],
+    wac: Annotated[
+        Path | None, typer.Option(help="LODES WAC file (csv/csv.gz); parametric if absent")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    scale: Annotated[float, typer.Option(help="multiply the number of jobs")] = 1.0,
+    jobs: Annotated[int, typer.Option(help="jobs of the parametric generator")] = 50_000,
+) -> None:
+    """LODES-like workplace, worker and job tables.
+
+    Example: eree synth lodes --wac pa_wac_S000_JT00_2015.csv.gz --out pa --seed 1
+    """
+    from eree.synth.lodes import synth_from_wac, synth_parametric
+
+    try:
+        with console.status("generating…"):
+            if wac is not None:
+                s = synth_from_wac(wac, seed=seed, scale=scale)
+            else:
+                s = synth_parametric(seed=seed, n_jobs=int(jobs * scale))
+            s.write(out)
+    except (EreeError, OSError) as e:
+        _fail(e)
+        return
+    console.print(
+        f"wrote {s.workplace.height:,} workplaces, {s.worker.height:,} workers, "
+        f"{s.job.height:,} jobs to {out}"
+    )
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="output directory")] = Path("eree-demo"),
+    seed: Annotated[
+        int | None, typer.Option(help="seed the release noise (NOT FOR PUBLICATION)")
+    ] = None,
+) -> None:
+    """The main job on built-in synthetic data: synthesise, release, report.
+
+    Example: eree demo --out eree-demo
+    """
+    from eree.demo import run_demo
+
+    try:
+        summary = run_demo(out, seed=seed, console=console)
+    except EreeError as e:
+        _fail(e)
+        return
+    console.print(f"[bold green]demo finished[/] in {summary['seconds']:.1f} s")
+    for k, v in summary["outputs"].items():
+        console.print(f"  {k}: {v}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
