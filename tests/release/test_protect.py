@@ -1,0 +1,171 @@
+"""`protect` end to end: tables, manifest, atomic output, and nothing confidential leaks."""
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from eree.data.eree_tables import load_eree
+from eree.engine.polars_engine import PolarsEngine
+from eree.errors import EreeError, PrivacyParameterError
+from eree.mechanisms.noise import SecureNoise, SeededNoise
+from eree.release.counts import split_by
+from eree.release.protect import explain, protect
+from eree.release.spec import load_spec
+
+STAT_COLS = ["jobs", "jobs_std", "jobs_ci_low", "jobs_ci_high"]
+
+
+def test_release_writes_tables_and_manifest(small_spec, tmp_path):
+    plan = load_spec(small_spec)
+    res = protect(plan, tmp_path / "out", SeededNoise(3))
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    for key in ("eree_version", "created", "random", "dataset", "spec", "privacy", "queries",
+                "semantics"):  # fmt: skip
+        assert key in m
+    assert m["random"]["mode"] == "seeded" and m["random"]["seed"] == 3
+    assert len(m["dataset"]["sha256"]) == 64
+    assert m["privacy"]["total"]["epsilon"] == pytest.approx(10.0)
+    assert m["privacy"]["definition"] == "eree-weak" and m["privacy"]["alpha"] == 0.1
+    names = [q["name"] for q in m["queries"]]
+    assert names == ["county_industry", "county", "county_sex", "county_age_sex"]
+    for q in m["queries"]:
+        df = pl.read_parquet(tmp_path / "out" / q["file"])
+        assert df.height == q["cells"]
+        assert df.columns == [*q["by"], *STAT_COLS]
+        assert (tmp_path / "out" / "tables" / f"{q['name']}.csv").exists()
+        assert set(q["cost"]) == {"epsilon", "delta", "mu"}
+    by_name = {t.name: t.table for t in res.tables}
+    # smooth mechanisms publish no std / CI; Log-Laplace does
+    assert by_name["county_industry"]["jobs_std"].null_count() == by_name["county_industry"].height
+    assert by_name["county"]["jobs_std"].null_count() == 0
+    lo, hi, est = (by_name["county"][c].to_numpy() for c in ("jobs_ci_low", "jobs_ci_high", "jobs"))
+    assert np.all(lo <= hi)
+    # worker-attribute marginals list the full declared domain per county
+    n_counties = by_name["county"].height
+    assert by_name["county_age_sex"].height == n_counties * 6
+
+
+def _confidential_numbers(plan):
+    """True counts, x_v and the smooth-sensitivity noise scales of every query."""
+    data = load_eree(plan.data)
+    eng = PolarsEngine()
+    vals = set()
+    alpha = plan.privacy.alpha
+    for q in plan.queries:
+        wp, wk = split_by(q, plan.data)
+        st = eng.cell_statistics(data, wp, wk)
+        d = 6 if len(wk) == 2 else (2 if wk else 1)
+        eps = q.epsilon / d
+        S = np.maximum(alpha * st["x_v"].to_numpy(), 1.0)
+        eps1 = eps - 5 * math.log1p(alpha)
+        for arr in (st["count"].to_numpy(), st["x_v"].to_numpy(), S, 2 * S / eps,
+                    5 * S / eps1 if eps1 > 0 else S):  # fmt: skip
+            vals.update(float(v) for v in np.asarray(arr, dtype=float) if v > 1)
+    return vals
+
+
+def test_no_confidential_value_in_tables_or_manifest(small_spec, tmp_path):
+    plan = load_spec(small_spec)
+    res = protect(plan, tmp_path / "out", SeededNoise(4))
+    secret = _confidential_numbers(plan)
+    assert 1103 in secret  # the distinctive establishment's size is x_v somewhere
+    published = []
+    for t in res.tables:
+        for c in STAT_COLS:
+            published += [v for v in t.table[c].to_list() if v is not None]
+    pub = np.array(published)
+    for s in secret:
+        assert not np.any(np.isclose(pub, s, rtol=1e-12, atol=0)), "a confidential value leaked"
+    # the manifest: every number in it, and every number written inside its strings.
+    # Values <= 100 collide with public parameters (ε, cells) and are skipped; 1103 and
+    # the smooth noise scales are far above.
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    numbers = set(_numbers_in(manifest))
+    distinctive = {s for s in secret if s > 100}
+    assert 1103 in distinctive
+    for s in distinctive:
+        assert not any(math.isclose(n, s, rel_tol=1e-9) for n in numbers), "manifest leaks"
+
+
+def _numbers_in(obj):
+    import re
+
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, int | float):
+        yield float(obj)
+    elif isinstance(obj, str):
+        for tok in re.findall(r"\d+(?:\.\d+)?", obj):
+            yield float(tok)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _numbers_in(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _numbers_in(v)
+
+
+def test_leak_check_would_catch_a_leak(small_spec, tmp_path):
+    # power of the check above: publishing the true counts is detected
+    plan = load_spec(small_spec)
+    secret = _confidential_numbers(plan)
+    data = load_eree(plan.data)
+    truth = PolarsEngine().cell_statistics(data, ["county"], [])["count"].to_numpy()
+    assert any(np.any(np.isclose(truth.astype(float), s, rtol=1e-12)) for s in secret)
+
+
+def test_plan_is_refused_before_data_is_read(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'name="x"\n[data]\nworkplace="nope/w.parquet"\nworker="nope/p.parquet"\n'
+        'job="nope/j.parquet"\n[privacy]\ndefinition="eree-weak"\nalpha=0.2\n'
+        '[[query]]\nname="q"\nby=["county","sex"]\nmechanism="smooth_gamma"\nepsilon=1.0\n'
+    )
+    # the files do not exist: a refusal by the accountant proves no data was read
+    with pytest.raises(PrivacyParameterError, match="epsilon/5"):
+        protect(load_spec(spec), tmp_path / "out", SecureNoise())
+    assert not (tmp_path / "out").exists()
+
+
+def test_failed_write_leaves_nothing_behind(small_spec, tmp_path, monkeypatch):
+    plan = load_spec(small_spec)
+    calls = {"n": 0}
+    orig = pl.DataFrame.write_parquet
+
+    def flaky(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full")
+        return orig(self, *a, **k)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", flaky)
+    with pytest.raises(OSError):
+        protect(plan, tmp_path / "out", SeededNoise(1))
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.partial")]
+
+
+def test_existing_output_is_not_overwritten(small_spec, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "x").write_text("keep")
+    with pytest.raises(EreeError, match="not empty"):
+        protect(load_spec(small_spec), tmp_path / "out", SeededNoise(1))
+    assert (tmp_path / "out" / "x").read_text() == "keep"
+
+
+def test_seeded_release_is_reproducible(small_spec, tmp_path):
+    plan = load_spec(small_spec)
+    a = protect(plan, tmp_path / "a", SeededNoise(9)).tables
+    b = protect(plan, tmp_path / "b", SeededNoise(9)).tables
+    for x, y in zip(a, b, strict=True):
+        assert x.table.equals(y.table)
+
+
+def test_explain_reads_no_data(small_spec):
+    plan = load_spec(small_spec)
+    e = explain(plan)
+    assert e["privacy"]["total"]["epsilon"] == pytest.approx(10.0)
+    assert e["semantics"]["statements"]
