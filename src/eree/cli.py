@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eree.errors import EreeError
@@ -27,7 +28,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(e: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {e}")
+    err_console.print(f"[bold red]error:[/] {escape(str(e))}")
     raise typer.Exit(code=2)
 
 
@@ -68,12 +69,12 @@ def print_cost_table(explained: dict[str, Any]) -> None:
     t.add_row("[bold]total", "", _fmt(tot["epsilon"]), _fmt(tot["delta"]), _fmt(tot["mu"]), "", "")
     console.print(t)
     for note in priv.get("notes", []):
-        console.print(f"• {note}")
+        console.print(f"• {escape(note)}")
 
 
 def print_semantics(sem: dict[str, Any]) -> None:
     for line in sem.get("statements", []):
-        console.print(f"  {line}")
+        console.print(f"  {escape(line)}")
     for extra in sem.get("tables", []):
         t = Table(title=extra["title"])
         for col in extra["columns"]:
@@ -164,7 +165,7 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     console.print(t)
     for q in manifest["queries"]:
         for note in q.get("notes", []):
-            console.print(f"• {q['name']}: {note}")
+            console.print(f"• {q['name']}: {escape(note)}")
     console.print(f"manifest: {out_dir / 'manifest.json'}")
 
 

@@ -1,0 +1,79 @@
+"""System tests through the `eree` command."""
+
+import json
+
+import polars as pl
+from typer.testing import CliRunner
+
+from eree.cli import app
+from tests.release.conftest import SPEC, write_small_eree
+
+runner = CliRunner()
+
+
+def _spec(tmp_path, text=SPEC):
+    write_small_eree(tmp_path / "data")
+    p = tmp_path / "spec.toml"
+    p.write_text(text)
+    return p
+
+
+def test_help_lists_commands():
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0
+    for cmd in ("demo", "protect", "explain", "synth"):
+        assert cmd in r.output
+
+
+def test_explain_prints_costs_and_semantics(tmp_path):
+    r = runner.invoke(app, ["explain", str(_spec(tmp_path))])
+    assert r.exit_code == 0, r.output
+    assert "county_age_sex" in r.output and "total" in r.output
+    assert "e^" in r.output  # the Bayes-factor statement
+    r = runner.invoke(app, ["explain", str(tmp_path / "spec.toml"), "--json"])
+    assert json.loads(r.output)["privacy"]["total"]["epsilon"] == 10.0
+
+
+def test_protect_seeded_says_not_for_publication(tmp_path):
+    spec = _spec(tmp_path)
+    r = runner.invoke(app, ["protect", str(spec), "--out", str(tmp_path / "rel"), "--seed", "5"])
+    assert r.exit_code == 0, r.output
+    assert "NOT FOR PUBLICATION" in r.output
+    m = json.loads((tmp_path / "rel" / "manifest.json").read_text())
+    assert m["random"]["mode"] == "seeded"
+    assert pl.read_parquet(tmp_path / "rel" / "tables" / "county.parquet").height > 0
+
+
+def test_protect_secure_by_default(tmp_path):
+    spec = _spec(tmp_path)
+    r = runner.invoke(app, ["protect", str(spec), "--out", str(tmp_path / "rel")])
+    assert r.exit_code == 0, r.output
+    assert "NOT FOR PUBLICATION" not in r.output
+    m = json.loads((tmp_path / "rel" / "manifest.json").read_text())
+    assert m["random"] == {"mode": "secure", "seed": None, "fallbacks": []}
+
+
+def test_errors_are_clean_and_exit_2(tmp_path):
+    spec = _spec(tmp_path, SPEC.replace("epsilon = 6.0", "epsilom = 6.0"))
+    r = runner.invoke(app, ["explain", str(spec)])
+    assert r.exit_code == 2
+    assert "did you mean 'epsilon'" in r.output
+    assert "Traceback" not in r.output
+    spec.write_text(SPEC.replace("alpha = 0.1", "alpha = 0.1\nepsilon = 1"))
+    r = runner.invoke(app, ["explain", str(spec)])
+    assert r.exit_code == 2 and "in [privacy]" in r.output
+
+
+def test_synth_lodes_parametric(tmp_path):
+    r = runner.invoke(app, ["synth", "lodes", "--out", str(tmp_path / "s"), "--jobs", "3000"])
+    assert r.exit_code == 0, r.output
+    assert pl.read_parquet(tmp_path / "s" / "job.parquet").height == 3000
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    r = runner.invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "demo" / "report.html").exists()
+    m = json.loads((tmp_path / "demo" / "releases" / "lodes" / "manifest.json").read_text())
+    assert m["privacy"]["total"]["epsilon"] == 10.0
+    assert "demo finished" in r.output
