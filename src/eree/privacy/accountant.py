@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eree.errors import PrivacyParameterError
+from eree.privacy.definitions import EdgeDP, EreePrivacy, NodeDP
 from eree.privacy.eree_conditions import (
     check_log_laplace,
     check_smooth_laplace,
@@ -198,12 +199,12 @@ def _eree_charge(q: CountQueryRequest, definition: str, alpha: float) -> QueryCh
     return QueryCharge(q.name, q.mechanism, guarantee, d, per_cell, total, params)
 
 
-def _dp_charge(q: CountQueryRequest, definition: str) -> QueryCharge:
+def _dp_charge(q: CountQueryRequest) -> QueryCharge:
     assert q.epsilon is not None
     params: dict[str, Any] = {}
     if q.mechanism == "laplace":
         params["scale"] = 1.0 / q.epsilon
-        guarantee = f"ε={q.epsilon:g} edge-DP (each job is in exactly one cell)"
+        guarantee = f"{EdgeDP(q.epsilon)}; each job is in exactly one cell"
     else:
         theta = q.params.get("theta")
         if theta is None:
@@ -212,7 +213,7 @@ def _dp_charge(q: CountQueryRequest, definition: str) -> QueryCharge:
                 "employment >= theta are dropped)"
             )
         params.update(theta=theta, scale=theta / q.epsilon)
-        guarantee = f"ε={q.epsilon:g} node-DP (each establishment contributes < θ={theta:g} jobs)"
+        guarantee = f"{NodeDP(q.epsilon)}; each establishment contributes < θ={theta:g} jobs"
     cost = Cost(epsilon=q.epsilon, delta=0.0)
     return QueryCharge(q.name, q.mechanism, guarantee, 1, cost, cost, params)
 
@@ -257,8 +258,12 @@ def account_counts(
                 raise PrivacyParameterError("ER-EE privacy needs alpha")
             charges.append(_eree_charge(q, definition, alpha))
         else:
-            charges.append(_dp_charge(q, definition))
+            charges.append(_dp_charge(q))
     total = sequential([c.total for c in charges])
+    extra: dict[str, Any] = {}
+    if definition in ("eree", "eree-weak") and alpha is not None and total.epsilon:
+        weak = any("weak" in c.guarantee for c in charges)
+        extra["guarantee"] = str(EreePrivacy(alpha, total.epsilon, total.delta or 0.0, weak))
     if definition == "eree-weak" and not any(c.multiplicity > 1 for c in charges):
         notes.append(
             "every query is over establishment attributes only, so the release also "
@@ -266,4 +271,4 @@ def account_counts(
         )
     if definition in ("eree", "eree-weak"):
         notes.append(f"sequential composition (Thm 7.3) for the single α={alpha:g}: ε and δ add")
-    return PrivacyReport(definition, alpha, tuple(charges), total, tuple(notes))
+    return PrivacyReport(definition, alpha, tuple(charges), total, tuple(notes), extra)
