@@ -119,6 +119,9 @@ def protect(
     random_mode: Annotated[
         str, typer.Option("--random", help="secure (default) | exact (OpenDP samplers)")
     ] = "secure",
+    ledger: Annotated[
+        Path | None, typer.Option(help="budget ledger (SQLite); refuses overspending")
+    ] = None,
 ) -> None:
     """Run one release: protected tables and a manifest in OUT.
 
@@ -131,7 +134,7 @@ def protect(
     try:
         plan = load_spec(spec)
         with console.status("releasing…"):
-            result = run(plan, out, source)
+            result = run(plan, out, source, ledger=ledger)
     except EreeError as e:
         _fail(e)
         return

@@ -9,7 +9,8 @@ from typing import Any
 from eree.data.config import EreeDataConfig
 from eree.engine.base import Engine
 from eree.mechanisms.noise import NoiseSource
-from eree.privacy.accountant import PrivacyReport
+from eree.privacy.accountant import Cost, PrivacyReport
+from eree.privacy.ledger import Ledger, check_budget
 from eree.privacy.semantics import eree_semantics
 from eree.release.counts import account_count_plan, release_counts, split_by
 from eree.release.output import base_manifest, dataset_sha256, write_release
@@ -122,14 +123,47 @@ def protect(
     source: NoiseSource,
     *,
     engine: Engine | None = None,
+    ledger: Ledger | str | Path | None = None,
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
     The plan is charged before any data is read: a plan the accountant refuses never
-    touches the data.
+    touches the data. With a ledger, the release is reserved against the dataset's
+    lifetime budget (``[privacy].budget``) before any noise is drawn and committed once
+    the output is in place (DESIGN.md §3.4).
     """
     report = account(plan)
+    budget = plan.privacy.budget
+    if budget and ledger is None:  # no history: the release alone must fit
+        check_budget(plan.name, Cost(), report.total, budget)
     sha = dataset_sha256(plan.data.input_files())
+    book = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
+    rid = None
+    if book is not None:
+        rid = book.reserve(
+            plan.name, sha, plan.privacy.definition, plan.privacy.alpha, report.total,
+            budget, out_dir,
+        )  # fmt: skip
+    try:
+        result = _run(plan, out_dir, source, engine, report, sha, rid)
+    except BaseException:
+        if book is not None and rid is not None and not Path(out_dir, "manifest.json").exists():
+            book.abort(rid)
+        raise
+    if book is not None and rid is not None:
+        book.commit(rid)
+    return result
+
+
+def _run(
+    plan: Plan,
+    out_dir: str | Path,
+    source: NoiseSource,
+    engine: Engine | None,
+    report: PrivacyReport,
+    sha: str,
+    rid: str | None,
+) -> ReleaseResult:
     if isinstance(plan.data, EreeDataConfig):
         from eree.data.eree_tables import load_eree
 
@@ -148,5 +182,7 @@ def protect(
         edata = load_establishments(plan.data)
         tables = release_gedp(plan, edata, source, report)
     manifest = build_manifest(plan, report, tables, source, sha)
+    if rid is not None:
+        manifest["ledger"] = {"id": rid}
     write_release(Path(out_dir), tables, manifest, csv=plan.output.csv)
     return ReleaseResult(Path(out_dir), manifest, tables)
