@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import product
 
+import numpy as np
 import polars as pl
 
 from eree.data.eree_tables import EreeData
 from eree.errors import SpecError
-
-_TOTAL_KEY = "__total__"
 
 
 def _domain_frame(domains: dict[str, tuple[str, ...]], attrs: Sequence[str]) -> pl.DataFrame:
@@ -28,13 +28,15 @@ def _domain_frame(domains: dict[str, tuple[str, ...]], attrs: Sequence[str]) -> 
 class PolarsEngine:
     """Cell statistics with Polars.
 
-    The scan is two group-bys: jobs by (establishment, worker keys) — which gives each
-    establishment's contribution to each cell — then those contributions by the cell keys
-    (sum → count, max → x_v). Workplace attributes are joined on the (much smaller)
-    per-establishment table, not on the jobs.
+    Jobs are turned into integer codes once per dataset (their establishment's row and
+    each worker attribute's index in its declared domain); every query then runs on
+    integers.
     """
 
     name = "polars"
+
+    def __init__(self) -> None:
+        self._cache: tuple[EreeData, _Prepared] | None = None
 
     def _check(self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]) -> None:
         for a in workplace_by:
@@ -61,6 +63,30 @@ class PolarsEngine:
             .collect()
         )
 
+    def _prepare(self, data: EreeData) -> _Prepared:
+        """Integer codes for the jobs, computed once per dataset and reused by every query."""
+        if self._cache is not None and self._cache[0] is data:
+            return self._cache[1]
+        wp_index = data.workplaces.select("workplace_id").with_row_index("_w")
+        widx = (
+            data.jobs.lazy()
+            .select("workplace_id")
+            .join(wp_index.lazy(), on="workplace_id", how="left", maintain_order="left")
+            .select("_w")
+            .collect()["_w"]
+        )
+        if widx.null_count():
+            raise SpecError("a job points at a workplace missing from the workplace table")
+        codes: dict[str, np.ndarray] = {}
+        for a, dom in data.domains.items():
+            if a in data.jobs.columns and a != "workplace_id":
+                codes[a] = (
+                    data.jobs[a].cast(pl.Enum(list(dom))).to_physical().to_numpy().astype(np.int64)
+                )
+        prep = _Prepared(widx.to_numpy().astype(np.int64), codes)
+        self._cache = (data, prep)
+        return prep
+
     def cell_statistics(
         self,
         data: EreeData,
@@ -70,44 +96,77 @@ class PolarsEngine:
         complete: bool = False,
         truncate_below: float | None = None,
     ) -> pl.DataFrame:
+        """Cell statistics (see :mod:`eree.engine.base`).
+
+        Cells are numbered ``frame_index * D + worker_code`` (F workplace combinations, D
+        worker-attribute combinations). Each job gets its establishment's number and its
+        cell's worker code; one group-by over (establishment, worker code) gives each
+        establishment's contribution n to each cell, and two scatters (sum → count,
+        max → x_v) over the F·D cells finish the job. Rows come out sorted by the
+        workplace keys, then the worker attributes in declared-domain order.
+        """
         self._check(data, workplace_by, worker_by)
         wkeys = list(workplace_by)
-        keys = [*wkeys, *worker_by]
-        # group_by([]) is not a thing: use a constant key for the total
-        gkeys_w = wkeys or [_TOTAL_KEY]
-        gkeys = [*gkeys_w, *worker_by]
-
-        wp = data.workplaces.lazy().select(["workplace_id", *wkeys])
-        if not wkeys:
-            wp = wp.with_columns(pl.lit("").alias(_TOTAL_KEY))
-
-        per = data.jobs.lazy().group_by(["workplace_id", *worker_by]).agg(
-            pl.len().cast(pl.Int64).alias("n")
-        )
-        aggs = [pl.col("n").sum().alias("count"), pl.col("n").max().alias("x_v")]
-        if truncate_below is not None:
-            size = per.group_by("workplace_id").agg(pl.col("n").sum().alias("_size"))
-            per = per.join(size, on="workplace_id", how="left")
-            aggs.append(
-                pl.col("n").filter(pl.col("_size") < truncate_below).sum().alias("count_truncated")
+        prep = self._prepare(data)
+        # the public frame of workplace combinations
+        if wkeys:
+            frame = data.workplaces.select(wkeys).unique().sort(wkeys)
+            if complete:
+                frame = _domain_frame(data.domains, wkeys).sort(wkeys)
+            fidx_of_wp = (
+                data.workplaces.lazy()
+                .select(wkeys)
+                .join(
+                    frame.lazy().with_row_index("_f"), on=wkeys, how="left", maintain_order="left"
+                )
+                .collect()["_f"]
             )
-        stats = per.join(wp, on="workplace_id", how="inner").group_by(gkeys).agg(aggs)
-
-        frame = wp.group_by(gkeys_w).agg(pl.len().cast(pl.Int64).alias("establishments"))
-        if complete and wkeys:
-            full = _domain_frame(data.domains, wkeys).lazy()
-            frame = full.join(frame, on=wkeys, how="left")
+            if fidx_of_wp.null_count():
+                raise SpecError(f"workplace values outside the declared domains of {wkeys}")
+            fidx = fidx_of_wp.to_numpy().astype(np.int64)
+        else:
+            frame = pl.DataFrame()
+            fidx = np.zeros(data.workplaces.height, dtype=np.int64)
+        F = max(frame.height, 1)
+        sizes = [len(data.domains[a]) for a in worker_by]
+        D = int(np.prod(sizes)) if worker_by else 1
+        wcode = np.zeros(prep.widx.size, dtype=np.int64)
+        for a, size in zip(worker_by, sizes, strict=True):
+            wcode = wcode * size + prep.codes[a]
+        # each establishment's contribution n to each of its cells
+        pair = prep.widx * D + wcode
+        contrib = pl.DataFrame({"k": pair}).group_by("k").agg(pl.len().alias("n"))
+        k = contrib["k"].to_numpy()
+        n = contrib["n"].to_numpy().astype(np.int64)
+        est = k // D
+        cell = fidx[est] * D + k % D
+        count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)
+        x_v = np.zeros(F * D, dtype=np.int64)
+        np.maximum.at(x_v, cell, n)
+        n_est = np.bincount(fidx, minlength=F).astype(np.int64)
+        cols: dict[str, pl.Series | np.ndarray] = {}
+        rep = np.repeat(np.arange(F), D)
+        for a in wkeys:
+            cols[a] = frame[a].gather(rep)
         if worker_by:
-            frame = frame.join(_domain_frame(data.domains, worker_by).lazy(), how="cross")
-        fill = ["count", "x_v", "establishments"]
+            worker_frame = _domain_frame(data.domains, worker_by)
+            tile = np.tile(np.arange(D), F)
+            for a in worker_by:
+                cols[a] = worker_frame[a].gather(tile)
+        cols["count"] = count
+        cols["x_v"] = x_v
+        cols["establishments"] = np.repeat(n_est, D)
+        cols["has_establishment"] = np.repeat(n_est > 0, D)
         if truncate_below is not None:
-            fill.append("count_truncated")
-        out = (
-            frame.join(stats, on=gkeys, how="left")
-            .with_columns([pl.col(c).fill_null(0).cast(pl.Int64) for c in fill])
-            .with_columns((pl.col("establishments") > 0).alias("has_establishment"))
-        )
-        cols = [*keys, "count", "x_v", "establishments", "has_establishment"]
-        if truncate_below is not None:
-            cols.append("count_truncated")
-        return out.select(cols).sort(keys or ["count"]).collect()
+            size = np.bincount(prep.widx, minlength=data.workplaces.height)
+            keep = size[est] < truncate_below
+            cols["count_truncated"] = np.bincount(cell, weights=n * keep, minlength=F * D).astype(
+                np.int64
+            )
+        return pl.DataFrame(cols)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    widx: np.ndarray  # per job: row index of its workplace
+    codes: dict[str, np.ndarray]  # per worker attribute: per job domain index
