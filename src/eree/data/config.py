@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eree.data.schema import WORKER_DOMAINS, WORKPLACE_ATTRIBUTES, WORKPLACE_ID, WORKER_ID
+from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ATTRIBUTES, WORKPLACE_ID
 
 
 @dataclass(frozen=True)

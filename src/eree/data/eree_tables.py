@@ -91,8 +91,10 @@ def load_eree(config: EreeDataConfig) -> EreeData:
     if config.jobs is not None:
         workplaces, jobs = _load_joined(config, config.jobs)
     else:
-        assert config.workplace and config.worker and config.job  # checked in _check_config
-        workplaces, jobs = _load_three(config, config.workplace, config.worker, config.job)
+        wp, wk, jb = config.workplace, config.worker, config.job
+        if wp is None or wk is None or jb is None:  # pragma: no cover - _check_config
+            raise SpecError("[data] needs workplace, worker and job tables")
+        workplaces, jobs = _load_three(config, wp, wk, jb)
     return EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
 
 
@@ -105,7 +107,9 @@ def _check_config(config: EreeDataConfig) -> None:
                 "tables; give one form only"
             )
     elif any(p is None for p in three):
-        missing = [n for n, p in zip(("workplace", "worker", "job"), three) if p is None]
+        missing = [
+            n for n, p in zip(("workplace", "worker", "job"), three, strict=True) if p is None
+        ]
         raise SpecError(
             f"[data] needs either 'jobs' or all of workplace, worker, job "
             f"(missing: {', '.join(missing)})"
@@ -125,9 +129,7 @@ def _check_config(config: EreeDataConfig) -> None:
             raise SpecError(f"worker attribute {a!r} has no declared domain")
 
 
-def _check_workplace_attributes(
-    df: pl.DataFrame, config: EreeDataConfig, file: Path
-) -> None:
+def _check_workplace_attributes(df: pl.DataFrame, config: EreeDataConfig, file: Path) -> None:
     check_not_missing(df, config.workplace_attributes, file)
     for a in config.workplace_attributes:
         if a in config.domains:
@@ -165,33 +167,63 @@ def _load_three(
             rule="unknown-workplace",
         )
     check_unique(jb, kid, jb_path, rule="multiple-jobs", message=_MULTIPLE_JOBS)
-    # job ids and worker ids are now both unique: one full join finds both unknown
-    # workers (job without worker) and workers without a job.
-    joined = jb.with_row_index("__job_row").join(
-        wk.with_row_index("__worker_row"), on=kid, how="full", coalesce=True
-    )
-    no_worker = joined.filter(pl.col("__worker_row").is_null())
-    if no_worker.height:
-        r = int(no_worker.get_column("__job_row").min())  # type: ignore[arg-type]
+    worker_row = _match_workers(jb.get_column(kid), wk.get_column(kid))
+    unknown = first_true(worker_row.is_null())
+    if unknown is not None:
         raise DataValidationError(
-            f"job points at unknown worker {jb.get_column(kid)[r]!r}",
+            f"job points at unknown worker {jb.get_column(kid)[unknown]!r}",
             file=str(jb_path),
-            row=r + 1,
+            row=unknown + 1,
             column=kid,
             rule="unknown-worker",
         )
-    no_job = joined.filter(pl.col("__job_row").is_null())
-    if no_job.height:
-        r = int(no_job.get_column("__worker_row").min())  # type: ignore[arg-type]
+    # job worker ids are unique and all known: every worker holds a job iff the counts match
+    if jb.height != wk.height:
+        r = first_true(~wk.get_column(kid).is_in(jb.get_column(kid).implode()))
         raise DataValidationError(
-            f"worker {wk.get_column(kid)[r]!r} holds no job (each worker must hold exactly one)",
+            f"worker {wk.get_column(kid)[r or 0]!r} holds no job (each worker must hold "
+            "exactly one)",
             file=str(wk_path),
-            row=r + 1,
+            row=(r or 0) + 1,
             column=kid,
             rule="no-job",
         )
-    jobs = joined.sort("__job_row").select(wid, *config.worker_attributes)
+    attrs = wk.select(config.worker_attributes)
+    if not _is_identity(worker_row):
+        attrs = attrs[worker_row]
+    jobs = pl.concat([jb.select(wid), attrs], how="horizontal")
     return wp, jobs
+
+
+def _is_identity(idx: pl.Series) -> bool:
+    return bool((idx == pl.int_range(idx.len(), eager=True, dtype=pl.UInt32)).all())
+
+
+def _match_workers(job_ids: pl.Series, worker_ids: pl.Series) -> pl.Series:
+    """For each job, the 0-based row of its worker in the worker table (null if unknown).
+
+    ``worker_ids`` must be unique and non-null. Fast paths: identical order (the common
+    case of generated data), then a join on 64-bit hashes verified by comparing the
+    ids themselves (exact, since worker hashes are checked to be distinct); otherwise a
+    plain join on the ids.
+    """
+    n = job_ids.len()
+    if n == worker_ids.len() and bool((job_ids == worker_ids).all()):
+        return pl.int_range(n, eager=True, dtype=pl.UInt32)
+    wh = worker_ids.hash()
+    if wh.n_unique() == worker_ids.len():
+        right = pl.DataFrame(
+            {"__h": wh, "__row": pl.int_range(wh.len(), eager=True, dtype=pl.UInt32)}
+        )
+        left = pl.DataFrame({"__h": job_ids.hash()})
+        row = left.join(right, on="__h", how="left", maintain_order="left").get_column("__row")
+        same = worker_ids.gather(row.fill_null(0)) == job_ids
+        return row.set(~same.fill_null(False), None)
+    right = pl.DataFrame(
+        {"__k": worker_ids, "__row": pl.int_range(worker_ids.len(), eager=True, dtype=pl.UInt32)}
+    )
+    left = pl.DataFrame({"__k": job_ids})
+    return left.join(right, on="__k", how="left", maintain_order="left").get_column("__row")
 
 
 def _load_joined(config: EreeDataConfig, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -212,15 +244,15 @@ def _load_joined(config: EreeDataConfig, path: Path) -> tuple[pl.DataFrame, pl.D
 
     workplaces = df.select(wid, *wattrs).unique(subset=[wid], keep="first", maintain_order=True)
     if wattrs:
-        n_distinct = df.select(pl.struct(wid, *wattrs).n_unique()).item()
+        # fast path: as many distinct (id, attributes) hashes as ids means consistent;
+        # otherwise (or on a hash collision) the exact check below decides.
+        n_distinct = df.select(pl.struct(wid, *wattrs).hash().n_unique()).item()
         if n_distinct != workplaces.height:
             _raise_inconsistent(df, wid, wattrs, path)
     return workplaces, df.select(wid, *kattrs)
 
 
-def _raise_inconsistent(
-    df: pl.DataFrame, wid: str, wattrs: tuple[str, ...], path: Path
-) -> None:
+def _raise_inconsistent(df: pl.DataFrame, wid: str, wattrs: tuple[str, ...], path: Path) -> None:
     """Name the first row whose workplace attributes differ from its workplace's first row."""
     masks = df.with_row_index("__row").select(
         pl.col("__row").first().over(wid).alias("__first"),
@@ -231,7 +263,7 @@ def _raise_inconsistent(
         i = first_true(masks.get_column(a))
         if i is not None and (best is None or i < best[0]):
             best = (i, a)
-    if best is None:  # pragma: no cover - guarded by the n_unique comparison
+    if best is None:  # a hash collision, not an inconsistency
         return
     i, a = best
     first = int(masks.get_column("__first")[i])

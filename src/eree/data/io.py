@@ -66,7 +66,7 @@ def table_format(path: str | Path) -> TableFormat:
 def _open_text(path: Path) -> io.TextIOBase:
     if path.name.lower().endswith(".gz"):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def read_header(path: str | Path) -> list[str]:
@@ -200,9 +200,9 @@ def _cast_column(s: pl.Series, target: pl.DataType, path: Path) -> pl.Series:
             column=s.name,
             rule="type",
         )
-    if src in (pl.Categorical,) or isinstance(src, pl.Enum):
+    if src == pl.Categorical or isinstance(src, pl.Enum):
         s = s.cast(pl.Utf8)
-        src = pl.Utf8
+        src = s.dtype
     try:
         out = s.cast(target, strict=False)
     except Exception:
@@ -344,6 +344,9 @@ def check_unique(
         DataValidationError: naming the row of the first repeated id.
     """
     s = df.get_column(column)
+    # fast exact path: distinct hashes imply distinct values
+    if s.null_count() == 0 and s.hash().n_unique() == s.len():
+        return
     idx = first_true(~s.is_first_distinct())
     if idx is None:
         return

@@ -1,0 +1,253 @@
+"""Establishment microdata (QCEW-like, DESIGN.md §2.2) and its validation (§2.3).
+
+One row per establishment: an id (``primary_key`` in QCEW files), public attributes
+(``cnty``, ``own``, ``naics`` and its prefixes) and confidential non-negative numeric
+attributes (``m1emp``, ``m2emp``, ``m3emp``, ``wage``). The loaded frame has the id and
+the public attributes as text (Utf8) and the confidential attributes as Float64.
+
+Files: CSV, CSV.gz or Parquet (read through :mod:`eree.data.io`). The first column of
+Webb et al.'s Syn-RI file (``ri44_qbp_2016_1.csv.gz``) has an empty name and holds R's
+row numbers: it is never read (only the declared columns are), and it is not a column of
+the result.
+
+**Derived NAICS columns.** When a requested public column among ``naics3``, ``naics4``,
+``naics5``, ``naics_sector``, ``super_sector`` is absent from the file, it is derived from
+the 6-digit ``naics`` code (which must then be in the file):
+
+* ``naics3``/``naics4``/``naics5``: the 3/4/5-digit prefixes;
+* ``naics_sector``: the 2-digit prefix, as in the Syn-RI file (so manufacturing appears
+  as 31, 32, 33 — not the "31-33" range label);
+* ``super_sector``: the BLS NAICS-based supersector code of that 2-digit sector
+  (https://www.bls.gov/sae/additional-resources/naics-supersectors-for-ces-program.htm):
+  1011 natural resources and mining (11, 21), 1012 construction (23), 1013 manufacturing
+  (31–33), 1021 trade, transportation and utilities (22, 42, 44, 45, 48, 49),
+  1022 information (51), 1023 financial activities (52, 53), 1024 professional and
+  business services (54, 55, 56), 1025 education and health services (61, 62),
+  1026 leisure and hospitality (71, 72), 1027 other services (81), 1028 public
+  administration (92), 1029 unclassified (99). This is the mapping of the Syn-RI file.
+
+**Validation** rejects the whole input with a
+:class:`~eree.errors.DataValidationError` naming the file, the 1-based data row and the
+column: missing or duplicated ids, a required column missing, values that do not parse,
+confidential values missing/negative/NaN/infinite, public values missing or outside a
+declared domain, NAICS codes that cannot be split. Messages never contain a confidential
+value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from eree.data.config import EstablishmentDataConfig
+from eree.data.io import (
+    check_domain,
+    check_nonnegative_finite,
+    check_not_missing,
+    check_unique,
+    first_true,
+    read_header,
+    read_table,
+)
+from eree.errors import DataValidationError
+
+__all__ = [
+    "NAICS_DERIVED",
+    "SUPERSECTOR_OF_SECTOR",
+    "EstablishmentData",
+    "derive_naics_columns",
+    "load_establishments",
+]
+
+#: public columns that can be derived from ``naics``
+NAICS_DERIVED: tuple[str, ...] = ("naics3", "naics4", "naics5", "naics_sector", "super_sector")
+
+#: BLS supersector code of each 2-digit NAICS sector
+SUPERSECTOR_OF_SECTOR: dict[str, str] = {
+    "11": "1011",
+    "21": "1011",
+    "23": "1012",
+    "31": "1013",
+    "32": "1013",
+    "33": "1013",
+    "22": "1021",
+    "42": "1021",
+    "44": "1021",
+    "45": "1021",
+    "48": "1021",
+    "49": "1021",
+    "51": "1022",
+    "52": "1023",
+    "53": "1023",
+    "54": "1024",
+    "55": "1024",
+    "56": "1024",
+    "61": "1025",
+    "62": "1025",
+    "71": "1026",
+    "72": "1026",
+    "81": "1027",
+    "92": "1028",
+    "99": "1029",
+}
+
+_NAICS_RE = re.compile(r"^[0-9]{6}$")
+
+
+@dataclass(frozen=True)
+class EstablishmentData:
+    """Loaded, validated establishment microdata.
+
+    Attributes:
+        frame: the id column, then the public attributes (Utf8, in config order), then
+            the confidential attributes (Float64). Row order is the file's.
+        config: the configuration it was loaded with.
+        derived: public columns derived from ``naics`` (absent from the file).
+    """
+
+    frame: pl.DataFrame
+    config: EstablishmentDataConfig
+    derived: tuple[str, ...] = ()
+
+    @property
+    def id_column(self) -> str:
+        return self.config.id
+
+    @property
+    def public(self) -> tuple[str, ...]:
+        return tuple(self.config.public)
+
+    @property
+    def confidential(self) -> tuple[str, ...]:
+        return tuple(self.config.confidential)
+
+    @property
+    def n(self) -> int:
+        """Number of establishments (public)."""
+        return self.frame.height
+
+
+def derive_naics_columns(
+    frame: pl.DataFrame,
+    columns: tuple[str, ...] | list[str],
+    *,
+    naics: str = "naics",
+    file: str = "<frame>",
+) -> pl.DataFrame:
+    """Add the requested :data:`NAICS_DERIVED` columns, computed from the ``naics`` column.
+
+    Raises:
+        DataValidationError: a code that is not 6 digits, or whose sector has no
+            supersector (row and column named, the code itself is public).
+    """
+    want = [c for c in columns if c in NAICS_DERIVED]
+    if not want:
+        return frame
+    codes = frame.get_column(naics).cast(pl.Utf8)
+    ok = codes.str.contains(_NAICS_RE.pattern).fill_null(False)
+    idx = first_true(~ok)
+    if idx is not None:
+        raise DataValidationError(
+            "NAICS code must have exactly 6 digits to derive " + ", ".join(want),
+            file=file,
+            row=idx + 1,
+            column=naics,
+            rule="naics-format",
+        )
+    sector = codes.str.slice(0, 2)
+    if "super_sector" in want:
+        known = pl.Series(list(SUPERSECTOR_OF_SECTOR), dtype=pl.Utf8)
+        idx = first_true(~sector.is_in(known.implode()))
+        if idx is not None:
+            raise DataValidationError(
+                f"NAICS sector {sector[idx]!r} has no BLS supersector",
+                file=file,
+                row=idx + 1,
+                column=naics,
+                rule="naics-sector",
+            )
+    new: list[pl.Series] = []
+    for c in want:
+        if c == "naics_sector":
+            s = sector
+        elif c == "super_sector":
+            s = sector.replace_strict(SUPERSECTOR_OF_SECTOR, return_dtype=pl.Utf8)
+        else:
+            s = codes.str.slice(0, int(c[-1]))
+        new.append(s.alias(c))
+    return frame.with_columns(new)
+
+
+def _role_errors(config: EstablishmentDataConfig, file: str) -> None:
+    roles: dict[str, str] = {}
+    for role, cols in (
+        ("id", [config.id]),
+        ("public", list(config.public)),
+        ("confidential", list(config.confidential)),
+    ):
+        for c in cols:
+            if c in roles:
+                raise DataValidationError(
+                    f"column is declared twice ({roles[c]} and {role})",
+                    file=file,
+                    column=c,
+                    rule="roles",
+                )
+            roles[c] = role
+    if not config.confidential:
+        raise DataValidationError(
+            "no confidential attribute declared ([data].confidential)", file=file, rule="roles"
+        )
+    for attr in config.domains:
+        if attr not in config.public:
+            raise DataValidationError(
+                "a domain is declared for a column that is not a public attribute",
+                file=file,
+                column=attr,
+                rule="domain",
+            )
+
+
+def load_establishments(config: EstablishmentDataConfig) -> EstablishmentData:
+    """Load and validate an establishment file (CSV, CSV.gz, Parquet).
+
+    Raises:
+        DataValidationError: see the module docstring; the error names file, row
+            (1-based, header excluded) and column, never a confidential value.
+    """
+    path = Path(config.path)
+    file = str(path)
+    _role_errors(config, file)
+    header = read_header(path)  # file-level problems (missing, unreadable) first
+    present = set(header) - {""}  # the Syn-RI row-number column is never read
+    to_derive = tuple(c for c in config.public if c in NAICS_DERIVED and c not in present)
+    columns: dict[str, type[pl.DataType]] = {config.id: pl.Utf8}
+    for c in config.public:
+        if c not in to_derive:
+            columns[c] = pl.Utf8
+    if to_derive and "naics" not in columns:
+        columns["naics"] = pl.Utf8
+    for c in config.confidential:
+        columns[c] = pl.Float64
+    df = read_table(path, columns)
+    check_not_missing(df, [config.id], file, rule="missing-id")
+    check_unique(df, config.id, file)
+    read_public = [c for c in config.public if c not in to_derive]
+    check_not_missing(df, read_public, file)
+    if to_derive:
+        check_not_missing(df, ["naics"], file)
+        df = derive_naics_columns(df, to_derive, file=file)
+    check_nonnegative_finite(df, config.confidential, file)
+    for attr, domain in config.domains.items():
+        check_domain(df, attr, domain, file)
+    frame = df.select(
+        [
+            pl.col(config.id).cast(pl.Utf8),
+            *[pl.col(c).cast(pl.Utf8) for c in config.public],
+            *[pl.col(c).cast(pl.Float64) for c in config.confidential],
+        ]
+    )
+    return EstablishmentData(frame, config, to_derive)
