@@ -158,8 +158,8 @@ class PolarsEngine:
         cols["establishments"] = np.repeat(n_est, D)
         cols["has_establishment"] = np.repeat(n_est > 0, D)
         if truncate_below is not None:
-            size = np.bincount(prep.widx, minlength=data.workplaces.height)
-            keep = size[est] < truncate_below
+            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
+            keep = estab_size[est] < truncate_below
             cols["count_truncated"] = np.bincount(cell, weights=n * keep, minlength=F * D).astype(
                 np.int64
             )
