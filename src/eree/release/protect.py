@@ -40,6 +40,10 @@ def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         from eree.release.gedp import gedp_plan_semantics
 
         return gedp_plan_semantics(plan, report)
+    if plan.privacy.definition == "blowfish":
+        from eree.privacy.blowfish import blowfish_semantics
+
+        return blowfish_semantics(report)
     return eree_semantics(report)
 
 

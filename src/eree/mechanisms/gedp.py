@@ -1,0 +1,246 @@
+r"""Mechanisms for μ-Gaussian Establishment DP (Webb et al., ``papers/004_*``, §6).
+
+Pure functions of cell statistics (group sums, per-establishment values, clipped sums),
+public parameters and a :class:`~eree.mechanisms.noise.NoiseSource`; all Gaussian noise
+comes from :meth:`NoiseSource.add_gaussian`.
+
+* :func:`estab_gaussian` — Def 6.2: :math:`q(D) + N(0, \Delta_\psi(q)^2/\mu^2 I)`; the
+  variance is data-independent and public.
+* :func:`psi_mechanism` — Def 6.4: per group :math:`\omega_g = \psi(gsum_g) + N(0,\sigma^2)`,
+  σ = γ/μ, with the Thm 6.6 estimate x̃, the *estimated* variance v̂ and the CI of §6.1
+  (:mod:`eree.postprocess.estimators`). The true variance depends on x and is never
+  returned.
+* pnc (Thm 6.7, Def 6.8): :func:`pnc_tau_hat`, :func:`pnc_upper_bounds` (from the noisy
+  identity answers only), :func:`pnc_sensitivity` (Δ_ℓ from the public u*_ℓ) and
+  :func:`pnc_mechanism` (clipped sum + N(0, (Δ_ℓ/μ)²), releasing the public variance).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import ndtri
+
+from eree.errors import PrivacyParameterError
+from eree.mechanisms.base import MechanismOutput
+from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.postprocess.estimators import psi_estimates, z_value
+from eree.privacy.neighbors import NeighborFunction
+
+__all__ = [
+    "PsiOutput",
+    "PublicVarianceOutput",
+    "estab_gaussian",
+    "pnc_mechanism",
+    "pnc_sensitivity",
+    "pnc_tau_hat",
+    "pnc_upper_bounds",
+    "psi_mechanism",
+]
+
+
+@dataclass(frozen=True)
+class PsiOutput(MechanismOutput):
+    """ψ-mechanism output. ``noisy`` is ω (in ψ-space); ``estimate`` is x̃.
+
+    Attributes:
+        sigma: the public noise scale γ/μ.
+        variance_estimate: v̂, the published variance *estimate* (None when ψ has none).
+            The true variance is not part of the output.
+    """
+
+    sigma: float
+    variance_estimate: FloatArray | None
+
+
+@dataclass(frozen=True)
+class PublicVarianceOutput(MechanismOutput):
+    """Output of a mechanism whose variance is public (Estab-Gaussian, pnc).
+
+    Attributes:
+        variance: the exact noise variance per cell, a function of public quantities only.
+    """
+
+    variance: FloatArray
+
+
+def _check_mu(mu: float) -> None:
+    if isinstance(mu, bool) or not (math.isfinite(mu) and mu > 0):
+        raise PrivacyParameterError(f"mu must be a finite number > 0 (got {mu!r})")
+
+
+def _check_gamma(gamma: float) -> None:
+    if not (math.isfinite(gamma) and gamma > 0):
+        raise PrivacyParameterError(f"distance gamma must be a finite number > 0 (got {gamma!r})")
+
+
+def estab_gaussian(
+    values: ArrayLike,
+    sensitivity: float,
+    mu: float,
+    source: NoiseSource,
+    *,
+    confidence: float = 0.95,
+) -> PublicVarianceOutput:
+    r"""Estab-Gaussian mechanism (Def 6.2, Thm 6.3): :math:`q(D)+N(0,(\Delta_\psi(q)/\mu)^2)`.
+
+    Args:
+        values: the true query answers (e.g. one attribute's group sums).
+        sensitivity: :math:`\Delta_\psi(q)` (Def 6.1), e.g.
+            :meth:`NeighborFunction.sensitivity` for a sum of one attribute.
+        mu: the measurement's μ.
+
+    The estimate is the noisy answer (unbiased); std = Δ/μ is public; the CI is
+    ±z·std, clamped below at 0 (sums of non-negative values).
+    """
+    _check_mu(mu)
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise PrivacyParameterError(
+            "estab_gaussian needs a finite ψ-neighbor sensitivity > 0 (Def 6.1)"
+        )
+    sd = sensitivity / mu
+    noisy = source.add_gaussian(values, sd)
+    std = np.full(noisy.shape, sd)
+    z = z_value(confidence)
+    return PublicVarianceOutput(
+        noisy=noisy,
+        estimate=noisy.copy(),
+        std=std,
+        ci_low=np.maximum(noisy - z * sd, 0.0),
+        ci_high=noisy + z * sd,
+        uncertainty_method=(
+            f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {sd:.6g}, exact "
+            f"and public; {confidence:.0%} CI = answer ± z·std, clamped at 0"
+        ),
+        variance=std * std,
+    )
+
+
+def psi_mechanism(
+    gsum: ArrayLike,
+    neighbor: NeighborFunction,
+    gamma: float,
+    mu: float,
+    source: NoiseSource,
+    *,
+    confidence: float = 0.95,
+) -> PsiOutput:
+    r"""ψ-mechanism (Def 6.4, Thm 6.5) for one attribute's group sums.
+
+    :math:`\omega_g = \psi(gsum_g) + N(0,\sigma^2)`, σ = γ/μ. The identity query is the
+    group-by with one group per establishment.
+
+    Returns:
+        :class:`PsiOutput` with ω, the Thm 6.6 estimate x̃, std = √v̂ (the variance
+        *estimated from ω*; None for ψ without an estimator) and the §6.1 CI.
+    """
+    _check_mu(mu)
+    _check_gamma(gamma)
+    sigma = gamma / mu
+    x = np.asarray(gsum, dtype=np.float64)
+    omega = source.add_gaussian(neighbor.psi(x), sigma)
+    est = psi_estimates(omega, neighbor, sigma, confidence)
+    return PsiOutput(
+        noisy=omega,
+        estimate=est.estimate,
+        std=None if est.variance is None else np.sqrt(est.variance),
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        uncertainty_method=est.method,
+        sigma=sigma,
+        variance_estimate=est.variance,
+    )
+
+
+def pnc_tau_hat(zeta: float, n: int, k_c: int) -> float:
+    r"""Thm 6.7: :math:`\hat\tau = \Phi^{-1}((1-\zeta)^{1/(k_c n)})`.
+
+    Computed as :math:`-\Phi^{-1}(1-(1-\zeta)^{1/(k_c n)})` with ``expm1``/``log1p`` so that
+    it stays accurate for national n.
+
+    Args:
+        zeta: probability of any clipping, in (0, 1).
+        n: number of establishments (public).
+        k_c: number of confidential attributes bounded by the identity query.
+    """
+    if not (0 < zeta < 1):
+        raise PrivacyParameterError(f"zeta must lie in (0, 1) (got {zeta!r})")
+    if n < 1 or k_c < 1:
+        raise PrivacyParameterError("pnc needs n ≥ 1 establishments and k_c ≥ 1 attributes")
+    tail = -math.expm1(math.log1p(-zeta) / (k_c * n))
+    return float(-ndtri(tail))
+
+
+def pnc_upper_bounds(
+    omega_identity: ArrayLike,
+    neighbor: NeighborFunction,
+    gamma: float,
+    mu_identity: float,
+    tau_hat: float,
+) -> FloatArray:
+    r"""Thm 6.7: :math:`u_{j,i} = \psi^{-1}(\omega_{j,i} + \gamma_i\hat\tau/\mu_i^{(a)})`.
+
+    0 where the argument is below ψ(0). A function of the noisy identity answers ω and
+    public parameters only, hence public.
+    """
+    _check_mu(mu_identity)
+    _check_gamma(gamma)
+    arg = np.asarray(omega_identity, dtype=np.float64) + gamma * tau_hat / mu_identity
+    return np.asarray(neighbor.inverse(arg), dtype=np.float64)
+
+
+def pnc_sensitivity(u_star: ArrayLike, neighbor: NeighborFunction, gamma: float) -> FloatArray:
+    r"""Def 6.8 step 2, the per-group sensitivity from the public bound u*_ℓ:
+
+    :math:`\Delta_\ell = u^*_\ell - \psi^{-1}(\max(\psi(0), \psi(u^*_\ell)-\gamma))`.
+    """
+    _check_gamma(gamma)
+    u = np.asarray(u_star, dtype=np.float64)
+    low = np.asarray(neighbor.inverse(np.maximum(neighbor.psi0, neighbor.psi(u) - gamma)))
+    return np.maximum(u - low, 0.0)
+
+
+def pnc_mechanism(
+    clipped_sums: ArrayLike,
+    delta: ArrayLike,
+    mu: float,
+    source: NoiseSource,
+    *,
+    confidence: float = 0.95,
+) -> PublicVarianceOutput:
+    r"""pnc-mechanism release (Def 6.8 step 4, Thm 6.9).
+
+    Args:
+        clipped_sums: :math:`T_\ell=\sum_{j\in\ell}\min(r_j[C_i], u^*_\ell)` per group.
+        delta: :math:`\Delta_\ell` per group (:func:`pnc_sensitivity` of the public u*_ℓ).
+        mu: the measurement's μ.
+
+    Returns:
+        :class:`PublicVarianceOutput`: :math:`T_\ell + N(0,(\Delta_\ell/\mu)^2)` and the
+        public variance :math:`(\Delta_\ell/\mu)^2`; CI = answer ± z·std, clamped at 0. With
+        probability ≥ 1 − ζ no value was clipped and T_ℓ is the true sum.
+    """
+    _check_mu(mu)
+    d = np.asarray(delta, dtype=np.float64)
+    if d.size and not (np.all(np.isfinite(d)) and np.all(d >= 0)):
+        raise PrivacyParameterError("pnc sensitivities Δ_ℓ must be finite and ≥ 0")
+    sd = d / mu
+    noisy = source.add_gaussian(clipped_sums, sd)
+    z = z_value(confidence)
+    return PublicVarianceOutput(
+        noisy=noisy,
+        estimate=noisy.copy(),
+        std=sd.copy(),
+        ci_low=np.maximum(noisy - z * sd, 0.0),
+        ci_high=noisy + z * sd,
+        uncertainty_method=(
+            "pnc-mechanism (Def 6.8): noisy clipped sum (equal to the true sum unless clipping "
+            "occurred, probability ≤ ζ over the whole release); std = Δ_ℓ/μ, exact and public "
+            "(Δ_ℓ from the group's bound u*_ℓ, computed from the noisy identity answers); "
+            f"{confidence:.0%} CI = answer ± z·std, clamped at 0"
+        ),
+        variance=sd * sd,
+    )

@@ -1,0 +1,204 @@
+"""Thm 6.6 (Webb et al.): unbiased estimators, variances, v̂/v, and the §6.1 CIs.
+
+Statistical checks use fixed seeds and z-scores from the sample size (|z| < 4); each also
+proves its power: the same check fails when the noise scale is off by 30%.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from eree.mechanisms.noise import SeededNoise
+from eree.postprocess.estimators import (
+    log_shift_estimate,
+    log_shift_true_variance,
+    log_shift_variance_estimate,
+    psi_confidence_interval,
+    psi_estimates,
+    sqrt_estimate,
+    sqrt_true_variance,
+    sqrt_variance_estimate,
+    z_value,
+)
+from eree.privacy.neighbors import (
+    DPNeighbor,
+    LogShift,
+    NeighborFunction,
+    SqrtShift,
+    combine,
+    heterogeneous,
+)
+from tests.stats import Z_CRIT, assert_detects, z_score
+
+N = 200_000
+SIGMA_SQRT = 0.5 / 0.7  # γ_emp = 0.5, μ = 0.7 (Table 7 identity query)
+SIGMA_LOG = 0.5  # γ = 0.5, μ = 1 (Appendix H, DESIGN §10)
+
+
+def omegas(f: NeighborFunction, x: float, sigma: float, seed: int, n: int = N) -> np.ndarray:
+    """n draws of the ψ-mechanism answer ω = ψ(x) + N(0, σ²)."""
+    return SeededNoise(seed).add_gaussian(np.full(n, f.psi(x)), sigma)
+
+
+def unbiased(est: np.ndarray, x: float, v: float) -> bool:
+    """Mean of x̃ within Z_CRIT standard errors of x (standard error √(v/N))."""
+    return abs(z_score(est, x, math.sqrt(v))) < Z_CRIT
+
+
+def variance_matches(est: np.ndarray, x: float, v: float) -> bool:
+    """E[(x̃ − x)²] = v, z-score with the sample standard deviation of (x̃ − x)²."""
+    d2 = (est - x) ** 2
+    z = (d2.mean() - v) / (d2.std(ddof=1) / math.sqrt(d2.size))
+    return abs(z) < Z_CRIT
+
+
+# --------------------------------------------------------------------------------------
+# sqrt
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x", [0.0, 5.0, 100.0, 10_000.0])
+@pytest.mark.parametrize("sigma", [SIGMA_SQRT, 2.0])
+def test_sqrt_unbiased_and_variance(x: float, sigma: float) -> None:
+    w = omegas(SqrtShift(), x, sigma, seed=int(x) + 7)
+    est = sqrt_estimate(w, sigma)
+    v = float(sqrt_true_variance(x, sigma))
+    assert v == pytest.approx(2 * sigma**2 * (2 * x + sigma**2))
+    assert unbiased(est, x, v)
+    assert variance_matches(est, x, v)
+    # power: answers drawn with 1.3σ, estimator told σ
+    wrong = sqrt_estimate(omegas(SqrtShift(), x, 1.3 * sigma, seed=int(x) + 8), sigma)
+    assert_detects(lambda s: unbiased(s, x, v) and variance_matches(s, x, v), wrong)
+    wrong = sqrt_estimate(omegas(SqrtShift(), x, sigma / 1.3, seed=int(x) + 9), sigma)
+    assert_detects(lambda s: unbiased(s, x, v) and variance_matches(s, x, v), wrong)
+
+
+def test_sqrt_shift_unbiased() -> None:
+    f, sigma, x = SqrtShift(2.0), 1.0, 30.0
+    est = sqrt_estimate(omegas(f, x, sigma, seed=3), sigma, 2.0)
+    v = float(sqrt_true_variance(x, sigma, 2.0))
+    assert unbiased(est, x, v) and variance_matches(est, x, v)
+    pub = psi_estimates(omegas(f, x, sigma, seed=3, n=10), f, sigma)
+    assert pub.variance is not None
+    np.testing.assert_allclose(pub.variance, sqrt_variance_estimate(pub.estimate, sigma, 2.0))
+
+
+def test_sqrt_variance_estimate_converges() -> None:
+    """v̂/v → 1 in probability: rms(v̂/v − 1) = 4σ²/√v exactly while x̃ > 0."""
+    sigma = SIGMA_SQRT
+    rms = []
+    for i, x in enumerate([1e2, 1e4, 1e6]):
+        est = sqrt_estimate(omegas(SqrtShift(), x, sigma, seed=40 + i, n=100_000), sigma)
+        v = float(sqrt_true_variance(x, sigma))
+        r = sqrt_variance_estimate(est, sigma) / v
+        got = float(np.sqrt(np.mean((r - 1) ** 2)))
+        theory = 4 * sigma**2 / math.sqrt(v)
+        assert got == pytest.approx(theory, rel=Z_CRIT / math.sqrt(2 * r.size))
+        rms.append(got)
+    assert rms[0] > 9 * rms[1] > 81 * rms[2]  # shrinks like 1/√x
+    assert rms[2] < 0.002
+    # at x = 10⁶ essentially every v̂ is within 1% of v
+    assert np.mean(np.abs(r - 1) > 0.01) < 1e-3
+
+
+# --------------------------------------------------------------------------------------
+# log(x + a)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x", [0.0, 10.0, 1_000.0])
+@pytest.mark.parametrize("sigma", [0.1 / 0.7, SIGMA_LOG])
+def test_log_shift_unbiased_and_variance(x: float, sigma: float) -> None:
+    a = 1.0
+    f = LogShift(a)
+    est = log_shift_estimate(omegas(f, x, sigma, seed=int(x) + 11), sigma, a)
+    v = float(log_shift_true_variance(x, sigma, a))
+    assert v == pytest.approx((x + a) ** 2 * (math.exp(sigma**2) - 1))
+    assert unbiased(est, x, v)
+    assert variance_matches(est, x, v)
+    wrong = log_shift_estimate(omegas(f, x, 1.3 * sigma, seed=int(x) + 12), sigma, a)
+    assert_detects(lambda s: unbiased(s, x, v) and variance_matches(s, x, v), wrong)
+    wrong = log_shift_estimate(omegas(f, x, sigma / 1.3, seed=int(x) + 13), sigma, a)
+    assert_detects(lambda s: unbiased(s, x, v) and variance_matches(s, x, v), wrong)
+
+
+def test_log_variance_estimate_does_not_converge() -> None:
+    """v̂/v = exp(2σZ − σ²) whatever x (Thm 6.6): P(|v̂/v − 1| > 0.1) stays put."""
+    sigma, a = 0.1 / 0.7, 1.0
+    r_exact = 1.0 - norm.cdf((math.log(1.1) + sigma**2) / (2 * sigma))
+    r_exact += norm.cdf((math.log(0.9) + sigma**2) / (2 * sigma))
+    n = 100_000
+    se = math.sqrt(r_exact * (1 - r_exact) / n)
+    for i, x in enumerate([10.0, 1e6]):
+        est = log_shift_estimate(omegas(LogShift(a), x, sigma, seed=60 + i, n=n), sigma, a)
+        r = log_shift_variance_estimate(est, sigma, a) / log_shift_true_variance(x, sigma, a)
+        freq = float(np.mean(np.abs(r - 1) > 0.1))
+        assert abs(freq - r_exact) < Z_CRIT * se
+    assert r_exact > 0.5
+
+
+# --------------------------------------------------------------------------------------
+# CIs and the publishable output
+# --------------------------------------------------------------------------------------
+
+CI_CASES: list[tuple[NeighborFunction, float]] = [
+    (SqrtShift(), SIGMA_SQRT),
+    (LogShift(1.0), 0.1 / 0.7),
+    (DPNeighbor(), 1.5),
+    (combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0)), 1.0 / 0.7),
+    (heterogeneous((SqrtShift(), 0.5), (LogShift(1.0), 0.1)), 1.0),
+]
+
+
+def coverage(f: NeighborFunction, x: float, draw_sigma: float, sigma: float, seed: int) -> float:
+    lo, hi = psi_confidence_interval(omegas(f, x, draw_sigma, seed, n=50_000), f, sigma, 0.95)
+    return float(np.mean((lo <= x) & (x <= hi)))
+
+
+@pytest.mark.parametrize(("f", "sigma"), CI_CASES, ids=lambda v: getattr(v, "kind", str(v)))
+def test_ci_coverage(f: NeighborFunction, sigma: float) -> None:
+    se = math.sqrt(0.95 * 0.05 / 50_000)
+
+    def ok(c: float) -> bool:
+        return abs(c - 0.95) < Z_CRIT * se
+
+    assert ok(coverage(f, 50.0, sigma, sigma, seed=5))
+    assert not ok(coverage(f, 50.0, 1.3 * sigma, sigma, seed=6))  # power
+    assert coverage(f, 0.0, sigma, sigma, seed=7) >= 0.95 - Z_CRIT * se  # clamped at ψ(0)
+
+
+def test_z_value() -> None:
+    assert z_value(0.95) == pytest.approx(1.959964, abs=1e-6)
+    with pytest.raises(Exception, match="confidence"):
+        z_value(1.0)
+
+
+def test_sqrt_published_formulas() -> None:
+    """x̃ = ω² − σ² and v̂ = 2σ²(2·max(x̃, 0) + σ²): functions of ω and σ only."""
+    w = np.array([-1.0, 0.0, 0.3, 4.0, 30.0])
+    pub = psi_estimates(w, SqrtShift(), 1.0)
+    assert pub.variance is not None
+    np.testing.assert_allclose(pub.estimate, w**2 - 1.0)
+    np.testing.assert_allclose(pub.variance, 2 * (2 * np.maximum(w**2 - 1, 0) + 1))
+    assert "estimated from the noisy answer" in pub.method
+
+
+def test_estimates_by_kind() -> None:
+    w = np.array([0.5, 2.0, 10.0])
+    dp = psi_estimates(w, DPNeighbor(), 2.0)
+    np.testing.assert_array_equal(dp.estimate, w)
+    np.testing.assert_array_equal(dp.variance, np.full(3, 4.0))
+    lg = psi_estimates(w, LogShift(1.0), 0.2)
+    assert lg.variance is not None
+    np.testing.assert_allclose(lg.estimate, np.exp(w - 0.02) - 1)
+    np.testing.assert_allclose(lg.variance, np.exp(2 * (w - 0.02)) * math.expm1(0.04))
+    c = combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0))
+    gen = psi_estimates(w, c, 1.0)
+    assert gen.variance is None and "no standard error" in gen.method
+    np.testing.assert_allclose(gen.estimate, c.inverse(w))
+    lo, hi = gen.ci_low, gen.ci_high
+    assert np.all(lo <= gen.estimate) and np.all(gen.estimate <= hi)
