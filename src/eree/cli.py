@@ -51,22 +51,27 @@ def _fmt(v: Any) -> str:
 
 def print_cost_table(explained: dict[str, Any]) -> None:
     priv = explained["privacy"]
+    gedp = priv["definition"] == "gedp"
     t = Table(title=f"Privacy cost of plan {explained['plan']!r} ({priv['definition']})")
-    for col in ("query", "mechanism", "ε", "δ", "μ", "d", "guarantee"):
+    cols = ("query", "mechanism", "μ", "guarantee") if gedp else (
+        "query", "mechanism", "ε", "δ", "d", "guarantee")  # fmt: skip
+    for col in cols:
         t.add_column(col, overflow="fold")
     for q in priv["queries"]:
         c = q["cost"]
-        t.add_row(
-            q["query"],
-            q["mechanism"],
-            _fmt(c["epsilon"]),
-            _fmt(c["delta"]),
-            _fmt(c["mu"]),
-            str(q["multiplicity"]),
-            q["guarantee"],
-        )
+        if gedp:
+            t.add_row(q["query"], q["mechanism"], _fmt(c["mu"]), q["guarantee"])
+        else:
+            t.add_row(
+                q["query"], q["mechanism"], _fmt(c["epsilon"]), _fmt(c["delta"]),
+                str(q["multiplicity"]), q["guarantee"],
+            )  # fmt: skip
     tot = priv["total"]
-    t.add_row("[bold]total", "", _fmt(tot["epsilon"]), _fmt(tot["delta"]), _fmt(tot["mu"]), "", "")
+    if gedp:
+        t.add_row("[bold]total", "", f"{tot['mu']:.2f} ({tot['mu']:.4f})", "")
+    else:
+        t.add_row("[bold]total", "", _fmt(tot["epsilon"]), _fmt(tot["delta"]), "",
+                  escape(priv.get("guarantee", "")))  # fmt: skip
     console.print(t)
     for note in priv.get("notes", []):
         console.print(f"• {escape(note)}")

@@ -77,3 +77,15 @@ def test_demo_runs_end_to_end(tmp_path):
     m = json.loads((tmp_path / "demo" / "releases" / "lodes" / "manifest.json").read_text())
     assert m["privacy"]["total"]["epsilon"] == 10.0
     assert "demo finished" in r.output
+
+
+def test_explain_the_papers_two_gedp_configurations():
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    r = runner.invoke(app, ["explain", str(examples / "syn-ri-section8-1.toml")])
+    assert r.exit_code == 0, r.output
+    assert "μ_total = 2.28" in r.output and "2.28 (2.2847)" in r.output
+    r = runner.invoke(app, ["explain", str(examples / "syn-ri-table7.toml")])
+    assert r.exit_code == 0, r.output
+    assert "μ_total = 2.31" in r.output and "power ≤" in r.output
