@@ -209,6 +209,37 @@ def synth_lodes(
     )
 
 
+@synth_app.command("qcew")
+def synth_qcew(
+    out: Annotated[Path, typer.Option("--out", help="output file (.csv, .csv.gz or .parquet)")],
+    qcew_area: Annotated[
+        Path | None,
+        typer.Option("--qcew-area", help="directory of QCEW 'by area' files; parametric if absent"),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    establishments: Annotated[
+        int, typer.Option(help="establishments of the parametric generator")
+    ] = 25_000,
+) -> None:
+    """QCEW-like establishment microdata (one row per establishment, the Syn-RI schema).
+
+    Example: eree synth qcew --qcew-area ../shared/data/qcew_2016_by_area --out syn.csv.gz
+    """
+    from eree.synth.qcew import synth_qcew_from_area, synth_qcew_parametric
+
+    try:
+        with console.status("generating…"):
+            if qcew_area is not None:
+                s = synth_qcew_from_area(qcew_area, seed=seed)
+            else:
+                s = synth_qcew_parametric(seed=seed, n_establishments=establishments)
+            s.write(out)
+    except (EreeError, OSError) as e:
+        _fail(e)
+        return
+    console.print(f"wrote {s.establishments.height:,} establishments to {out}")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="output directory")] = Path("eree-demo"),

@@ -76,7 +76,17 @@ def test_demo_runs_end_to_end(tmp_path):
     assert (tmp_path / "demo" / "report.html").exists()
     m = json.loads((tmp_path / "demo" / "releases" / "lodes" / "manifest.json").read_text())
     assert m["privacy"]["total"]["epsilon"] == 10.0
+    g = json.loads((tmp_path / "demo" / "releases" / "qcew" / "manifest.json").read_text())
+    assert g["privacy"]["definition"] == "gedp" and g["privacy"]["total"]["mu"] > 0
     assert "demo finished" in r.output
+
+
+def test_synth_qcew_parametric(tmp_path):
+    out = tmp_path / "e.parquet"
+    r = runner.invoke(app, ["synth", "qcew", "--out", str(out), "--establishments", "500"])
+    assert r.exit_code == 0, r.output
+    df = pl.read_parquet(out)
+    assert df.height == 500 and {"primary_key", "cnty", "m3emp", "wage"} <= set(df.columns)
 
 
 def test_explain_the_papers_two_gedp_configurations():
