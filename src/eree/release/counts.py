@@ -15,6 +15,13 @@ from eree.mechanisms.base import MechanismOutput
 from eree.mechanisms.baselines import laplace, truncated_laplace
 from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
 from eree.mechanisms.noise import NoiseSource
+from eree.mechanisms.noise_infusion import (
+    DEFAULT_S,
+    DEFAULT_T,
+    SMALL_CELL_LIMIT,
+    draw_distortion_factors,
+    noise_infusion,
+)
 from eree.privacy.accountant import CountQueryRequest, PrivacyReport, account_counts
 from eree.release.spec import Plan, QuerySpec
 from eree.release.tables import QueryTable, statistic_columns
@@ -64,18 +71,72 @@ def account_count_plan(plan: Plan) -> PrivacyReport:
     return account_counts(plan.privacy.definition, plan.privacy.alpha, count_requests(plan))
 
 
+def _noise_infusion(
+    q: QuerySpec,
+    stats: pl.DataFrame,
+    source: NoiseSource,
+    data: EreeData,
+    engine: Engine,
+    factors: dict[tuple[float, float], np.ndarray],
+) -> MechanismOutput:
+    """Input noise infusion of one query: one factor per establishment for the whole release."""
+    s = float(q.params.get("s", DEFAULT_S))
+    t = float(q.params.get("t", DEFAULT_T))
+    if (s, t) not in factors:  # drawn once per release, shared by every query
+        factors[(s, t)] = draw_distortion_factors(data.workplaces.height, source, s=s, t=t)
+    stat_cols = ("count", "x_v", "establishments", "has_establishment", "count_truncated")
+    keys = [c for c in stats.columns if c not in stat_cols]
+    wp = [k for k in keys if k in data.workplaces.columns]
+    wk = [k for k in keys if k not in wp]
+    ec = engine.establishment_cells(data, wp, wk)
+    est = data.workplaces.select("workplace_id").with_row_index("__est")
+    ec = ec.join(est, on="workplace_id", how="left")
+    if keys:
+        ec = ec.join(stats.select(keys).with_row_index("__cell"), on=keys, how="inner")
+    else:
+        ec = ec.with_columns(pl.lit(0, dtype=pl.UInt32).alias("__cell"))
+    return noise_infusion(
+        stats["count"].to_numpy().astype(np.float64),
+        ec["__cell"].to_numpy(),
+        ec["__est"].to_numpy(),
+        ec["n"].to_numpy(),
+        factors[(s, t)],
+        source,
+        small_cell=float(q.params.get("small_cell", SMALL_CELL_LIMIT)),
+    )
+
+
 def _run_mechanism(
     q: QuerySpec,
     stats: pl.DataFrame,
     report: PrivacyReport,
     source: NoiseSource,
     confidence: float,
+    *,
+    data: EreeData | None = None,
+    engine: Engine | None = None,
+    factors: dict[tuple[float, float], np.ndarray] | None = None,
 ) -> MechanismOutput:
     charge = report.charge(q.name)
     eps = charge.per_cell.epsilon
     n = stats["count"].to_numpy().astype(np.float64)
     x_v = stats["x_v"].to_numpy().astype(np.float64)
     alpha = report.alpha
+    if q.params.get("variant") == "workshop":  # Blowfish policy, workshop Algs 1-3
+        from eree.mechanisms import workshop as ws
+
+        assert alpha is not None and eps is not None
+        if q.mechanism == "log_laplace":
+            return ws.workshop_log_laplace(
+                n, alpha, eps, source, additive=float(q.params.get("additive", 1.0)),
+                force=bool(q.params.get("force")), confidence=confidence,
+            )  # fmt: skip
+        if q.mechanism == "smooth_laplace":
+            return ws.workshop_smooth_laplace(
+                n, x_v, alpha, eps, source, delta=charge.per_cell.delta
+            )
+        if q.mechanism == "smooth_gamma":
+            return ws.workshop_smooth_gamma(n, x_v, alpha, eps, source)
     if q.mechanism == "log_laplace":
         assert alpha is not None and eps is not None
         return log_laplace(
@@ -94,6 +155,10 @@ def _run_mechanism(
         assert eps is not None
         nt = stats["count_truncated"].to_numpy().astype(np.float64)
         return truncated_laplace(nt, float(q.params["theta"]), eps, source)
+    if q.mechanism == "noise_infusion":
+        if data is None or engine is None:
+            raise SpecError(f"query {q.name!r}: noise_infusion needs the data and an engine")
+        return _noise_infusion(q, stats, source, data, engine, {} if factors is None else factors)
     raise SpecError(f"query {q.name!r}: mechanism {q.mechanism!r} is not available for counts")
 
 
@@ -133,14 +198,16 @@ def release_counts(
     """
     assert isinstance(plan.data, EreeDataConfig)
     n_estab = data.workplaces.height
+    factors: dict[tuple[float, float], np.ndarray] = {}  # noise infusion: once per release
     tables = []
     for q in plan.queries:
         wp, wk = split_by(q, plan.data)
         theta = q.params.get("theta") if q.mechanism == "truncated_laplace" else None
-        stats = engine.cell_statistics(
-            data, wp, wk, complete=q.complete, truncate_below=theta
-        )
-        out = _run_mechanism(q, stats, report, source, plan.output.confidence)
+        stats = engine.cell_statistics(data, wp, wk, complete=q.complete, truncate_below=theta)
+        out = _run_mechanism(
+            q, stats, report, source, plan.output.confidence,
+            data=data, engine=engine, factors=factors,
+        )  # fmt: skip
         public_zero = ~stats["has_establishment"].to_numpy()
         out = _public_zero_output(out, public_zero)
         cols = {k: stats[k] for k in [*wp, *wk]}
@@ -154,9 +221,7 @@ def release_counts(
                 "exactly at this delta (Haney et al. §9)"
             )
         if public_zero.any():
-            notes.append(
-                "cells with no establishment are public zeros, published exactly (std 0)"
-            )
+            notes.append("cells with no establishment are public zeros, published exactly (std 0)")
         tables.append(
             QueryTable(q.name, pl.DataFrame(cols), {STAT: out.uncertainty_method}, tuple(notes))
         )
