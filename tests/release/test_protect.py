@@ -200,3 +200,18 @@ def test_budget_without_ledger_checks_the_release_alone(small_spec, tmp_path):
     small_spec.write_text(text)
     with pytest.raises(BudgetExceededError):
         protect(load_spec(small_spec), tmp_path / "r", SeededNoise(1))
+
+
+def test_noise_infusion_distortion_range_is_not_published(small_spec, tmp_path):
+    text = small_spec.read_text()
+    text = text.replace('definition = "eree-weak"', 'definition = "none"')
+    head, _, _ = text.partition("[[query]]")
+    text = head + (
+        '[[query]]\nname = "county"\nby = ["county"]\nmechanism = "noise_infusion"\n'
+        "s = 0.0731\nt = 0.1937\n"
+    )
+    small_spec.write_text(text)
+    protect(load_spec(small_spec), tmp_path / "out", SeededNoise(2))
+    manifest = (tmp_path / "out" / "manifest.json").read_text()
+    assert "0.0731" not in manifest and "0.1937" not in manifest
+    assert "withheld (confidential)" in manifest

@@ -11,6 +11,8 @@ costs) and composes the charges into a :class:`PrivacyReport`:
   d·ε_cell where d is the number of worker-attribute combinations (§8): the spec's
   ``epsilon`` is that whole cost and each cell gets ε/d (δ likewise). Strong ER-EE for a
   worker-attribute marginal is refused (Thm 7.5 does not give it for these mechanisms).
+* Blowfish (the workshop version's policy graph, ``definition = "blowfish"``): charged by
+  :func:`eree.privacy.blowfish.blowfish_charge` (d·ε_cell as for weak ER-EE).
 * μ-GEDP (Webb et al. Thm 5.7): μ_total = sqrt(Σ μ²) over every (query, attribute)
   measurement.
 """
@@ -150,12 +152,16 @@ class CountQueryRequest:
         return bool(self.worker_attributes)
 
 
+#: mechanism parameters that are themselves confidential (noise infusion's distortion range)
+CONFIDENTIAL_PARAMS = ("s", "t")
+
 _EREE_MECHS = ("log_laplace", "smooth_gamma", "smooth_laplace")
 _ALLOWED = {
     "eree": _EREE_MECHS,
     "eree-weak": _EREE_MECHS,
     "edge-dp": ("laplace",),
     "node-dp": ("truncated_laplace",),
+    "blowfish": _EREE_MECHS,  # workshop version's policy (eree.privacy.blowfish)
     "none": ("noise_infusion",),
 }
 
@@ -247,13 +253,27 @@ def account_counts(
                     1,
                     Cost(),
                     Cost(),
-                    dict(q.params),
+                    # the distortion range (s, t) is confidential in SDL practice
+                    {k: v for k, v in q.params.items() if k not in CONFIDENTIAL_PARAMS},
                 )
             )
             continue
         if q.epsilon is None:
             raise PrivacyParameterError(f"query {q.name!r}: epsilon is required")
-        if definition in ("eree", "eree-weak"):
+        if definition != "blowfish" and (
+            "additive" in q.params or q.params.get("variant") == "workshop"
+        ):
+            raise PrivacyParameterError(
+                f'query {q.name!r}: the workshop variants (variant = "workshop", additive) are '
+                'analysed under the Blowfish policy; use definition = "blowfish"'
+            )
+        if definition == "blowfish":
+            if alpha is None:
+                raise PrivacyParameterError("Blowfish privacy needs alpha")
+            from eree.privacy.blowfish import blowfish_charge
+
+            charges.append(blowfish_charge(q, alpha))
+        elif definition in ("eree", "eree-weak"):
             if alpha is None:
                 raise PrivacyParameterError("ER-EE privacy needs alpha")
             charges.append(_eree_charge(q, definition, alpha))
@@ -271,4 +291,8 @@ def account_counts(
         )
     if definition in ("eree", "eree-weak"):
         notes.append(f"sequential composition (Thm 7.3) for the single α={alpha:g}: ε and δ add")
+    if definition == "blowfish":
+        from eree.privacy.blowfish import blowfish_notes
+
+        notes.extend(blowfish_notes(charges))
     return PrivacyReport(definition, alpha, tuple(charges), total, tuple(notes), extra)

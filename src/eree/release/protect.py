@@ -9,7 +9,7 @@ from typing import Any
 from eree.data.config import EreeDataConfig
 from eree.engine.base import Engine
 from eree.mechanisms.noise import NoiseSource
-from eree.privacy.accountant import Cost, PrivacyReport
+from eree.privacy.accountant import CONFIDENTIAL_PARAMS, Cost, PrivacyReport
 from eree.privacy.ledger import Ledger, check_budget
 from eree.privacy.semantics import eree_semantics
 from eree.release.counts import account_count_plan, release_counts, split_by
@@ -65,6 +65,21 @@ def _query_by(plan: Plan, name: str) -> list[str] | str:
     return q.by if isinstance(q.by, str) else list(q.by)
 
 
+def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
+    """The plan as given, with confidential mechanism parameters (noise infusion's s, t) withheld."""
+    out = dict(raw)
+    queries = []
+    for q in raw.get("query", []):
+        q = dict(q)
+        for k in CONFIDENTIAL_PARAMS:
+            if k in q:
+                q[k] = "withheld (confidential)"
+        queries.append(q)
+    if "query" in raw:
+        out["query"] = queries
+    return out
+
+
 def build_manifest(
     plan: Plan,
     report: PrivacyReport,
@@ -80,7 +95,7 @@ def build_manifest(
         "sha256": sha256,
         "files": [p.name for p in plan.data.input_files()],
     }
-    m["spec"] = plan.raw
+    m["spec"] = _redacted_spec(plan.raw)
     priv = report.to_dict()
     m["privacy"] = {
         "definition": report.definition,
@@ -168,6 +183,7 @@ def _run(
     sha: str,
     rid: str | None,
 ) -> ReleaseResult:
+    microdata: dict[str, Any] | None = None
     if isinstance(plan.data, EreeDataConfig):
         from eree.data.eree_tables import load_eree
 
@@ -183,10 +199,24 @@ def _run(
         from eree.data.establishments import load_establishments
         from eree.release.gedp import release_gedp
 
+        if plan.postprocess.microdata:  # refuse before reading data
+            from eree.release.microdata import check_microdata_plan
+
+            check_microdata_plan(plan)
         edata = load_establishments(plan.data)
         tables = release_gedp(plan, edata, source, report)
+        if plan.postprocess.microdata:  # post-processing of the published tables only
+            from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
+
+            md = build_microdata(plan, tables, public_frame(edata))
+            microdata = {"entry": md.manifest_entry(), "files": {MICRODATA_FILE: md.frame}}
     manifest = build_manifest(plan, report, tables, source, sha)
     if rid is not None:
         manifest["ledger"] = {"id": rid}
-    write_release(Path(out_dir), tables, manifest, csv=plan.output.csv)
+    if microdata is not None:
+        manifest["microdata"] = microdata["entry"]
+    write_release(
+        Path(out_dir), tables, manifest, csv=plan.output.csv,
+        extra=None if microdata is None else microdata["files"],
+    )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)
