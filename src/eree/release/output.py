@@ -7,10 +7,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from eree import __version__
 from eree.errors import EreeError
@@ -39,13 +41,23 @@ def base_manifest() -> dict[str, Any]:
 
 
 def write_release(
-    out_dir: Path, tables: list[QueryTable], manifest: dict[str, Any], *, csv: bool = True
+    out_dir: Path,
+    tables: list[QueryTable],
+    manifest: dict[str, Any],
+    *,
+    csv: bool = True,
+    extra: Mapping[str, pl.DataFrame] | None = None,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
     Everything is written to a temporary sibling directory that is renamed into place at
     the end, so a failed run leaves no partial output. An existing non-empty ``out_dir``
     is never overwritten.
+
+    Args:
+        extra: further files of the release, relative path → frame (``.parquet`` or
+            ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``; written with the
+            rest, atomically.
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -58,6 +70,17 @@ def write_release(
             qt.table.write_parquet(tmp / "tables" / f"{qt.name}.parquet")
             if csv:
                 qt.table.write_csv(tmp / "tables" / f"{qt.name}.csv")
+        for rel, frame in (extra or {}).items():
+            dest = tmp / rel
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise EreeError(f"extra release file {rel!r} must be a path inside the release")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if rel.endswith(".parquet"):
+                frame.write_parquet(dest)
+            elif rel.endswith(".csv"):
+                frame.write_csv(dest)
+            else:
+                raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
             json.dump(manifest, fp, indent=2, default=_json_default)
             fp.write("\n")

@@ -66,7 +66,7 @@ def _query_by(plan: Plan, name: str) -> list[str] | str:
 
 
 def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
-    """The plan as given, with confidential mechanism parameters (noise infusion's s, t) withheld."""
+    """The plan as given, with noise infusion's confidential s and t withheld."""
     out = dict(raw)
     queries = []
     for q in raw.get("query", []):

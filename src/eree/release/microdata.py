@@ -1,0 +1,343 @@
+r"""Protected establishment microdata from a GEDP release (DESIGN.md §6, §7.2; Webb et al. §7).
+
+With ``[postprocess] microdata = true`` a GEDP release also writes
+``DIR/microdata.parquet``: one row per establishment — the id, the public attributes and
+one column per measured confidential attribute — obtained by inverse-variance weighted
+least squares (Eq. 1 of the QCEW paper, :func:`eree.postprocess.wls.solve_wls`) from the
+**published tables only**:
+
+* every table of the release is one measurement per attribute
+  (:class:`~eree.postprocess.wls.Measurement`): the published estimate ``s`` of each cell
+  (the ψ-mechanism's unbiased x̃ of Thm 6.6 — for the identity query one value per
+  establishment —, pnc's noisy clipped sum, Estab-Gaussian's noisy answer) with the
+  square of the published standard error ``s_std`` as its variance: the *estimated*
+  v̂ for the ψ-mechanism (its true variance depends on x and is never published, §4.4),
+  the exact public (Δ_ℓ/μ)² for pnc, (Δ_ψ/μ)² for Estab-Gaussian;
+* establishments are mapped to the cells of each table through their public attributes;
+* a pnc cell with Δ_ℓ = 0 (every bound u_{j,i} in the group is 0, so the clipped sum is 0
+  exactly whatever the true values) carries no information about the true sum and is left
+  out (variance ∞);
+* each attribute is solved on its own (:func:`eree.postprocess.wls.reconstruct_microdata`),
+  optionally under non-negativity (``[postprocess] nonnegative``).
+
+The microdata is a post-processing of the published tables: it costs no privacy budget,
+and :func:`build_microdata` never sees a confidential value (it takes the tables and a
+frame of public columns). Any grouping can then be tabulated from it
+(:func:`tabulate_levels`: QCEW aggregation levels, state / county × total, supersector,
+sector, NAICS-3 … NAICS-6).
+
+A ψ without a published variance estimate (``combine``, ``heterogeneous``, user-defined
+ψ: no unbiased estimator is known, :mod:`eree.postprocess.estimators`) cannot weight
+Eq. 1: :func:`check_microdata_plan` refuses such plans before any data is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from eree.errors import SpecError
+from eree.postprocess.estimators import psi_estimates
+from eree.postprocess.wls import (
+    LEVEL_TITLES,
+    QCEW_AGGREGATION_LEVELS,
+    Measurement,
+    WLSResult,
+    reconstruct_microdata,
+    tabulate,
+)
+from eree.release.tables import QueryTable
+
+__all__ = [
+    "DEFAULT_LEVELS",
+    "MICRODATA_FILE",
+    "MicrodataResult",
+    "build_microdata",
+    "check_microdata_plan",
+    "level_columns",
+    "level_title",
+    "microdata_measurements",
+    "public_frame",
+    "tabulate_levels",
+]
+
+#: file name of the microdata inside a release directory
+MICRODATA_FILE = "microdata.parquet"
+
+_VARIANCE_OF = {
+    "pnc": "public: (Δ_ℓ/μ)², exact (Def 6.8)",
+    "estab_gaussian": "public: (Δ_ψ/μ)², exact (Def 6.2)",
+}
+
+
+def _psi_variance_note(neighbor: Any) -> str:
+    from eree.privacy.neighbors import DPNeighbor
+
+    if isinstance(neighbor, DPNeighbor):
+        return "public: σ² = (γ/μ)², exact (ψ(x) = x)"
+    return "estimated: v̂ from the noisy answer (Thm 6.6); the true variance is not published"
+
+
+def check_microdata_plan(plan: Any) -> None:
+    """Refuse, before any data is read, a plan whose microdata cannot be computed.
+
+    Raises:
+        SpecError: microdata asked for a non-GEDP (ER-EE / DP) release, or a ψ-mechanism
+            query whose ψ publishes no variance estimate (nothing to weight Eq. 1 with).
+    """
+    if plan.privacy.definition != "gedp" or not hasattr(plan.data, "confidential"):
+        raise SpecError(
+            "[postprocess] microdata = true is available for establishment (GEDP) releases "
+            'only ([data] kind = "establishments", definition = "gedp")'
+        )
+    from eree.release.gedp import gedp_definition_from_plan
+
+    definition = gedp_definition_from_plan(plan)
+    for q in plan.queries:
+        if q.mechanism != "psi":
+            continue
+        for a in q.mu or {}:
+            nb = definition.neighbor(a)
+            if psi_estimates(np.ones(1), nb, 1.0).variance is None:
+                raise SpecError(
+                    f"query {q.name!r}, attribute {a!r}: the ψ-mechanism with "
+                    f"{nb.describe()} publishes no variance estimate, so the weighted "
+                    "least squares of the microdata (Eq. 1) has no weights; use ψ = sqrt, "
+                    "sqrt_shift, log_shift or dp, or set [postprocess] microdata = false"
+                )
+
+
+def public_frame(data: Any) -> pl.DataFrame:
+    """The id and public columns of loaded establishments (no confidential column)."""
+    return data.frame.select([data.id_column, *data.public])
+
+
+def _group_index(
+    public: pl.DataFrame, table: pl.DataFrame, keys: Sequence[str], query: str
+) -> np.ndarray:
+    """Row of ``table`` (the cell) of every establishment of ``public``, by ``keys``."""
+    keys = list(keys)
+    if not keys:
+        if table.height != 1:
+            raise SpecError(f"table {query!r}: a total query must have exactly one row")
+        return np.zeros(public.height, dtype=np.intp)
+    cells = table.select(keys).with_row_index("__cell")
+    if cells.select(keys).is_duplicated().any():
+        raise SpecError(f"table {query!r}: duplicated cells")
+    left = public.select(keys)
+    try:
+        cells = cells.with_columns([pl.col(k).cast(left.schema[k]) for k in keys])
+    except pl.exceptions.PolarsError as e:
+        raise SpecError(f"table {query!r}: key columns do not match the public frame") from e
+    idx = left.join(cells, on=keys, how="left", maintain_order="left").get_column("__cell")
+    if idx.null_count():
+        raise SpecError(
+            f"table {query!r}: some establishments belong to no published cell "
+            f"(keys {', '.join(keys)})"
+        )
+    return idx.to_numpy().astype(np.intp)
+
+
+def microdata_measurements(
+    plan: Any, tables: Sequence[QueryTable], public: pl.DataFrame
+) -> tuple[list[Measurement], dict[str, list[dict[str, Any]]]]:
+    """The WLS measurements of a GEDP release, from its published tables only.
+
+    Args:
+        plan: the release plan (queries, mechanisms, neighbor functions).
+        tables: the published tables (:func:`eree.release.gedp.release_gedp`).
+        public: one row per establishment with the id column and the public columns the
+            queries group by (:func:`public_frame`); its row order is the microdata's.
+
+    Returns:
+        ``(measurements, notes)``: one :class:`Measurement` per (query, attribute), and per
+        attribute a list of ``{query, mechanism, cells, cells_used, variance}`` describing
+        how each measurement was weighted (for the manifest).
+
+    Raises:
+        SpecError: a table lacks a published standard error, or its cells do not match the
+            public frame.
+    """
+    from eree.release.gedp import gedp_definition_from_plan
+
+    definition = gedp_definition_from_plan(plan)
+    id_col = plan.data.id
+    by_name = {t.name: t for t in tables}
+    measurements: list[Measurement] = []
+    notes: dict[str, list[dict[str, Any]]] = {}
+    for q in plan.queries:
+        if q.name not in by_name:
+            raise SpecError(f"no published table for query {q.name!r}")
+        t = by_name[q.name].table
+        keys = [id_col] if q.by == "identity" else list(q.by)
+        idx = _group_index(public, t, keys, q.name)
+        groups: np.ndarray | None = idx
+        if q.by == "identity":
+            if t.height != public.height:
+                raise SpecError(f"identity table {q.name!r} must have one row per establishment")
+            groups = None
+        for a in q.mu or {}:
+            val = t.get_column(a).cast(pl.Float64).to_numpy()
+            std = t.get_column(f"{a}_std").cast(pl.Float64)
+            if std.null_count():
+                raise SpecError(
+                    f"table {q.name!r}: attribute {a!r} has no published standard error; "
+                    "the microdata's weighted least squares needs one per cell"
+                )
+            var = std.to_numpy() ** 2
+            unused = ~(var > 0)
+            var = np.where(unused, np.inf, var)
+            values = np.where(unused, 0.0, val)
+            if groups is None:  # identity: put the values in the public frame's order
+                values, var = values[idx], var[idx]
+            measurements.append(Measurement(q.name, groups, values, var, a))
+            how = (
+                _psi_variance_note(definition.neighbor(a))
+                if q.mechanism == "psi"
+                else _VARIANCE_OF.get(q.mechanism, "published standard error squared")
+            )
+            note: dict[str, Any] = {
+                "query": q.name,
+                "mechanism": q.mechanism,
+                "cells": int(t.height),
+                "cells_used": int(t.height - unused.sum()),
+                "variance": how,
+            }
+            if unused.any():
+                note["left_out"] = "cells with variance 0 (pnc: Δ_ℓ = 0, the sum is clipped to 0)"
+            notes.setdefault(a, []).append(note)
+    return measurements, notes
+
+
+@dataclass(frozen=True)
+class MicrodataResult:
+    """Reconstructed establishment microdata.
+
+    Attributes:
+        frame: the id, the public columns, then one Float64 column per attribute.
+        results: attribute → the WLS solution (:class:`~eree.postprocess.wls.WLSResult`).
+        measurements: the measurements the solution is computed from.
+        nonnegative: whether x ≥ 0 was imposed.
+        notes: attribute → how each measurement was weighted.
+    """
+
+    frame: pl.DataFrame
+    results: dict[str, WLSResult]
+    measurements: list[Measurement]
+    nonnegative: bool
+    notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def manifest_entry(self, file: str = MICRODATA_FILE) -> dict[str, Any]:
+        """How the microdata was computed (public information only), for the manifest."""
+        attrs: dict[str, Any] = {}
+        for a, r in self.results.items():
+            attrs[a] = {
+                "measurements": self.notes.get(a, []),
+                "solver": r.method,
+                "iterations": int(r.iterations),
+                "converged": bool(r.converged),
+                "relative_residual": float(r.relative_residual),
+            }
+            if self.nonnegative:
+                attrs[a]["kkt_violation"] = float(r.kkt_violation)
+        return {
+            "file": file,
+            "rows": self.frame.height,
+            "columns": self.frame.columns,
+            "method": (
+                "inverse-variance weighted least squares (Webb et al. §7, Eq. 1), each "
+                "attribute on its own: min Σ_q Σ_g (Σ_{j∈g} x_j − a_g)² / v_g over the "
+                "published cells a_g, with v_g the square of the published standard error "
+                "(estimated v̂ for ψ-mechanism answers, exact public variances for pnc and "
+                "Estab-Gaussian)"
+            ),
+            "inputs": "the published tables only (post-processing: no additional privacy cost)",
+            "nonnegative": self.nonnegative,
+            "attributes": attrs,
+        }
+
+
+def build_microdata(
+    plan: Any,
+    tables: Sequence[QueryTable],
+    public: pl.DataFrame,
+    *,
+    nonnegative: bool | None = None,
+    **options: Any,
+) -> MicrodataResult:
+    """Reconstruct establishment microdata from a GEDP release's published tables.
+
+    Args:
+        plan: the release plan.
+        tables: the published tables.
+        public: id + public columns, one row per establishment (:func:`public_frame`);
+            confidential columns, if present, are ignored (dropped before anything else).
+        nonnegative: impose x ≥ 0 (default: the plan's ``[postprocess] nonnegative``).
+        **options: passed to :func:`eree.postprocess.wls.solve_wls` (``method``,
+            ``rtol``, …).
+
+    Returns:
+        :class:`MicrodataResult` (attributes in ``[data].confidential`` order, those the
+        release measures).
+    """
+    check_microdata_plan(plan)
+    conf = set(plan.data.confidential)
+    public = public.select([c for c in public.columns if c not in conf])
+    nonneg = bool(plan.postprocess.nonnegative if nonnegative is None else nonnegative)
+    measurements, notes = microdata_measurements(plan, tables, public)
+    solved = reconstruct_microdata(public.height, measurements, nonnegative=nonneg, **options)
+    attrs = [a for a in plan.data.confidential if a in solved]
+    frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
+    return MicrodataResult(frame, {a: solved[a] for a in attrs}, measurements, nonneg, notes)
+
+
+#: the aggregation levels of the QCEW paper's evaluation (ownership ignored, as in its
+#: Tables 8 and 9): state and county × total, supersector, sector, NAICS-3 … NAICS-6
+DEFAULT_LEVELS: tuple[int, ...] = (50, 53, 54, 55, 56, 57, 58, 70, 73, 74, 75, 76, 77, 78)
+
+
+def level_columns(level: int, columns: Sequence[str], *, ownership: bool = False) -> list[str]:
+    """The group-by columns of a QCEW aggregation level present in a one-state file.
+
+    ``state`` is dropped when absent (a one-state file: the state level is the whole file);
+    ``own`` unless ``ownership``.
+    """
+    if level not in QCEW_AGGREGATION_LEVELS:
+        raise ValueError(f"unknown QCEW aggregation level {level}")
+    cols = [c for c in QCEW_AGGREGATION_LEVELS[level] if ownership or c != "own"]
+    return [c for c in cols if c != "state" or "state" in columns]
+
+
+def tabulate_levels(
+    microdata: pl.DataFrame,
+    values: Sequence[str],
+    levels: Sequence[int] = DEFAULT_LEVELS,
+    *,
+    ownership: bool = False,
+) -> dict[int, pl.DataFrame]:
+    """Tabulate microdata at QCEW aggregation levels.
+
+    Args:
+        microdata: one row per establishment (reconstructed or true).
+        values: columns to sum.
+        levels: QCEW aggregation level codes (:data:`~eree.postprocess.wls.LEVEL_TITLES`).
+        ownership: group by ``own`` too.
+
+    Returns:
+        level → :func:`~eree.postprocess.wls.tabulate` result (keys, ``n``, sums).
+    """
+    out: dict[int, pl.DataFrame] = {}
+    for lv in levels:
+        out[lv] = tabulate(
+            microdata, level_columns(lv, microdata.columns, ownership=ownership), values
+        )
+    return out
+
+
+def level_title(level: int) -> str:
+    """The QCEW title of an aggregation level (e.g. ``County NAICS 5-digit``)."""
+    return LEVEL_TITLES[level]
