@@ -22,6 +22,13 @@ app = typer.Typer(
 )
 synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
 app.add_typer(synth_app, name="synth")
+evaluate_app = typer.Typer(
+    help="Reproduce the papers' experiments (tidy CSV, figures, HTML report).",
+    no_args_is_help=True,
+)
+app.add_typer(evaluate_app, name="evaluate")
+audit_app = typer.Typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -261,6 +268,45 @@ def demo(
     console.print(f"[bold green]demo finished[/] in {summary['seconds']:.1f} s")
     for k, v in summary["outputs"].items():
         console.print(f"  {k}: {v}")
+
+
+def _bound(func: Any, **fixed: Any) -> Any:
+    """``func`` with some parameters fixed, as a Typer command without those parameters."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(func, eval_str=True)
+
+    @functools.wraps(func)
+    def command(**kwargs: Any) -> Any:
+        return func(**fixed, **kwargs)
+
+    command.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[p for name, p in sig.parameters.items() if name not in fixed]
+    )
+    command.__annotations__ = {
+        k: v for k, v in func.__annotations__.items() if k not in fixed
+    }
+    return command
+
+
+def _register_experiments() -> None:
+    from eree.evaluate import cli as ecli
+    from eree.evaluate import suppression_cli as scli
+
+    for name in ("haney-workload1", "haney-workload2", "haney-workload3", "haney-ranking1",
+                 "haney-ranking2", "haney-all"):  # fmt: skip
+        evaluate_app.command(name, help=ecli.evaluate.__doc__)(
+            _bound(ecli.evaluate, experiment=name)
+        )
+    audit_app.command("noise-infusion", help=ecli.audit.__doc__)(
+        _bound(ecli.audit, target="noise-infusion")
+    )
+    audit_app.command("suppression", help=scli.audit_suppression.__doc__)(scli.audit_suppression)
+    app.command("suppress", help=scli.suppress.__doc__)(scli.suppress)
+
+
+_register_experiments()
 
 
 def main() -> None:

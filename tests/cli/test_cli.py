@@ -99,3 +99,17 @@ def test_explain_the_papers_two_gedp_configurations():
     r = runner.invoke(app, ["explain", str(examples / "syn-ri-table7.toml")])
     assert r.exit_code == 0, r.output
     assert "μ_total = 2.31" in r.output and "power ≤" in r.output
+
+
+def test_experiment_and_audit_commands_are_registered(tmp_path):
+    r = runner.invoke(
+        app,
+        ["evaluate", "haney-workload1", "--out", str(tmp_path / "w1"), "--small-grid",
+         "--trials", "2", "--jobs", "4000"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "w1" / "results.csv").exists()
+    for cmd in (["audit", "noise-infusion", "--help"], ["audit", "suppression", "--help"],
+                ["suppress", "--help"]):  # fmt: skip
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 0, (cmd, r.output)
