@@ -16,7 +16,7 @@ from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.schema import WORKER_DOMAINS
 from eree.errors import SpecError
 
-DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "none")
+DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "blowfish", "none")
 EREE_MECHANISMS = ("log_laplace", "smooth_gamma", "smooth_laplace")
 BASELINE_MECHANISMS = ("laplace", "truncated_laplace", "noise_infusion")
 GEDP_MECHANISMS = ("psi", "pnc", "estab_gaussian")
@@ -50,6 +50,7 @@ _QUERY_KEYS = (
     "s",
     "t",
     "small_cell",
+    "additive",
 )
 _PNC_KEYS = ("zeta", "bounds_from")
 _POSTPROCESS_KEYS = ("microdata", "nonnegative")
@@ -90,7 +91,8 @@ class QuerySpec:
         mechanism: mechanism name.
         epsilon, delta: the query's whole ER-EE/DP cost (ER-EE and DP definitions).
         mu: per-attribute μ (GEDP).
-        params: other mechanism parameters (theta, force, variant, s, t, small_cell).
+        params: other mechanism parameters (theta, force, variant, s, t, small_cell,
+            additive).
         complete: list workplace combinations with no establishment as exact zeros.
     """
 
@@ -283,7 +285,7 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     delta = _number(q["delta"], f"{where}: delta") if "delta" in q else None
     mu = _parse_mu(q["mu"], f"{where}: mu") if "mu" in q else None
     params: dict[str, Any] = {}
-    for key in ("theta", "s", "t", "small_cell"):
+    for key in ("theta", "s", "t", "small_cell", "additive"):
         if key in q:
             params[key] = _number(q[key], f"{where}: {key}")
     if "force" in q:
@@ -329,7 +331,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
             f"[privacy].definition must be one of {', '.join(DEFINITIONS)} (got {definition!r}){hint}"
         )
     alpha = _number(p["alpha"], "[privacy].alpha") if "alpha" in p else None
-    if definition in ("eree", "eree-weak") and alpha is None:
+    if definition in ("eree", "eree-weak", "blowfish") and alpha is None:
         raise SpecError(f"[privacy].alpha is required for definition {definition!r}")
     distance = _parse_mu(p["distance"], "[privacy].distance") if "distance" in p else None
     neighbor = p.get("neighbor")
