@@ -299,6 +299,11 @@ def _register_experiments() -> None:
         evaluate_app.command(name, help=ecli.evaluate.__doc__)(
             _bound(ecli.evaluate, experiment=name)
         )
+    from eree.evaluate.workshop import workshop_figure1_command
+
+    evaluate_app.command("workshop-figure1", help=workshop_figure1_command.__doc__)(
+        workshop_figure1_command
+    )
     audit_app.command("noise-infusion", help=ecli.audit.__doc__)(
         _bound(ecli.audit, target="noise-infusion")
     )
