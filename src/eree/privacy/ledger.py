@@ -90,7 +90,7 @@ class Ledger:
         for d, a, e, de, m in rows:
             if _family(d) != fam:
                 continue
-            if fam == "eree" and a is not None and alpha is not None and a != alpha:
+            if fam in ("eree", "blowfish") and a is not None and alpha is not None and a != alpha:
                 raise PrivacyParameterError(
                     f"dataset {dataset!r} already has ER-EE releases at alpha={a}; guarantees "
                     f"compose only for the same alpha (this release: alpha={alpha})"
