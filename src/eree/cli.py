@@ -299,7 +299,13 @@ def _register_experiments() -> None:
         evaluate_app.command(name, help=ecli.evaluate.__doc__)(
             _bound(ecli.evaluate, experiment=name)
         )
+    from eree.evaluate.webb import evaluate_webb
     from eree.evaluate.workshop import workshop_figure1_command
+
+    for name in ("webb-table11", "webb-table3", "webb-figures", "webb-figure9", "webb-all"):
+        evaluate_app.command(name, help=evaluate_webb.__doc__)(
+            _bound(evaluate_webb, experiment=name)
+        )
 
     evaluate_app.command("workshop-figure1", help=workshop_figure1_command.__doc__)(
         workshop_figure1_command

@@ -215,3 +215,11 @@ def test_noise_infusion_distortion_range_is_not_published(small_spec, tmp_path):
     manifest = (tmp_path / "out" / "manifest.json").read_text()
     assert "0.0731" not in manifest and "0.1937" not in manifest
     assert "withheld (confidential)" in manifest
+
+
+def test_microdata_is_refused_for_count_releases(small_spec, tmp_path):
+    from eree.errors import SpecError
+
+    small_spec.write_text(small_spec.read_text() + "\n[postprocess]\nmicrodata = true\n")
+    with pytest.raises(SpecError, match="microdata"):
+        protect(load_spec(small_spec), tmp_path / "out", SeededNoise(1))

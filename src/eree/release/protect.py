@@ -187,6 +187,13 @@ def _run(
     if isinstance(plan.data, EreeDataConfig):
         from eree.data.eree_tables import load_eree
 
+        if plan.postprocess.microdata:
+            from eree.errors import SpecError
+
+            raise SpecError(
+                "[postprocess] microdata = true applies to establishment (GEDP) releases; "
+                "ER-EE count releases have no microdata reconstruction"
+            )
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)
         data = load_eree(plan.data)
