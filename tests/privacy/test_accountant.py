@@ -108,3 +108,19 @@ def test_gaussian_composition_is_root_sum_of_squares(mus):
     c = gaussian_composition(mus)
     assert c.mu == pytest.approx(math.sqrt(sum(m * m for m in mus)))
     assert c.mu >= max(mus) - 1e-12
+
+
+def test_semantics_survive_large_total_epsilon():
+    # a big release (ε = 46) makes e^{kε} overflow a double: reported in log form
+    import json
+
+    from eree.privacy.semantics import eree_semantics
+
+    r = account_counts("eree-weak", 0.1, [req("q", "smooth_laplace", 46.0)])
+    sem = eree_semantics(r)
+    big = [s for s in sem["size_protection"] if s["bayes_factor_bound"] is None]
+    assert big and all(s["log_bayes_factor_bound"] == s["k"] * 46.0 for s in big)
+    json.dumps(sem, allow_nan=False)
+    small = eree_semantics(account_counts("eree", 0.1, [req("q", "smooth_laplace", 1.0)]))
+    first = small["size_protection"][0]
+    assert first["bayes_factor_bound"] == pytest.approx(math.exp(first["k"]))

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from eree.errors import PrivacyParameterError
 from eree.privacy.eree_conditions import check_alpha_epsilon
+from eree.privacy.semantics import exp_or_none, fmt_exp
 
 if TYPE_CHECKING:
     from eree.privacy.accountant import CountQueryRequest, PrivacyReport, QueryCharge
@@ -525,7 +526,10 @@ def blowfish_semantics(report: PrivacyReport) -> dict[str, Any]:
     sizes = []
     for r in SIZE_RATIOS:
         k = paper_size_steps(1.0, r, alpha)
-        sizes.append({"size_ratio": r, "k": k, "bayes_factor_bound": math.exp(k * eps)})
+        sizes.append(
+            {"size_ratio": r, "k": k, "log_bayes_factor_bound": k * eps,
+             "bayes_factor_bound": exp_or_none(k * eps)}
+        )  # fmt: skip
     lines = [
         "Blowfish privacy under the workshop policy graph G (Haney et al., workshop version "
         "§4.2): one vertex per establishment record (S, P, NP) — S its workforce (a multiset "
@@ -535,10 +539,11 @@ def blowfish_semantics(report: PrivacyReport) -> dict[str, Any]:
         f"1+{alpha:g}). Eq. 5: same NP and S, different private attributes P.",
         f"Workers (Eq. 4, one worker): protected as under differential privacy — a worker's "
         f"presence, absence or attributes change an attacker's odds by at most "
-        f"e^{eps:.4g} = {math.exp(eps):.4g}{dtext}.",
+        f"e^{eps:.4g} = {fmt_exp(eps)}{dtext}.",
         f"Establishment size and shape (Eq. 4, alpha-close): sizes x and y <= (1+{alpha:g})^k x "
         f"cannot be told apart with odds better than e^(k*{eps:.4g}); e.g. within "
-        f"{SIZE_RATIOS[1]:g}x: k = {sizes[1]['k']}, bound {sizes[1]['bayes_factor_bound']:.4g}. "
+        f"{SIZE_RATIOS[1]:g}x: k = {sizes[1]['k']}, "
+        f"bound {fmt_exp(sizes[1]['log_bayes_factor_bound'])}. "
         "The distribution of the workforce over worker attributes is protected within the "
         "same factor per step.",
         f"Private establishment attributes (Eq. 5): d_G = 1, bound e^{eps:.4g} (LODES-like data "

@@ -11,6 +11,16 @@ from eree.privacy.accountant import PrivacyReport
 SIZE_RATIOS = (1.05, 1.1, 1.5, 2.0, 10.0)
 
 
+def exp_or_none(x: float) -> float | None:
+    """e^x, or None where it overflows a double (the log bound is reported alongside)."""
+    return math.exp(x) if x < 700 else None
+
+
+def fmt_exp(x: float) -> str:
+    """e^x for humans; beyond a double's range as a power of ten."""
+    return f"{math.exp(x):.4g}" if x < 700 else f"10^{x / math.log(10):.1f} (no protection)"
+
+
 def eree_semantics(report: PrivacyReport) -> dict[str, Any]:
     """Bayes-factor bounds of an ER-EE release (Haney et al. §7).
 
@@ -29,7 +39,7 @@ def eree_semantics(report: PrivacyReport) -> dict[str, Any]:
         return out
     lines = [
         f"A worker's presence, absence or attributes change what an attacker can believe by a "
-        f"factor of at most e^{eps:.4g} = {math.exp(eps):.4g}"
+        f"factor of at most e^{eps:.4g} = {fmt_exp(eps)}"
         + (f", except with probability {delta:.3g}" if delta > 0 else "")
         + "."
     ]
@@ -37,12 +47,14 @@ def eree_semantics(report: PrivacyReport) -> dict[str, Any]:
     if alpha is not None and report.definition in ("eree", "eree-weak"):
         for r in SIZE_RATIOS:
             k = math.ceil(math.log(r) / math.log1p(alpha) - 1e-12)
-            bound = math.exp(k * eps)
-            sizes.append({"size_ratio": r, "k": k, "bayes_factor_bound": bound})
+            sizes.append(
+                {"size_ratio": r, "k": k, "log_bayes_factor_bound": k * eps,
+                 "bayes_factor_bound": exp_or_none(k * eps)}
+            )  # fmt: skip
         lines.append(
             f"An establishment's size x cannot be told from a size y <= (1+{alpha:g})^k x "
             f"with odds better than e^(k*{eps:.4g}); e.g. sizes within {SIZE_RATIOS[1]:g}x: "
-            f"k = {sizes[1]['k']}, bound {sizes[1]['bayes_factor_bound']:.4g}."
+            f"k = {sizes[1]['k']}, bound {fmt_exp(sizes[1]['log_bayes_factor_bound'])}."
         )
         if report.definition == "eree-weak":
             lines.append(
