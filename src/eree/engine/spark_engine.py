@@ -1,0 +1,1005 @@
+"""The Spark engine: the engine contract (:mod:`eree.engine.base`) on PySpark.
+
+For data that outgrow one machine (DESIGN.md §1). It gives **identical** cell statistics
+to :class:`~eree.engine.polars_engine.PolarsEngine`: same columns, dtypes, row order and
+values.
+
+Data
+    :class:`SparkEngine` accepts two kinds of dataset:
+
+    * an :class:`~eree.data.eree_tables.EreeData` (Polars frames, already validated by
+      :func:`~eree.data.eree_tables.load_eree`): it is handed to Spark once through Arrow
+      and the Spark copy is reused while the same object is queried again;
+    * a :class:`SparkEreeData`: the same two tables (``workplaces``, ``jobs``) as Spark
+      DataFrames, read by Spark itself (:meth:`SparkEreeData.from_parquet`,
+      :meth:`SparkEreeData.from_config`) or wrapped around DataFrames the caller already
+      has. The microdata then never pass through Polars or the Python driver; the loaders
+      run the rules of DESIGN.md §2.3 as Spark aggregations (see
+      :meth:`SparkEreeData.from_config`).
+
+Where the work happens
+    Spark does everything proportional to the microdata. Once per dataset
+    (:meth:`SparkEngine.prepare`, or the first query) it numbers the establishments,
+    joins every job to its establishment's number, turns each worker attribute into its
+    index in the declared domain, counts each establishment's jobs (its size, for
+    truncation), hash-partitions both tables by establishment number and caches them
+    (memory, spilling to disk). Each query then runs the group-by giving each
+    establishment's contribution n to each cell and the join to the public workplace
+    attributes partition by partition, without a shuffle, and one shuffled group-by
+    gives the per-cell ``sum`` (count), ``max`` (x_v) and truncated sum. One Spark job
+    per query collects two small results: the non-empty cells and the number of
+    establishments per workplace combination (both at most the size of the output).
+
+    The full cell frame (the public workplace combinations × the full declared worker
+    domain, DESIGN.md §4) is assembled on the driver in Polars/NumPy from those two
+    collected frames, exactly as the Polars engine does it. The output has to be on the
+    driver anyway and is no larger than what was collected plus its zero cells, so a Spark
+    cross join would only add a shuffle and a larger collect; assembling it here also
+    guarantees the Polars engine's row order (workplace keys sorted by Polars, worker
+    attributes in declared-domain order) and dtypes by construction.
+
+Validation done by the engine itself (any dataset): a job pointing at an unknown
+workplace, a worker attribute outside its declared domain, a missing workplace
+attribute value and, with ``complete=True``, a workplace value outside its declared
+domain raise :class:`~eree.errors.SpecError`; no row is ever dropped silently.
+
+PySpark is imported lazily (inside functions), so :mod:`eree` works without it; install
+the ``spark`` extra to use this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from eree.data.config import EreeDataConfig
+from eree.data.eree_tables import EreeData
+from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
+from eree.engine.polars_engine import _domain_frame
+from eree.errors import DataValidationError, SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import DataFrame as SparkDataFrame
+
+__all__ = ["SparkEngine", "SparkEreeData", "spark_session"]
+
+# internal column names (prefixed so they cannot collide with attribute names)
+_D = "__eree_d"
+_N = "__eree_n"
+_SIZE = "__eree_size"
+_KNOWN = "__eree_known"
+_FLAG = "__eree_flag"
+_F = "__eree_f"
+_W = "__eree_w"
+_CORRUPT = "__eree_corrupt_record"
+_UNKNOWN_WORKPLACE = 1  # bit of _FLAG; bit i+1 marks worker attribute i outside its domain
+
+
+# --------------------------------------------------------------------------------------
+# session
+# --------------------------------------------------------------------------------------
+
+
+def spark_session(
+    app: str = "eree",
+    cores: int = 2,
+    *,
+    driver_memory: str = "2g",
+    shuffle_partitions: int | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A local SparkSession with settings for a small machine.
+
+    ``local[cores]`` master, Spark UI and console progress bars off, driver bound to
+    127.0.0.1, ``spark.sql.shuffle.partitions = 2·cores`` (Spark's default of 200 is
+    meant for clusters; adaptive query execution stays on and coalesces further),
+    Arrow transfers on, UTC session time zone, log level ERROR.
+
+    If a session already exists in this process, Spark returns it (``getOrCreate``) and
+    settings fixed at JVM start (master, driver memory) keep their old values.
+
+    Args:
+        app: application name.
+        cores: local worker threads.
+        driver_memory: JVM heap of the driver (which, in local mode, runs the tasks too).
+        shuffle_partitions: overrides ``2·cores``.
+        conf: further Spark settings, applied last.
+
+    Returns:
+        The session.
+    """
+    from pyspark.sql import SparkSession
+
+    if cores < 1:
+        raise ValueError("cores must be at least 1")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": driver_memory,
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions or 2 * cores),
+        "spark.default.parallelism": str(2 * cores),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        **(conf or {}),
+    }
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# --------------------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SparkEreeData:
+    """ER-EE input as Spark DataFrames: the Spark-side twin of :class:`EreeData`.
+
+    Attributes:
+        workplaces: ``workplace_id`` + workplace attributes (strings); one row per
+            establishment.
+        jobs: ``workplace_id`` + worker attributes (strings); one row per job.
+        domains: declared domain of every worker attribute and of the workplace
+            attributes that have one.
+
+    Build one with :meth:`from_parquet`, :meth:`from_config` (Spark reads and validates
+    the files) or :meth:`from_eree` (an in-memory :class:`EreeData`), or directly from
+    DataFrames you already hold; in that case the tables are used as they are (the
+    engine still refuses unknown workplaces and out-of-domain values).
+    """
+
+    workplaces: SparkDataFrame
+    jobs: SparkDataFrame
+    domains: dict[str, tuple[str, ...]]
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs (a Spark count)."""
+        return int(self.jobs.count())
+
+    @property
+    def n_workplaces(self) -> int:
+        """Number of establishments (a Spark count)."""
+        return int(self.workplaces.count())
+
+    @classmethod
+    def from_eree(cls, spark: SparkSession, data: EreeData) -> SparkEreeData:
+        """Hand an in-memory :class:`EreeData` to Spark (through Arrow)."""
+        return cls(
+            workplaces=_polars_to_spark(spark, data.workplaces),
+            jobs=_polars_to_spark(spark, data.jobs),
+            domains=dict(data.domains),
+        )
+
+    @classmethod
+    def from_parquet(
+        cls,
+        spark: SparkSession,
+        workplace_path: str | Path,
+        worker_path: str | Path,
+        job_path: str | Path,
+        *,
+        domains: Mapping[str, Sequence[str]] | None = None,
+        workplace_attributes: Sequence[str] | None = None,
+        worker_attributes: Sequence[str] | None = None,
+        workplace_id: str = WORKPLACE_ID,
+        worker_id: str = WORKER_ID,
+        validate: bool = True,
+    ) -> SparkEreeData:
+        """Read the three tables (``workplace``, ``worker``, ``job``) with Spark.
+
+        Paths may be Parquet files or directories of Parquet files (Spark's usual
+        layout), e.g. the output of :meth:`eree.synth.lodes.SynthLodes.write`.
+
+        Args:
+            workplace_path, worker_path, job_path: the tables.
+            domains: declared domains (default
+                :data:`eree.data.schema.WORKER_DOMAINS`); every worker attribute needs
+                one, workplace attributes may have one.
+            workplace_attributes: default: every column of the workplace table but its
+                id.
+            worker_attributes: default: the columns of the worker table that have a
+                declared domain.
+            workplace_id, worker_id: id columns.
+            validate: run the checks of DESIGN.md §2.3 (a few Spark passes over the
+                data; see :meth:`from_config`).
+
+        Returns:
+            The Spark-side dataset (lazy: nothing but the validation has run yet).
+        """
+        doms = {a: tuple(v) for a, v in (domains or WORKER_DOMAINS).items()}
+        if workplace_attributes is None:
+            cols = spark.read.parquet(str(workplace_path)).columns
+            workplace_attributes = [c for c in cols if c != workplace_id]
+        if worker_attributes is None:
+            cols = spark.read.parquet(str(worker_path)).columns
+            worker_attributes = [c for c in cols if c != worker_id and c in doms]
+        config = EreeDataConfig(
+            workplace=Path(workplace_path),
+            worker=Path(worker_path),
+            job=Path(job_path),
+            workplace_id=workplace_id,
+            worker_id=worker_id,
+            workplace_attributes=tuple(workplace_attributes),
+            worker_attributes=tuple(worker_attributes),
+            domains=doms,
+        )
+        return cls.from_config(spark, config, validate=validate, format="parquet")
+
+    @classmethod
+    def from_config(
+        cls,
+        spark: SparkSession,
+        config: EreeDataConfig,
+        *,
+        validate: bool = True,
+        format: str | None = None,
+    ) -> SparkEreeData:
+        """Read the ``[data]`` input of a spec with Spark, in either form (DESIGN.md §2.1).
+
+        Files are Parquet (file or directory) or CSV/CSV.gz (read as text; ragged rows
+        are detected), by suffix unless ``format`` (``"parquet"`` or ``"csv"``) says.
+        Integer columns are read as text, like :func:`~eree.data.eree_tables.load_eree`.
+
+        With ``validate`` (default), DESIGN.md §2.3 is checked with Spark aggregations,
+        in the order of :func:`~eree.data.eree_tables.load_eree`: required columns
+        present and parseable, ids present and unique, workplace attributes present
+        (and in their domain when declared), worker attributes in their domain, every
+        job pointing at a known workplace and a known worker, every worker holding
+        exactly one job, and (joined form) each workplace's attributes the same on all
+        its jobs. Errors are :class:`~eree.errors.DataValidationError` naming file,
+        column, rule and, where allowed, an offending id; unlike the Polars loader they
+        give no row number (Spark has no row order) and never a worker attribute value.
+
+        Returns:
+            The Spark-side dataset.
+        """
+        _check_config(config)
+        doms = {a: tuple(config.domains[a]) for a in config.worker_attributes}
+        for a in config.workplace_attributes:
+            if a in config.domains:
+                doms[a] = tuple(config.domains[a])
+        wid, kid = config.workplace_id, config.worker_id
+        wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
+        if config.jobs is not None:
+            df = _read(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
+            if validate:
+                _validate_joined(df, config, doms)
+            workplaces = df.select(wid, *wattrs).dropDuplicates([wid])
+            jobs = df.select(wid, *kattrs)
+        else:
+            assert config.workplace and config.worker and config.job  # _check_config
+            wp = _read(spark, config.workplace, [wid, *wattrs], [], format)
+            wk = _read(spark, config.worker, [kid, *kattrs], [], format)
+            jb = _read(spark, config.job, [kid, wid], [], format)
+            if validate:
+                _validate_three(wp, wk, jb, config, doms)
+            workplaces = wp.select(wid, *wattrs)
+            # left join: a job with an unknown worker is kept (and refused), never dropped
+            jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
+            jobs = jobs.select(wid, *kattrs)
+        if wid != WORKPLACE_ID:
+            workplaces = workplaces.withColumnRenamed(wid, WORKPLACE_ID)
+            jobs = jobs.withColumnRenamed(wid, WORKPLACE_ID)
+        return cls(workplaces=workplaces, jobs=jobs, domains=doms)
+
+
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+
+
+def _polars_to_spark(spark: SparkSession, df: pl.DataFrame) -> SparkDataFrame:
+    """A Polars frame as a Spark DataFrame, through Arrow, in about 2 partitions per core.
+
+    Spark 4 embeds Arrow data below ``localRelationThreshold`` (48 MiB) in the query
+    plan itself (a ``LocalRelation``); every later query plan, and the cache lookups
+    that compare plans, then carry all of its rows, which made each query seconds
+    slower on a 351K-establishment table. The threshold is set to 0 for this call so
+    the data always live in an RDD.
+    """
+    table = df.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if _spark_major() >= 4:
+        old = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
+        spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
+        try:
+            sdf = spark.createDataFrame(table)
+        finally:
+            if old is None:
+                spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
+            else:
+                spark.conf.set(_LOCAL_RELATION_THRESHOLD, old)
+    else:  # pragma: no cover - Spark 3.5: through pandas (Arrow-enabled)
+        sdf = spark.createDataFrame(table.to_pandas())
+    # Spark makes one partition per Arrow batch (10,000 rows): merge them (no shuffle;
+    # a no-op when there are fewer)
+    return sdf.coalesce(max(1, 2 * spark.sparkContext.defaultParallelism))
+
+
+def _spark_major() -> int:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
+
+
+def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
+    """Collect a (small) Spark DataFrame to the driver as a Polars frame."""
+    if hasattr(sdf, "toArrow"):
+        table: pa.Table = sdf.toArrow()
+        out = pl.from_arrow(table)
+        assert isinstance(out, pl.DataFrame)
+        return out
+    return pl.from_pandas(sdf.toPandas())  # pragma: no cover - Spark 3.5
+
+
+def _check_config(config: EreeDataConfig) -> None:
+    three = (config.workplace, config.worker, config.job)
+    if config.jobs is not None and any(p is not None for p in three):
+        raise SpecError("[data] gives both 'jobs' and workplace/worker/job tables")
+    if config.jobs is None and any(p is None for p in three):
+        raise SpecError("[data] needs either 'jobs' or all of workplace, worker, job")
+    for a in config.worker_attributes:
+        if a not in config.domains or len(config.domains[a]) == 0:
+            raise SpecError(f"worker attribute {a!r} has no declared domain")
+
+
+def _read(
+    spark: SparkSession,
+    path: Path,
+    required: Sequence[str],
+    optional: Sequence[str],
+    format: str | None,
+) -> SparkDataFrame:
+    """Read ``required`` (+ ``optional`` when present) columns of a table, as strings."""
+    from pyspark.sql import functions as sf
+    from pyspark.sql.types import IntegralType, StringType, StructField, StructType
+
+    fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
+    if fmt == "csv":
+        from eree.data.io import read_header
+
+        header = read_header(path)
+        schema = StructType(
+            [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
+        )
+        df = (
+            spark.read.option("header", True)
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", _CORRUPT)
+            .option("enforceSchema", True)
+            .schema(schema)
+            .csv(str(path))
+        )
+        # the parser only sees a ragged row when it parses every column: check them all
+        counts = df.agg(sf.count(sf.col(_CORRUPT)), *[sf.count(sf.col(c)) for c in header]).first()
+        if counts is not None and counts[0]:
+            raise DataValidationError(
+                "a row has a different number of fields than the header",
+                file=str(path),
+                rule="unparseable",
+            )
+    elif fmt == "parquet":
+        try:
+            df = spark.read.parquet(str(path))
+        except Exception as exc:
+            raise DataValidationError(
+                f"not a readable Parquet file or directory ({type(exc).__name__})",
+                file=str(path),
+                rule="unparseable",
+            ) from None
+    else:
+        raise SpecError(f"format must be 'parquet' or 'csv', not {fmt!r}")
+    present = [c for c in df.columns if c != _CORRUPT]
+    missing = [c for c in required if c not in present]
+    if missing:
+        raise DataValidationError(
+            f"required column(s) missing: {', '.join(repr(m) for m in missing)}; the file "
+            f"has: {', '.join(repr(c) for c in present)}",
+            file=str(path),
+            column=missing[0],
+            rule="missing-column",
+        )
+    cols = [*required, *(c for c in optional if c in present and c not in required)]
+    types = {f.name: f.dataType for f in df.schema.fields}
+    out = []
+    for c in cols:
+        t = types[c]
+        if not isinstance(t, StringType | IntegralType):
+            raise DataValidationError(
+                f"column is stored as {t.simpleString()}, expected text or integer codes",
+                file=str(path),
+                column=c,
+                rule="type",
+            )
+        out.append(sf.col(c).cast("string").alias(c))
+    return df.select(*out)
+
+
+# --------------------------------------------------------------------------------------
+# validation (DESIGN.md §2.3) with Spark aggregations; ids may be printed, values not
+# --------------------------------------------------------------------------------------
+
+
+def _missing(c: str) -> Column:
+    from pyspark.sql import functions as sf
+
+    return sf.col(c).isNull() | (sf.trim(sf.col(c)) == "")
+
+
+def _outside(c: str, domain: Sequence[str]) -> Column:
+    from pyspark.sql import functions as sf
+
+    return sf.col(c).isNull() | ~sf.col(c).isin(list(domain))
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A §2.3 rule as a row condition: ``violation`` true on an offending row.
+
+    ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
+    row (ids are not confidential; values are never printed).
+    """
+
+    violation: Column
+    column: str
+    rule: str
+    message: str
+    id_col: str | None = None
+
+
+def _run_checks(
+    df: SparkDataFrame,
+    file: Path,
+    checks: Sequence[_Check],
+    *,
+    unique: str | None = None,
+    unique_rule: str = "duplicate-id",
+    unique_message: str = "id {id!r} appears more than once",
+) -> int:
+    """Count every check's violations in one Spark aggregation; raise on the first one.
+
+    Order: the ``missing-id`` checks, then uniqueness of ``unique`` (if given), then the
+    other checks in the order given. Only on failure is a second query run, to name an
+    offending id.
+
+    Returns:
+        The number of rows of ``df``.
+    """
+    from pyspark.sql import functions as sf
+
+    aggs = [sf.sum(sf.when(c.violation, 1).otherwise(0)) for c in checks]
+    aggs.append(sf.count(sf.lit(1)))
+    if unique is not None:
+        aggs.append(sf.countDistinct(sf.col(unique)))
+    row = df.agg(*aggs).first()
+    assert row is not None
+    vals = [int(v or 0) for v in row]
+    n_rows = vals[len(checks)]
+
+    def fail(c: _Check) -> None:
+        msg = c.message
+        if c.id_col is not None:
+            found = df.filter(c.violation).select(c.id_col).limit(1).collect()
+            msg = msg.format(id=found[0][0] if found else "?")
+        raise DataValidationError(msg, file=str(file), column=c.column, rule=c.rule)
+
+    for i, c in enumerate(checks):
+        if c.rule == "missing-id" and vals[i]:
+            fail(c)
+    if unique is not None and vals[len(checks) + 1] != n_rows:
+        dup = df.groupBy(unique).count().filter(sf.col("count") > 1).limit(1).collect()
+        raise DataValidationError(
+            unique_message.format(id=dup[0][0] if dup else "?"),
+            file=str(file),
+            column=unique,
+            rule=unique_rule,
+        )
+    for i, c in enumerate(checks):
+        if c.rule != "missing-id" and vals[i]:
+            fail(c)
+    return n_rows
+
+
+_ID_MISSING = "missing id (null or blank)"
+
+
+def _attr_checks(
+    attrs: Sequence[str], doms: Mapping[str, Sequence[str]], id_col: str
+) -> list[_Check]:
+    """Attributes with a declared domain must be in it; the others must be present."""
+    out = []
+    for a in attrs:
+        if a in doms:
+            listed = ", ".join(doms[a])
+            msg = f"value missing or not in declared domain of {a!r} ({listed}) at id {{id!r}}"
+            out.append(_Check(_outside(a, doms[a]), a, "domain", msg, id_col))
+        else:
+            msg = "missing value (null or blank) at id {id!r}"
+            out.append(_Check(_missing(a), a, "missing-value", msg, id_col))
+    return out
+
+
+def _validate_three(
+    wp: SparkDataFrame,
+    wk: SparkDataFrame,
+    jb: SparkDataFrame,
+    config: EreeDataConfig,
+    doms: Mapping[str, Sequence[str]],
+) -> None:
+    """DESIGN.md §2.3 for the three-table form, in three Spark aggregations."""
+    from pyspark.sql import functions as sf
+
+    wid, kid = config.workplace_id, config.worker_id
+    assert config.workplace and config.worker and config.job
+    _run_checks(
+        wp,
+        config.workplace,
+        [
+            _Check(_missing(wid), wid, "missing-id", _ID_MISSING),
+            *_attr_checks(config.workplace_attributes, doms, wid),
+        ],
+        unique=wid,
+    )
+    n_workers = _run_checks(
+        wk,
+        config.worker,
+        [
+            _Check(_missing(kid), kid, "missing-id", _ID_MISSING),
+            *_attr_checks(config.worker_attributes, doms, kid),
+        ],
+        unique=kid,
+    )
+    # ids of both tables are now unique: left joins keep every job exactly once
+    in_wp, in_wk = "__eree_in_wp", "__eree_in_wk"
+    jj = (
+        jb.select(kid, wid)
+        .join(wp.select(wid, sf.lit(True).alias(in_wp)), on=wid, how="left")
+        .join(wk.select(kid, sf.lit(True).alias(in_wk)), on=kid, how="left")
+    )
+    n_jobs = _run_checks(
+        jj,
+        config.job,
+        [
+            _Check(_missing(kid), kid, "missing-id", _ID_MISSING),
+            _Check(_missing(wid), wid, "missing-id", _ID_MISSING),
+            _Check(
+                sf.col(in_wp).isNull(),
+                wid,
+                "unknown-workplace",
+                "job points at unknown workplace {id!r}",
+                wid,
+            ),
+            _Check(
+                sf.col(in_wk).isNull(),
+                kid,
+                "unknown-worker",
+                "job points at unknown worker {id!r}",
+                kid,
+            ),
+        ],
+        unique=kid,
+        unique_rule="multiple-jobs",
+        unique_message="worker {id!r} holds more than one job",
+    )
+    # job worker ids are unique and all known: every worker holds a job iff counts match
+    if n_jobs != n_workers:
+        nojob = wk.join(jb.select(kid), on=kid, how="left_anti").select(kid).limit(1).collect()
+        raise DataValidationError(
+            f"worker {nojob[0][0] if nojob else '?'!r} holds no job (each worker must hold "
+            "exactly one)",
+            file=str(config.worker),
+            column=kid,
+            rule="no-job",
+        )
+
+
+def _validate_joined(
+    df: SparkDataFrame, config: EreeDataConfig, doms: Mapping[str, Sequence[str]]
+) -> None:
+    """DESIGN.md §2.3 for the joined form, in two Spark aggregations."""
+    from pyspark.sql import functions as sf
+
+    wid, kid = config.workplace_id, config.worker_id
+    assert config.jobs is not None
+    checks = [_Check(_missing(wid), wid, "missing-id", _ID_MISSING)]
+    has_kid = kid in df.columns
+    if has_kid:
+        checks.append(_Check(_missing(kid), kid, "missing-id", _ID_MISSING))
+    checks += _attr_checks(config.workplace_attributes, doms, wid)
+    checks += _attr_checks(config.worker_attributes, doms, kid if has_kid else wid)
+    _run_checks(
+        df,
+        config.jobs,
+        checks,
+        unique=kid if has_kid else None,
+        unique_rule="multiple-jobs",
+        unique_message="worker {id!r} holds more than one job",
+    )
+    wattrs = list(config.workplace_attributes)
+    if wattrs:
+        incons = (
+            df.groupBy(wid)
+            .agg(*[sf.countDistinct(sf.col(a)).alias(a) for a in wattrs])
+            .filter(sf.greatest(*[sf.col(a) for a in wattrs], sf.lit(1)) > 1)
+            .limit(1)
+            .collect()
+        )
+        if incons:
+            r = incons[0]
+            a = next(a for a in wattrs if r[a] > 1)
+            raise DataValidationError(
+                f"workplace {r[wid]!r} has different {a!r} values on its jobs (workplace "
+                "attributes must be the same on all its jobs)",
+                file=str(config.jobs),
+                column=a,
+                rule="inconsistent-workplace",
+            )
+
+
+# --------------------------------------------------------------------------------------
+# the engine
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A dataset coded for queries (the Spark twin of the Polars engine's ``_Prepared``).
+
+    Both frames are hash-partitioned by ``_W`` into the same number of partitions, so the
+    per-establishment group-by and the join to the workplaces need no shuffle.
+    """
+
+    workplaces: SparkDataFrame  # _W (int), workplace attributes (strings), _SIZE (long)
+    jobs: SparkDataFrame  # _W (int; null: unknown workplace), per coded attribute its index
+    persisted: bool
+
+    def release(self) -> None:
+        if self.persisted:
+            self.jobs.unpersist()
+            self.workplaces.unpersist()
+
+
+class SparkEngine:
+    """Cell statistics with PySpark, identical to :class:`PolarsEngine`'s.
+
+    Args:
+        spark: the session to use; default: the active session, else
+            :func:`spark_session` ().
+        persist: keep the coded dataset (see :meth:`prepare`) in Spark's cache
+            (memory, spilling to local disk) between queries. Without it every query
+            recomputes it from the source.
+
+    Datasets: :class:`~eree.data.eree_tables.EreeData` (handed over once through Arrow)
+    or :class:`SparkEreeData` (see the module docstring). :meth:`read_parquet` and
+    :meth:`load` read a Spark-side dataset with this engine's session.
+
+    Like the Polars engine, the engine codes one dataset at a time, on its first query
+    (or on :meth:`prepare`), and reuses the coding while the same object is queried;
+    :meth:`release` frees it.
+    """
+
+    name = "spark"
+
+    def __init__(self, spark: SparkSession | None = None, *, persist: bool = True) -> None:
+        self._spark = spark
+        self._persist = persist
+        self._source: tuple[EreeData, SparkEreeData] | None = None
+        self._prepared: tuple[EreeData | SparkEreeData, _Prepared] | None = None
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session (started on first use when none was given)."""
+        if self._spark is None:
+            from pyspark.sql import SparkSession
+
+            self._spark = SparkSession.getActiveSession() or spark_session()
+        return self._spark
+
+    def read_parquet(
+        self,
+        workplace_path: str | Path,
+        worker_path: str | Path,
+        job_path: str | Path,
+        **kwargs: Any,
+    ) -> SparkEreeData:
+        """:meth:`SparkEreeData.from_parquet` with this engine's session."""
+        return SparkEreeData.from_parquet(
+            self.spark, workplace_path, worker_path, job_path, **kwargs
+        )
+
+    def load(self, config: EreeDataConfig, *, validate: bool = True) -> SparkEreeData:
+        """:meth:`SparkEreeData.from_config` with this engine's session."""
+        return SparkEreeData.from_config(self.spark, config, validate=validate)
+
+    def to_spark(self, data: EreeData | SparkEreeData) -> SparkEreeData:
+        """The Spark-side dataset of ``data`` (converted once per :class:`EreeData`)."""
+        if isinstance(data, SparkEreeData):
+            return data
+        if self._source is not None and self._source[0] is data:
+            return self._source[1]
+        sdata = SparkEreeData.from_eree(self.spark, data)
+        self._source = (data, sdata)
+        return sdata
+
+    def prepare(self, data: EreeData | SparkEreeData) -> None:
+        """Code ``data`` for queries now (otherwise the first query does it).
+
+        Spark numbers the establishments (a sort of the workplace ids), joins each job
+        to its establishment's number, turns every worker attribute with a declared
+        domain into its index in the domain (null when outside), counts each
+        establishment's jobs (its size, for truncation) and hash-partitions both tables
+        by establishment number. With ``persist`` the result is cached (and
+        materialised here, two Spark jobs).
+        """
+        self._prepare(data)
+
+    def release(self) -> None:
+        """Drop the cached coding of the current dataset (and its Arrow copy)."""
+        if self._prepared is not None:
+            self._prepared[1].release()
+        self._prepared = None
+        self._source = None
+
+    def _prepare(self, data: EreeData | SparkEreeData) -> _Prepared:
+        if self._prepared is not None and self._prepared[0] is data:
+            return self._prepared[1]
+        from pyspark import StorageLevel
+        from pyspark.sql import Window
+        from pyspark.sql import functions as sf
+
+        self.release()
+        sdata = self.to_spark(data)
+        n_parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        # establishments numbered in workplace-id order: deterministic (ids are unique),
+        # so recomputing a lost cache partition gives the same numbers
+        wp_idx = sdata.workplaces.withColumn(
+            _W, (sf.row_number().over(Window.orderBy(WORKPLACE_ID)) - 1).cast("int")
+        )
+        coded = [a for a in sdata.jobs.columns if a != WORKPLACE_ID and a in sdata.domains]
+        jobs = (
+            sdata.jobs.join(wp_idx.select(WORKPLACE_ID, _W), on=WORKPLACE_ID, how="left")
+            .select(
+                _W,
+                *[
+                    _domain_index(a, sdata.domains[a])
+                    .cast(_code_type(len(sdata.domains[a])))
+                    .alias(a)
+                    for a in coded
+                ],
+            )
+            .repartition(n_parts, _W)
+        )
+        sizes = jobs.groupBy(_W).agg(sf.count(sf.lit(1)).alias(_SIZE))
+        workplaces = (
+            wp_idx.drop(WORKPLACE_ID)
+            .join(sizes, on=_W, how="left")
+            .fillna(0, subset=[_SIZE])
+            .repartition(n_parts, _W)
+        )
+        if self._persist:
+            # wp_idx feeds both tables: keep it only while they are materialised
+            wp_idx.persist(StorageLevel.MEMORY_AND_DISK)
+            jobs = jobs.persist(StorageLevel.MEMORY_AND_DISK)
+            jobs.count()
+            workplaces = workplaces.persist(StorageLevel.MEMORY_AND_DISK)
+            workplaces.count()
+            wp_idx.unpersist()
+        prep = _Prepared(workplaces=workplaces, jobs=jobs, persisted=self._persist)
+        self._prepared = (data, prep)
+        return prep
+
+    @staticmethod
+    def _check(
+        data: EreeData | SparkEreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
+    ) -> None:
+        wp_cols, job_cols = data.workplaces.columns, data.jobs.columns
+        for a in workplace_by:
+            if a not in wp_cols or a == WORKPLACE_ID:
+                raise SpecError(f"{a!r} is not a workplace attribute of the data")
+        for a in worker_by:
+            if a not in job_cols or a == WORKPLACE_ID:
+                raise SpecError(f"{a!r} is not a worker attribute of the data")
+
+    def establishment_cells(
+        self,
+        data: EreeData | SparkEreeData,
+        workplace_by: Sequence[str],
+        worker_by: Sequence[str],
+    ) -> pl.DataFrame:
+        """Per (establishment, cell) job counts (see :mod:`eree.engine.base`).
+
+        Spark groups and joins; the result (one row per establishment and non-empty cell,
+        up to the number of jobs) is collected and sorted on the driver by Polars, the
+        same sort as the Polars engine's.
+        """
+        from pyspark.sql import functions as sf
+
+        self._check(data, workplace_by, worker_by)
+        sdata = self.to_spark(data)
+        wkeys, kkeys = list(workplace_by), list(worker_by)
+        per = sdata.jobs.groupBy(WORKPLACE_ID, *kkeys).agg(sf.count(sf.lit(1)).alias("n"))
+        wp = sdata.workplaces.select(WORKPLACE_ID, *wkeys)
+        out = _to_polars(
+            per.join(wp, on=WORKPLACE_ID, how="inner").select(WORKPLACE_ID, *wkeys, *kkeys, "n")
+        )
+        schema = {WORKPLACE_ID: pl.Utf8, **{a: pl.Utf8 for a in [*wkeys, *kkeys]}, "n": pl.Int64}
+        return out.cast(schema).sort([WORKPLACE_ID, *wkeys, *kkeys])  # type: ignore[arg-type]
+
+    def cell_statistics(
+        self,
+        data: EreeData | SparkEreeData,
+        workplace_by: Sequence[str],
+        worker_by: Sequence[str],
+        *,
+        complete: bool = False,
+        truncate_below: float | None = None,
+    ) -> pl.DataFrame:
+        """Cell statistics (see :mod:`eree.engine.base`), identical to the Polars engine's.
+
+        On the coded dataset (:meth:`prepare`), Spark gives each job its worker code
+        ``d`` (the mixed-radix index of its worker attributes in their declared domains,
+        as in the Polars engine) and a flag for values outside the domains; a group-by
+        over (establishment, d) gives each establishment's contribution n to each cell;
+        a left join adds the workplace keys and sizes (and flags unknown workplaces);
+        a group-by over (workplace keys, d) gives ``sum(n)``, ``max(n)`` and the sum
+        over establishments smaller than ``truncate_below``. The number of
+        establishments per workplace combination is computed in the same Spark job.
+        Driver: the two small results are scattered into the full F × D cell frame.
+        """
+        from pyspark.sql import functions as sf
+
+        self._check(data, workplace_by, worker_by)
+        wkeys, kkeys = list(workplace_by), list(worker_by)
+        missing = [a for a in kkeys if a not in data.domains]
+        if missing:
+            raise SpecError(f"attributes {missing} have no declared domain")
+        full_frame = _domain_frame(data.domains, wkeys).sort(wkeys) if complete and wkeys else None
+        prep = self._prepare(data)
+        sizes = [len(data.domains[a]) for a in kkeys]
+        D = int(np.prod(sizes)) if kkeys else 1
+
+        # --- Spark: contributions per (establishment, worker code), then cells ---
+        code: Column = sf.lit(0).cast("long")
+        flag: Column = sf.lit(0)
+        for i, (a, size) in enumerate(zip(kkeys, sizes, strict=True)):
+            code = code * sf.lit(size) + sf.coalesce(sf.col(a).cast("long"), sf.lit(0))
+            flag = flag.bitwiseOR(sf.when(sf.col(a).isNull(), sf.lit(1 << (i + 1))).otherwise(0))
+        contrib = (
+            prep.jobs.select(_W, code.alias(_D), flag.alias(_FLAG))
+            .groupBy(_W, _D, _FLAG)
+            .agg(sf.count(sf.lit(1)).alias(_N))
+        )
+        aggs = [sf.sum(_N).alias("count"), sf.max(_N).alias("x_v")]
+        if truncate_below is not None:
+            # NaN: Spark orders NaN above every number, NumPy compares False; follow NumPy
+            keep = (
+                sf.col(_SIZE) < sf.lit(float(truncate_below))
+                if not math.isnan(truncate_below)
+                else sf.lit(False)
+            )
+            aggs.append(sf.sum(sf.when(keep, sf.col(_N)).otherwise(0)).alias("count_truncated"))
+        wp = prep.workplaces.select(_W, *wkeys, _SIZE, sf.lit(True).alias(_KNOWN))
+        # both sides are partitioned by _W: a hash join per partition, no shuffle, no sort
+        joined = contrib.join(wp.hint("shuffle_hash"), on=_W, how="left")
+        cell_flag = sf.col(_FLAG).bitwiseOR(
+            sf.when(sf.col(_KNOWN).isNull(), sf.lit(_UNKNOWN_WORKPLACE)).otherwise(0)
+        )
+        cells_sdf = joined.groupBy(*wkeys, _D, cell_flag.alias(_FLAG)).agg(*aggs)
+        est_sdf = prep.workplaces.groupBy(*wkeys).agg(sf.count(sf.lit(1)).alias("establishments"))
+
+        # --- driver: collect both small results in one Spark job (est rows: _D null) ---
+        both = _to_polars(cells_sdf.unionByName(est_sdf, allowMissingColumns=True))
+        is_est = both[_D].is_null()
+        cells = both.filter(~is_est).drop("establishments")
+        est = both.filter(is_est).select(*wkeys, "establishments")
+        _raise_on_flags(cells, kkeys)
+        for a in wkeys:
+            if est[a].null_count():
+                raise SpecError(f"workplace attribute {a!r} has missing values")
+        return _assemble(
+            cells, est, wkeys, kkeys, data.domains, D, full_frame, truncate_below is not None
+        )
+
+
+def _code_type(size: int) -> str:
+    return "byte" if size <= 127 else "short" if size <= 32767 else "int"
+
+
+def _domain_index(a: str, domain: Sequence[str]) -> Column:
+    """Index of column ``a``'s value in ``domain``; null when outside (or missing)."""
+    from pyspark.sql import functions as sf
+
+    if not domain:
+        return sf.lit(None).cast("long")
+    idx = sf.when(sf.col(a) == sf.lit(domain[0]), sf.lit(0))
+    for j, v in enumerate(domain[1:], start=1):
+        idx = idx.when(sf.col(a) == sf.lit(v), sf.lit(j))
+    return idx
+
+
+def _raise_on_flags(cells: pl.DataFrame, worker_by: Sequence[str]) -> None:
+    flags = cells[_FLAG]
+    if not (flags != 0).any():
+        return
+    any_flag = int(np.bitwise_or.reduce(flags.to_numpy().astype(np.int64)))
+    if any_flag & _UNKNOWN_WORKPLACE:
+        raise SpecError("a job points at a workplace missing from the workplace table")
+    bad = [a for i, a in enumerate(worker_by) if any_flag & (1 << (i + 1))]
+    raise SpecError(
+        f"worker attribute(s) {bad} have values missing or outside their declared domain"
+    )
+
+
+def _assemble(
+    cells: pl.DataFrame,
+    est: pl.DataFrame,
+    wkeys: list[str],
+    kkeys: list[str],
+    domains: Mapping[str, tuple[str, ...]],
+    D: int,
+    full_frame: pl.DataFrame | None,
+    truncated: bool,
+) -> pl.DataFrame:
+    """Scatter the collected non-empty cells into the full frame (as the Polars engine)."""
+    est = est.cast({a: pl.Utf8 for a in wkeys}).with_columns(
+        pl.col("establishments").cast(pl.Int64)
+    )
+    if wkeys:
+        if full_frame is not None:
+            outside = est.join(full_frame, on=wkeys, how="anti")
+            if outside.height:
+                raise SpecError(f"workplace values outside the declared domains of {wkeys}")
+            frame = full_frame.join(est, on=wkeys, how="left", maintain_order="left")
+            frame = frame.with_columns(pl.col("establishments").fill_null(0))
+        else:
+            frame = est.sort(wkeys)
+        frame = frame.with_row_index(_F)
+        cells = cells.cast({a: pl.Utf8 for a in wkeys}).join(
+            frame.select(*wkeys, _F), on=wkeys, how="left"
+        )
+        if cells[_F].null_count():  # pragma: no cover - every job's workplace is in est
+            raise SpecError("a job's workplace combination is missing from the frame")
+    else:
+        # one combination (the total); no workplace means zero establishments
+        frame = pl.DataFrame({"establishments": [int(est["establishments"].sum())]}).with_row_index(
+            _F
+        )
+        cells = cells.with_columns(pl.lit(0, dtype=pl.UInt32).alias(_F))
+    n_frame = frame.height
+    idx = cells[_F].cast(pl.Int64).to_numpy() * D + cells[_D].cast(pl.Int64).to_numpy()
+
+    def scatter(col: str) -> np.ndarray:
+        out = np.zeros(n_frame * D, dtype=np.int64)
+        out[idx] = cells[col].cast(pl.Int64).to_numpy()
+        return out
+
+    cols: dict[str, pl.Series | np.ndarray] = {}
+    rep = np.repeat(np.arange(n_frame), D)
+    for a in wkeys:
+        cols[a] = frame[a].gather(rep)
+    if kkeys:
+        worker_frame = _domain_frame(dict(domains), kkeys)
+        tile = np.tile(np.arange(D), n_frame)
+        for a in kkeys:
+            cols[a] = worker_frame[a].gather(tile)
+    n_est = frame["establishments"].to_numpy().astype(np.int64)
+    cols["count"] = scatter("count")
+    cols["x_v"] = scatter("x_v")
+    cols["establishments"] = np.repeat(n_est, D)
+    cols["has_establishment"] = np.repeat(n_est > 0, D)
+    if truncated:
+        cols["count_truncated"] = scatter("count_truncated")
+    return pl.DataFrame(cols)

@@ -1,0 +1,225 @@
+"""The Spark engine gives frames identical to the Polars engine's (DESIGN.md §1).
+
+One SparkSession serves the whole module (starting it takes seconds). Heavier checks
+are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+pytest.importorskip("pyspark")
+
+from eree.data.config import EreeDataConfig
+from eree.data.eree_tables import EreeData, load_eree
+from eree.data.schema import NAICS_SECTORS, OWNERSHIP_CODES
+from eree.engine.polars_engine import PolarsEngine
+from eree.engine.spark_engine import SparkEngine, SparkEreeData, spark_session
+from eree.errors import DataValidationError, SpecError
+from eree.synth.lodes import synth_parametric
+from tests.engine.test_polars_engine import ESTABS, JOBS, make_data
+
+
+@pytest.fixture(scope="module")
+def spark():
+    try:
+        session = spark_session(app="eree-tests", cores=2)
+    except Exception as exc:  # no Java, no loopback, ...
+        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
+    yield session
+    # the session is left running: other modules may use it; the JVM ends with pytest
+
+
+@pytest.fixture(scope="module")
+def engine(spark) -> SparkEngine:
+    return SparkEngine(spark)
+
+
+@pytest.fixture(scope="module")
+def synth_files(tmp_path_factory) -> EreeDataConfig:
+    return synth_parametric(seed=11, n_jobs=20_000).write(tmp_path_factory.mktemp("synth"))
+
+
+@pytest.fixture(scope="module")
+def synth(synth_files) -> EreeData:
+    """The synthetic data, with declared domains for three workplace attributes too."""
+    data = load_eree(synth_files)
+    counties = (*sorted(data.workplaces["county"].unique()), "99999")
+    extra = {"county": counties, "naics_sector": NAICS_SECTORS, "ownership": OWNERSHIP_CODES}
+    return replace(data, domains={**data.domains, **extra})
+
+
+@pytest.fixture(scope="module")
+def hand() -> EreeData:
+    """The hand-made example; one object, so the engine codes it once."""
+    return make_data(ESTABS, JOBS)
+
+
+def same(spark_engine: SparkEngine, data, polars_data: EreeData, wp_by, wk_by, **kw) -> None:
+    expected = PolarsEngine().cell_statistics(polars_data, wp_by, wk_by, **kw)
+    got = spark_engine.cell_statistics(data, wp_by, wk_by, **kw)
+    assert_frame_equal(got, expected)  # columns, dtypes, row order, values
+
+
+# ---------------------------------------------------------------- hand-made example
+
+
+@pytest.mark.parametrize(
+    "wp_by,wk_by",
+    [([], []), (["county"], []), (["county", "naics_sector"], ["age", "sex"]), ([], ["age"])],
+)  # fmt: skip
+def test_hand_made_example(engine, hand, wp_by, wk_by):
+    same(engine, hand, hand, wp_by, wk_by, truncate_below=4)
+
+
+def test_hand_made_worked_example_and_public_zeros(engine, hand):
+    data = hand
+    stats = engine.cell_statistics(data, ["county"], ["sex"], complete=True)
+    assert_frame_equal(
+        stats, PolarsEngine().cell_statistics(data, ["county"], ["sex"], complete=True)
+    )
+    row = stats.filter((pl.col("county") == "c1") & (pl.col("sex") == "M")).row(0, named=True)
+    assert (row["count"], row["x_v"], row["establishments"]) == (8, 5, 2)
+    c3 = stats.filter(pl.col("county") == "c3")
+    assert c3["count"].to_list() == [0, 0] and not c3["has_establishment"].any()
+    assert_frame_equal(
+        engine.establishment_cells(data, ["county"], ["sex"]),
+        PolarsEngine().establishment_cells(data, ["county"], ["sex"]),
+    )
+
+
+def test_refusals(engine, hand):
+    with pytest.raises(SpecError, match="not a workplace attribute"):
+        engine.cell_statistics(hand, ["tract"], [])
+    with pytest.raises(SpecError, match="not a worker attribute"):
+        engine.cell_statistics(hand, [], ["race"])
+    with pytest.raises(SpecError, match="no declared domain"):
+        engine.cell_statistics(hand, ["naics_sector"], [], complete=True)
+    # a workplace value outside its declared domain (complete=True) is refused
+    narrow = replace(hand, domains={**hand.domains, "county": ("c1", "c3")})
+    with pytest.raises(SpecError, match="outside the declared domains"):
+        engine.cell_statistics(narrow, ["county"], [], complete=True)
+    # a job at an unknown workplace and a value outside its domain are refused, not dropped
+    bad = make_data(ESTABS, [*JOBS, ("e9", "M", "A01")])
+    with pytest.raises(SpecError, match="missing from the workplace table"):
+        engine.cell_statistics(bad, [], [])
+    bad = make_data(ESTABS, [*JOBS, ("e1", "X", "A01")])
+    with pytest.raises(SpecError, match=r"\['sex'\].*outside their declared domain"):
+        engine.cell_statistics(bad, ["county"], ["age", "sex"])
+
+
+# ---------------------------------------------------------------- synthetic data
+
+
+@pytest.mark.parametrize(
+    "wp_by,wk_by,kw",
+    [
+        (["county", "naics_sector"], [], {}),
+        (["county", "naics_sector"], ["age"], {}),
+        (["tract", "ownership"], ["age", "sex"], {"truncate_below": 20}),
+        ([], [], {"truncate_below": 50}),
+    ],
+)
+def test_synthetic_marginals(engine, synth, wp_by, wk_by, kw):
+    same(engine, synth, synth, wp_by, wk_by, **kw)
+
+
+def test_synthetic_complete_with_declared_domains(engine, synth):
+    same(engine, synth, synth, ["county", "ownership"], ["sex"], complete=True, truncate_below=10)
+
+
+def test_spark_native_parquet_path(engine, synth_files, synth):
+    """Spark reads and validates the Parquet files itself; no Polars frame involved."""
+    sdata = engine.read_parquet(synth_files.workplace, synth_files.worker, synth_files.job)
+    assert isinstance(sdata, SparkEreeData)
+    assert sorted(sdata.workplaces.columns) == sorted(synth.workplaces.columns)
+    assert sdata.domains == {a: synth.domains[a] for a in sdata.domains}
+    same(engine, sdata, synth, ["county", "naics_sector", "ownership"], ["age", "sex"],
+         truncate_below=25)  # fmt: skip
+    same(engine, sdata, synth, [], ["race"])
+    assert_frame_equal(
+        engine.establishment_cells(sdata, ["county"], ["sex"]),
+        PolarsEngine().establishment_cells(synth, ["county"], ["sex"]),
+    )
+
+
+# ---------------------------------------------------------------- heavier checks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "wp_by,wk_by",
+    [
+        (["tract", "naics_sector", "ownership"], ["age", "sex", "race"]),
+        (["block"], ["earnings"]),
+        (["state"], ["ethnicity", "education"]),
+        (["naics_sector"], ["age", "sex"]),
+    ],
+)
+def test_more_marginals(engine, synth, wp_by, wk_by):
+    same(engine, synth, synth, wp_by, wk_by, truncate_below=15)
+
+
+@pytest.mark.slow
+def test_without_persist_and_release(spark, hand, synth):
+    engine = SparkEngine(spark, persist=False)
+    same(engine, hand, hand, ["county"], ["age", "sex"], truncate_below=4)
+    engine = SparkEngine(spark)
+    engine.prepare(synth)
+    same(engine, synth, synth, ["county"], ["age"])
+    engine.release()
+    same(engine, synth, synth, ["county"], ["age"])
+
+
+@pytest.mark.slow
+def test_joined_csv_form(engine, spark, synth_files, synth, tmp_path: Path):
+    s = synth_parametric(seed=11, n_jobs=20_000)
+    path = tmp_path / "jobs.csv.gz"
+    import gzip
+
+    with gzip.open(path, "wb") as fh:
+        s.joined().write_csv(fh)
+    config = EreeDataConfig(jobs=path)
+    sdata = SparkEreeData.from_config(spark, config)
+    same(engine, sdata, load_eree(config), ["county"], ["age", "sex"], truncate_below=30)
+    same(engine, sdata, synth, ["county"], ["age", "sex"], truncate_below=30)
+
+
+def _write(tmp_path: Path, name: str, df: pl.DataFrame) -> Path:
+    p = tmp_path / f"{name}.parquet"
+    df.write_parquet(p)
+    return p
+
+
+@pytest.mark.slow
+def test_spark_loader_rejects_bad_input(spark, tmp_path: Path):
+    s = synth_parametric(seed=5, n_jobs=2_000)
+    wp = _write(tmp_path, "workplace", s.workplace)
+    wk = _write(tmp_path, "worker", s.worker)
+    jb = _write(tmp_path, "job", s.job)
+    SparkEreeData.from_parquet(spark, wp, wk, jb)  # valid
+
+    def rejects(rule: str, **files: pl.DataFrame) -> None:
+        paths = {"workplace": wp, "worker": wk, "job": jb}
+        for k, df in files.items():
+            paths[k] = _write(tmp_path, f"bad_{k}", df)
+        with pytest.raises(DataValidationError) as err:
+            SparkEreeData.from_parquet(spark, paths["workplace"], paths["worker"], paths["job"])
+        assert err.value.rule == rule
+
+    first_wp = s.workplace["workplace_id"][0]
+    rejects("duplicate-id", workplace=pl.concat([s.workplace, s.workplace.head(1)]))
+    rejects("missing-value", workplace=s.workplace.with_columns(
+        pl.when(pl.col("workplace_id") == first_wp).then(None).otherwise(pl.col("county"))
+        .alias("county")))  # fmt: skip
+    rejects("domain", worker=s.worker.with_columns(pl.lit("X").alias("sex")))
+    rejects("unknown-workplace", job=s.job.with_columns(pl.lit("nowhere").alias("workplace_id")))
+    rejects("multiple-jobs", job=pl.concat([s.job, s.job.head(1)]))
+    rejects("no-job", job=s.job.slice(1))
+    rejects("missing-column", job=s.job.drop("workplace_id"))
+    rejects("missing-id", worker=s.worker.with_columns(pl.lit(None, pl.Utf8).alias("worker_id")))
