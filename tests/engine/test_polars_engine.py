@@ -134,3 +134,12 @@ def test_property_matches_brute_force(estab_attrs, data):
         for r in stats.iter_rows(named=True)
     }
     assert got == brute(estabs, jobs, wp_by, wk_by, theta=3)
+
+
+def test_values_outside_domain_and_missing_domains_are_spec_errors():
+    data = make_data(ESTABS, [("e1", "X", "A01")])  # "X" is not a declared sex
+    with pytest.raises(SpecError, match="outside its declared domain"):
+        PolarsEngine().cell_statistics(data, ["county"], ["sex"])
+    bare = EreeData(data.workplaces, make_data(ESTABS, JOBS).jobs, {"age": DOMAINS["age"]})
+    with pytest.raises(SpecError, match="no declared domain"):
+        PolarsEngine().cell_statistics(bare, [], ["sex"])

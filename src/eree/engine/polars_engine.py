@@ -45,6 +45,8 @@ class PolarsEngine:
         for a in worker_by:
             if a not in data.jobs.columns or a == "workplace_id":
                 raise SpecError(f"{a!r} is not a worker attribute of the data")
+            if a not in data.domains:
+                raise SpecError(f"worker attribute {a!r} has no declared domain")
 
     def establishment_cells(
         self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
@@ -80,9 +82,13 @@ class PolarsEngine:
         codes: dict[str, np.ndarray] = {}
         for a, dom in data.domains.items():
             if a in data.jobs.columns and a != "workplace_id":
-                codes[a] = (
-                    data.jobs[a].cast(pl.Enum(list(dom))).to_physical().to_numpy().astype(np.int64)
-                )
+                try:
+                    enum = data.jobs[a].cast(pl.Enum(list(dom)))
+                except pl.exceptions.InvalidOperationError:
+                    raise SpecError(
+                        f"worker attribute {a!r} has values outside its declared domain"
+                    ) from None
+                codes[a] = enum.to_physical().to_numpy().astype(np.int64)
         prep = _Prepared(widx.to_numpy().astype(np.int64), codes)
         self._cache = (data, prep)
         return prep
