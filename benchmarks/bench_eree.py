@@ -119,7 +119,6 @@ def main() -> None:
         t = time.perf_counter(); data = load_eree(plan.data); t_load = time.perf_counter() - t
         e = PolarsEngine(); out = {{"load_s": t_load}}
         t = time.perf_counter(); e._prepare(data); out["engine_prepare_s"] = time.perf_counter() - t
-        t = time.perf_counter(); e._prepare(data); out["engine_prepare_s"] = time.perf_counter() - t
         marg = {json.dumps(MARGINALS)}
         wpa = set(plan.data.workplace_attributes)
         for name, by in marg.items():
