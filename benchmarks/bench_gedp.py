@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SHARED_DATA, machine, median_of, run_child  # noqa: E402
+from common import SHARED_DATA, machine, median_of, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -284,9 +284,7 @@ def _bound(func: Any, **fixed: Any) -> Any:
     command.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=[p for name, p in sig.parameters.items() if name not in fixed]
     )
-    command.__annotations__ = {
-        k: v for k, v in func.__annotations__.items() if k not in fixed
-    }
+    command.__annotations__ = {k: v for k, v in func.__annotations__.items() if k not in fixed}
     return command
 
 

@@ -109,7 +109,8 @@ def test_experiment_and_audit_commands_are_registered(tmp_path):
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert (tmp_path / "w1" / "results.csv").exists()
-    for cmd in (["evaluate", "webb-all", "--help"], ["evaluate", "workshop-figure1", "--help"], ["audit", "noise-infusion", "--help"], ["audit", "suppression", "--help"],
+    for cmd in (["evaluate", "webb-all", "--help"], ["evaluate", "workshop-figure1", "--help"],
+                ["audit", "noise-infusion", "--help"], ["audit", "suppression", "--help"],
                 ["suppress", "--help"]):  # fmt: skip
         r = runner.invoke(app, cmd)
         assert r.exit_code == 0, (cmd, r.output)

@@ -43,7 +43,7 @@ def cells():
 
 
 @pytest.mark.parametrize("alpha,eps", [(0.1, 1.0), (0.01, 0.25), (0.2, 4.0)])
-def test_smooth_laplace_mean_abs_error_is_2S_over_eps(cells, alpha, eps):
+def test_smooth_laplace_mean_abs_error_is_2s_over_eps(cells, alpha, eps):
     n, x_v = cells
     out = smooth_laplace(n, x_v, alpha, eps, SeededNoise(1), delta=0.05 if alpha != 0.2 else None)
     scale = 2 * smooth_sensitivity(x_v, alpha) / eps  # E|err| = 2S/ε (Lemma 9.3)
@@ -76,6 +76,7 @@ def test_smooth_gamma_scale_variance_and_mean_abs(cells, alpha, eps):
     out = smooth_gamma(n, x_v, alpha, eps, SeededNoise(3))
     scale = 5 * smooth_sensitivity(x_v, alpha) / eps1  # sd = 5S/ε₁
     z = (out.noisy - n) / scale
+
     # E|err| = 5S/(ε₁√2): |Z| has mean 1/√2, sd 1/√2
     def check(s):
         return mean_matches(np.abs(s), 1 / math.sqrt(2), 1 / math.sqrt(2))

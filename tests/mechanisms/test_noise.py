@@ -44,7 +44,7 @@ def test_extreme_uniforms_give_finite_noise():
     from eree.mechanisms.noise import _uniform_from_bits
 
     u = _uniform_from_bits(np.array([0, 2**64 - 1], dtype=np.uint64))
-    assert 0 < u[0] and u[1] < 1
+    assert u[0] > 0 and u[1] < 1
     assert np.all(np.isfinite(laplace_from_uniform(u, 1.0)))
     assert np.all(np.isfinite(gaussian_from_uniform(u, 1.0)))
 

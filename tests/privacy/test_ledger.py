@@ -67,7 +67,7 @@ def test_reconcile_after_crash(tmp_path):
     r1 = led.reserve("pa", "h", "eree", 0.1, Cost(1.0, 0.0), None, written)
     led.reserve("pa", "h", "eree", 0.1, Cost(1.0, 0.0), None, lost)
     written.mkdir()
-    (written / "manifest.json").write_text('{"ledger": {"id": "%s"}}' % r1)
+    (written / "manifest.json").write_text(f'{{"ledger": {{"id": "{r1}"}}}}')
     # pending charges count until settled
     assert led.spent("pa", "eree").cost.epsilon == 2.0
     assert led.reconcile() == {"committed": 1, "removed": 1}

@@ -43,6 +43,7 @@ def test_release_writes_tables_and_manifest(small_spec, tmp_path):
     assert by_name["county"]["jobs_std"].null_count() == 0
     lo, hi, est = (by_name["county"][c].to_numpy() for c in ("jobs_ci_low", "jobs_ci_high", "jobs"))
     assert np.all(lo <= hi)
+    assert np.all((lo <= est) & (est <= hi))  # the interval brackets the estimate
     # worker-attribute marginals list the full declared domain per county
     n_counties = by_name["county"].height
     assert by_name["county_age_sex"].height == n_counties * 6

@@ -93,10 +93,10 @@ def test_paths_are_relative_to_the_spec_file(tmp_path):
         ('mechanism = "log_laplace"', 'mechanim = "log_laplace"', "did you mean 'mechanism'"),
         ('mechanism = "log_laplace"', 'mechanism = "log_laplce"', "did you mean 'log_laplace'"),
         ('definition = "eree"', 'definition = "ere"', "did you mean 'eree'"),
-        ('alpha = 0.1', 'alpah = 0.1', "did you mean 'alpha'"),
-        ('alpha = 0.1', "", "alpha is required"),
-        ('epsilon = 1.0\ndelta', 'epsilon = "one"\ndelta', "must be a number"),
-        ('epsilon = 1.0\ndelta', 'epsilon = -1.0\ndelta', "must be > 0"),
+        ("alpha = 0.1", "alpah = 0.1", "did you mean 'alpha'"),
+        ("alpha = 0.1", "", "alpha is required"),
+        ("epsilon = 1.0\ndelta", 'epsilon = "one"\ndelta', "must be a number"),
+        ("epsilon = 1.0\ndelta", "epsilon = -1.0\ndelta", "must be > 0"),
         ('name = "tract_sex"', 'name = "tract_industry_ownership"', "unique"),
         ('by = ["tract", "sex"]', 'by = "tract"', "by must be a list"),
         ('name = "pa-2015"', "", "needs a name"),
@@ -110,7 +110,9 @@ def test_mistakes_are_named(old, new, match):
 
 
 def test_worker_attribute_without_domain_is_refused():
-    text = EREE.replace('job = "job.parquet"', 'job = "job.parquet"\nworker_attributes = ["age", "union"]')
+    text = EREE.replace(
+        'job = "job.parquet"', 'job = "job.parquet"\nworker_attributes = ["age", "union"]'
+    )
     with pytest.raises(SpecError, match="no declared domain"):
         parse(text)
 

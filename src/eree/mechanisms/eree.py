@@ -59,7 +59,8 @@ def log_laplace(
     Published estimate: the bias-corrected :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`
     (unbiased by Lemma 8.2). The confidence interval is exact, from the pivot
     :math:`\ln(n+\gamma) = \ln(\tilde n+\gamma) - \eta` and the Laplace quantile
-    :math:`q=\lambda\ln(1/(1-c))`: :math:`[(\tilde n+\gamma)e^{-q}-\gamma,\,(\tilde n+\gamma)e^{q}-\gamma]`.
+    :math:`q=\lambda\ln(1/(1-c))`:
+    :math:`[(\tilde n+\gamma)e^{-q}-\gamma,\,(\tilde n+\gamma)e^{q}-\gamma]`.
     The standard error is the plug-in estimate
     :math:`(\max(\hat n,0)+\gamma)\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}`, finite for λ < 1/2.
     Both depend on the data only through ñ and the public λ.
@@ -69,10 +70,8 @@ def log_laplace(
     n_arr = np.asarray(n, dtype=np.float64)
     log_noisy = source.add_laplace(np.log(n_arr + gamma), lam)
     noisy = np.exp(log_noisy) - gamma
-    if lam < 1:
-        estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma
-    else:
-        estimate = noisy.copy()
+    # Lemma 8.2 bias correction; with λ >= 1 (forced) there is none
+    estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma if lam < 1 else noisy.copy()
     q = lam * math.log(1.0 / (1.0 - confidence))
     ci_low = (noisy + gamma) * math.exp(-q) - gamma
     ci_high = (noisy + gamma) * math.exp(q) - gamma

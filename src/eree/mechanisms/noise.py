@@ -76,7 +76,7 @@ class NoiseSource(ABC):
         v = np.asarray(values, dtype=np.float64)
         return v + gaussian_from_uniform(self.uniform(v.size).reshape(v.shape), scale)
 
-    def note_fallback(self, what: str) -> None:
+    def note_fallback(self, what: str) -> None:  # noqa: B027 - a no-op except in exact mode
         """Record that ``what`` was sampled with the secure source although exact was asked."""
 
     @property

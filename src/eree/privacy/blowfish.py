@@ -523,7 +523,7 @@ def blowfish_semantics(report: PrivacyReport) -> dict[str, Any]:
         out["statement"] = "no formal privacy guarantee"
         return out
     dtext = f", except with probability {delta:.3g}" if delta > 0 else ""
-    sizes = []
+    sizes: list[dict[str, Any]] = []
     for r in SIZE_RATIOS:
         k = paper_size_steps(1.0, r, alpha)
         sizes.append(

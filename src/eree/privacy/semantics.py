@@ -43,7 +43,7 @@ def eree_semantics(report: PrivacyReport) -> dict[str, Any]:
         + (f", except with probability {delta:.3g}" if delta > 0 else "")
         + "."
     ]
-    sizes = []
+    sizes: list[dict[str, Any]] = []
     if alpha is not None and report.definition in ("eree", "eree-weak"):
         for r in SIZE_RATIOS:
             k = math.ceil(math.log(r) / math.log1p(alpha) - 1e-12)

@@ -328,7 +328,8 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         close = difflib.get_close_matches(str(definition), DEFINITIONS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise SpecError(
-            f"[privacy].definition must be one of {', '.join(DEFINITIONS)} (got {definition!r}){hint}"
+            f"[privacy].definition must be one of {', '.join(DEFINITIONS)} "
+            f"(got {definition!r}){hint}"
         )
     alpha = _number(p["alpha"], "[privacy].alpha") if "alpha" in p else None
     if definition in ("eree", "eree-weak", "blowfish") and alpha is None:
