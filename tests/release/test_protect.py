@@ -224,3 +224,13 @@ def test_microdata_is_refused_for_count_releases(small_spec, tmp_path):
     small_spec.write_text(small_spec.read_text() + "\n[postprocess]\nmicrodata = true\n")
     with pytest.raises(SpecError, match="microdata"):
         protect(load_spec(small_spec), tmp_path / "out", SeededNoise(1))
+
+
+def test_exact_mode_release_records_its_fallbacks(small_spec, tmp_path):
+    from eree.mechanisms.noise import ExactNoise
+
+    res = protect(load_spec(small_spec), tmp_path / "out", ExactNoise())
+    rnd = res.manifest["random"]
+    assert rnd["mode"] == "exact" and rnd["seed"] is None
+    # Smooth Gamma's 1/(1+z^4) noise has no OpenDP sampler: the manifest says so
+    assert rnd["fallbacks"] == ["smooth_gamma 1/(1+z^4) noise (csprng)"]
