@@ -78,6 +78,7 @@ from eree.evaluate.datasets import Dataset
 from eree.evaluate.metrics import (
     ALL,
     POPULATION_BINS,
+    TIDY_SCHEMA,
     average_ranks,
     l1_ratio,
     mean_finite,
@@ -733,21 +734,7 @@ def run_haney(
     del ni_out
     timings["total"] = time.perf_counter() - t_start
 
-    results = pl.DataFrame(
-        rows.rows,
-        schema={
-            "experiment": pl.Utf8,
-            "workload": pl.Utf8,
-            "mechanism": pl.Utf8,
-            "alpha": pl.Float64,
-            "epsilon": pl.Float64,
-            "mu": pl.Float64,
-            "stratum": pl.Utf8,
-            "metric": pl.Utf8,
-            "value": pl.Float64,
-            "trials": pl.Int64,
-        },
-    )
+    results = pl.DataFrame(rows.rows, schema=TIDY_SCHEMA)
     omitted_df = pl.DataFrame(
         omitted,
         schema={

@@ -24,9 +24,24 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
 from eree.mechanisms.noise import FloatArray
+
+#: the tidy result table every experiment writes (DESIGN.md §9)
+TIDY_SCHEMA: dict[str, type[pl.DataType]] = {
+    "experiment": pl.Utf8,
+    "workload": pl.Utf8,
+    "mechanism": pl.Utf8,
+    "alpha": pl.Float64,
+    "epsilon": pl.Float64,
+    "mu": pl.Float64,
+    "stratum": pl.Utf8,
+    "metric": pl.Utf8,
+    "value": pl.Float64,
+    "trials": pl.Int64,
+}
 
 #: population bins of Haney et al. §10: (low, high, label), low <= population < high
 POPULATION_BINS: tuple[tuple[float, float, str], ...] = (

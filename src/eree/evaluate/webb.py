@@ -62,6 +62,7 @@ import typer
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import EstablishmentData, load_establishments
 from eree.evaluate.haney import CSV_COLUMNS, derive_seed
+from eree.evaluate.metrics import TIDY_SCHEMA
 from eree.evaluate.webb_ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
 from eree.mechanisms.noise import SeededNoise
 from eree.postprocess.wls import group_ids
@@ -729,18 +730,7 @@ def run_webb(
     return WebbResult(results, cells, rep, sweep, t11, meta)
 
 
-_SCHEMA = {
-    "experiment": pl.Utf8,
-    "workload": pl.Utf8,
-    "mechanism": pl.Utf8,
-    "alpha": pl.Float64,
-    "epsilon": pl.Float64,
-    "mu": pl.Float64,
-    "stratum": pl.Utf8,
-    "metric": pl.Utf8,
-    "value": pl.Float64,
-    "trials": pl.Int64,
-}
+_SCHEMA = TIDY_SCHEMA
 
 
 def value(

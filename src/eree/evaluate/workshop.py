@@ -74,7 +74,7 @@ from eree.evaluate.haney import (
     establishment_sizes,
     marginal_cells,
 )
-from eree.evaluate.metrics import ALL, POPULATION_BINS, l1_ratio, stratified_mean
+from eree.evaluate.metrics import ALL, POPULATION_BINS, TIDY_SCHEMA, l1_ratio, stratified_mean
 from eree.mechanisms.base import MechanismOutput
 from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
@@ -313,18 +313,7 @@ def _row(
     }
 
 
-_SCHEMA = {
-    "experiment": pl.Utf8,
-    "workload": pl.Utf8,
-    "mechanism": pl.Utf8,
-    "alpha": pl.Float64,
-    "epsilon": pl.Float64,
-    "mu": pl.Float64,
-    "stratum": pl.Utf8,
-    "metric": pl.Utf8,
-    "value": pl.Float64,
-    "trials": pl.Int64,
-}
+_SCHEMA = TIDY_SCHEMA
 
 
 def count_points(grid: WorkshopGrid) -> int:
