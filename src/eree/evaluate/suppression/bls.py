@@ -101,23 +101,21 @@ def compare_with_bls(result: SuppressionResult, cells: pl.DataFrame) -> pl.DataF
     only_bls = cells.join(eree, on=_KEY, how="anti").group_by("table_code").len("bls_cells_only")
     only_eree = eree.join(cells, on=_KEY, how="anti").group_by("table_code").len("eree_cells_only")
     est = pl.col("bls_establishments")
+    bls, ours = pl.col("bls_suppressed"), pl.col("eree_suppressed")
+    shares = [
+        pl.len().alias("cells"),
+        bls.mean().alias("bls_suppressed_share"),
+        ours.mean().alias("eree_suppressed_share"),
+        pl.col("eree_primary").mean().alias("eree_primary_share"),
+        (est.filter(bls).sum() / est.sum()).alias("bls_establishment_share_suppressed"),
+        (est.filter(ours).sum() / est.sum()).alias("eree_establishment_share_suppressed"),
+        (bls & ours).mean().alias("both_suppressed"),
+        (bls & ~ours).mean().alias("bls_only"),
+        (~bls & ours).mean().alias("eree_only"),
+    ]
     out = (
         both.group_by("table_code")
-        .agg(
-            pl.len().alias("cells"),
-            pl.col("bls_suppressed").mean().alias("bls_suppressed_share"),
-            pl.col("eree_suppressed").mean().alias("eree_suppressed_share"),
-            pl.col("eree_primary").mean().alias("eree_primary_share"),
-            (est.filter(pl.col("bls_suppressed")).sum() / est.sum()).alias(
-                "bls_establishment_share_suppressed"
-            ),
-            (est.filter(pl.col("eree_suppressed")).sum() / est.sum()).alias(
-                "eree_establishment_share_suppressed"
-            ),
-            (pl.col("bls_suppressed") & pl.col("eree_suppressed")).mean().alias("both_suppressed"),
-            (pl.col("bls_suppressed") & ~pl.col("eree_suppressed")).mean().alias("bls_only"),
-            (~pl.col("bls_suppressed") & pl.col("eree_suppressed")).mean().alias("eree_only"),
-        )
+        .agg(shares)
         .join(only_bls, on="table_code", how="left")
         .join(only_eree, on="table_code", how="left")
         .with_columns(pl.col("bls_cells_only", "eree_cells_only").fill_null(0))
@@ -125,19 +123,7 @@ def compare_with_bls(result: SuppressionResult, cells: pl.DataFrame) -> pl.DataF
     )
     total = both.select(
         pl.lit("all").alias("table_code"),
-        pl.len().alias("cells"),
-        pl.col("bls_suppressed").mean().alias("bls_suppressed_share"),
-        pl.col("eree_suppressed").mean().alias("eree_suppressed_share"),
-        pl.col("eree_primary").mean().alias("eree_primary_share"),
-        (est.filter(pl.col("bls_suppressed")).sum() / est.sum()).alias(
-            "bls_establishment_share_suppressed"
-        ),
-        (est.filter(pl.col("eree_suppressed")).sum() / est.sum()).alias(
-            "eree_establishment_share_suppressed"
-        ),
-        (pl.col("bls_suppressed") & pl.col("eree_suppressed")).mean().alias("both_suppressed"),
-        (pl.col("bls_suppressed") & ~pl.col("eree_suppressed")).mean().alias("bls_only"),
-        (~pl.col("bls_suppressed") & pl.col("eree_suppressed")).mean().alias("eree_only"),
+        *shares,
         pl.lit(only_bls.get_column("bls_cells_only").sum(), dtype=pl.UInt32).alias(
             "bls_cells_only"
         ),
