@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eree.errors import PrivacyParameterError
+from eree.privacy.composition import Cost, EpsilonDeltaComposition, GaussianComposition
 from eree.privacy.definitions import EdgeDP, EreePrivacy, NodeDP
 from eree.privacy.eree_conditions import (
     check_log_laplace,
@@ -32,31 +33,14 @@ from eree.privacy.eree_conditions import (
 )
 
 
-@dataclass(frozen=True)
-class Cost:
-    """A privacy cost as a frozen value object; fields a definition does not use are None."""
-
-    epsilon: float | None = None
-    delta: float | None = None
-    mu: float | None = None
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {"epsilon": self.epsilon, "delta": self.delta, "mu": self.mu}
-
-
 def sequential(costs: list[Cost]) -> Cost:
-    """Sequential composition of ε-δ costs: ε and δ add (pure-ε costs keep δ = 0)."""
-    eps = [c.epsilon for c in costs if c.epsilon is not None]
-    dels = [c.delta for c in costs if c.delta is not None]
-    return Cost(
-        epsilon=math.fsum(eps) if eps else None,
-        delta=math.fsum(dels) if dels else (0.0 if eps else None),
-    )
+    """Sequential composition of ε-δ costs (Thm 7.3), by :class:`EpsilonDeltaComposition`."""
+    return EpsilonDeltaComposition().compose(costs)
 
 
 def gaussian_composition(mus: list[float]) -> Cost:
-    """μ-GEDP composition (Webb et al. Thm 5.7): μ_total = sqrt(Σ μ²)."""
-    return Cost(mu=math.sqrt(math.fsum(m * m for m in mus)))
+    """μ-GEDP composition (Thm 5.7), by :class:`GaussianComposition`."""
+    return GaussianComposition().compose([Cost(mu=m) for m in mus])
 
 
 @dataclass(frozen=True)
