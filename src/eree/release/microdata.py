@@ -42,8 +42,8 @@ import numpy as np
 import polars as pl
 
 from eree.errors import SpecError
-from eree.mechanisms.gedp import PsiMechanism
 from eree.mechanisms.estimators import psi_estimates
+from eree.mechanisms.gedp import PsiMechanism
 from eree.postprocess.wls import (
     LEVEL_TITLES,
     QCEW_AGGREGATION_LEVELS,
