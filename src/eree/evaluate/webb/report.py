@@ -97,9 +97,7 @@ def reading_table3(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             }
             if not all(math.isfinite(m) for m, _ in ms.values()):
                 continue
-            parts = [
-                f"{w if w == PNC else '√'} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()
-            ]
+            parts = [f"{w if w == PNC else '√'} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()]
             out.append(f"{_LABEL.get(a, a)}, {g}: mean signed difference " + ", ".join(parts) + ".")
     return out
 
