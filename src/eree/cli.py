@@ -35,7 +35,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(e: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(str(e))}")
+    err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -84,6 +84,16 @@ def print_cost_table(explained: dict[str, Any]) -> None:
         console.print(f"• {escape(note)}")
 
 
+def print_cells(cells: dict[str, Any]) -> None:
+    """One line per count query: its number of cells, or its lower bound without data."""
+    if not cells:
+        return
+    console.print("[bold]Cells per query[/] (limit: [output] max_cells)")
+    for name, c in cells.items():
+        amount = f"{c['cells']:,}" if c["cells"] is not None else f"≥ {c['at_least']:,}"
+        console.print(f"  {escape(name)}: {amount} ({escape(c['how'])})")
+
+
 def print_semantics(sem: dict[str, Any]) -> None:
     for line in sem.get("statements", []):
         console.print(f"  {escape(line)}")
@@ -117,6 +127,7 @@ def explain(
         console.print_json(json.dumps(explained, default=str))
         return
     print_cost_table(explained)
+    print_cells(explained.get("cells", {}))
     console.print("[bold]What this guarantees[/]")
     print_semantics(explained["semantics"])
 

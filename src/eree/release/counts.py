@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 
 import numpy as np
@@ -40,10 +41,14 @@ def split_by(query: QuerySpec, cfg: EreeDataConfig) -> tuple[list[str], list[str
         elif a in cfg.worker_attributes:
             wk.append(a)
         else:
+            close = difflib.get_close_matches(
+                a, (*cfg.workplace_attributes, *cfg.worker_attributes), n=1
+            )
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SpecError(
                 f"query {query.name!r}: {a!r} is neither a workplace attribute "
                 f"({', '.join(cfg.workplace_attributes)}) nor a worker attribute "
-                f"({', '.join(cfg.worker_attributes)})"
+                f"({', '.join(cfg.worker_attributes)}){hint}"
             )
     return wp, wk
 

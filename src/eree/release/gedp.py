@@ -20,6 +20,7 @@ variances come from the noisy identity answers, Estab-Gaussian variances are pub
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -129,9 +130,12 @@ def validate_gedp_plan(plan: Any) -> None:
         if q.by != "identity":
             bad_by = [b for b in q.by if b not in public]
             if bad_by:
+                close = difflib.get_close_matches(bad_by[0], list(public), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close and bad_by != [id_col] else ""
                 raise SpecError(
                     f"{where}: groups must be over public attributes; {bad_by} "
                     f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
+                    f"{hint}"
                 )
         if q.mechanism == "pnc":
             if q.by == "identity":

@@ -13,7 +13,7 @@ from eree.privacy.accountant import CONFIDENTIAL_PARAMS, Cost, PrivacyReport
 from eree.privacy.ledger import Ledger, check_budget
 from eree.privacy.semantics import eree_semantics
 from eree.release.counts import account_count_plan, release_counts, split_by
-from eree.release.output import base_manifest, dataset_sha256, write_release
+from eree.release.output import base_manifest, check_output_dir, dataset_sha256, write_release
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -49,8 +49,16 @@ def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
 
 def explain(plan: Plan) -> dict[str, Any]:
     """Everything ``eree explain`` shows: per-query cost and the semantics. Reads no data."""
+    from eree.release.cells import check_plan_cells
+
     report = account(plan)
-    return {"plan": plan.name, "privacy": report.to_dict(), "semantics": semantics(plan, report)}
+    cells = {name: qc.to_dict() for name, qc in check_plan_cells(plan).items()}
+    return {
+        "plan": plan.name,
+        "privacy": report.to_dict(),
+        "semantics": semantics(plan, report),
+        "cells": cells,
+    }
 
 
 @dataclass(frozen=True)
@@ -151,7 +159,11 @@ def protect(
     lifetime budget (``[privacy].budget``) before any noise is drawn and committed once
     the output is in place (DESIGN.md §3.4).
     """
+    from eree.release.cells import check_plan_cells
+
     report = account(plan)
+    check_plan_cells(plan)  # lower bounds from the declared domains, before any data
+    check_output_dir(out_dir)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
         check_budget(plan.name, Cost(), report.total, budget)
@@ -197,6 +209,9 @@ def _run(
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)
         data = load_eree(plan.data)
+        from eree.release.cells import check_plan_cells
+
+        check_plan_cells(plan, data.workplaces)  # exact counts, before cells are allocated
         if engine is None:
             from eree.engine.polars_engine import PolarsEngine
 
