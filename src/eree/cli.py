@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -150,13 +151,17 @@ def protect(
 
     Example: eree protect release.toml --out release-2026q1
     """
+    from eree.release.output import check_output_dir
     from eree.release.protect import protect as run
     from eree.release.spec import load_spec
 
     source = _noise(seed, random_mode)
     try:
         plan = load_spec(spec)
-        with console.status("releasing…"):
+        check_output_dir(out)
+        with console.status("releasing…"), warnings.catch_warnings():
+            # numpy's overflow warnings: a non-finite result is refused with an error
+            warnings.simplefilter("ignore", RuntimeWarning)
             result = run(plan, out, source, ledger=ledger)
     except EreeError as e:
         _fail(e)

@@ -19,7 +19,6 @@ import csv
 import difflib
 import gzip
 import io
-import math
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from eree.errors import DataValidationError
 __all__ = [
     "TableFormat",
     "check_domain",
+    "check_input_file",
     "check_nonnegative_finite",
     "check_not_missing",
     "check_unique",
@@ -91,7 +91,12 @@ def _unreadable_csv(path: Path, exc: BaseException, row: int | None = None) -> D
     return DataValidationError(why, file=str(path), row=row, rule="unparseable")
 
 
-def _check_is_file(p: Path) -> None:
+def check_input_file(p: Path) -> None:
+    """Refuse a data path that is missing or not a regular file (e.g. a directory).
+
+    Raises:
+        DataValidationError: ``rule`` ``file-missing``.
+    """
     if p.is_dir():
         raise DataValidationError(
             "is a directory, not a data file", file=str(p), rule="file-missing"
@@ -136,7 +141,7 @@ def read_header(path: str | Path, expected: Collection[str] | None = None) -> li
     """
     p = Path(path)
     fmt = table_format(p)
-    _check_is_file(p)
+    check_input_file(p)
     if fmt == "parquet":
         try:
             names = list(pl.read_parquet_schema(p))

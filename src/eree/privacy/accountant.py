@@ -19,7 +19,6 @@ costs) and composes the charges into a :class:`PrivacyReport`:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 

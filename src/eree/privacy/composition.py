@@ -31,8 +31,8 @@ from eree.errors import BudgetExceededError, PrivacyParameterError
 Exact = Fraction | int | float
 
 __all__ = [
-    "Cost",
     "Composition",
+    "Cost",
     "EpsilonDeltaComposition",
     "GaussianComposition",
     "NoGuarantee",

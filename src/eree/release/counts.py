@@ -11,7 +11,7 @@ import polars as pl
 from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import EreeData
 from eree.engine.base import Engine
-from eree.errors import SpecError
+from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import MechanismOutput
 from eree.mechanisms.baselines import laplace, truncated_laplace
 from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
@@ -209,10 +209,16 @@ def release_counts(
         wp, wk = split_by(q, plan.data)
         theta = q.params.get("theta") if q.mechanism == "truncated_laplace" else None
         stats = engine.cell_statistics(data, wp, wk, complete=q.complete, truncate_below=theta)
-        out = _run_mechanism(
-            q, stats, report, source, plan.output.confidence,
-            data=data, engine=engine, factors=factors,
-        )  # fmt: skip
+        try:
+            out = _run_mechanism(
+                q, stats, report, source, plan.output.confidence,
+                data=data, engine=engine, factors=factors,
+            )  # fmt: skip
+        except (OverflowError, ZeroDivisionError):
+            raise PrivacyParameterError(
+                f"query {q.name!r}: the mechanism's arithmetic overflows at these parameters "
+                "([privacy].alpha, the query's epsilon/delta); choose less extreme values"
+            ) from None
         public_zero = ~stats["has_establishment"].to_numpy()
         out = _public_zero_output(out, public_zero)
         cols = {k: stats[k] for k in [*wp, *wk]}

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from eree import __version__
+from eree.data.io import check_input_file
 from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
@@ -23,6 +24,7 @@ def dataset_sha256(files: Iterable[Path]) -> str:
     """SHA-256 identifying the input: the hash of each file's name and bytes, in order."""
     h = hashlib.sha256()
     for f in files:
+        check_input_file(Path(f))
         fh = hashlib.sha256()
         with open(f, "rb") as fp:
             for chunk in iter(lambda: fp.read(1 << 20), b""):

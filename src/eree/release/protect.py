@@ -51,8 +51,8 @@ def explain(plan: Plan) -> dict[str, Any]:
     """Everything ``eree explain`` shows: per-query cost and the semantics. Reads no data."""
     from eree.release.cells import check_plan_cells
 
-    report = account(plan)
     cells = {name: qc.to_dict() for name, qc in check_plan_cells(plan).items()}
+    report = account(plan)
     return {
         "plan": plan.name,
         "privacy": report.to_dict(),
@@ -161,8 +161,8 @@ def protect(
     """
     from eree.release.cells import check_plan_cells
 
-    report = account(plan)
     check_plan_cells(plan)  # lower bounds from the declared domains, before any data
+    report = account(plan)
     check_output_dir(out_dir)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
