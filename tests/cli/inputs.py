@@ -8,15 +8,18 @@ every field starts with ``zq9x``. Worker attributes are codes of their declared 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import shutil
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import polars as pl
+import typer
 from typer.testing import CliRunner, Result
 
 from eree.cli import app
@@ -198,8 +201,15 @@ class Outcome:
     text: str
 
 
+#: the click command of the app, built once: typer's runner rebuilds it on every call,
+#: which costs more than most of the runs themselves
+_command = functools.cache(typer.main.get_command)
+
+
 def run_cli(args: list[str]) -> Result:
-    return runner.invoke(app, args)
+    """Run ``eree ARGS`` in-process (typer's test runner; stdout and stderr separate)."""
+    with mock.patch("typer.testing._get_command", _command):
+        return runner.invoke(app, args)
 
 
 def _leaks_in_bytes(data: bytes, secrets: Iterable[str]) -> str | None:
