@@ -21,6 +21,8 @@ import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -592,6 +594,13 @@ def run_case(base: Path, work: Path, case_id: int, rng: random.Random, tally: Ta
         f = rng.choice(_data_files(root, kind, ext))
         op = mutate_parquet(f, rng) if ext == "parquet" else mutate_csv(f, rng)
         op = f"{f.name}:{op}"
+        if rng.random() < 0.25:  # a second fault, possibly in another table
+            g = rng.choice(_data_files(root, kind, ext))
+            try:
+                more = mutate_parquet(g, rng) if ext == "parquet" else mutate_csv(g, rng)
+            except Exception:  # the first fault left nothing the second can parse
+                more = "skipped"
+            op += f"+{g.name}:{more}"
     elif category == "gzip":
         f = rng.choice(_data_files(root, kind, ext))
         if rng.random() < 0.3:
@@ -674,3 +683,53 @@ def test_fuzz_frames_carry_the_planted_values() -> None:
     assert frames["worker"]["private_note"].str.starts_with("zq9x").all()
     assert "private_note" in joined_frame(frames).columns
     assert 987654.321 in estab_frame()["wage"].to_list()
+
+
+#: faults run in a real process: what a user's terminal shows, warnings included
+SUBPROCESS_CASES = [
+    ("estab", "csv", "drop_field"),
+    ("eree3", "csv", "no_header"),
+    ("estab", "csv.gz", "gzip_truncate"),
+    ("joined", "parquet", "to_bool"),
+    ("eree3", "csv", "header_only"),
+    ("estab", "parquet", "wage_overflow"),
+]
+
+
+@pytest.mark.parametrize(("kind", "ext", "fault"), SUBPROCESS_CASES)
+def test_fuzz_faults_in_a_real_process(tmp_path: Path, kind: str, ext: str, fault: str) -> None:
+    root = _build_base(tmp_path / "case", kind, ext)
+    f = _data_files(root, kind, ext)[-1]
+    if fault == "gzip_truncate":
+        f.write_bytes(f.read_bytes()[:-40])
+    elif fault == "to_bool":
+        df = pl.read_parquet(f)
+        df.with_columns(pl.Series("sex", [True] * df.height)).write_parquet(f)
+    elif fault == "wage_overflow":
+        pl.read_parquet(f).with_columns(pl.lit(1.7e308).alias("wage")).write_parquet(f)
+    else:
+        text = f.read_text().splitlines()
+        if fault == "drop_field":
+            text[1] = text[1].rsplit(",", 2)[0] + "," + text[1].rsplit(",", 1)[1]
+        elif fault == "no_header":
+            text = text[1:]
+        else:
+            text = text[:1]
+        f.write_text("\n".join(text) + "\n")
+    out = root / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), COLUMNS="80")
+    proc = subprocess.run(
+        [sys.executable, "-m", "eree.cli", "protect", str(root / "spec.toml"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for secret in SECRETS:
+        assert secret not in proc.stderr + proc.stdout
+    assert not out.exists()
+    assert not [p for p in root.iterdir() if ".partial" in p.name]
