@@ -163,6 +163,9 @@ def protect(
             # numpy's overflow warnings: a non-finite result is refused with an error
             warnings.simplefilter("ignore", RuntimeWarning)
             result = run(plan, out, source, ledger=ledger)
+    except OSError as e:  # the file system's message names paths, never data values
+        _fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
+        return
     except EreeError as e:
         _fail(e)
         return

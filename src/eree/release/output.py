@@ -114,13 +114,8 @@ def write_release(
     """
     out_dir = check_output_dir(out_dir)
     check_finite(tables, extra)
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-    except OSError as e:
-        raise EreeError(
-            f"cannot create the output directory {out_dir} ({e.strerror or type(e).__name__})"
-        ) from None
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     try:
         (tmp / "tables").mkdir()
         for qt in tables:
@@ -144,12 +139,6 @@ def write_release(
         if out_dir.exists():
             out_dir.rmdir()
         os.replace(tmp, out_dir)
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise EreeError(
-            f"cannot write the release to {out_dir} ({e.strerror or type(e).__name__}); "
-            "nothing was written"
-        ) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
