@@ -223,6 +223,17 @@ def test_spec_that_is_a_directory_or_latin1(tmp_path):
     assert_clean_failure(_protect(spec, out), out, "UTF-8")
 
 
+def test_theta_on_log_laplace_is_refused(tmp_path):
+    # a setting that does not apply to the query's mechanism is an error, not ignored
+    spec = write_eree_case(tmp_path)
+    text = spec.read_text().replace(
+        'mechanism = "log_laplace"\nepsilon = 1.0',
+        'mechanism = "log_laplace"\nepsilon = 1.0\ntheta = 5',
+    )
+    spec.write_text(text)
+    assert_clean_failure(_explain(spec), None, "theta", "log_laplace")
+
+
 def test_csv_setting_must_be_a_boolean(tmp_path):
     spec = write_eree_case(tmp_path)
     spec.write_text(spec.read_text() + '[output]\ncsv = "no"\n')

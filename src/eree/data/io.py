@@ -229,10 +229,6 @@ def _scan_csv(path: Path, width: int) -> int:
     return row
 
 
-#: Parquet column types that are never read as a number or as a code
-_NOT_NUMERIC = (pl.Boolean, pl.Date, pl.Datetime, pl.Duration, pl.Time)
-
-
 def _read_raw(path: Path, columns: list[str], header: list[str]) -> pl.DataFrame:
     """Read ``columns`` of ``path``; CSV columns all as strings (parsed later)."""
     if table_format(path) == "parquet":
