@@ -64,6 +64,7 @@ from eree.data.establishments import EstablishmentData, load_establishments
 from eree.evaluate.haney import CSV_COLUMNS, derive_seed
 from eree.evaluate.metrics import TIDY_SCHEMA
 from eree.evaluate.webb_ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
+from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.mechanisms.noise import SeededNoise
 from eree.postprocess.wls import group_ids
 from eree.release.gedp import account_gedp_plan, release_gedp
@@ -245,7 +246,7 @@ def webb_plan(
     for name, by in QUERY_BY.items():
         emp, wage = budget[name]
         mu = {a: scale * (wage if a == WAGE else emp) for a in attributes}
-        mech = "psi" if (workflow == "sqrt" or by == "identity") else "pnc"
+        mech = PsiMechanism.name if (workflow == "sqrt" or by == "identity") else Pnc.name
         queries.append(
             {
                 "name": name,
