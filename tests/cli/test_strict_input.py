@@ -61,14 +61,29 @@ def test_establishment_row_with_a_missing_or_extra_field_is_refused(tmp_path, ch
     assert ("fewer" if change == "fewer" else "more") in msg
 
 
-def test_trailing_unused_column_on_one_workplace_row_is_refused(tmp_path):
+def test_row_missing_a_field_before_a_trailing_unused_column_is_refused(tmp_path):
+    # the workplace file has a trailing column eree does not read; a row that lacks its
+    # state would otherwise shift its tract into the county column and publish it
+    spec = write_eree_case(tmp_path)
+    wp = eree_frames()["workplace"].with_columns(pl.lit("20160101").alias("createdate"))
+    lines = wp.write_csv().splitlines()
+    fields = lines[4].split(",")
+    del fields[1]
+    lines[4] = ",".join(fields)
+    _rewrite(tmp_path / "data" / "workplace.csv", lines)
+    out = tmp_path / "rel"
+    msg = assert_clean_failure(_protect(spec, out), out, "workplace.csv", "row 4")
+    assert "fewer" in msg
+
+
+def test_trailing_extra_field_on_one_workplace_row_is_refused(tmp_path):
     spec = write_eree_case(tmp_path)
     f = tmp_path / "data" / "workplace.csv"
     lines = _lines(f)
     lines[4] += ",42999"  # a made-up county in a column the header does not have
     _rewrite(f, lines)
     out = tmp_path / "rel"
-    assert_clean_failure(_protect(spec, out), out, "workplace.csv", "row 4")
+    assert_clean_failure(_protect(spec, out), out, "workplace.csv", "row 4", "more")
 
 
 # ------------------------------------------------------------- header detection
