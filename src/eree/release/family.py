@@ -66,8 +66,11 @@ class CountRelease(ReleaseFamily):
     @override
     def load(self, plan: Plan) -> Any:
         from eree.data.eree_tables import load_eree
+        from eree.release.cells import check_plan_cells
 
-        return load_eree(plan.data)  # type: ignore[arg-type]
+        data = load_eree(plan.data)  # type: ignore[arg-type]
+        check_plan_cells(plan, data.workplaces)  # exact counts, before cells are allocated
+        return data
 
     @override
     def release(
