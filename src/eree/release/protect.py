@@ -9,11 +9,13 @@ from typing import Any
 from eree.data.config import EreeDataConfig
 from eree.engine.base import Engine
 from eree.mechanisms.noise import NoiseSource
-from eree.privacy.accountant import CONFIDENTIAL_PARAMS, Cost, PrivacyReport
-from eree.privacy.ledger import Ledger, check_budget
+from eree.data.fingerprint import content_fingerprint, keyed_fingerprint
+from eree.errors import LedgerError
+from eree.privacy.accountant import CONFIDENTIAL_PARAMS, PrivacyReport
+from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key
 from eree.privacy.semantics import eree_semantics
 from eree.release.counts import account_count_plan, release_counts, split_by
-from eree.release.output import base_manifest, dataset_sha256, write_release
+from eree.release.output import base_manifest, check_out_dir, write_release
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -85,14 +87,14 @@ def build_manifest(
     report: PrivacyReport,
     tables: list[QueryTable],
     source: NoiseSource,
-    sha256: str,
+    fingerprint: str,
 ) -> dict[str, Any]:
     """The manifest of §7.3. Contains public information only (no data-dependent scale)."""
     m = base_manifest()
     m["random"] = source.describe()
     m["dataset"] = {
         "name": plan.name,
-        "sha256": sha256,
+        "fingerprint": fingerprint,
         "files": [p.name for p in plan.data.input_files()],
     }
     m["spec"] = _redacted_spec(plan.raw)
@@ -143,47 +145,53 @@ def protect(
     *,
     engine: Engine | None = None,
     ledger: Ledger | str | Path | None = None,
+    new_version: bool = False,
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
     The plan is charged before any data is read: a plan the accountant refuses never
-    touches the data. With a ledger, the release is reserved against the dataset's
-    lifetime budget (``[privacy].budget``) before any noise is drawn and committed once
-    the output is in place (DESIGN.md §3.4).
+    touches the data. With a ledger (DESIGN.md §3.4), the data are loaded and
+    fingerprinted, then the release is reserved against the dataset's registered lifetime
+    budget (a spec's ``[privacy] budget`` may only lower it) before any noise is drawn,
+    and committed once the output is in place.
+
+    Args:
+        new_version: the data under the spec's name changed on purpose (a new version).
+
+    Raises:
+        LedgerError: seeded noise with a ledger, an unregistered dataset, changed content
+            without ``new_version``, a ledger that fails verification.
+        BudgetExceededError: the release would pass a budget.
     """
     report = account(plan)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
-        check_budget(plan.name, Cost(), report.total, budget)
-    sha = dataset_sha256(plan.data.input_files())
+        check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
+                          report.total, budget)  # fmt: skip
+    seeded = source.describe().get("mode") == "seeded"
+    if seeded and ledger is not None:
+        raise LedgerError(
+            "seeded randomness is never charged as a release: --seed cannot be combined "
+            "with --ledger (a seeded release is NOT FOR PUBLICATION)"
+        )
+    check_out_dir(out_dir)  # before any charge
     book = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
-    rid = None
-    if book is not None:
-        rid = book.reserve(
-            plan.name, sha, plan.privacy.definition, plan.privacy.alpha, report.total,
-            budget, out_dir,
-        )  # fmt: skip
-    try:
-        result = _run(plan, out_dir, source, engine, report, sha, rid)
-    except BaseException:
-        if book is not None and rid is not None and not Path(out_dir, "manifest.json").exists():
-            book.abort(rid)
-        raise
-    if book is not None and rid is not None:
-        book.commit(rid)
-    return result
+    data = _load(plan)
+    fingerprint = content_fingerprint(data)
+    if book is None:  # a fresh random key: the published fingerprint identifies nothing
+        return _run(plan, out_dir, source, engine, report, data,
+                    keyed_fingerprint(fingerprint, fresh_key()), None, seeded)  # fmt: skip
+    with book.release(
+        dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
+        alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
+        new_version=new_version,
+    ) as charge:  # fmt: skip
+        return _run(plan, out_dir, source, engine, report, data, charge.fingerprint, charge,
+                    seeded)  # fmt: skip
 
 
-def _run(
-    plan: Plan,
-    out_dir: str | Path,
-    source: NoiseSource,
-    engine: Engine | None,
-    report: PrivacyReport,
-    sha: str,
-    rid: str | None,
-) -> ReleaseResult:
-    microdata: dict[str, Any] | None = None
+def _load(plan: Plan) -> Any:
+    """Load and validate the plan's data (refusing what can be refused before reading)."""
     if isinstance(plan.data, EreeDataConfig):
         from eree.data.eree_tables import load_eree
 
@@ -196,34 +204,55 @@ def _run(
             )
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)
-        data = load_eree(plan.data)
+        return load_eree(plan.data)
+    from eree.data.establishments import load_establishments
+
+    if plan.postprocess.microdata:  # refuse before reading data
+        from eree.release.microdata import check_microdata_plan
+
+        check_microdata_plan(plan)
+    return load_establishments(plan.data)
+
+
+def _run(
+    plan: Plan,
+    out_dir: str | Path,
+    source: NoiseSource,
+    engine: Engine | None,
+    report: PrivacyReport,
+    data: Any,
+    fingerprint: str,
+    charge: Charge | None,
+    seeded: bool,
+) -> ReleaseResult:
+    microdata: dict[str, Any] | None = None
+    if isinstance(plan.data, EreeDataConfig):
         if engine is None:
             from eree.engine.polars_engine import PolarsEngine
 
             engine = PolarsEngine()
         tables = release_counts(plan, data, engine, source, report)
     else:
-        from eree.data.establishments import load_establishments
         from eree.release.gedp import release_gedp
 
-        if plan.postprocess.microdata:  # refuse before reading data
-            from eree.release.microdata import check_microdata_plan
-
-            check_microdata_plan(plan)
-        edata = load_establishments(plan.data)
+        edata = data
         tables = release_gedp(plan, edata, source, report)
         if plan.postprocess.microdata:  # post-processing of the published tables only
             from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
 
             md = build_microdata(plan, tables, public_frame(edata))
             microdata = {"entry": md.manifest_entry(), "files": {MICRODATA_FILE: md.frame}}
-    manifest = build_manifest(plan, report, tables, source, sha)
-    if rid is not None:
-        manifest["ledger"] = {"id": rid}
+    manifest = build_manifest(plan, report, tables, source, fingerprint)
+    if charge is not None:
+        manifest["ledger"] = charge.manifest_entry()
+        manifest["dataset"]["ledger_name"] = charge.dataset
+        if charge.notes:
+            manifest["ledger"]["notes"] = list(charge.notes)
     if microdata is not None:
         manifest["microdata"] = microdata["entry"]
     write_release(
         Path(out_dir), tables, manifest, csv=plan.output.csv,
-        extra=None if microdata is None else microdata["files"],
+        extra=None if microdata is None else microdata["files"], seeded=seeded,
+        tag=None if charge is None else charge.tag,
     )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)
