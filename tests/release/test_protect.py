@@ -172,28 +172,6 @@ def test_explain_reads_no_data(small_spec):
     assert e["semantics"]["statements"]
 
 
-def test_ledger_charges_and_refuses_before_noise(small_spec, tmp_path):
-    from eree.errors import BudgetExceededError
-    from eree.privacy.ledger import Ledger
-
-    text = small_spec.read_text().replace("alpha = 0.1", "alpha = 0.1\nbudget = { epsilon = 15.0 }")
-    small_spec.write_text(text)
-    plan = load_spec(small_spec)
-    led = tmp_path / "ledger.sqlite"
-    res = protect(plan, tmp_path / "r1", SeededNoise(1), ledger=led)
-    assert res.manifest["ledger"]["id"]
-    assert Ledger(led).spent("small", "eree-weak").cost.epsilon == pytest.approx(10.0)
-
-    class Exploding(SeededNoise):
-        def uniform(self, size):
-            raise AssertionError("noise drawn for a refused release")
-
-    with pytest.raises(BudgetExceededError):
-        protect(plan, tmp_path / "r2", Exploding(1), ledger=led)
-    assert not (tmp_path / "r2").exists()
-    assert [r["status"] for r in Ledger(led).history()] == ["committed"]
-
-
 def test_budget_without_ledger_checks_the_release_alone(small_spec, tmp_path):
     from eree.errors import BudgetExceededError
 
