@@ -59,9 +59,13 @@ def setup(work: Path, epsilon: float) -> tuple[Path, Path]:
 def concurrency(work: Path, k: int, n: int = 10) -> dict[str, int]:
     spec, led = setup(work, epsilon=10.0 * k)  # each release costs ε = 10
     procs = [
-        subprocess.Popen([*EREE, "protect", str(spec), "--out", str(work / f"r{i}"), "--ledger",
-                          str(led)], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True)  # fmt: skip
+        subprocess.Popen(
+            [*EREE, "protect", str(spec), "--out", str(work / f"r{i}"), "--ledger", str(led)],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for i in range(n)
     ]
     ok = refused = other = 0
@@ -150,7 +154,8 @@ def _window(led: Path) -> float:
 
     con = sqlite3.connect(led)
     t = dict(con.execute("SELECT kind, created FROM events WHERE kind IN ('reserve', 'commit')"))
-    return (datetime.fromisoformat(t["commit"]) - datetime.fromisoformat(t["reserve"])).total_seconds()
+    dt = datetime.fromisoformat(t["commit"]) - datetime.fromisoformat(t["reserve"])
+    return dt.total_seconds()
 
 
 def kills(work: Path, n: int, parallel: int, rng: random.Random) -> dict[str, object]:

@@ -228,7 +228,8 @@ def ledger_budget(
         float | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
     ] = None,
     alpha: Annotated[
-        float | None, typer.Option(help="ER-EE family: the dataset's one α (default: first release's)")
+        float | None,
+        typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),
     ] = None,
     mu: Annotated[float | None, typer.Option(help="GEDP family: lifetime μ")] = None,
 ) -> None:

@@ -681,8 +681,9 @@ class Ledger:
                                             "partial output"})  # fmt: skip
                         done["finished"] += 1
                     else:
+                        reason = "reconcile: process gone, no complete output"
                         self._append(con, "void", r["dataset"], {"release": rid,
-                                     "reason": "reconcile: process gone, no complete output"})  # fmt: skip
+                                     "reason": reason})  # fmt: skip
                         done["voided"] += 1
                 for p in _partials(out, r["tag"]):
                     shutil.rmtree(p, ignore_errors=True)
@@ -769,4 +770,3 @@ def check_spec_budget(dataset: str, definition: str, alpha: float | None, cost: 
     if "alpha" in budget:
         raise PrivacyParameterError(f"{where}: alpha is not a budget key of a spec")
     _check(comp, dataset, comp.zero(), cost, budget, "[privacy] budget")
-

@@ -17,7 +17,6 @@ from eree import __version__
 from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
-
 #: Parquet metadata and file marking a seeded (reproducible) release (DESIGN.md §7.2)
 SEEDED_MARK = "seeded: NOT FOR PUBLICATION"
 NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"

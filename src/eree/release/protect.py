@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from eree.data.config import EreeDataConfig
-from eree.engine.base import Engine
-from eree.mechanisms.noise import NoiseSource
 from eree.data.fingerprint import content_fingerprint, keyed_fingerprint
+from eree.engine.base import Engine
 from eree.errors import LedgerError
+from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import CONFIDENTIAL_PARAMS, PrivacyReport
 from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key
 from eree.privacy.semantics import eree_semantics
