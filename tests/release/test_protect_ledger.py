@@ -248,3 +248,44 @@ def test_hand_edited_ledger_refuses_the_next_release(tmp_path, data, led):
     with pytest.raises(LedgerError, match="fails verification"):
         run(spec(tmp_path), tmp_path / "r2", led, NoNoise())
     assert json.loads((tmp_path / "r1" / "manifest.json").read_text())["ledger"]["chain_hash"]
+
+
+GEDP = """
+name = "ri"
+[data]
+kind = "establishments"
+path = "e.csv"
+id = "primary_key"
+public = ["cnty", "own", "naics"]
+confidential = ["m1emp", "m2emp"]
+[privacy]
+definition = "gedp"
+neighbor = "sqrt"
+distance = {{ m1emp = 0.5, m2emp = 0.5 }}
+{budget}
+[[query]]
+name = "identity"
+by = "identity"
+mechanism = "psi"
+mu = {{ m1emp = 0.3, m2emp = 0.4 }}
+"""
+
+
+def test_gedp_releases_compose_in_quadrature(tmp_path, led):
+    from .test_gedp import write_small
+
+    write_small(tmp_path / "e.csv", n=60)
+    p = tmp_path / "g.toml"
+    p.write_text(GEDP.format(budget=""))
+    Ledger(led).set_budget("ri", mu=0.75)
+    # one release: μ = √(0.3² + 0.4²) = 0.5; two: √(0.25 + 0.25) ≈ 0.707 ≤ 0.75
+    run(p, tmp_path / "g1", led)
+    run(p, tmp_path / "g2", led)
+    (entry,) = Ledger(led).show()
+    assert entry["spent"]["mu"] == pytest.approx(0.5**0.5, rel=1e-12)
+    with pytest.raises(BudgetExceededError, match="mu"):  # three: √0.75 ≈ 0.866 > 0.75
+        run(p, tmp_path / "g3", led, NoNoise())
+    # the reverse of the ER-EE trap: an epsilon key on a GEDP spec is an error
+    p.write_text(GEDP.format(budget="budget = { epsilon = 1.0, mu = 5.0 }"))
+    with pytest.raises(PrivacyParameterError, match="'epsilon'"):
+        run(p, tmp_path / "g4", None, NoNoise())
