@@ -88,3 +88,22 @@ def test_keyed_fingerprint_is_hmac_sha256():
     key = b"k" * 32
     assert keyed_fingerprint(fp, key) == hmac.new(key, fp.encode(), hashlib.sha256).hexdigest()
     assert keyed_fingerprint(fp, b"j" * 32) != keyed_fingerprint(fp, key)
+
+
+def test_structure_fingerprint_ignores_column_selection(tmp_path):
+    from eree.data.fingerprint import structure_fingerprint
+
+    write_small_eree(tmp_path / "a")
+    full = load_eree(_eree(tmp_path / "a", "parquet"))
+    cfg = _eree(tmp_path / "a", "parquet")
+    sub = load_eree(EreeDataConfig(workplace=cfg.workplace, worker=cfg.worker, job=cfg.job,
+                                   worker_attributes=("sex",),
+                                   domains={"sex": ("M", "F")}))  # fmt: skip
+    assert content_fingerprint(sub) != content_fingerprint(full)
+    assert structure_fingerprint(sub) == structure_fingerprint(full)
+    # one job moved to another workplace: another structure
+    job = pl.read_parquet(tmp_path / "a" / "job.parquet")
+    wids = job["workplace_id"].to_list()
+    wids[0] = "w039" if wids[0] != "w039" else "w038"
+    job.with_columns(pl.Series("workplace_id", wids)).write_parquet(tmp_path / "a" / "job.parquet")
+    assert structure_fingerprint(load_eree(cfg)) != structure_fingerprint(full)

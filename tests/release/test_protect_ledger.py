@@ -289,3 +289,21 @@ def test_gedp_releases_compose_in_quadrature(tmp_path, led):
     p.write_text(GEDP.format(budget="budget = { epsilon = 1.0, mu = 5.0 }"))
     with pytest.raises(PrivacyParameterError, match="'epsilon'"):
         run(p, tmp_path / "g4", None, NoNoise())
+
+
+def test_the_same_data_through_other_columns_cannot_take_another_budget(tmp_path, data, led):
+    book = Ledger(led)
+    book.set_budget("small", epsilon=2.0, alpha=0.1)
+    book.set_budget("other", epsilon=100.0, alpha=0.1)  # registered, not yet used
+    run(spec(tmp_path), tmp_path / "r1", led)
+    # the same files, a spec that loads fewer worker columns (other validated content)
+    p = spec(tmp_path, name="other", file="sub.toml")
+    p.write_text(p.read_text().replace('job = "data/job.parquet"',
+                 'job = "data/job.parquet"\nworker_attributes = ["sex"]\n[data.domains]\n'
+                 'sex = ["M", "F"]'))  # fmt: skip
+    with pytest.raises(LedgerError, match="same establishments and jobs as dataset 'small'"):
+        run(p, tmp_path / "r2", led, NoNoise())
+    # said to be a new version, it is one of 'small', and 'small' has nothing left
+    with pytest.raises(BudgetExceededError, match="'small'"):
+        run(p, tmp_path / "r3", led, NoNoise(), new_version=True)
+    assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()

@@ -31,7 +31,12 @@ if TYPE_CHECKING:
     from eree.data.eree_tables import EreeData
     from eree.data.establishments import EstablishmentData
 
-__all__ = ["content_fingerprint", "frame_fingerprint", "keyed_fingerprint"]
+__all__ = [
+    "content_fingerprint",
+    "frame_fingerprint",
+    "keyed_fingerprint",
+    "structure_fingerprint",
+]
 
 _VERSION = b"eree-fingerprint-v1"
 
@@ -89,6 +94,29 @@ def content_fingerprint(data: EreeData | EstablishmentData) -> str:
     else:
         h.update(b"establishments")
         frame_fingerprint(h, "establishments", data.frame)
+    return h.hexdigest()
+
+
+def structure_fingerprint(data: EreeData | EstablishmentData) -> str:
+    """A fingerprint of the data's skeleton, whatever columns a spec selects.
+
+    ER-EE: the workplace ids and the workplace id of every job (so, establishment sizes);
+    establishments: the ids. Two loads of the same files that select different attribute
+    columns have different :func:`content_fingerprint` but the same structure, so the ledger
+    can tell "the same data seen through other columns, or with changed values" from "other
+    data" (DESIGN.md §3.4). Private like the content fingerprint.
+    """
+    from eree.data.eree_tables import EreeData
+
+    h = hashlib.sha256(_VERSION + b"-structure")
+    if isinstance(data, EreeData):
+        wid = data.workplaces.columns[0]
+        h.update(b"eree")
+        frame_fingerprint(h, "workplaces", data.workplaces.select(wid))
+        frame_fingerprint(h, "jobs", data.jobs.select(data.jobs.columns[0]))
+    else:
+        h.update(b"establishments")
+        frame_fingerprint(h, "establishments", data.frame.select(data.id_column))
     return h.hexdigest()
 
 

@@ -204,6 +204,7 @@ class _State:
         self.budgets: dict[str, dict[str, str]] = {}
         self.versions: dict[str, list[dict[str, Any]]] = {}  # name → versions in order
         self.by_fp: dict[str, tuple[str, int]] = {}  # keyed fingerprint → (name, version)
+        self.by_structure: dict[str, str] = {}  # keyed structure fingerprint → name
         self.reserves: dict[int, dict[str, Any]] = {}
         self.status: dict[int, str] = {}
         for rid, kind, dataset, body_s in rows:
@@ -213,6 +214,8 @@ class _State:
             elif kind == "version":
                 self.versions.setdefault(dataset, []).append(body)
                 self.by_fp[body["fingerprint"]] = (dataset, body["version"])
+                if body.get("structure"):
+                    self.by_structure.setdefault(body["structure"], dataset)
             elif kind == "reserve":
                 body["dataset"] = dataset
                 self.reserves[rid] = body
@@ -486,6 +489,7 @@ class Ledger:
         out_dir: str | Path,
         spec_budget: Mapping[str, float] | None = None,
         new_version: bool = False,
+        structure: str | None = None,
     ) -> Iterator[Charge]:
         """Reserve a release on enter; commit on success; void on failure before output.
 
@@ -501,6 +505,9 @@ class Ledger:
             out_dir: the release directory.
             spec_budget: the spec's ``[privacy] budget`` (may only lower the ledger's).
             new_version: the content under ``dataset`` changed on purpose.
+            structure: the structure fingerprint (:func:`eree.data.fingerprint.
+                structure_fingerprint`): the same establishments and jobs seen through other
+                columns, or with changed values, are recognised as a known dataset's.
 
         Raises:
             LedgerError: unregistered dataset, changed content, tampered ledger, …
@@ -511,6 +518,7 @@ class Ledger:
         charge = self.reserve(
             dataset=dataset, fingerprint=fingerprint, definition=definition, alpha=alpha,
             cost=cost, out_dir=out, spec_budget=spec_budget, new_version=new_version,
+            structure=structure,
         )  # fmt: skip
         try:
             yield charge
@@ -538,6 +546,7 @@ class Ledger:
         out_dir: str | Path,
         spec_budget: Mapping[str, float] | None = None,
         new_version: bool = False,
+        structure: str | None = None,
     ) -> Charge:
         """Record a pending charge, or refuse it (see :meth:`release`)."""
         family = FAMILY_OF_DEFINITION.get(definition)
@@ -554,6 +563,7 @@ class Ledger:
                     f"[privacy] budget of {dataset!r}: alpha is set in the ledger, not the spec"
                 )
         kfp = self.fingerprint(fingerprint)
+        kst = None if structure is None else self.fingerprint(structure)
         out = Path(out_dir).resolve()
         notes: list[str] = []
         with self._transaction() as con:
@@ -561,6 +571,7 @@ class Ledger:
             st = _State(self._rows(con))
             name = dataset
             known = st.by_fp.get(kfp)
+            related = st.by_structure.get(kst) if kst is not None else None
             version: int
             if known is not None:
                 name, version = known
@@ -569,26 +580,39 @@ class Ledger:
                         f"this content is already in the ledger as dataset {name!r}; the "
                         f"release is charged to {name!r}, not {dataset!r}"
                     )
-            elif dataset not in st.budgets:
-                raise LedgerError(
-                    f"dataset {dataset!r} is not registered in ledger {self.path}; an "
-                    f"administrator registers it first: eree ledger budget {self.path} "
-                    f"{dataset} --epsilon … (ER-EE) or --mu … (GEDP)"
-                )
             else:
-                versions = st.versions.get(dataset, [])
-                if versions and not new_version:
+                if related is not None:
+                    name = related
+                elif dataset not in st.budgets:
                     raise LedgerError(
-                        f"the data differ from every version of dataset {dataset!r} in the "
-                        f"ledger (latest: version {versions[-1]['version']}); if this is a new "
-                        "version of the data, rerun with --new-version"
+                        f"dataset {dataset!r} is not registered in ledger {self.path}; an "
+                        f"administrator registers it first: eree ledger budget {self.path} "
+                        f"{dataset} --epsilon … (ER-EE) or --mu … (GEDP)"
+                    )
+                versions = st.versions.get(name, [])
+                if versions and not new_version:
+                    same = (
+                        f"the same establishments and jobs as dataset {name!r} but other values "
+                        "or other columns"
+                        if related is not None
+                        else f"data that differ from every version of dataset {name!r}"
+                    )
+                    raise LedgerError(
+                        f"{dataset!r}: {same} (latest in the ledger: version "
+                        f"{versions[-1]['version']}); if this is a new version of "
+                        f"{name!r}, rerun with --new-version"
                     )
                 version = len(versions) + 1
-                body = {"fingerprint": kfp, "version": version,
+                body = {"fingerprint": kfp, "structure": kst, "version": version,
                         "previous": versions[-1]["fingerprint"] if versions else None}  # fmt: skip
-                self._append(con, "version", dataset, body)
+                self._append(con, "version", name, body)
+                if name != dataset:
+                    notes.append(
+                        f"these data share their establishments and jobs with dataset "
+                        f"{name!r}; the release is charged to {name!r}, not {dataset!r}"
+                    )
                 if versions:
-                    notes.append(f"recorded as version {version} of dataset {dataset!r}, "
+                    notes.append(f"recorded as version {version} of dataset {name!r}, "
                                  f"linked to version {version - 1}")  # fmt: skip
             if name not in st.budgets:
                 raise LedgerError(f"dataset {name!r} has no registered budget in {self.path}")

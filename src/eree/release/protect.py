@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from eree.data.config import EreeDataConfig
-from eree.data.fingerprint import content_fingerprint, keyed_fingerprint
+from eree.data.fingerprint import content_fingerprint, keyed_fingerprint, structure_fingerprint
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
@@ -184,7 +184,7 @@ def protect(
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
-        new_version=new_version,
+        new_version=new_version, structure=structure_fingerprint(data),
     ) as charge:  # fmt: skip
         return _run(plan, out_dir, source, engine, report, data, charge.fingerprint, charge,
                     seeded)  # fmt: skip
