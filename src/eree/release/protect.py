@@ -6,47 +6,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EreeDataConfig
 from eree.data.fingerprint import content_fingerprint, keyed_fingerprint, structure_fingerprint
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
-from eree.privacy.accountant import CONFIDENTIAL_PARAMS, PrivacyReport
+from eree.privacy.accountant import PrivacyReport
 from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key
-from eree.privacy.semantics import eree_semantics
-from eree.release.counts import account_count_plan, release_counts, split_by
+from eree.release.build import BuiltPlan, build
 from eree.release.output import base_manifest, check_out_dir, write_release
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
 
 def account(plan: Plan) -> PrivacyReport:
-    """The privacy cost of a plan, computed from the plan alone (no data read)."""
-    if plan.privacy.definition == "gedp":
-        from eree.release.gedp import account_gedp_plan
-
-        return account_gedp_plan(plan)
-    if not isinstance(plan.data, EreeDataConfig):
-        from eree.errors import SpecError
-
-        raise SpecError(
-            f"definition {plan.privacy.definition!r} applies to ER-EE data; establishment "
-            'data use definition = "gedp"'
-        )
-    return account_count_plan(plan)
+    """The privacy cost of a plan, from its mechanism objects alone (no data read)."""
+    return build(plan).report()
 
 
 def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     """What the release guarantees, in words (DESIGN.md §3.3)."""
-    if plan.privacy.definition == "gedp":
-        from eree.release.gedp import gedp_plan_semantics
+    from eree.release.family import family_of
 
-        return gedp_plan_semantics(plan, report)
-    if plan.privacy.definition == "blowfish":
-        from eree.privacy.blowfish import blowfish_semantics
-
-        return blowfish_semantics(report)
-    return eree_semantics(report)
+    return family_of(plan).semantics(plan, report)
 
 
 def explain(plan: Plan) -> dict[str, Any]:
@@ -65,6 +46,10 @@ class ReleaseResult:
 def _query_by(plan: Plan, name: str) -> list[str] | str:
     q = plan.query(name)
     return q.by if isinstance(q.by, str) else list(q.by)
+
+
+#: spec settings that are confidential (noise infusion's distortion range)
+CONFIDENTIAL_PARAMS = ("s", "t")
 
 
 def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
@@ -149,11 +134,11 @@ def protect(
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
-    The plan is charged before any data is read: a plan the accountant refuses never
-    touches the data. With a ledger (DESIGN.md §3.4), the data are loaded and
-    fingerprinted, then the release is reserved against the dataset's registered lifetime
-    budget (a spec's ``[privacy] budget`` may only lower it) before any noise is drawn,
-    and committed once the output is in place.
+    The plan's mechanism objects are built and charged before any data is read: a plan
+    the accountant refuses never touches the data. With a ledger (DESIGN.md §3.4), the
+    data are loaded and fingerprinted, then the release is reserved against the dataset's
+    registered lifetime budget (a spec's ``[privacy] budget`` may only lower it) before
+    any noise is drawn, and committed once the output is in place.
 
     Args:
         new_version: the data under the spec's name changed on purpose (a new version).
@@ -163,59 +148,38 @@ def protect(
             without ``new_version``, a ledger that fails verification.
         BudgetExceededError: the release would pass a budget.
     """
-    report = account(plan)
+    from eree.release.family import family_of
+
+    built = build(plan)
+    report = built.report()
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
         check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
                           report.total, budget)  # fmt: skip
-    seeded = source.describe().get("mode") == "seeded"
-    if seeded and ledger is not None:
+    if ledger is not None and source.describe().get("mode") == "seeded":
         raise LedgerError(
             "seeded randomness is never charged as a release: --seed cannot be combined "
             "with --ledger (a seeded release is NOT FOR PUBLICATION)"
         )
     check_out_dir(out_dir)  # before any charge
     book = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
-    data = _load(plan)
+    family = family_of(plan)
+    family.check_before_load(plan)
+    data = family.load(plan)
     fingerprint = content_fingerprint(data)
     if book is None:  # a fresh random key: the published fingerprint identifies nothing
-        return _run(plan, out_dir, source, engine, report, data,
-                    keyed_fingerprint(fingerprint, fresh_key()), None, seeded)  # fmt: skip
+        return _run(built, out_dir, source, engine, report, data,
+                    keyed_fingerprint(fingerprint, fresh_key()), None)  # fmt: skip
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
         new_version=new_version, structure=structure_fingerprint(data),
     ) as charge:  # fmt: skip
-        return _run(plan, out_dir, source, engine, report, data, charge.fingerprint, charge,
-                    seeded)  # fmt: skip
-
-
-def _load(plan: Plan) -> Any:
-    """Load and validate the plan's data (refusing what can be refused before reading)."""
-    if isinstance(plan.data, EreeDataConfig):
-        from eree.data.eree_tables import load_eree
-
-        if plan.postprocess.microdata:
-            from eree.errors import SpecError
-
-            raise SpecError(
-                "[postprocess] microdata = true applies to establishment (GEDP) releases; "
-                "ER-EE count releases have no microdata reconstruction"
-            )
-        for q in plan.queries:  # attribute roles are checked before loading
-            split_by(q, plan.data)
-        return load_eree(plan.data)
-    from eree.data.establishments import load_establishments
-
-    if plan.postprocess.microdata:  # refuse before reading data
-        from eree.release.microdata import check_microdata_plan
-
-        check_microdata_plan(plan)
-    return load_establishments(plan.data)
+        return _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
 
 
 def _run(
-    plan: Plan,
+    built: BuiltPlan,
     out_dir: str | Path,
     source: NoiseSource,
     engine: Engine | None,
@@ -223,36 +187,23 @@ def _run(
     data: Any,
     fingerprint: str,
     charge: Charge | None,
-    seeded: bool,
 ) -> ReleaseResult:
-    microdata: dict[str, Any] | None = None
-    if isinstance(plan.data, EreeDataConfig):
-        if engine is None:
-            from eree.engine.polars_engine import PolarsEngine
+    from eree.release.family import family_of
 
-            engine = PolarsEngine()
-        tables = release_counts(plan, data, engine, source, report)
-    else:
-        from eree.release.gedp import release_gedp
-
-        edata = data
-        tables = release_gedp(plan, edata, source, report)
-        if plan.postprocess.microdata:  # post-processing of the published tables only
-            from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
-
-            md = build_microdata(plan, tables, public_frame(edata))
-            microdata = {"entry": md.manifest_entry(), "files": {MICRODATA_FILE: md.frame}}
+    plan = built.plan
+    family = family_of(plan)
+    tables = family.release(built, data, engine, source)
+    extra_files, extra_manifest = family.postprocess(built, data, tables)
     manifest = build_manifest(plan, report, tables, source, fingerprint)
     if charge is not None:
         manifest["ledger"] = charge.manifest_entry()
         manifest["dataset"]["ledger_name"] = charge.dataset
         if charge.notes:
             manifest["ledger"]["notes"] = list(charge.notes)
-    if microdata is not None:
-        manifest["microdata"] = microdata["entry"]
+    manifest.update(extra_manifest)
     write_release(
-        Path(out_dir), tables, manifest, csv=plan.output.csv,
-        extra=None if microdata is None else microdata["files"], seeded=seeded,
+        Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
+        seeded=source.describe().get("mode") == "seeded",
         tag=None if charge is None else charge.tag,
     )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)
