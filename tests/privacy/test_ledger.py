@@ -338,3 +338,40 @@ def test_ten_concurrent_releases_exactly_k_succeed(tmp_path, k):
     assert Ledger(path).spent("pa").exact_epsilon == Fraction(k)
     outputs = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("o"))
     assert outputs == sorted(f"o{i}" for i in ok)
+
+
+def test_old_ledger_without_chain_is_refused(tmp_path):
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE releases (id TEXT PRIMARY KEY, dataset TEXT, sha256 TEXT)")
+    con.commit()
+    with pytest.raises(LedgerError, match="older eree without a hash chain"):
+        Ledger(path)
+
+
+def test_definition_without_guarantee_cannot_be_charged(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.set_budget("pa", epsilon=1.0)
+    with pytest.raises(LedgerError, match="no formal guarantee"):
+        _release(led, tmp_path / "o", definition="none", alpha=None, cost=Cost())
+
+
+def test_partial_directory_carries_the_reservation_tag(tmp_path, monkeypatch):
+    """A crash inside the write leaves a partial directory the ledger can attribute."""
+    led = Ledger(tmp_path / "l.sqlite")
+    led.set_budget("pa", epsilon=1.0, alpha=0.1)
+    seen = []
+
+    def crash(*a, **k):
+        seen.extend(p.name for p in tmp_path.iterdir() if ".partial-" in p.name)
+        raise OSError("disk full")
+
+    monkeypatch.setattr("eree.release.output.os.replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        _release(led, tmp_path / "o")
+    (charge,) = led.releases()
+    tag = json.loads(sqlite3.connect(tmp_path / "l.sqlite").execute(
+        "SELECT body FROM events WHERE kind='reserve'").fetchone()[0])["tag"]  # fmt: skip
+    assert len(seen) == 1 and seen[0].startswith(f".o.partial-{tag}-")
+    assert charge["status"] == "void"
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
