@@ -285,17 +285,27 @@ class Ledger:
             return con.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
 
     def _load_key(self, create: bool) -> bytes:
-        if create:
+        """Read the secret key; create it (mode 0600, atomically) for a new ledger."""
+        if create and not self.key_path.exists():
+            tmp = self.key_path.with_name(f".{self.key_path.name}.{secrets.token_hex(8)}")
+            key_hex = secrets.token_bytes(32).hex().encode()
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                fd = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                pass
-            else:
                 with os.fdopen(fd, "wb") as fp:
-                    fp.write(secrets.token_bytes(32).hex().encode())
+                    fp.write(key_hex)
+                try:
+                    os.link(tmp, self.key_path)  # appears complete, or not at all
+                except FileExistsError:
+                    pass  # another process won the race: use its key
+                except OSError:  # no hard links on this file system: create in place
+                    with contextlib.suppress(FileExistsError):
+                        fd2 = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                        with os.fdopen(fd2, "wb") as fp:
+                            fp.write(key_hex)
+            finally:
+                tmp.unlink(missing_ok=True)
         try:
-            raw = self.key_path.read_bytes().strip()
-            key = bytes.fromhex(raw.decode("ascii"))
+            key = bytes.fromhex(self.key_path.read_bytes().strip().decode("ascii"))
         except FileNotFoundError:
             raise LedgerError(
                 f"the ledger's secret key {self.key_path} is missing: the ledger cannot be "
@@ -304,16 +314,7 @@ class Ledger:
         except (OSError, ValueError):
             raise LedgerError(f"the ledger's secret key {self.key_path} is unreadable") from None
         if len(key) < 16:
-            # an empty key file: another process is creating it right now
-            import time
-
-            for _ in range(100):
-                time.sleep(0.01)
-                key = bytes.fromhex(self.key_path.read_bytes().strip().decode("ascii"))
-                if len(key) >= 16:
-                    break
-            else:
-                raise LedgerError(f"the ledger's secret key {self.key_path} is empty")
+            raise LedgerError(f"the ledger's secret key {self.key_path} is too short")
         return key
 
     def fingerprint(self, content_fingerprint: str) -> str:
