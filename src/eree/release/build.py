@@ -23,7 +23,14 @@ from eree.privacy.accountant import PrivacyReport, QueryCharge, account, charge_
 from eree.privacy.gedp import GEDPDefinition, gedp_notes, make_gedp_definition
 from eree.release.spec import Plan, QuerySpec
 
-__all__ = ["BuiltPlan", "QueryPlan", "build", "split_by"]
+__all__ = [
+    "BuiltPlan",
+    "QueryPlan",
+    "build",
+    "gedp_definition_from_plan",
+    "split_by",
+    "validate_gedp_plan",
+]
 
 #: the statistic of an ER-EE count marginal
 COUNT_STATISTIC = "jobs"
@@ -175,8 +182,6 @@ def _build_counts(plan: Plan) -> BuiltPlan:
 
 
 def _build_gedp(plan: Plan) -> BuiltPlan:
-    from eree.release.gedp import validate_gedp_plan
-
     validate_gedp_plan(plan)
     attrs = [a for q in plan.queries for a in (q.mu or {})]
     definition = make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
@@ -203,6 +208,88 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
             mechs.append(e.cls(**kwargs))
         out.append(QueryPlan(q, tuple(mechs), tuple(q.mu or {})))
     return BuiltPlan(plan, tuple(out), definition)
+
+
+def validate_gedp_plan(plan: Any) -> None:
+    """Spec-level checks of a GEDP plan (no data read).
+
+    Raises:
+        SpecError: wrong definition or data kind, an attribute in ``mu`` that is not a
+            declared confidential column, ``by`` naming a non-public column, ER-EE
+            parameters on a GEDP query, pnc without a valid ``[pnc].bounds_from``.
+        PrivacyParameterError: a missing distance or invalid ψ (via the definition).
+    """
+    if plan.privacy.definition != "gedp":
+        raise SpecError(f"not a GEDP plan (definition {plan.privacy.definition!r})")
+    data = plan.data
+    if not hasattr(data, "confidential"):
+        raise SpecError('GEDP needs establishment data: [data] kind = "establishments"')
+    conf = tuple(data.confidential)
+    public = tuple(data.public)
+    id_col = data.id
+    for q in plan.queries:
+        where = f"query {q.name!r}"
+        gedp_names = [e.name for e in entries_for("gedp")]
+        if q.mechanism not in gedp_names:
+            raise SpecError(
+                f"{where}: mechanism {q.mechanism!r} is not a GEDP mechanism; use one of "
+                f"{', '.join(gedp_names)}"
+            )
+        if q.epsilon is not None or q.delta is not None:
+            raise SpecError(
+                f"{where}: epsilon/delta are not GEDP parameters; give mu per attribute"
+            )
+        if q.params:
+            raise SpecError(f"{where}: parameters {sorted(q.params)} do not apply to {q.mechanism}")
+        if not q.mu:
+            raise SpecError(
+                f"{where}: give mu per confidential attribute, e.g. mu = {{ m1emp = 0.7 }}"
+            )
+        bad = [a for a in q.mu if a not in conf]
+        if bad:
+            raise SpecError(
+                f"{where}: mu names {bad}, which are not confidential columns "
+                f"([data].confidential = {list(conf)})"
+            )
+        if q.complete:
+            raise SpecError(f"{where}: complete = true is not supported for GEDP queries")
+        if q.by != "identity":
+            bad_by = [b for b in q.by if b not in public]
+            if bad_by:
+                raise SpecError(
+                    f"{where}: groups must be over public attributes; {bad_by} "
+                    f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
+                )
+        if q.mechanism == "pnc":
+            if q.by == "identity":
+                raise SpecError(
+                    f"{where}: the identity query must use the psi mechanism (its answers give "
+                    "the pnc bounds, §6.2); pnc answers group-by queries"
+                )
+            src = plan.pnc.bounds_from
+            if src is None:
+                raise SpecError(
+                    f"{where}: pnc needs [pnc] bounds_from = the psi identity query whose "
+                    "answers give the upper bounds (Thm 6.7)"
+                )
+            b = plan.query(src)
+            if b.mechanism != "psi" or b.by != "identity":
+                raise SpecError(
+                    f'[pnc].bounds_from = {src!r} must be a psi query with by = "identity"'
+                )
+            missing = [a for a in q.mu if a not in (b.mu or {})]
+            if missing:
+                raise SpecError(
+                    f"{where}: pnc attributes {missing} have no bounds: the identity query "
+                    f"{src!r} does not measure them"
+                )
+    gedp_definition_from_plan(plan)
+
+
+def gedp_definition_from_plan(plan: Any) -> GEDPDefinition:
+    """The μ-GEDP definition of a plan (neighbor functions and distances)."""
+    attrs = [a for q in plan.queries for a in (q.mu or {})]
+    return make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
 
 
 _BUILDERS: dict[str, Callable[[Plan], BuiltPlan]] = {

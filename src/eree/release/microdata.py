@@ -94,7 +94,7 @@ def check_microdata_plan(plan: Any) -> None:
             "[postprocess] microdata = true is available for establishment (GEDP) releases "
             'only ([data] kind = "establishments", definition = "gedp")'
         )
-    from eree.release.gedp import gedp_definition_from_plan
+    from eree.release.build import gedp_definition_from_plan
 
     definition = gedp_definition_from_plan(plan)
     for q in plan.queries:
@@ -162,7 +162,7 @@ def microdata_measurements(
         SpecError: a table lacks a published standard error, or its cells do not match the
             public frame.
     """
-    from eree.release.gedp import gedp_definition_from_plan
+    from eree.release.build import gedp_definition_from_plan
 
     definition = gedp_definition_from_plan(plan)
     id_col = plan.data.id
