@@ -15,19 +15,18 @@ from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import CSV_COLUMNS
 from eree.evaluate.webb import (
     GROUPINGS,
-    PAPER_TABLE3,
     TABLE7,
     Replicates,
-    error_rows,
     evaluate_webb,
     load_webb_data,
     run_replicates,
     run_webb,
     table11,
-    total_mu,
     webb_plan,
     write_webb_outputs,
 )
+from eree.evaluate.webb.plans import PAPER_TABLE3, total_mu
+from eree.evaluate.webb.replicates import error_rows
 from eree.postprocess.wls import tabulate
 from eree.release.gedp import account_gedp_plan
 from eree.synth.qcew import synth_qcew_parametric

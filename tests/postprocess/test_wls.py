@@ -99,7 +99,11 @@ def test_without_identity_lsqr_gives_minimum_norm() -> None:
 def test_wls_matches_dense_property(n: int, k: int, seed: int, spread: float) -> None:
     """Any identity + up to 3 random groupings, variances over `spread` decades."""
     rng = np.random.default_rng(seed)
-    ms = [GroupSumObservation.identity(rng.normal(0, 10, n), 10 ** rng.uniform(-spread / 2, spread / 2, n))]
+    ms = [
+        GroupSumObservation.identity(
+            rng.normal(0, 10, n), 10 ** rng.uniform(-spread / 2, spread / 2, n)
+        )
+    ]
     for i in range(k):
         g = np.unique(rng.integers(0, 1 + rng.integers(1, 6), n), return_inverse=True)[1]
         m = int(g.max()) + 1
@@ -125,12 +129,21 @@ def test_inverse_variance_weights_matter() -> None:
     # one establishment, identity answer 10 (variance 1), total answer 20 (variance 4):
     # x̂ = (10/1 + 20/4) / (1/1 + 1/4) = 12
     one = np.zeros(1, dtype=np.intp)
-    ms = [GroupSumObservation.identity([10.0], [1.0]), GroupSumObservation("total", one, [20.0], [4.0])]
+    ms = [
+        GroupSumObservation.identity([10.0], [1.0]),
+        GroupSumObservation("total", one, [20.0], [4.0]),
+    ]
     assert solve_wls(1, ms).x[0] == pytest.approx(12.0)
-    ms2 = [GroupSumObservation.identity([10.0], [4.0]), GroupSumObservation("total", one, [20.0], [1.0])]
+    ms2 = [
+        GroupSumObservation.identity([10.0], [4.0]),
+        GroupSumObservation("total", one, [20.0], [1.0]),
+    ]
     assert solve_wls(1, ms2).x[0] == pytest.approx(18.0)
     # scaling every variance by the same factor changes nothing
-    ms3 = [GroupSumObservation.identity([10.0], [7.0]), GroupSumObservation("total", one, [20.0], [28.0])]
+    ms3 = [
+        GroupSumObservation.identity([10.0], [7.0]),
+        GroupSumObservation("total", one, [20.0], [28.0]),
+    ]
     assert solve_wls(1, ms3).x[0] == pytest.approx(12.0)
     # two establishments in one group: the discrepancy goes to the noisier one
     g = np.zeros(2, dtype=np.intp)
@@ -252,7 +265,7 @@ def test_appendix_h_ablation_matches_table11(psi: str) -> None:
     Tolerance from theory: 4 Monte Carlo standard errors of our estimate and of the
     paper's (1,000,000 trials), plus the paper's rounding to 0.05.
     """
-    from eree.evaluate.webb_ablation import PAPER_TABLE11, webb_table11
+    from eree.evaluate.webb.ablation import PAPER_TABLE11, webb_table11
 
     trials = 10_000
     r = webb_table11(psi, trials=trials, seed=2024)  # type: ignore[arg-type]
@@ -267,7 +280,7 @@ def test_appendix_h_ablation_matches_table11(psi: str) -> None:
 
 def test_appendix_h_power_100_counties_fails() -> None:
     """The paper's text (100 counties) doubles the Total MSE: the check would catch it."""
-    from eree.evaluate.webb_ablation import PAPER_TABLE11, webb_table11
+    from eree.evaluate.webb.ablation import PAPER_TABLE11, webb_table11
 
     r = webb_table11("sqrt", trials=4_000, seed=7, n_counties=100)
     paper = PAPER_TABLE11["sqrt"]["Act"]["Total"]

@@ -33,7 +33,6 @@ class EdgeLaplace(CountMechanism):
     exactly one cell of any marginal.
     """
 
-    name: ClassVar[str] = "laplace"
     allowed_definitions: ClassVar[tuple[str, ...]] = ("edge-dp",)
     definition: str = "edge-dp"
     scale: float = field(init=False, default=0.0)
@@ -78,7 +77,6 @@ class TruncatedLaplace(CountMechanism):
     confidential data, so no standard error or interval for the true count is published.
     """
 
-    name: ClassVar[str] = "truncated_laplace"
     needs: ClassVar[tuple[str, ...]] = ("count_truncated",)
     allowed_definitions: ClassVar[tuple[str, ...]] = ("node-dp",)
     definition: str = "node-dp"

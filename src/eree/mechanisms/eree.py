@@ -244,8 +244,6 @@ class LogLaplace(CountMechanism):
     λ ≥ 1 (unbounded expectation, Lemma 8.2) is refused unless ``force``.
     """
 
-    name: ClassVar[str] = "log_laplace"
-    variant: ClassVar[str] = "sigmod"
     alpha: float
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -298,8 +296,6 @@ class SmoothGamma(CountMechanism):
     Unbiased; Var = (5S/ε₁)², E|err| = 5S/(ε₁√2). No standard error is published.
     """
 
-    name: ClassVar[str] = "smooth_gamma"
-    variant: ClassVar[str] = "sigmod"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     alpha: float
     epsilon1: float = field(init=False, default=0.0)
@@ -336,8 +332,6 @@ class SmoothLaplace(CountMechanism):
         delta: the query's whole δ, or None for d·δ_min.
     """
 
-    name: ClassVar[str] = "smooth_laplace"
-    variant: ClassVar[str] = "sigmod"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     alpha: float
     delta: float | None = None

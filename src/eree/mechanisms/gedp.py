@@ -95,7 +95,7 @@ def estab_gaussian(
             f"and public; {confidence:.0%} CI = answer ± z·std, clamped at 0"
         ),
         variance_kind="public",
-        mechanism="estab_gaussian",
+        mechanism=EstabGaussian.name,
     )
 
 
@@ -131,7 +131,7 @@ def psi_mechanism(
         ci_high=est.ci_high,
         uncertainty_method=est.method,
         variance_kind="withheld" if est.variance is None else est.variance_kind,
-        mechanism="psi",
+        mechanism=PsiMechanism.name,
         extra={"sigma": sigma},
     )
 
@@ -224,7 +224,7 @@ def pnc_mechanism(
             f"{confidence:.0%} CI = answer ± z·std, clamped at 0"
         ),
         variance_kind="public",
-        mechanism="pnc",
+        mechanism=Pnc.name,
     )
 
 
@@ -287,7 +287,6 @@ class PsiMechanism(GedpMechanism):
     variance depends on x and is never published), the §6.1 CI.
     """
 
-    name: ClassVar[str] = "psi"
     description: ClassVar[str] = "ψ-mechanism (Def 6.4, Thm 6.5)"
     sigma: float = field(init=False, default=0.0)
 
@@ -316,7 +315,6 @@ class EstabGaussian(GedpMechanism):
     The sensitivity Δ_ψ of a sum of one attribute (Def 6.1) must be finite.
     """
 
-    name: ClassVar[str] = "estab_gaussian"
     description: ClassVar[str] = "Estab-Gaussian mechanism (Def 6.2, Thm 6.3)"
     sensitivity: float = field(init=False, default=0.0)
     sd: float = field(init=False, default=0.0)
@@ -363,7 +361,6 @@ class Pnc(GedpMechanism):
     bound :math:`u^*_\ell`.
     """
 
-    name: ClassVar[str] = "pnc"
     needs: ClassVar[tuple[str, ...]] = ("value", "bound")
     description: ClassVar[str] = (
         "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "

@@ -153,7 +153,7 @@ class ExactNoise(SecureNoise):
         uniq, inverse = np.unique(scales, return_inverse=True)
         for j, s in enumerate(uniq):
             idx = np.flatnonzero(inverse == j)
-            if kind == "laplace":
+            if kind == "L1":
                 meas = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=float(s))
             else:
                 meas = dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=float(s))
@@ -161,10 +161,10 @@ class ExactNoise(SecureNoise):
         return out.reshape(v.shape)
 
     def add_laplace(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        return self._add(values, scale, "laplace")
+        return self._add(values, scale, "L1")
 
     def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        return self._add(values, scale, "gaussian")
+        return self._add(values, scale, "L2")
 
     def note_fallback(self, what: str) -> None:
         self.fallbacks.add(what)

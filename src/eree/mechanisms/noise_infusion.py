@@ -249,7 +249,6 @@ class NoiseInfusion(Mechanism):
     drawn once and shared by every query of the release.
     """
 
-    name: ClassVar[str] = "noise_infusion"
     uses_establishment_incidence: ClassVar[bool] = True
     s: float = DEFAULT_S
     t: float = DEFAULT_T

@@ -109,7 +109,6 @@ def workshop_log_laplace_expectation(
 class _Workshop(CountMechanism):
     """The workshop variants run only under the Blowfish policy (``definition = "blowfish"``)."""
 
-    variant: ClassVar[str] = "workshop"
     allowed_definitions: ClassVar[tuple[str, ...]] = ("blowfish",)
     definition: str = "blowfish"
     alpha: float
@@ -132,7 +131,6 @@ class WorkshopLogLaplace(_Workshop):
     :math:`1-\lambda^2`, DESIGN.md §10). CI from the Laplace pivot, plug-in std for λ < 1/2.
     """
 
-    name: ClassVar[str] = "log_laplace"
     additive: float = 1.0
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -172,7 +170,6 @@ class WorkshopSmoothLaplace(_Workshop):
     Unbiased (Lemma 5.7); no standard error is published (it would reveal x_V).
     """
 
-    name: ClassVar[str] = "smooth_laplace"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     delta: float | None = None
     delta_cell: float = field(init=False, default=0.0)
@@ -225,7 +222,6 @@ class WorkshopSmoothGamma(_Workshop):
     (Lemma 5.7); Var = (16αx_V/ε)² + 2/ε². No standard error is published.
     """
 
-    name: ClassVar[str] = "smooth_gamma"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     beta: float = field(init=False, default=0.0)
 

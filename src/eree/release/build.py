@@ -17,7 +17,7 @@ from typing import Any
 from eree.data.config import EreeDataConfig
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Mechanism
-from eree.mechanisms.gedp import Pnc
+from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.mechanisms.registry import entries_for, entry
 from eree.privacy.accountant import PrivacyReport, QueryCharge, account, charge_query
 from eree.privacy.gedp import GEDPDefinition, gedp_notes, make_gedp_definition
@@ -260,7 +260,7 @@ def validate_gedp_plan(plan: Any) -> None:
                     f"{where}: groups must be over public attributes; {bad_by} "
                     f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
                 )
-        if q.mechanism == "pnc":
+        if q.mechanism == Pnc.name:
             if q.by == "identity":
                 raise SpecError(
                     f"{where}: the identity query must use the psi mechanism (its answers give "
@@ -273,7 +273,7 @@ def validate_gedp_plan(plan: Any) -> None:
                     "answers give the upper bounds (Thm 6.7)"
                 )
             b = plan.query(src)
-            if b.mechanism != "psi" or b.by != "identity":
+            if b.mechanism != PsiMechanism.name or b.by != "identity":
                 raise SpecError(
                     f'[pnc].bounds_from = {src!r} must be a psi query with by = "identity"'
                 )

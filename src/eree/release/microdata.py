@@ -43,6 +43,7 @@ import polars as pl
 
 from eree.errors import SpecError
 from eree.mechanisms.estimators import psi_estimates
+from eree.mechanisms.gedp import PsiMechanism
 from eree.postprocess.wls import (
     LEVEL_TITLES,
     QCEW_AGGREGATION_LEVELS,
@@ -94,7 +95,7 @@ def check_microdata_plan(plan: Any) -> None:
 
     definition = gedp_definition_from_plan(plan)
     for q in plan.queries:
-        if q.mechanism != "psi":
+        if q.mechanism != PsiMechanism.name:
             continue
         for a in q.mu or {}:
             nb = definition.neighbor(a)
