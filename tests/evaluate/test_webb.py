@@ -103,10 +103,10 @@ def test_error_rows_by_hand() -> None:
 def test_table11_chunks() -> None:
     t = table11(3000, seed=2, chunk=1000)
     assert t.height == 18
-    assert set(t["psi"]) == {"sqrt", "log"} and (t["trials"] == 3000).all()
+    assert set(t["neighbor"]) == {"sqrt", "log"} and (t["trials"] == 3000).all()
     assert (t["se"] > 0).all() and t["z"].is_finite().all()
     total = t.filter(
-        pl.col("psi") == "sqrt", pl.col("strategy") == "Act", pl.col("query") == "Total"
+        pl.col("neighbor") == "sqrt", pl.col("strategy") == "Act", pl.col("query") == "Total"
     )
     # the MSE of the total with true variances is ≈ 335 (Table 11); 3,000 trials: ±~7%
     assert abs(total["mse"][0] - 335.2) < 5 * total["se"][0] + 1

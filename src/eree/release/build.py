@@ -210,7 +210,7 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
     return BuiltPlan(plan, tuple(out), definition)
 
 
-def validate_gedp_plan(plan: Any) -> None:
+def validate_gedp_plan(plan: Plan) -> None:
     """Spec-level checks of a GEDP plan (no data read).
 
     Raises:
@@ -221,9 +221,7 @@ def validate_gedp_plan(plan: Any) -> None:
     """
     if plan.privacy.definition != "gedp":
         raise SpecError(f"not a GEDP plan (definition {plan.privacy.definition!r})")
-    data = plan.data
-    if not hasattr(data, "confidential"):
-        raise SpecError('GEDP needs establishment data: [data] kind = "establishments"')
+    data = plan.establishment_data
     conf = tuple(data.confidential)
     public = tuple(data.public)
     id_col = data.id
@@ -286,7 +284,7 @@ def validate_gedp_plan(plan: Any) -> None:
     gedp_definition_from_plan(plan)
 
 
-def gedp_definition_from_plan(plan: Any) -> GEDPDefinition:
+def gedp_definition_from_plan(plan: Plan) -> GEDPDefinition:
     """The μ-GEDP definition of a plan (neighbor functions and distances)."""
     attrs = [a for q in plan.queries for a in (q.mu or {})]
     return make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)

@@ -171,6 +171,13 @@ class Plan:
     def kind(self) -> str:
         return "eree" if isinstance(self.data, EreeDataConfig) else "establishments"
 
+    @property
+    def establishment_data(self) -> EstablishmentDataConfig:
+        """The establishment data of a GEDP plan (refused for ER-EE data)."""
+        if not isinstance(self.data, EstablishmentDataConfig):
+            raise SpecError('GEDP needs establishment data: [data] kind = "establishments"')
+        return self.data
+
     def query(self, name: str) -> QuerySpec:
         for q in self.queries:
             if q.name == name:

@@ -15,6 +15,7 @@ from eree.evaluate.webb.plans import (
     FIGURE8_GROUPINGS,
     FIGURE9_GROUPINGS,
     FIGURE_ATTRIBUTES,
+    PNC,
     TABLE7,
     WORKFLOWS,
     total_mu,
@@ -25,9 +26,9 @@ from eree.evaluate.webb.replicates import Replicates
 # figures
 # --------------------------------------------------------------------------------------
 
-_COLOR = {"pnc": "tab:blue", "sqrt": "tab:orange"}
+_COLOR = {PNC: "tab:blue", "sqrt": "tab:orange"}
 _LABEL = {
-    "pnc": "pnc-mechanism",
+    PNC: "pnc-mechanism",
     "sqrt": "√-mechanism",
     "m3emp": "employment (month 3)",
     "wage": "wages",
@@ -155,7 +156,7 @@ def plot_figure9(results: pl.DataFrame, path: Path, attrs: Sequence[str]) -> Pat
     for j, a in enumerate(attrs):
         ax = axes[0][j]
         for g in FIGURE9_GROUPINGS:
-            for w, ls in (("pnc", "-"), ("sqrt", "--")):
+            for w, ls in ((PNC, "-"), ("sqrt", "--")):
                 s = f9.filter(
                     pl.col("workload") == a, pl.col("stratum") == g, pl.col("mechanism") == w
                 ).sort("mu")
@@ -167,7 +168,7 @@ def plot_figure9(results: pl.DataFrame, path: Path, attrs: Sequence[str]) -> Pat
                         marker=markers[g],
                         color=_COLOR[w],
                         ms=4,
-                        label=f"{g} ({'pnc' if w == 'pnc' else '√'})",
+                        label=f"{g} ({w if w == PNC else '√'})",
                     )
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -28,7 +28,10 @@ WAGE = "wage"
 ATTRIBUTES = (*EMPLOYMENT, WAGE)
 #: the attributes of the figures: month-3 employment (as in Appendix C) and wages
 FIGURE_ATTRIBUTES = ("m3emp", WAGE)
-WORKFLOWS = ("pnc", "sqrt")
+#: the two workflows of §8, named after the mechanism answering the group-by queries
+PNC = Pnc.name
+SQRT = "sqrt"
+WORKFLOWS = (PNC, SQRT)
 GAMMA_EMP = 0.5
 GAMMA_WAGE = 50.0
 ZETA = 0.01
@@ -104,12 +107,12 @@ LEVEL_OF = {
 #: Table 3's evaluation groupings, with the paper's values (employment, confidential QCEW
 #: data): grouping → workflow → (1st quartile, median, mean, 3rd quartile)
 PAPER_TABLE3: dict[str, dict[str, tuple[float, float, float, float]]] = {
-    "state": {"sqrt": (-6198, -6198, -6198, -6198), "pnc": (-118, -118, -118, -118)},
-    "supersector": {"sqrt": (-1083, -293, -563, -233), "pnc": (-100, -48, -11, 24)},
-    "naics5": {"sqrt": (-32, -9, -9, 8), "pnc": (-14, -1, -0, 12)},
-    "county": {"sqrt": (-420, -252, -4604, -143), "pnc": (-64, -11, -4331, 27)},
-    "county_supersector": {"sqrt": (-69, -18, -419, 16), "pnc": (-43, -4, -394, 30)},
-    "county_naics5": {"sqrt": (-7, -1, -10, 4), "pnc": (-6, -1, -9, 5)},
+    "state": {"sqrt": (-6198, -6198, -6198, -6198), PNC: (-118, -118, -118, -118)},
+    "supersector": {"sqrt": (-1083, -293, -563, -233), PNC: (-100, -48, -11, 24)},
+    "naics5": {"sqrt": (-32, -9, -9, 8), PNC: (-14, -1, -0, 12)},
+    "county": {"sqrt": (-420, -252, -4604, -143), PNC: (-64, -11, -4331, 27)},
+    "county_supersector": {"sqrt": (-69, -18, -419, 16), PNC: (-43, -4, -394, 30)},
+    "county_naics5": {"sqrt": (-7, -1, -10, 4), PNC: (-6, -1, -9, 5)},
 }
 FIGURE2_GROUPINGS = ("county", "naics3", "naics5")
 FIGURE8_GROUPINGS = ("naics3", "naics5", "county_naics5")
@@ -195,8 +198,11 @@ def webb_plan(
         "query": queries,
         "postprocess": {"microdata": True, "nonnegative": False},
     }
-    if workflow == "pnc":
-        raw["pnc"] = {"zeta": zeta, "bounds_from": "identity"}
+    if workflow == PNC:
+        raw[Pnc.name] = {  # the [pnc] section of the spec
+            "zeta": zeta,
+            "bounds_from": "identity",
+        }
     return parse_spec(raw, Path("."))
 
 

@@ -16,6 +16,7 @@ from eree.evaluate.haney import derive_seed
 from eree.evaluate.webb.ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
 from eree.evaluate.webb.plans import (
     GROUPINGS,
+    PNC,
     TABLE7,
     TABLE11_CHUNK,
     TABLE11_TRIALS,
@@ -213,12 +214,12 @@ def error_rows(
                     )
                 for k, v in vals.items():
                     rows.append(_row(experiment, a, w, rep.mu, g, k, v, t))
-            if "pnc" in cell_abs and "sqrt" in cell_abs:
-                diff = per_rep_abs["pnc"] - per_rep_abs["sqrt"]
+            if PNC in cell_abs and "sqrt" in cell_abs:
+                diff = per_rep_abs[PNC] - per_rep_abs["sqrt"]
                 sq = float(cell_abs["sqrt"].mean())
                 cmp = {
-                    "share_pnc_better": float(np.mean(cell_abs["pnc"] < cell_abs["sqrt"])),
-                    "abs_error_ratio": float(cell_abs["pnc"].mean()) / sq if sq > 0 else math.nan,
+                    "share_pnc_better": float(np.mean(cell_abs[PNC] < cell_abs["sqrt"])),
+                    "abs_error_ratio": float(cell_abs[PNC].mean()) / sq if sq > 0 else math.nan,
                     "abs_error_diff": float(diff.mean()),
                     "abs_error_diff_se": float(diff.std(ddof=1) / math.sqrt(t)) if t > 1 else 0.0,
                 }
@@ -307,7 +308,7 @@ def table11(
                 se_paper = se_all * math.sqrt(trials / 1_000_000)
                 rows.append(
                     {
-                        "psi": psi,
+                        "neighbor": psi,
                         "strategy": s,
                         "query": q,
                         "paper": paper,
@@ -328,7 +329,7 @@ def _table11_rows(t11: pl.DataFrame) -> list[dict[str, Any]]:
                 _row(
                     "webb-table11",
                     r["query"],
-                    r["psi"],
+                    r["neighbor"],
                     1.0,
                     r["strategy"],
                     metric,

@@ -28,6 +28,7 @@ from eree.evaluate.webb.plans import (
     GAMMA_WAGE,
     GROUPINGS,
     PAPER_TABLE3,
+    PNC,
     WORKFLOWS,
     ZETA,
 )
@@ -97,7 +98,7 @@ def reading_table3(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             if not all(math.isfinite(m) for m, _ in ms.values()):
                 continue
             parts = [
-                f"{'pnc' if w == 'pnc' else '√'} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()
+                f"{w if w == PNC else '√'} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()
             ]
             out.append(f"{_LABEL.get(a, a)}, {g}: mean signed difference " + ", ".join(parts) + ".")
     return out
@@ -115,7 +116,7 @@ def reading_figure9(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             for w in WORKFLOWS:
                 lo = value(results, "webb-figure9", a, w, g, "median_rel_error", mus[0])
                 hi = value(results, "webb-figure9", a, w, g, "median_rel_error", mus[-1])
-                parts.append(f"{'pnc' if w == 'pnc' else '√'} {_fmt(lo)} → {_fmt(hi)}")
+                parts.append(f"{w if w == PNC else '√'} {_fmt(lo)} → {_fmt(hi)}")
             out.append(
                 f"{_LABEL.get(a, a)}, {g}: median relative error from μ = {mus[0]:.2g} to "
                 f"μ = {mus[-1]:.2g}: " + ", ".join(parts) + "."
@@ -130,7 +131,7 @@ def reading_table11(t11: pl.DataFrame) -> list[str]:
         f"{n_ok} of {t11.height} cells are within 3 standard errors of the paper's value "
         "(the paper's rounding to 0.1 and its own Monte Carlo error over 1,000,000 trials "
         "included).",
-        f"Largest distance: ψ = {worst['psi']}, {worst['strategy']}, {worst['query']}: eree "
+        f"Largest distance: ψ = {worst['neighbor']}, {worst['strategy']}, {worst['query']}: eree "
         f"{worst['mse']:.1f} ± {worst['se']:.1f} vs paper {worst['paper']:.1f} "
         f"({worst['z']:.1f} standard errors).",
         "Est vs Act: estimated variances inflate the Total MSE "
@@ -139,7 +140,7 @@ def reading_table11(t11: pl.DataFrame) -> list[str]:
 
 
 def _ratio(t11: pl.DataFrame, psi: str) -> str:
-    f = t11.filter(pl.col("psi") == psi, pl.col("query") == "Total")
+    f = t11.filter(pl.col("neighbor") == psi, pl.col("query") == "Total")
     est = float(f.filter(pl.col("strategy") == "Est")["mse"][0])
     act = float(f.filter(pl.col("strategy") == "Act")["mse"][0])
     return f"{est / act:.2f}"
@@ -209,7 +210,7 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
             + _table(
                 [
                     [
-                        x["psi"],
+                        x["neighbor"],
                         x["strategy"],
                         x["query"],
                         f"{x['paper']:,.1f}",
@@ -282,12 +283,12 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
                     [
                         _LABEL.get(a, a),
                         g,
-                        str(int(value(r, "webb-figures", a, "pnc", g, "cells"))),
-                        _fmt(value(r, "webb-figures", a, "pnc", g, "mean_abs_error")),
+                        str(int(value(r, "webb-figures", a, PNC, g, "cells"))),
+                        _fmt(value(r, "webb-figures", a, PNC, g, "mean_abs_error")),
                         _fmt(value(r, "webb-figures", a, "sqrt", g, "mean_abs_error")),
                         _fmt(value(r, "webb-figures", a, "pnc-vs-sqrt", g, "abs_error_ratio")),
                         _fmt(value(r, "webb-figures", a, "pnc-vs-sqrt", g, "share_pnc_better")),
-                        _fmt(value(r, "webb-figures", a, "pnc", g, "median_rel_error")),
+                        _fmt(value(r, "webb-figures", a, PNC, g, "median_rel_error")),
                         _fmt(value(r, "webb-figures", a, "sqrt", g, "median_rel_error")),
                     ]
                 )
