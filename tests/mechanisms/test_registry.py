@@ -29,7 +29,7 @@ def test_every_concrete_mechanism_class_is_registered_once():
         eree.mechanisms.noise_infusion,
         eree.mechanisms.gedp,
     )
-    bases = ("CountMechanism", "GedpMechanism")
+    bases = ("CountMechanism", "ApproximateCountMechanism", "GedpMechanism")
     classes = {
         c
         for mod in modules
