@@ -316,7 +316,9 @@ def gedp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pl.DataFrame(
         {
             "primary_key": [f"e{i:05d}" for i in range(N_GEDP)],
-            "grp": [f"g{i // 2:04d}" for i in range(N_GEDP)],  # 2,000 groups of two
+            # 1,000 groups of two, then 2,000 single establishments (where the adaptive
+            # mechanism must pick ψ: pnc's bound exceeds the one value it covers)
+            "grp": [f"g{i // 2:04d}" if i < N_GEDP // 2 else f"s{i:05d}" for i in range(N_GEDP)],
             "m1emp": rng.integers(2_000, 9_000, N_GEDP).astype(float),
         }
     ).write_csv(root / "estab.csv")
@@ -373,20 +375,36 @@ def test_gedp_mechanism_contract(gedp_root: Path, e: Entry) -> None:
         sd = 5.0 / MU_Q
         assert_law(published - x, GAUSS, np.full(x.shape, sd))
         np.testing.assert_allclose(t["m1emp_std"].to_numpy(), sd)
-    elif e.name == "pnc":  # Thm 6.7, Def 6.8, from the published identity answers only
+    elif e.name in ("pnc", "adaptive"):  # Thm 6.7, Def 6.8, from the published identity only
         s_a = GAMMA / MU_ID
         omega = np.sqrt(ident["m1emp_pub"].to_numpy() + s_a**2)
         tau = norm.ppf((1 - ZETA) ** (1 / (1 * N_GEDP)))
         u = (omega + GAMMA * tau / MU_ID) ** 2
-        b = ident.with_columns(u=pl.Series(u)).group_by("grp").agg(pl.col("u").max())
+        b = ident.with_columns(u=pl.Series(u)).group_by("grp").agg(
+            pl.col("u").max(), pl.col("m1emp_pub").sum().alias("x_hat"))  # fmt: skip
         b = b.join(raw.join(b, on="grp").group_by("grp").agg(
             pl.min_horizontal("m1emp", "u").sum().alias("clipped")), on="grp")  # fmt: skip
         t = t.join(b, on="grp")
         ustar = t["u"].to_numpy()
         delta = ustar - np.maximum(np.sqrt(ustar) - GAMMA, 0) ** 2
         sd = delta / MU_Q
-        np.testing.assert_allclose(t["m1emp_std"].to_numpy(), sd, rtol=1e-9)  # public
-        assert_law(t["m1emp"].to_numpy() - t["clipped"].to_numpy(), GAUSS, sd)
+        pnc = np.ones(t.height, dtype=bool)
+        if e.name == "adaptive":  # DESIGN §4.2: pnc where (Δ_ℓ/μ)² ≤ ψ's Thm 6.6 variance at x̂
+            sigma = GAMMA / MU_Q
+            x_hat = np.maximum(t["x_hat"].to_numpy(), 0.0)
+            pnc = sd**2 <= 2 * sigma**2 * (2 * x_hat + sigma**2)
+            chosen = t["m1emp_mechanism"].to_numpy()
+            np.testing.assert_array_equal(chosen, np.where(pnc, "pnc", "psi"))
+            single = t["grp"].str.starts_with("s").to_numpy()
+            assert not pnc[single].any() and pnc[~single].all()  # both laws are exercised
+            psi = ~pnc  # ω = √x + N(0, σ²), x̃ = ω² − σ² (Def 6.4, Thm 6.6)
+            omega_q = np.sqrt(t["m1emp"].to_numpy()[psi] + sigma**2)
+            x_psi = t["x"].to_numpy()[psi]  # (t was re-joined: rows in its own order)
+            assert_law(omega_q - np.sqrt(x_psi), GAUSS, np.full(psi.sum(), sigma))
+            v_hat = 2 * sigma**2 * (2 * np.maximum(t["m1emp"].to_numpy()[psi], 0) + sigma**2)
+            np.testing.assert_allclose(t["m1emp_std"].to_numpy()[psi] ** 2, v_hat, rtol=1e-9)
+        np.testing.assert_allclose(t["m1emp_std"].to_numpy()[pnc], sd[pnc], rtol=1e-9)  # public
+        assert_law(t["m1emp"].to_numpy()[pnc] - t["clipped"].to_numpy()[pnc], GAUSS, sd[pnc])
     else:
         pytest.fail(f"write the noise law of {e.name} into this contract suite")
     # cost: μ_total = √(μ_id² + μ_q²) (Thm 5.7)

@@ -365,11 +365,11 @@ class Pnc(GedpMechanism):
         bounds_mu: that query's μ for this attribute, μᵢ⁽ᵃ⁾.
         bounded_attributes: k_c, the number of attributes the identity query bounds.
 
-    Cells: ``value`` = clipped group sums :math:`T_\ell`, ``bound`` = the group's public
+    Cells: ``clipped`` = clipped group sums :math:`T_\ell`, ``bound`` = the group's public
     bound :math:`u^*_\ell`.
     """
 
-    needs: ClassVar[tuple[str, ...]] = ("value", "bound")
+    needs: ClassVar[tuple[str, ...]] = ("clipped", "bound")
     description: ClassVar[str] = (
         "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "
         "query, Thm 6.7)"
@@ -399,4 +399,6 @@ class Pnc(GedpMechanism):
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
-        return pnc_mechanism(cells["value"], delta, self.mu, source, confidence=self.confidence)
+        return pnc_mechanism(
+            cells["clipped"], delta, self.mu, source, confidence=self.confidence
+        )

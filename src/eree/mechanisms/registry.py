@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Mechanism
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
 from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
@@ -81,6 +82,8 @@ REGISTRY: tuple[Entry, ...] = (
     _register("pnc", "", Pnc, ("gedp",), ("mu",), "pnc-mechanism (Webb et al. Def 6.8)"),
     _register("estab_gaussian", "", EstabGaussian, ("gedp",), ("mu",),
           "Estab-Gaussian (Webb et al. Def 6.2)"),
+    _register("adaptive", "", AdaptiveGroupBy, ("gedp",), ("mu",),
+          "per group the ψ- or pnc-mechanism, chosen from the identity answers (DESIGN §4.2)"),
 )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from eree.data.config import EreeDataConfig
 from eree.errors import PrivacyParameterError, SpecError
+from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Mechanism
 from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.mechanisms.registry import entries_for, entry
@@ -208,7 +209,7 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
                 "mu": mu,
                 "confidence": plan.output.confidence,
             }
-            if e.cls is Pnc:
+            if issubclass(e.cls, Pnc):  # pnc and adaptive: bounds from the identity query
                 kwargs.update(
                     zeta=plan.pnc.zeta, bounds_from=src, bounds_mu=bounds_mu[a],
                     bounded_attributes=len(bounds_mu),
@@ -269,16 +270,17 @@ def validate_gedp_plan(plan: Plan) -> None:
                     f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
                     f"{hint}"
                 )
-        if q.mechanism == Pnc.name:
+        if q.mechanism in (Pnc.name, AdaptiveGroupBy.name):
+            m = q.mechanism
             if q.by == "identity":
                 raise SpecError(
                     f"{where}: the identity query must use the psi mechanism (its answers give "
-                    "the pnc bounds, §6.2); pnc answers group-by queries"
+                    f"the pnc bounds, §6.2); {m} answers group-by queries"
                 )
             src = plan.pnc.bounds_from
             if src is None:
                 raise SpecError(
-                    f"{where}: pnc needs [pnc] bounds_from = the psi identity query whose "
+                    f"{where}: {m} needs [pnc] bounds_from = the psi identity query whose "
                     "answers give the upper bounds (Thm 6.7)"
                 )
             b = plan.query(src)
@@ -289,7 +291,7 @@ def validate_gedp_plan(plan: Plan) -> None:
             missing = [a for a in q.mu if a not in (b.mu or {})]
             if missing:
                 raise SpecError(
-                    f"{where}: pnc attributes {missing} have no bounds: the identity query "
+                    f"{where}: {m} attributes {missing} have no bounds: the identity query "
                     f"{src!r} does not measure them"
                 )
     gedp_definition_from_plan(plan)

@@ -174,10 +174,13 @@ def release_gedp(
     id_col = data.id_column
     order = list(built.queries)
     src = spec.pnc.bounds_from
-    has_pnc = any(isinstance(m, Pnc) for q in order for m in q.mechanisms)
-    if src is not None and has_pnc:
+    # statistics only the identity query's noisy answers can give (pnc bounds, x̂)
+    from_identity = {"bound", "clipped", "identity_sum"}
+    needs_identity = any(from_identity & set(m.needs) for q in order for m in q.mechanisms)
+    if src is not None and needs_identity:
         order.sort(key=lambda q: q.name != src)  # stable: bounds query first
     omegas: dict[str, FloatArray] = {}
+    id_estimates: dict[str, FloatArray] = {}
     ids: pl.Series | None = None
     bounds: pl.DataFrame | None = None
     results: dict[str, QueryTable] = {}
@@ -186,33 +189,66 @@ def release_gedp(
         uncertainty: dict[str, str] = {}
         series: dict[str, Any] = {}
         measurements: list[Measurement] = []
-        uses_bounds = any(isinstance(m, Pnc) for m in q.mechanisms)
+        needs = {n for m in q.mechanisms for n in m.needs}
+        frames: dict[str, pl.DataFrame] = {}
         if q.spec.by == "identity":
-            cells = identity_values(frame, id_col, attrs)
+            cells = frames["value"] = identity_values(frame, id_col, attrs)
             keys: list[str] = [id_col]
         else:
             keys = list(q.spec.by)
-            if uses_bounds:
+            if "value" in needs:
+                frames["value"] = group_sums(frame, keys, attrs)
+            if needs & {"clipped", "bound"}:
                 if bounds is None:
                     bounds = _pnc_bounds(built, omegas, ids, data)
-                cells = clipped_group_sums(frame, keys, id_col, bounds, attrs)
-            else:
-                cells = group_sums(frame, keys, attrs)
+                frames["clipped"] = clipped_group_sums(frame, keys, id_col, bounds, attrs)
+            if "identity_sum" in needs:
+                frames["identity_sum"] = _identity_sums(frame, keys, attrs, id_estimates)
+            cells = next(iter(frames.values()))
         for a, mech in zip(attrs, q.mechanisms, strict=True):
-            columns = {"value": cells.get_column(a).to_numpy()}
-            if uses_bounds:
-                columns["bound"] = cells.get_column(bound_column(a)).to_numpy()
+            columns: dict[str, FloatArray] = {}
+            for n in mech.needs:
+                if n == "bound":
+                    columns[n] = frames["clipped"].get_column(bound_column(a)).to_numpy()
+                else:
+                    columns[n] = frames[n].get_column(a).to_numpy()
             m = mech(Cells(columns), source).named(q.name, a)
             if q.spec.by == "identity" and q.name == src and isinstance(mech, PsiMechanism):
                 omegas[a] = m.noisy
+                id_estimates[a] = m.estimate
                 ids = cells.get_column(id_col)
             uncertainty[a] = m.uncertainty_method
             series.update(statistic_columns(a, m))
+            if "chosen" in m.extra:  # which mechanism answered each cell (public)
+                series[f"{a}_mechanism"] = pl.Series(np.asarray(m.extra["chosen"], dtype=str))
             measurements.append(m)
         table = cells.select(keys).with_columns(**series) if keys else pl.DataFrame(series)
         note = f"mechanism {q.spec.mechanism}; keys: {', '.join(keys) if keys else '(total)'}"
         results[q.name] = QueryTable(q.name, table, uncertainty, (note,), tuple(measurements))
     return [results[q.name] for q in built.queries]
+
+
+def _identity_sums(
+    frame: pl.DataFrame | pl.LazyFrame,
+    keys: list[str],
+    attrs: list[str],
+    id_estimates: dict[str, FloatArray],
+) -> pl.DataFrame:
+    """Per group, the sum of the identity query's *published* estimates x̃_j (public).
+
+    The identity answers are in the frame's row order (:func:`identity_values`), so they
+    can be summed over the frame's groups directly; the groups come out in the order of
+    :func:`group_sums` over the same keys.
+    """
+    missing = [a for a in attrs if a not in id_estimates]
+    if missing:  # pragma: no cover - validate_gedp_plan guarantees the identity query
+        raise RuntimeError(f"no identity answers for {missing} before the group-by queries")
+    df = frame if isinstance(frame, pl.DataFrame) else frame.collect()
+    est = pl.DataFrame(
+        [*df.select(keys).get_columns(),
+         *(pl.Series(a, id_estimates[a], dtype=pl.Float64) for a in attrs)]
+    )  # fmt: skip
+    return group_sums(est, keys, attrs)
 
 
 def _pnc_bounds(
@@ -222,6 +258,7 @@ def _pnc_bounds(
     data: EstablishmentData,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""
+    # pnc and the adaptive mechanism (a Pnc) share the bounds of Thm 6.7
     pnc = {m.attribute: m for q in built.queries for m in q.mechanisms if isinstance(m, Pnc)}
     src = built.query(str(built.plan.pnc.bounds_from))
     if ids is None or any(a not in omegas for a in src.statistics):  # pragma: no cover

@@ -1,0 +1,145 @@
+r"""Adaptive GEDP group-by: per group, the ψ- or the pnc-mechanism (DESIGN.md §4.2).
+
+Beyond the papers (the QCEW paper's future work, Webb et al. §9). After the identity
+query, everything needed to predict each mechanism's error for a group is public:
+
+* pnc (Def 6.8): the variance :math:`(\Delta_\ell/\mu)^2` is exact and public — Δ_ℓ is a
+  function of the bound :math:`u^*_\ell`, itself a function of the noisy identity answers
+  (Thm 6.7);
+* ψ-mechanism (Def 6.4): its variance depends on the confidential group sum x (Thm 6.6:
+  :math:`2\sigma^2(2x+\sigma^2)` for ψ = √x, σ = γ/μ); x is estimated by
+  :math:`\hat x_\ell = \max(0, \sum_{j\in\ell}\tilde x_j)`, the group's sum of the identity
+  query's *published* estimates.
+
+:class:`AdaptiveGroupBy` answers each group with the mechanism of the smaller predicted
+variance. The choice is a function of already-published values and public parameters
+only, so it is post-processing of the identity query's release: conditionally on it, each
+group is answered by a μ-GEDP mechanism (ψ or pnc with public bounds), and a group-by's
+groups are disjoint, so the query costs μ per attribute exactly as pnc or ψ would
+(docs/privacy.md, "Adaptive choice per group"). The choice is published with each cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+from typing_extensions import override
+
+from eree.mechanisms.base import Cells, Measurement
+from eree.mechanisms.estimators import psi_confidence_interval, psi_estimates, z_value
+from eree.mechanisms.gedp import Pnc, PsiMechanism, pnc_sensitivity
+from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
+
+__all__ = ["AdaptiveGroupBy", "psi_variance_at"]
+
+
+def psi_variance_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> FloatArray | None:
+    r"""The ψ-mechanism's estimator variance at a group sum x (Thm 6.6), or None.
+
+    √(x+a): :math:`2\sigma^2(2(x+a)+\sigma^2)`; log(x+a): :math:`(x+a)^2(e^{\sigma^2}-1)`;
+    ψ = x: σ². Other ψ have no closed-form unbiased estimator (None). Called with a
+    *public* x (an estimate from published answers) only.
+    """
+    v = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    s2 = sigma * sigma
+    if isinstance(neighbor, SqrtShift):
+        return 2.0 * s2 * (2.0 * (v + neighbor.a) + s2)
+    if isinstance(neighbor, LogShift) and neighbor.a > 0:
+        return (v + neighbor.a) ** 2 * math.expm1(s2)
+    if isinstance(neighbor, DPNeighbor):
+        return np.full(v.shape, s2)
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdaptiveGroupBy(Pnc):
+    r"""Per group and attribute, the ψ-mechanism or pnc, whichever is predicted better.
+
+    The bounds, ζ and the identity query are pnc's (:class:`~eree.mechanisms.gedp.Pnc`,
+    Thm 6.7); for group ℓ with public bound u*_ℓ and public estimate x̂_ℓ:
+
+    * predicted pnc variance :math:`(\Delta_\ell/\mu)^2` (Def 6.8, exact);
+    * predicted ψ variance :func:`psi_variance_at` ``(x̂_ℓ)`` (Thm 6.6), σ = γ/μ;
+    * the group is answered by pnc when its variance is not larger, else by ψ:
+      ψ: :math:`\omega_\ell=\psi(x_\ell)+N(0,\sigma^2)`, published x̃ = Thm 6.6 estimate with
+      the *estimated* v̂; pnc: :math:`T_\ell+N(0,(\Delta_\ell/\mu)^2)` with the public variance.
+
+    Cells: ``value`` (group sums x_ℓ), ``clipped`` (clipped sums T_ℓ), ``bound`` (u*_ℓ),
+    ``identity_sum`` (:math:`\sum_{j\in\ell}\tilde x_j` of the identity query's published
+    estimates — public).
+
+    The Measurement's ``extra["chosen"]`` holds, per group, the registry name of the
+    mechanism that answered it (published as the ``<attribute>_mechanism`` column).
+    """
+
+    needs: ClassVar[tuple[str, ...]] = ("value", "clipped", "bound", "identity_sum")
+    description: ClassVar[str] = (
+        "adaptive choice per group between the ψ-mechanism (Def 6.4) and the "
+        "pnc-mechanism (Def 6.8), chosen from the identity query's published answers "
+        "(post-processing, DESIGN.md §4.2)"
+    )
+
+    def _derive(self) -> None:
+        super()._derive()
+        if psi_variance_at(self.neighbor, np.zeros(1), 1.0) is None:
+            raise self._fail(
+                f"attribute {self.attribute!r}: the adaptive choice needs the ψ-mechanism's "
+                f"variance formula (Thm 6.6), which {self.neighbor.describe()} does not have; "
+                "use sqrt, log(x + a) with a > 0 or dp, or the pnc mechanism"
+            )
+
+    @property
+    def sigma(self) -> float:
+        """σ = γ/μ of the ψ-mechanism branch."""
+        return self.gamma / self.mu
+
+    @override
+    def public_params(self) -> dict[str, Any]:
+        return {**super().public_params(), "sigma": self.sigma}
+
+    def choose(self, bound: ArrayLike, identity_sum: ArrayLike) -> np.ndarray:
+        """True where pnc answers the group (from public inputs only).
+
+        Args:
+            bound: the groups' public bounds u*_ℓ.
+            identity_sum: the groups' sums of the identity query's published estimates.
+        """
+        v_pnc = (pnc_sensitivity(bound, self.neighbor, self.gamma) / self.mu) ** 2
+        v_psi = psi_variance_at(self.neighbor, identity_sum, self.sigma)
+        assert v_psi is not None  # checked in _derive
+        return np.asarray(v_pnc <= v_psi)
+
+    @override
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        use_pnc = self.choose(cells["bound"], cells["identity_sum"])
+        delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
+        sd_pnc = delta / self.mu
+        # one draw for all groups: ψ(x) + N(0, σ²) where ψ answers, T + N(0, (Δ/μ)²) else
+        centre = np.where(use_pnc, cells["clipped"], self.neighbor.psi(cells["value"]))
+        scale = np.where(use_pnc, sd_pnc, self.sigma)
+        noisy = source.add_gaussian(centre, scale)
+        est = psi_estimates(noisy, self.neighbor, self.sigma, self.confidence)
+        assert est.variance is not None  # checked in _derive
+        z = z_value(self.confidence)
+        lo, hi = psi_confidence_interval(noisy, self.neighbor, self.sigma, self.confidence)
+        estimate = np.where(use_pnc, noisy, est.estimate)
+        std = np.where(use_pnc, sd_pnc, np.sqrt(est.variance))
+        ci_low = np.where(use_pnc, np.maximum(noisy - z * sd_pnc, 0.0), lo)
+        ci_high = np.where(use_pnc, noisy + z * sd_pnc, hi)
+        chosen = np.where(use_pnc, Pnc.name, PsiMechanism.name)
+        method = (
+            "adaptive (DESIGN.md §4.2): per group the mechanism with the smaller predicted "
+            "variance, from the identity query's published answers only — pnc-mechanism "
+            "(Def 6.8; noisy clipped sum, std = Δ_ℓ/μ exact and public) or ψ-mechanism "
+            "(Def 6.4; " + est.method + "); the column <attribute>_mechanism says which"
+        )
+        return Measurement(
+            noisy, estimate, std, ci_low, ci_high, method,
+            "estimated" if not use_pnc.all() else "public", self.name,
+            extra={"sigma": self.sigma, "chosen": chosen},
+        )  # fmt: skip
