@@ -84,6 +84,12 @@ class AdaptiveGroupBy(Pnc):
         "(post-processing, DESIGN.md §4.2)"
     )
 
+    #: the ψ branch's published variance, an estimate of Thm 6.6's 2σ²(2x + σ²):
+    #: "answer" (v̂ from the group's own ω, as the ψ-mechanism publishes), "identity" (at
+    #: the identity-based x̂_ℓ: independent of the group's noise) or "pooled" (their mean;
+    #: the default — see the class docstring)
+    psi_variance_from: ClassVar[str] = "pooled"
+
     def _derive(self) -> None:
         super()._derive()
         if psi_variance_at(self.neighbor, np.zeros(1), 1.0) is None:
@@ -128,7 +134,14 @@ class AdaptiveGroupBy(Pnc):
         z = z_value(self.confidence)
         lo, hi = psi_confidence_interval(noisy, self.neighbor, self.sigma, self.confidence)
         estimate = np.where(use_pnc, noisy, est.estimate)
-        std = np.where(use_pnc, sd_pnc, np.sqrt(est.variance))
+        v_id = psi_variance_at(self.neighbor, cells["identity_sum"], self.sigma)
+        assert v_id is not None
+        v_psi = {
+            "answer": est.variance,
+            "identity": v_id,
+            "pooled": 0.5 * (est.variance + v_id),
+        }[self.psi_variance_from]
+        std = np.where(use_pnc, sd_pnc, np.sqrt(v_psi))
         ci_low = np.where(use_pnc, np.maximum(noisy - z * sd_pnc, 0.0), lo)
         ci_high = np.where(use_pnc, noisy + z * sd_pnc, hi)
         chosen = np.where(use_pnc, Pnc.name, PsiMechanism.name)

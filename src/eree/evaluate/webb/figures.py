@@ -11,11 +11,13 @@ import numpy as np
 import polars as pl
 
 from eree.evaluate.webb.plans import (
+    ADAPTIVE,
     FIGURE2_GROUPINGS,
     FIGURE8_GROUPINGS,
     FIGURE9_GROUPINGS,
     FIGURE_ATTRIBUTES,
     PNC,
+    SHORT,
     TABLE7,
     WORKFLOWS,
     total_mu,
@@ -26,9 +28,10 @@ from eree.evaluate.webb.replicates import Replicates
 # figures
 # --------------------------------------------------------------------------------------
 
-_COLOR = {PNC: "tab:blue", "sqrt": "tab:orange"}
+_COLOR = {PNC: "tab:blue", "sqrt": "tab:orange", ADAPTIVE: "tab:green"}
 _LABEL = {
     PNC: "pnc-mechanism",
+    ADAPTIVE: "adaptive (ψ or pnc per group)",
     "sqrt": "√-mechanism",
     "m3emp": "employment (month 3)",
     "wage": "wages",
@@ -156,7 +159,7 @@ def plot_figure9(results: pl.DataFrame, path: Path, attrs: Sequence[str]) -> Pat
     for j, a in enumerate(attrs):
         ax = axes[0][j]
         for g in FIGURE9_GROUPINGS:
-            for w, ls in ((PNC, "-"), ("sqrt", "--")):
+            for w, ls in ((PNC, "-"), ("sqrt", "--"), (ADAPTIVE, ":")):
                 s = f9.filter(
                     pl.col("workload") == a, pl.col("stratum") == g, pl.col("mechanism") == w
                 ).sort("mu")
@@ -168,7 +171,7 @@ def plot_figure9(results: pl.DataFrame, path: Path, attrs: Sequence[str]) -> Pat
                         marker=markers[g],
                         color=_COLOR[w],
                         ms=4,
-                        label=f"{g} ({w if w == PNC else '√'})",
+                        label=f"{g} ({SHORT[w]})",
                     )
         ax.set_xscale("log")
         ax.set_yscale("log")

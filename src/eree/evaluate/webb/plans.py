@@ -9,6 +9,7 @@ from typing import Any
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import EstablishmentData, load_establishments
+from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.release.spec import Plan, parse_spec
 
@@ -28,10 +29,14 @@ WAGE = "wage"
 ATTRIBUTES = (*EMPLOYMENT, WAGE)
 #: the attributes of the figures: month-3 employment (as in Appendix C) and wages
 FIGURE_ATTRIBUTES = ("m3emp", WAGE)
-#: the two workflows of §8, named after the mechanism answering the group-by queries
+#: the two workflows of §8, named after the mechanism answering the group-by queries, and
+#: the adaptive choice per group between them (DESIGN.md §4.2; beyond the paper)
 PNC = Pnc.name
 SQRT = "sqrt"
-WORKFLOWS = (PNC, SQRT)
+ADAPTIVE = AdaptiveGroupBy.name
+WORKFLOWS = (PNC, SQRT, ADAPTIVE)
+#: the workflows' short names in sentences and legends
+SHORT = {PNC: "pnc", SQRT: "√", ADAPTIVE: "adaptive"}
 GAMMA_EMP = 0.5
 GAMMA_WAGE = 50.0
 ZETA = 0.01
@@ -154,12 +159,13 @@ def webb_plan(
     gamma_wage: float = GAMMA_WAGE,
     zeta: float = ZETA,
 ) -> Plan:
-    """The release plan of one workflow (``pnc`` or ``sqrt``) with the §8 queries.
+    """The release plan of one workflow (``pnc``, ``sqrt``, ``adaptive``) with the §8 queries.
 
     Args:
         config: the establishment data configuration (path, id, public, confidential).
         workflow: ``pnc`` (identity by the √-mechanism, group-bys by pnc) or ``sqrt``
-            (every query by the √-mechanism).
+            (every query by the √-mechanism) or ``adaptive`` (identity by the √-mechanism,
+            group-bys by the per-group choice of DESIGN.md §4.2).
         budget: query → (μ per month of employment, μ of wages).
         scale: multiplies every μ (Figure 9).
         attributes: the confidential attributes released.
@@ -172,7 +178,7 @@ def webb_plan(
     for name, by in QUERY_BY.items():
         emp, wage = budget[name]
         mu = {a: scale * (wage if a == WAGE else emp) for a in attributes}
-        mech = PsiMechanism.name if (workflow == "sqrt" or by == "identity") else Pnc.name
+        mech = PsiMechanism.name if (workflow == SQRT or by == "identity") else workflow
         queries.append(
             {
                 "name": name,
@@ -198,7 +204,7 @@ def webb_plan(
         "query": queries,
         "postprocess": {"microdata": True, "nonnegative": False},
     }
-    if workflow == PNC:
+    if workflow in (PNC, ADAPTIVE):
         raw[Pnc.name] = {  # the [pnc] section of the spec
             "zeta": zeta,
             "bounds_from": "identity",

@@ -15,8 +15,10 @@ from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import derive_seed
 from eree.evaluate.webb.ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
 from eree.evaluate.webb.plans import (
+    ADAPTIVE,
     GROUPINGS,
     PNC,
+    SQRT,
     TABLE7,
     TABLE11_CHUNK,
     TABLE11_TRIALS,
@@ -176,7 +178,11 @@ def error_rows(
     comparison (mechanism ``pnc-vs-sqrt``): ``share_pnc_better`` (share of cells whose
     mean absolute error is smaller with pnc), ``abs_error_ratio`` (mean absolute error,
     pnc / sqrt), ``abs_error_diff`` and ``abs_error_diff_se`` (pnc − sqrt mean absolute
-    error, paired over replicates).
+    error, paired over replicates). Each workflow's ``mean_abs_error_se`` is the Monte
+    Carlo standard error of its mean absolute error (over replicates). With the adaptive
+    workflow (mechanism ``adaptive-vs-best``): ``best_is_pnc`` (1 if pnc has the smaller
+    mean absolute error, 0 if √), ``abs_error_ratio`` (adaptive / best), ``abs_error_diff``
+    and ``abs_error_diff_se`` (adaptive − best, paired over replicates).
     """
     rows: list[dict[str, Any]] = []
     gs = list(groupings) if groupings is not None else list(rep.establishments)
@@ -196,6 +202,9 @@ def error_rows(
                 vals = {
                     "cells": float(truth.size),
                     "mean_abs_error": float(cabs.mean()),
+                    "mean_abs_error_se": (
+                        float(per_rep_abs[w].std(ddof=1) / math.sqrt(t)) if t > 1 else 0.0
+                    ),
                     "q1_abs_error": _q(cabs, 0.25),
                     "median_abs_error": _q(cabs, 0.5),
                     "q3_abs_error": _q(cabs, 0.75),
@@ -225,6 +234,20 @@ def error_rows(
                 }
                 for k, v in cmp.items():
                     rows.append(_row(experiment, a, "pnc-vs-sqrt", rep.mu, g, k, v, t))
+            if ADAPTIVE in cell_abs and PNC in cell_abs and SQRT in cell_abs:
+                best = min((PNC, SQRT), key=lambda w: float(cell_abs[w].mean()))
+                diff = per_rep_abs[ADAPTIVE] - per_rep_abs[best]
+                bm = float(cell_abs[best].mean())
+                cmp = {
+                    "best_is_pnc": float(best == PNC),
+                    "abs_error_ratio": (
+                        float(cell_abs[ADAPTIVE].mean()) / bm if bm > 0 else math.nan
+                    ),
+                    "abs_error_diff": float(diff.mean()),
+                    "abs_error_diff_se": float(diff.std(ddof=1) / math.sqrt(t)) if t > 1 else 0.0,
+                }
+                for k, v in cmp.items():
+                    rows.append(_row(experiment, a, "adaptive-vs-best", rep.mu, g, k, v, t))
     return rows
 
 

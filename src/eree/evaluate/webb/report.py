@@ -29,6 +29,7 @@ from eree.evaluate.webb.plans import (
     GROUPINGS,
     PAPER_TABLE3,
     PNC,
+    SHORT,
     WORKFLOWS,
     ZETA,
 )
@@ -98,7 +99,7 @@ def reading_table3(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             }
             if not all(math.isfinite(m) for m, _ in ms.values()):
                 continue
-            parts = [f"{w if w == PNC else '√'} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()]
+            parts = [f"{SHORT[w]} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()]
             out.append(f"{_LABEL.get(a, a)}, {g}: mean signed difference " + ", ".join(parts) + ".")
     return out
 
@@ -116,7 +117,7 @@ def reading_figure9(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             for w in WORKFLOWS:
                 lo = value(results, "webb-figure9", a, w, g, "median_rel_error", mus[0])
                 hi = value(results, "webb-figure9", a, w, g, "median_rel_error", mus[-1])
-                parts.append(f"{w if w == PNC else '√'} {_fmt(lo)} → {_fmt(hi)}")
+                parts.append(f"{SHORT[w]} {_fmt(lo)} → {_fmt(hi)}")
             out.append(
                 f"{_LABEL.get(a, a)}, {g}: median relative error from μ = {mus[0]:.2g} to "
                 f"μ = {mus[-1]:.2g}: " + ", ".join(parts) + "."
