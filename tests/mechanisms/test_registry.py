@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import eree.mechanisms.adaptive
 import eree.mechanisms.baselines
 import eree.mechanisms.eree
 import eree.mechanisms.gedp
@@ -28,6 +29,7 @@ def test_every_concrete_mechanism_class_is_registered_once():
         eree.mechanisms.workshop,
         eree.mechanisms.noise_infusion,
         eree.mechanisms.gedp,
+        eree.mechanisms.adaptive,
     )
     classes = {
         c

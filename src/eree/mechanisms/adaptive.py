@@ -31,7 +31,7 @@ from typing_extensions import override
 
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.estimators import psi_confidence_interval, psi_estimates, z_value
-from eree.mechanisms.gedp import Pnc, PsiMechanism, pnc_sensitivity
+from eree.mechanisms.gedp import Pnc, PncBounded, PsiMechanism, pnc_sensitivity
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
 
@@ -57,11 +57,11 @@ def psi_variance_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> F
 
 
 @dataclass(frozen=True, kw_only=True)
-class AdaptiveGroupBy(Pnc):
+class AdaptiveGroupBy(PncBounded):
     r"""Per group and attribute, the ψ-mechanism or pnc, whichever is predicted better.
 
-    The bounds, ζ and the identity query are pnc's (:class:`~eree.mechanisms.gedp.Pnc`,
-    Thm 6.7); for group ℓ with public bound u*_ℓ and public estimate x̂_ℓ:
+    The bounds, ζ and the identity query are pnc's (:class:`~eree.mechanisms.gedp.PncBounded`,
+    Thm 6.7). For group ℓ with public bound u*_ℓ and public estimate x̂_ℓ:
 
     * predicted pnc variance :math:`(\Delta_\ell/\mu)^2` (Def 6.8, exact);
     * predicted ψ variance :func:`psi_variance_at` ``(x̂_ℓ)`` (Thm 6.6), σ = γ/μ;

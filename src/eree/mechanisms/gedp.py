@@ -37,6 +37,7 @@ __all__ = [
     "EstabGaussian",
     "GedpMechanism",
     "Pnc",
+    "PncBounded",
     "PsiMechanism",
     "estab_gaussian",
     "pnc_mechanism",
@@ -356,24 +357,19 @@ class EstabGaussian(GedpMechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Pnc(GedpMechanism):
-    r"""pnc-mechanism (Def 6.8, Thm 6.9) with bounds from the noisy identity answers (Thm 6.7).
+class PncBounded(GedpMechanism):
+    r"""Shared base of the group-by mechanisms that use pnc's public bounds (Thm 6.7).
+
+    :class:`Pnc` and the adaptive choice (:class:`eree.mechanisms.adaptive.AdaptiveGroupBy`)
+    read the per-establishment bounds computed from the noisy identity answers.
 
     Attributes:
         zeta: probability of any clipping over the release.
         bounds_from: the ψ identity query whose noisy answers give the bounds.
         bounds_mu: that query's μ for this attribute, μᵢ⁽ᵃ⁾.
         bounded_attributes: k_c, the number of attributes the identity query bounds.
-
-    Cells: ``clipped`` = clipped group sums :math:`T_\ell`, ``bound`` = the group's public
-    bound :math:`u^*_\ell`.
     """
 
-    needs: ClassVar[tuple[str, ...]] = ("clipped", "bound")
-    description: ClassVar[str] = (
-        "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "
-        "query, Thm 6.7)"
-    )
     zeta: float = 0.01
     bounds_from: str | None = None
     bounds_mu: float = 1.0
@@ -396,9 +392,24 @@ class Pnc(GedpMechanism):
         tau = pnc_tau_hat(self.zeta, n_establishments, self.bounded_attributes)
         return pnc_upper_bounds(omega_identity, self.neighbor, self.gamma, self.bounds_mu, tau)
 
+
+@dataclass(frozen=True, kw_only=True)
+class Pnc(PncBounded):
+    r"""pnc-mechanism (Def 6.8, Thm 6.9) with bounds from the noisy identity answers (Thm 6.7).
+
+    Parameters as :class:`PncBounded`.
+
+    Cells: ``clipped`` = clipped group sums :math:`T_\ell`, ``bound`` = the group's public
+    bound :math:`u^*_\ell`.
+    """
+
+    needs: ClassVar[tuple[str, ...]] = ("clipped", "bound")
+    description: ClassVar[str] = (
+        "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "
+        "query, Thm 6.7)"
+    )
+
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
-        return pnc_mechanism(
-            cells["clipped"], delta, self.mu, source, confidence=self.confidence
-        )
+        return pnc_mechanism(cells["clipped"], delta, self.mu, source, confidence=self.confidence)

@@ -19,7 +19,7 @@ from eree.data.config import EreeDataConfig
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Mechanism
-from eree.mechanisms.gedp import Pnc, PsiMechanism
+from eree.mechanisms.gedp import Pnc, PncBounded, PsiMechanism
 from eree.mechanisms.registry import entries_for, entry
 from eree.privacy.accountant import PrivacyReport, QueryCharge, account, charge_query
 from eree.privacy.gedp import GEDPDefinition, gedp_notes, make_gedp_definition
@@ -104,7 +104,7 @@ class BuiltPlan:
         return account(p.definition, p.alpha, charges, weak=weak, notes=notes, extra=extra)
 
     def _has_pnc(self) -> bool:
-        return any(isinstance(m, Pnc) for q in self.queries for m in q.mechanisms)
+        return any(isinstance(m, PncBounded) for q in self.queries for m in q.mechanisms)
 
 
 def split_by(query: QuerySpec, cfg: EreeDataConfig) -> tuple[list[str], list[str]]:
@@ -209,7 +209,7 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
                 "mu": mu,
                 "confidence": plan.output.confidence,
             }
-            if issubclass(e.cls, Pnc):  # pnc and adaptive: bounds from the identity query
+            if issubclass(e.cls, PncBounded):  # pnc, adaptive: bounds from the identity query
                 kwargs.update(
                     zeta=plan.pnc.zeta, bounds_from=src, bounds_mu=bounds_mu[a],
                     bounded_attributes=len(bounds_mu),

@@ -34,7 +34,7 @@ from eree.engine.establishments import (
 )
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
-from eree.mechanisms.gedp import Pnc, PsiMechanism
+from eree.mechanisms.gedp import PncBounded, PsiMechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.gedp import (
@@ -258,8 +258,8 @@ def _pnc_bounds(
     data: EstablishmentData,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""
-    # pnc and the adaptive mechanism (a Pnc) share the bounds of Thm 6.7
-    pnc = {m.attribute: m for q in built.queries for m in q.mechanisms if isinstance(m, Pnc)}
+    # pnc and the adaptive mechanism share the bounds of Thm 6.7
+    pnc = {m.attribute: m for q in built.queries for m in q.mechanisms if isinstance(m, PncBounded)}
     src = built.query(str(built.plan.pnc.bounds_from))
     if ids is None or any(a not in omegas for a in src.statistics):  # pragma: no cover
         raise RuntimeError("pnc bounds requested before the identity query ran")
