@@ -351,8 +351,14 @@ def audit_privacy(
         claim = "none" if r["claim_kind"] == "none" else (
             f"{'μ' if r['claim_kind'] == 'mu' else 'ε'} = {r['claimed']:.4g}")  # fmt: skip
         bad = f"[bold red]{r['violations']}[/]" if r["violations"] else "0"
-        t.add_row(name, r["definition"], f"{r['scale_factor']:g}", claim,
-                  f"{r['max_lower_bound']:.3f}", bad if r["claim_kind"] != "none" else "—")
+        t.add_row(
+            name,
+            r["definition"],
+            f"{r['scale_factor']:g}",
+            claim,
+            f"{r['max_lower_bound']:.3f}",
+            bad if r["claim_kind"] != "none" else "—",
+        )
     console.print(t)
     for f in factors:
         v = result.violations(f)

@@ -204,10 +204,15 @@ def test_outputs_and_cli(quick: AuditResult, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_full_audit_at_a_million_draws() -> None:
-    """The issue's table: N = 10⁶ per input, the true scale and 0.5 (several minutes)."""
+    """The issue's table: N = 10⁶ per input, the true scale and 0.5 (minutes, not CI)."""
     res = run_audit(n=1_000_000, scale_factors=(1.0, 0.5), seed=0, workers=2)
-    v = res.violations(1.0)
-    assert set(zip(v["mechanism"], v["variant"], strict=True)) == {("smooth_gamma", "workshop")}
+    flagged = _flagged(res, 1.0)
+    # provably broken at f = 1: workshop Smooth Gamma (module docstring) and, at x_V 1 → 2,
+    # workshop Smooth Laplace: the smooth scale 2αx_V/ε doubles (0.1 → 0.2 at ε = 2) while
+    # the shift 1 already uses all of ε on η′ ~ Lap(1/ε): the tail of D′ is fatter by
+    # (1 − (0.1/0.5)²)/(1 − (0.2/0.5)²) ≈ 1.14 beyond e^ε, on events far likelier than δ
+    assert ("smooth_gamma", "workshop") in flagged
+    assert flagged <= {("smooth_gamma", "workshop"), ("smooth_laplace", "workshop")}
     flagged = _flagged(res, 0.5)
     for name, (lo, hi) in true_loss_bounds(0.5).items():
         if lo >= 1.25:

@@ -72,8 +72,8 @@ __all__ = [
     "audit_cases",
     "clopper_pearson",
     "event_lower_bound",
-    "run_audit",
     "planned_pairs",
+    "run_audit",
     "run_case",
     "weakened",
     "write_outputs",
@@ -436,9 +436,7 @@ class Bound:
     q_hat: float
 
 
-def event_lower_bound(
-    a: FloatArray, b: FloatArray, kind: str, delta: float, level: float
-) -> Bound:
+def event_lower_bound(a: FloatArray, b: FloatArray, kind: str, delta: float, level: float) -> Bound:
     """Lower bound on ε (``kind="eps"``, at ``delta``) or μ (``kind="mu"``).
 
     The first half of each sample chooses the event; the second half bounds it with
@@ -512,10 +510,7 @@ def run_case(
     a = draw(run, case.cells_a, n, source)
     b = draw(run, case.cells_b, n, source)
     bound = event_lower_bound(a, b, "mu" if kind == "mu" else "eps", delta, level)
-    if kind == "none":
-        verdict = NO_CLAIM
-    else:
-        verdict = VIOLATION if bound.value > claimed else PASS
+    verdict = NO_CLAIM if kind == "none" else VIOLATION if bound.value > claimed else PASS
     e = case.registry_entry
     return {
         "mechanism": e.name, "variant": e.variant, "definition": case.definition,
@@ -628,8 +623,9 @@ def run_audit(
 def summary(result: AuditResult) -> pl.DataFrame:
     """Per mechanism (name, variant), definition and scale factor: the largest lower bound."""
     return (
-        result.table.group_by("mechanism", "variant", "definition", "scale_factor",
-                              maintain_order=True)  # fmt: skip
+        result.table.group_by(
+            "mechanism", "variant", "definition", "scale_factor", maintain_order=True
+        )
         .agg(
             pl.col("claim_kind").first(),
             pl.col("claimed").first(),
@@ -652,8 +648,10 @@ def _figure(result: AuditResult, path: Path) -> Path | None:
     if t.is_empty():
         return None
     factors = sorted(t["scale_factor"].unique().to_list(), reverse=True)
-    labels = [f"{r['mechanism']}{'/' + r['variant'] if r['variant'] else ''} {r['definition']}"
-              for r in t.filter(pl.col("scale_factor") == factors[0]).iter_rows(named=True)]
+    labels = [
+        f"{r['mechanism']}{'/' + r['variant'] if r['variant'] else ''} {r['definition']}"
+        for r in t.filter(pl.col("scale_factor") == factors[0]).iter_rows(named=True)
+    ]
     uniq = list(dict.fromkeys(labels))
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(uniq) + 1.5))
     for i, f in enumerate(factors):
@@ -684,10 +682,7 @@ def _html_table(df: pl.DataFrame) -> str:
     for r in df.iter_rows():
         tds = []
         for v in r:
-            if isinstance(v, float):
-                s = "—" if math.isnan(v) else f"{v:.4g}"
-            else:
-                s = str(v)
+            s = ("—" if math.isnan(v) else f"{v:.4g}") if isinstance(v, float) else str(v)
             style = " style='color:#b00;font-weight:bold'" if s == VIOLATION else ""
             tds.append(f"<td{style}>{html.escape(s)}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
