@@ -299,8 +299,8 @@ def audit_privacy(
     """Empirical privacy audit: run every registered mechanism on worst-case neighbouring
     inputs of its definition and lower-bound its privacy loss (ε at its δ, or μ).
 
-    A lower bound above the claim at the stated confidence is a violation. --scale-factor
-    0.5 audits a copy with half the noise against the original claim (the power check).
+    A lower bound above the claim at the stated confidence is a violation.
+    A scale factor of 0.5 audits a copy with half the noise against the original claim.
 
     Example: eree audit privacy --out audit --scale-factor 1 --scale-factor 0.7 --scale-factor 0.5
     """
