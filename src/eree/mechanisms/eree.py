@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -130,16 +131,20 @@ class CountMechanism(Mechanism):
     def _derive(self) -> None:
         """Validate the mechanism's own parameters and fix its derived scales."""
 
+    @override
     @property
     def multiplicity(self) -> int:
         return self.worker_cells
 
+    @override
     def composition(self) -> Composition:
         return EpsilonDeltaComposition(getattr(self, "alpha", None))
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=0)
 
+    @override
     def cost(self) -> Cost:
         """The query's cost: the ε asked for (≥ d·ε_cell, since ε_cell is rounded down)."""
         per = self.per_cell_cost()
@@ -178,6 +183,7 @@ class CountMechanism(Mechanism):
             return f"(α={alpha:g}, {eps_delta}, G)-Blowfish privacy per cell ({mech})"
         return f"{self._strength()}(α={alpha:g}, {eps_delta})-ER-EE privacy per cell"
 
+    @override
     def guarantee(self) -> str:
         per = self.per_cell_cost()
         ed = f"ε={self.epsilon_cell:.6g}"
@@ -258,6 +264,7 @@ class LogLaplace(CountMechanism):
         object.__setattr__(self, "lam", lam)
         object.__setattr__(self, "gamma", 1.0 / self.alpha)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "gamma": self.gamma, "lambda": self.lam}
 
@@ -310,6 +317,7 @@ class SmoothGamma(CountMechanism):
         object.__setattr__(self, "epsilon1", eps1)
         object.__setattr__(self, "epsilon2", eps2)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
 
@@ -353,14 +361,17 @@ class SmoothLaplace(CountMechanism):
             self, "delta_min", smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
         )
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
 
+    @override
     def cost(self) -> Cost:
         d = self.worker_cells
         delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
         return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "delta_min": self.delta_min}
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -269,12 +270,15 @@ class GedpMechanism(Mechanism):
     def _derive(self) -> None:
         """Fix the derived public scales."""
 
+    @override
     def composition(self) -> Composition:
         return GaussianComposition()
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(mu=self.mu)
 
+    @override
     def guarantee(self) -> str:
         return f"{self.mu:g}-GEDP (Def 5.6) for {self.attribute} by the {self.description}"
 
@@ -293,6 +297,7 @@ class PsiMechanism(GedpMechanism):
     def _derive(self) -> None:
         object.__setattr__(self, "sigma", self.gamma / self.mu)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sigma": self.sigma}
 
@@ -331,6 +336,7 @@ class EstabGaussian(GedpMechanism):
         object.__setattr__(self, "sensitivity", float(sens))
         object.__setattr__(self, "sd", float(sens) / self.mu)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
 
@@ -379,6 +385,7 @@ class Pnc(GedpMechanism):
         if self.bounded_attributes < 1:
             raise self._fail("pnc needs at least one bounded attribute")
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from}
 

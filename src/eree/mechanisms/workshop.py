@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement
@@ -147,6 +148,7 @@ class WorkshopLogLaplace(_Workshop):
         object.__setattr__(self, "gamma", gamma)
         object.__setattr__(self, "lam", lam)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "additive": self.additive, "gamma": self.gamma,
                 "lambda": self.lam}  # fmt: skip
@@ -190,14 +192,17 @@ class WorkshopSmoothLaplace(_Workshop):
             self, "delta_min", workshop_smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
         )
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
 
+    @override
     def cost(self) -> Cost:
         d = self.worker_cells
         delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
         return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
 
+    @override
     def public_params(self) -> dict[str, Any]:
         beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
         return {**self._base_params(), "delta_min": self.delta_min, "beta": beta}
@@ -233,6 +238,7 @@ class WorkshopSmoothGamma(_Workshop):
             raise self._query_level(str(e), need) from None
         object.__setattr__(self, "beta", beta)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16}
 
