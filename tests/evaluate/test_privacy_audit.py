@@ -164,6 +164,26 @@ def test_weakened_copy_scales_the_noise_by_f() -> None:
     assert EdgeLaplace(query="q", epsilon=EPS).cost().epsilon == EPS
 
 
+def test_gedp_tradeoff_is_the_gaussian_curve_at_mu_over_f(quick: AuditResult) -> None:
+    """Each quick GEDP pair is a Gaussian shift of exactly μ/f standard deviations
+    (module docstring): its threshold tests trace y = Φ(Φ⁻¹(1 − x) − μ/f)."""
+    from scipy.stats import norm
+
+    curves = quick.meta["tradeoff"]
+    assert {c["mechanism"] for c in curves} == {"psi", "pnc", "estab_gaussian"}
+    for c in (c for c in curves if c["scale_factor"] >= 0.5):  # μ/f ≤ 2: both errors ≥ 2%
+        x, y = np.array(c["type1"]), np.array(c["type2"])
+        # in probit units each point is one estimate of the shift: Φ⁻¹(1 − x) − Φ⁻¹(y) = μ/f
+        # (points with both errors in [0.02, 0.98]: standard error ≤ 0.03 at 20,000 draws)
+        ok = (x > 0.02) & (x < 0.98) & (y > 0.02) & (y < 0.98)
+        assert ok.sum() >= 10
+        shift = norm.ppf(1 - x[ok]) - norm.ppf(y[ok])
+        mu_f = c["claimed"] / c["scale_factor"]
+        assert np.max(np.abs(shift - mu_f)) < 0.12, (c["mechanism"], c["scale_factor"])
+        if c["scale_factor"] == 0.5:  # below the claimed curve: the violation, drawn
+            assert np.all(y[ok] < norm.cdf(norm.ppf(1 - x[ok]) - c["claimed"]))
+
+
 def test_clopper_pearson_closed_forms() -> None:
     n, level = 1000, 0.99
     lo, hi = clopper_pearson(np.array([0, n]), n, level)
@@ -190,6 +210,7 @@ def test_outputs_and_cli(quick: AuditResult, tmp_path) -> None:
     assert back.height == quick.table.height
     html = paths["report"].read_text()
     assert "privacy audit" in html and VIOLATION in html
+    assert html.count("data:image/png;base64") == 2  # bounds/claims and the GEDP trade-off
     runner = CliRunner()
     r = runner.invoke(app, ["audit", "privacy", "--help"])
     assert r.exit_code == 0 and "Example: eree audit privacy" in r.output

@@ -71,6 +71,7 @@ __all__ = [
     "AuditResult",
     "audit_cases",
     "clopper_pearson",
+    "empirical_tradeoff",
     "event_lower_bound",
     "planned_pairs",
     "run_audit",
@@ -458,6 +459,23 @@ def event_lower_bound(a: FloatArray, b: FloatArray, kind: str, delta: float, lev
     return Bound(max(v, 0.0), ev.describe(), k_num / num.size, k_den / den.size)
 
 
+def empirical_tradeoff(
+    a: FloatArray, b: FloatArray, points: int = 41
+) -> tuple[list[float], list[float]]:
+    """Type I and type II errors of threshold tests of D (sample ``a``) against D′ (``b``).
+
+    The test rejects D when the output lies on D′'s side of a threshold t (the side of the
+    larger median); t runs over ``points`` quantiles of the pooled sample. μ-GEDP says each
+    (x, y) lies on or above the Gaussian trade-off curve y = Φ(Φ⁻¹(1 − x) − μ).
+    """
+    sign = 1.0 if np.median(b) >= np.median(a) else -1.0
+    va, vb = np.sort(sign * a), np.sort(sign * b)
+    ts = np.quantile(np.concatenate([va, vb]), np.linspace(0.0, 1.0, points + 2)[1:-1])
+    type1 = 1.0 - np.searchsorted(va, ts, side="right") / va.size  # reject D: o > t
+    type2 = np.searchsorted(vb, ts, side="right") / vb.size  # accept D under D′
+    return type1.tolist(), type2.tolist()
+
+
 # ----------------------------------------------------------------------------- running
 
 
@@ -512,7 +530,12 @@ def run_case(
     bound = event_lower_bound(a, b, "mu" if kind == "mu" else "eps", delta, level)
     verdict = NO_CLAIM if kind == "none" else VIOLATION if bound.value > claimed else PASS
     e = case.registry_entry
+    extra: dict[str, Any] = {}
+    if kind == "mu":  # the trade-off of threshold tests on the evaluation halves
+        x, y = empirical_tradeoff(a[n // 2 :], b[n // 2 :])
+        extra["_tradeoff"] = {"type1": x, "type2": y}
     return {
+        **extra,
         "mechanism": e.name, "variant": e.variant, "definition": case.definition,
         "pair": case.pair, "scale_factor": scale_factor if kind != "none" else 1.0,
         "claim_kind": {"eps": "epsilon", "mu": "mu", "none": "none"}[kind],
@@ -606,11 +629,17 @@ def run_audit(
                 rows.append(r)
                 if progress:
                     progress(f"{r['mechanism']} {r['definition']}")
+    tradeoff = [
+        {k: r[k] for k in ("mechanism", "pair", "scale_factor", "claimed")} | r.pop("_tradeoff")
+        for r in rows
+        if "_tradeoff" in r
+    ]
     table = pl.DataFrame(rows).select(CSV_COLUMNS)
     meta = {
         "n": n, "quick": quick, "scale_factors": list(scale_factors), "confidence": confidence,
         "pair_confidence": level, "pairs": k, "seed": seed, "workers": workers,
         "seconds": time.perf_counter() - t0,
+        "tradeoff": tradeoff,
         "parameters": {"alpha": ALPHA, "epsilon_per_cell": EPSILON, "theta": THETA, "mu": MU,
                        "gamma_sqrt": GAMMA_SQRT, "gamma_dp": GAMMA_DP},
     }  # fmt: skip
@@ -689,10 +718,53 @@ def _html_table(df: pl.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def html_report(result: AuditResult, figure: Path | None) -> str:
-    """The audit's page: method, summary per mechanism, every pair, the figure."""
+def _tradeoff_figure(result: AuditResult, path: Path) -> Path | None:
+    """Per GEDP mechanism: the empirical trade-off of threshold tests on its first pair, per
+    scale factor, against the claimed Gaussian trade-off curve Φ(Φ⁻¹(1 − x) − μ)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy.stats import norm
+
+    curves = result.meta.get("tradeoff", [])
+    if not curves:
+        return None
+    mechs = list(dict.fromkeys(c["mechanism"] for c in curves))
+    fig, axes = plt.subplots(1, len(mechs), figsize=(3.6 * len(mechs), 3.5), squeeze=False)
+    x = np.linspace(1e-4, 1 - 1e-4, 400)
+    for ax, mech in zip(axes[0], mechs, strict=True):
+        mine = [c for c in curves if c["mechanism"] == mech]
+        first = mine[0]["pair"]
+        for c in mine:
+            if c["pair"] == first:
+                ax.plot(
+                    c["type1"], c["type2"], ".", ms=4, label=f"scale factor {c['scale_factor']:g}"
+                )
+        mu = mine[0]["claimed"]
+        ax.plot(x, norm.cdf(norm.ppf(1 - x) - mu), "r-", lw=1, label=f"claimed μ = {mu:g}")
+        ax.set_title(f"{mech}: {first}", fontsize=7)
+        ax.set_xlabel("type I error", fontsize=8)
+        ax.set_ylabel("type II error", fontsize=8)
+        ax.legend(fontsize=6)
+    fig.suptitle("GEDP: empirical trade-off of threshold tests vs the claimed curve "
+                 "(points below the curve contradict the claim)", fontsize=8)  # fmt: skip
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _img(path: Path) -> str:
     import base64
 
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{path.stem}" style="max-width:100%" src="data:image/png;base64,{data}">'
+
+
+def html_report(result: AuditResult, figures: Sequence[Path]) -> str:
+    """The audit's page: method, summary per mechanism, every pair, the figures."""
     from eree.release.report import html_page
 
     m = result.meta
@@ -713,10 +785,7 @@ def html_report(result: AuditResult, figure: Path | None) -> str:
         mechs = v.select("mechanism", "variant").unique().height
         parts.append(f"<p>Scale factor {f:g}: {v.height} violating pairs in {mechs} "
                      "mechanism(s).</p>")  # fmt: skip
-    if figure is not None:
-        data = base64.b64encode(figure.read_bytes()).decode("ascii")
-        parts.append(f'<img alt="audit" style="max-width:100%" src="data:image/png;base64,'
-                     f'{data}">')  # fmt: skip
+    parts.extend(_img(p) for p in figures)
     parts.append("<h3>Per mechanism and definition</h3>" + _html_table(summary(result)))
     cols = ["mechanism", "variant", "definition", "pair", "scale_factor", "claimed",
             "claimed_delta", "lower_bound", "event", "verdict"]  # fmt: skip
@@ -725,7 +794,8 @@ def html_report(result: AuditResult, figure: Path | None) -> str:
 
 
 def write_outputs(result: AuditResult, out_dir: Path, *, report: bool = True) -> dict[str, Path]:
-    """Write ``privacy_audit.csv``, ``summary.csv``, ``run.json``, the figure, ``report.html``."""
+    """Write ``privacy_audit.csv``, ``summary.csv``, ``run.json``, ``tradeoff.json``, the
+    figures and ``report.html``."""
     import json
 
     out_dir = Path(out_dir)
@@ -738,13 +808,23 @@ def write_outputs(result: AuditResult, out_dir: Path, *, report: bool = True) ->
     summary(result).write_csv(p)
     paths["summary"] = p
     p = out_dir / "run.json"
-    p.write_text(json.dumps(result.meta, indent=2, default=str))
+    meta = {k: v for k, v in result.meta.items() if k != "tradeoff"}
+    p.write_text(json.dumps(meta, indent=2, default=str))
     paths["run"] = p
+    p = out_dir / "tradeoff.json"
+    p.write_text(json.dumps(result.meta.get("tradeoff", []), indent=1))
+    paths["tradeoff"] = p
     if report:
-        fig = _figure(result, out_dir / "figures" / "privacy_audit.png")
-        if fig is not None:
-            paths["figure"] = fig
+        figs = [
+            f
+            for f in (
+                _figure(result, out_dir / "figures" / "privacy_audit.png"),
+                _tradeoff_figure(result, out_dir / "figures" / "gedp_tradeoff.png"),
+            )
+            if f is not None
+        ]
+        paths.update({f"figure:{f.stem}": f for f in figs})
         p = out_dir / "report.html"
-        p.write_text(html_report(result, fig))
+        p.write_text(html_report(result, figs))
         paths["report"] = p
     return paths
