@@ -55,5 +55,8 @@ class BudgetExceededError(EreeError):
 
 
 class LedgerError(EreeError):
-    """The budget ledger refuses a release or an operation (unregistered dataset, changed
-    content without ``--new-version``, a tampered or unreadable ledger, …)."""
+    """The budget ledger refuses a release or an operation.
+
+    For example: an unregistered dataset, changed content without ``--new-version``, a
+    tampered or unreadable ledger.
+    """

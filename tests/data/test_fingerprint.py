@@ -11,7 +11,8 @@ import polars as pl
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import load_eree
 from eree.data.establishments import load_establishments
-from eree.data.fingerprint import content_fingerprint, keyed_fingerprint
+from eree.data.fingerprint import content_fingerprint
+from eree.privacy.ledger import keyed_fingerprint
 from tests.release.conftest import write_small_eree
 from tests.release.test_gedp import write_small
 

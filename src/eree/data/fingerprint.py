@@ -12,7 +12,7 @@ frames a release reads (:class:`~eree.data.eree_tables.EreeData` or
   CSV.gz or Parquet give the same fingerprint.
 
 The fingerprint is an *unkeyed* hash of confidential content: it never leaves the
-machine. The ledger and the manifest only store :func:`keyed_fingerprint`, an
+machine. The ledger and the manifest only store :func:`eree.privacy.ledger.keyed_fingerprint`, an
 HMAC-SHA256 of it under a secret key (DESIGN.md §7.2), which cannot be brute-forced by
 someone who knows every record but one.
 """
@@ -20,7 +20,6 @@ someone who knows every record but one.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import struct
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "content_fingerprint",
     "frame_fingerprint",
-    "keyed_fingerprint",
     "structure_fingerprint",
 ]
 
@@ -82,7 +80,8 @@ def content_fingerprint(data: EreeData | EstablishmentData) -> str:
             ``load_establishments``.
 
     Returns:
-        64 hex characters. Keep it private: publish only :func:`keyed_fingerprint`.
+        64 hex characters. Keep it private: publish only its keyed form
+        (:func:`eree.privacy.ledger.keyed_fingerprint`).
     """
     from eree.data.eree_tables import EreeData
 
@@ -118,8 +117,3 @@ def structure_fingerprint(data: EreeData | EstablishmentData) -> str:
         h.update(b"establishments")
         frame_fingerprint(h, "establishments", data.frame.select(data.id_column))
     return h.hexdigest()
-
-
-def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
-    """HMAC-SHA256 of a content fingerprint under a secret key (DESIGN.md §7.2)."""
-    return hmac.new(key, fingerprint.encode("ascii"), hashlib.sha256).hexdigest()

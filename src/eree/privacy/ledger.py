@@ -38,6 +38,8 @@ ledger that does not verify. Each manifest records its reservation's id and hash
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -51,7 +53,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from eree.data.fingerprint import keyed_fingerprint
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
 from eree.privacy.composition import (
     FAMILY_OF_DEFINITION,
@@ -60,7 +61,14 @@ from eree.privacy.composition import (
     composition_for,
 )
 
-__all__ = ["Charge", "Ledger", "VerifyResult", "check_spec_budget", "fresh_key"]
+__all__ = [
+    "Charge",
+    "Ledger",
+    "VerifyResult",
+    "check_spec_budget",
+    "fresh_key",
+    "keyed_fingerprint",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -78,6 +86,11 @@ _GENESIS = "0" * 64
 _FAMILY_KEYS = {"eree": ("epsilon", "delta", "alpha"), "gedp": ("mu",)}
 #: definitions whose guarantee is stated at an α (edge-/node-DP hold at every α)
 _ALPHA_DEFINITIONS = ("eree", "eree-weak", "blowfish")
+
+
+def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
+    """HMAC-SHA256 of a content fingerprint under a secret key (DESIGN.md §7.2)."""
+    return hmac.new(key, fingerprint.encode("ascii"), hashlib.sha256).hexdigest()
 
 
 def fresh_key() -> bytes:
@@ -184,6 +197,7 @@ class Charge:
     spent: Cost | None = None
 
     def manifest_entry(self) -> dict[str, Any]:
+        """What the manifest records of this charge (row id and chain hash)."""
         return {"id": self.id, "chain_hash": self.hash, "dataset": self.dataset,
                 "version": self.version}  # fmt: skip
 

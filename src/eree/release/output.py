@@ -23,10 +23,12 @@ NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"
 
 
 def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def base_manifest() -> dict[str, Any]:
+    """The manifest fields every release has (version, creation time)."""
     return {"eree_version": __version__, "created": utc_now()}
 
 

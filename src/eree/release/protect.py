@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eree.data.fingerprint import content_fingerprint, keyed_fingerprint, structure_fingerprint
+from eree.data.fingerprint import content_fingerprint, structure_fingerprint
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
-from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key
+from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key, keyed_fingerprint
 from eree.release.build import BuiltPlan, build
 from eree.release.output import base_manifest, check_output_dir, write_release
 from eree.release.spec import Plan
@@ -46,6 +46,8 @@ def explain(plan: Plan) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReleaseResult:
+    """A written release: its directory, manifest and tables."""
+
     out_dir: Path
     manifest: dict[str, Any]
     tables: list[QueryTable]
