@@ -69,7 +69,7 @@ def test_replicates_truth_and_accuracy(small: EstablishmentData) -> None:
         np.testing.assert_allclose(rep.establishments[g], t["n"].to_numpy())
     # with a huge budget the protected microdata tabulate close to the truth: the cells of
     # the release, the microdata and the evaluation groupings are aligned
-    for w in ("pnc", "sqrt"):
+    for w in ("pnc", "sqrt", "adaptive"):
         for g in gs:
             est, tru = rep.estimates[w]["m3emp"][g], rep.truth["m3emp"][g]
             assert np.abs(est - tru).max() <= 0.05 * tru.max() + 5
@@ -100,6 +100,28 @@ def test_error_rows_by_hand() -> None:
     assert all(r["mu"] == 2.0 and r["trials"] == 2 for r in rows)
 
 
+def test_adaptive_against_the_best_by_hand() -> None:
+    truth = {"m3emp": {"g": np.array([10.0, 100.0])}}
+    est = {
+        "pnc": {"m3emp": {"g": np.array([[11.0, 98.0], [9.0, 104.0]])}},  # |e|: 1, 2; 1, 4
+        "sqrt": {"m3emp": {"g": np.array([[13.0, 101.0], [7.0, 99.0]])}},  # 3, 1; 3, 1
+        "adaptive": {"m3emp": {"g": np.array([[10.0, 101.0], [8.0, 100.0]])}},  # 0, 1; 2, 0
+    }
+    rep = Replicates(est, truth, {"g": np.array([1.0, 5.0])}, {"g": pl.DataFrame()}, 2.0, 2)
+    v = {(r["mechanism"], r["metric"]): r["value"] for r in error_rows(rep, "x")}
+    # MAE: pnc (1.5 + 2.5)/2 = 2, √ 2, adaptive (0.5 + 1)/2 = 0.75; ties go to pnc
+    assert v[("adaptive-vs-best", "best_is_pnc")] == 1.0
+    assert v[("adaptive-vs-best", "abs_error_ratio")] == pytest.approx(0.75 / 2)
+    # per replicate: adaptive 0.5, 1.0; pnc 1.5, 2.5 → differences −1, −1.5
+    assert v[("adaptive-vs-best", "abs_error_diff")] == pytest.approx(-1.25)
+    assert v[("adaptive-vs-best", "abs_error_diff_se")] == pytest.approx(
+        np.std([-1.0, -1.5], ddof=1) / np.sqrt(2)
+    )
+    assert v[("adaptive", "mean_abs_error_se")] == pytest.approx(
+        np.std([0.5, 1.0], ddof=1) / np.sqrt(2)
+    )
+
+
 def test_table11_chunks() -> None:
     t = table11(3000, seed=2, chunk=1000)
     assert t.height == 18
@@ -122,9 +144,9 @@ def test_run_all_and_outputs(small: EstablishmentData, tmp_path: Path) -> None:
     assert set(t3["stratum"]) == set(PAPER_TABLE3)
     figs = r.filter(pl.col("experiment") == "webb-figures")
     assert set(figs["stratum"]) == set(GROUPINGS)
-    assert set(figs["mechanism"]) == {"pnc", "sqrt", "pnc-vs-sqrt"}
+    assert set(figs["mechanism"]) == {"pnc", "sqrt", "adaptive", "pnc-vs-sqrt", "adaptive-vs-best"}
     # more budget, less error (Figure 9), for every workflow at the state level
-    for w in ("pnc", "sqrt"):
+    for w in ("pnc", "sqrt", "adaptive"):
         s = f9.filter(
             pl.col("workload") == "m3emp", pl.col("mechanism") == w,
             pl.col("stratum") == "naics5", pl.col("metric") == "mean_abs_error",

@@ -235,3 +235,35 @@ def test_microdata_not_for_eree_plans(tmp_path: Path) -> None:
     }
     with pytest.raises(SpecError, match="GEDP"):
         check_microdata_plan(parse_spec(raw, tmp_path))
+
+
+def test_adaptive_answers_are_wls_observations(tmp_path: Path) -> None:
+    """Group-bys answered by the adaptive mechanism (ψ or pnc per group, DESIGN.md §4.2)
+    enter the WLS like any other measurement: the published value with the published
+    variance of the mechanism that answered each cell."""
+    path = write_small(tmp_path / "e.csv", n=300)
+    raw = paper_spec(str(path), wages=True)
+    raw["postprocess"] = {"microdata": True}
+    for q in raw["query"]:
+        if q["by"] != "identity":
+            q["mechanism"] = "adaptive"
+    plan = parse_spec(copy.deepcopy(raw), path.parent)
+    data = load_establishments(plan.data)
+    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    public = public_frame(data)
+    md = build_microdata(plan, tables, public)
+    meas, notes = microdata_measurements(plan, tables, public)
+    by = {t.name: t.table for t in tables}
+    chosen: set[str] = set()
+    for a in ATTRS:
+        for m in (m for m in meas if m.attribute == a and m.groups is not None):
+            t = by[m.name]
+            chosen |= set(t[f"{a}_mechanism"].to_list())
+            np.testing.assert_array_equal(m.values, t[a].to_numpy())
+            np.testing.assert_allclose(m.variances, t[f"{a}_std"].to_numpy() ** 2)
+        assert {x["mechanism"] for x in notes[a] if x["query"] != "identity"} == {"adaptive"}
+        dense = solve_wls(data.n, [m for m in meas if m.attribute == a], method="dense").x
+        np.testing.assert_allclose(
+            md.frame[a].to_numpy(), dense, rtol=1e-6, atol=1e-6 * np.abs(dense).max()
+        )
+    assert chosen <= {"pnc", "psi"} and chosen

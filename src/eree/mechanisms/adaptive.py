@@ -1,6 +1,6 @@
 r"""Adaptive GEDP group-by: per group, the ψ- or the pnc-mechanism (DESIGN.md §4.2).
 
-Beyond the papers (the QCEW paper's future work, Webb et al. §9). After the identity
+Beyond the papers (future work in the QCEW paper's conclusion). After the identity
 query, everything needed to predict each mechanism's error for a group is public:
 
 * pnc (Def 6.8): the variance :math:`(\Delta_\ell/\mu)^2` is exact and public — Δ_ℓ is a
