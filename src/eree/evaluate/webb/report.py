@@ -130,7 +130,8 @@ def reading_adaptive(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
     """Sentences: where the adaptive workflow is (not) as good as the better of √ and pnc."""
     out = []
     for a in attrs:
-        good, bad = [], []
+        good: list[str] = []
+        bad: list[str] = []
         for g in GROUPINGS:
             d = value(results, "webb-figures", a, "adaptive-vs-best", g, "abs_error_diff")
             se = value(results, "webb-figures", a, "adaptive-vs-best", g, "abs_error_diff_se")
