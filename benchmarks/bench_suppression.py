@@ -26,7 +26,7 @@ from common import SHARED_DATA, machine, run_child
 _RUN = """
 import json, time
 import polars as pl
-from eree.evaluate.suppression import (PrimaryRules, SecondaryConfig, SuppressionConfig,
+from eree.suppression import (PrimaryRules, SecondaryConfig, SuppressionConfig,
     suppress_establishments)
 t0 = time.perf_counter(); c0 = time.process_time()
 {load}
@@ -52,8 +52,8 @@ est = synth_qcew_parametric(seed=1, n_establishments={n}, n_counties={nc}).estab
 
 _BLS = """
 import json, time
-from eree.evaluate.suppression import audit
-from eree.evaluate.suppression.bls import bls_linked_tables
+from eree.suppression import audit
+from eree.suppression.bls import bls_linked_tables
 t0 = time.perf_counter(); c0 = time.process_time()
 t, s = bls_linked_tables({path!r}, "44")
 r = audit(t, s, values_known=False)

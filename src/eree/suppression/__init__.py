@@ -16,8 +16,8 @@
 See ``docs/cell-suppression.md`` for the algorithm, its limits and results.
 """
 
-from eree.evaluate.suppression.audit import AuditResult, SolverError, attacker_bounds, audit
-from eree.evaluate.suppression.pipeline import (
+from eree.suppression.audit import AuditResult, SolverError, attacker_bounds, audit
+from eree.suppression.pipeline import (
     DEFAULT_ATTRIBUTES,
     SuppressionConfig,
     SuppressionResult,
@@ -25,13 +25,13 @@ from eree.evaluate.suppression.pipeline import (
     suppress_establishments,
     suppress_tables,
 )
-from eree.evaluate.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
-from eree.evaluate.suppression.secondary import (
+from eree.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
+from eree.suppression.secondary import (
     SecondaryConfig,
     SecondaryResult,
     secondary_suppression,
 )
-from eree.evaluate.suppression.tables import (
+from eree.suppression.tables import (
     Dimension,
     LinkedTables,
     TableLayout,
