@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -134,6 +135,15 @@ def _progress() -> Progress:
         console=console,
         transient=True,
     )
+
+
+def _updater(prog: Progress, task: Any) -> Callable[[int, int], None]:
+    """A progress callback (done, total) moving ``task`` of ``prog``."""
+
+    def update(done: int, total: int) -> None:
+        prog.update(task, completed=done, total=total, visible=True)
+
+    return update
 
 
 def _write(df: pl.DataFrame, path: Path, csv: bool) -> None:
@@ -347,13 +357,9 @@ def suppress(
                 task = prog.add_task(f"{label}: complementary suppression", total=None)
                 atask = prog.add_task(f"{label}: attacker's audit", total=None, visible=False)
 
-                def tick(done: int, total: int, task: Any = task, prog: Progress = prog) -> None:
-                    prog.update(task, completed=done, total=total)
-
-                def atick(done: int, total: int, task: Any = atask, prog: Progress = prog) -> None:
-                    prog.update(task, completed=done, total=total, visible=True)
-
-                res = suppress_establishments(part, cfg, progress=tick, audit_progress=atick)
+                res = suppress_establishments(
+                    part, cfg, progress=_updater(prog, task), audit_progress=_updater(prog, atask)
+                )
             d = tmp / (code or "all")
             d.mkdir(parents=True)
             _write(res.published(), d / "published", csv)
@@ -525,7 +531,7 @@ def audit_suppression(
                     mask,
                     attributes=cfg.attributes,
                     values_known=False,
-                    progress=lambda d, t: prog.update(task, completed=d, total=t),
+                    progress=_updater(prog, task),
                 )
             runs.append((f"BLS's publication, state {state}", res, tables.counts()))
         else:
@@ -542,10 +548,8 @@ def audit_suppression(
                         r = suppress_establishments(
                             part,
                             cfg,
-                            progress=lambda d, t, k=t1, p=prog: p.update(k, completed=d, total=t),
-                            audit_progress=lambda d, t, k=t2, p=prog: p.update(
-                                k, completed=d, total=t
-                            ),
+                            progress=_updater(prog, t1),
+                            audit_progress=_updater(prog, t2),
                         )
                     kind = "primary only" if primary_only else "eree's pattern"
                     runs.append((f"{kind}, {label}", r.audit, r.tables.counts()))
@@ -573,7 +577,7 @@ def audit_suppression(
                         attributes=cfg.attributes,
                         protection=prim.protection,
                         primary=prim.primary,
-                        progress=lambda d, t, k=task, p=prog: p.update(k, completed=d, total=t),
+                        progress=_updater(prog, task),
                     )
                 runs.append((f"{kind}, {label}", res, tables.counts()))
     except (EreeError, OSError, ValueError) as e:

@@ -77,3 +77,34 @@ def test_cli_suppress_and_audit(tmp_path: Path) -> None:
     r = runner.invoke(_cli(), [*args, "--out", str(tmp_path / "aud2")])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "aud2" / "summary.json").read_text())[0]["ok"] is False
+
+
+def test_cli_interrupt_keeps_the_finished_states(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C during the second state: the first state's files stay, marked."""
+    import eree.suppression as supp
+
+    one = random_qcew(8, 120).with_columns(pl.lit("44").alias("state"))
+    two = random_qcew(9, 120).with_columns(
+        pl.lit("10").alias("state"), ("b" + pl.col("primary_key")).alias("primary_key")
+    )
+    src = tmp_path / "est.csv"
+    pl.concat([one, two]).write_csv(src)
+    real = supp.suppress_establishments
+    calls = []
+
+    def interrupted_second(frame, cfg, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(frame, cfg, **kw)
+
+    monkeypatch.setattr(supp, "suppress_establishments", interrupted_second)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(
+        _cli(),
+        ["suppress", str(src), "--out", str(out), "--no-audit", "--attributes", "m1emp,wage"],
+    )
+    assert r.exit_code == 130, r.output
+    assert (out / "10" / "published.parquet").exists()  # states run in code order
+    assert not (out / "44").exists()
+    assert "10" in (out / "INTERRUPTED").read_text()

@@ -173,7 +173,7 @@ def peel(a_s: sp.csr_matrix, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     csc = a_s.tocsc()
     left = np.diff(csr.indptr).astype(np.int64)
     res = np.asarray(rhs, dtype=np.float64).copy()
-    queue = list(np.flatnonzero(left == 1))
+    queue: list[int] = [int(x) for x in np.flatnonzero(left == 1)]
     while queue:
         r = queue.pop()
         if left[r] != 1:
