@@ -7,8 +7,8 @@ time, peak RSS, LP counts, and the load average before and after — on a shared
 timings are upper bounds).
 
 1. Rhode Island, Delaware, DC (``qcew_2016_by_area``); with ``--baseline COMMIT`` also
-   Rhode Island with the implementation of that commit (extracted with ``git archive``),
-   side by side, median of ``--repeat`` runs.
+   with the implementation of that commit (extracted with ``git archive``), side by
+   side; Rhode Island as the median of ``--repeat`` runs.
 2. Scaling: New York (``qcew_2016_by_area_ny``) restricted to its first counties (by
    FIPS) up to about 25K, 100K and 300K establishments, and the whole state (623,628).
 3. The audit of BLS's own RI publication (no microdata).
@@ -139,6 +139,9 @@ def main() -> None:
             return
         for name, st in (("DE", 10), ("DC", 11)):
             _run(name, _RUN.format(pkg="eree.suppression", path=str(area), st=st, subset=""))
+            if args.baseline:
+                old = _RUN.format(pkg="eree.evaluate.suppression", path=str(area), st=st, subset="")
+                _run(f"{name} (baseline {args.baseline})", old, src)
     if ny.is_dir() and not args.skip_ny:
         for target in (int(x) for x in args.sizes.split(",") if x):
             sub = _SUBSET.format(target=target)

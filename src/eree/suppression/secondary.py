@@ -29,12 +29,13 @@ growing neighbourhoods of :math:`i` (cells outside are held at 0, which keeps an
 witness found valid for the whole table): the subtree of :math:`i`'s ancestor ``up``
 levels above it in every dimension, starting from the smallest ``up`` at which a
 perturbation can be balanced at all (:meth:`~.tables.LinkedTables.branch_distance`).
-Each neighbourhood is first tried *narrowed*: in a dimension opened to its total (for a
-county cell, the area dimension: every county), only :math:`i`'s own branch, the coarser
-cells and a few *partner* branches are kept — branches that already hold suppressed
-cells in the neighbourhood (reusing them is nearly free), else the
-``partners`` branches with the most cells. Only when the narrowed LP is infeasible is
-the full neighbourhood tried. Candidate sets are read from per-level sorted indexes, so
+A neighbourhood of more than ``narrow_above`` cells is first tried *narrowed*: in a
+dimension opened to its total whose first level has more than ``2 * partners`` other
+branches (for a county cell of a large state, the area dimension: every county), only
+:math:`i`'s own branch, the coarser cells and ``partners`` *partner* branches are kept —
+branches that already hold suppressed cells in the neighbourhood (reusing them is nearly
+free), else those with the most cells. Only when the narrowed LP is infeasible is the
+full neighbourhood tried. Candidate sets are read from per-level sorted indexes, so
 one witness costs time in the size of its neighbourhood, not of the table. Cells that
 may never be suppressed (``exempt``, ``keep_tables``) are held at 0.
 
@@ -114,6 +115,8 @@ class SecondaryConfig:
             totals and every county's total covered.
         partners: branches kept, besides the cell's own, when a neighbourhood is first
             tried narrowed (0: never narrow).
+        narrow_above: narrow only neighbourhoods of more cells than this (small ones
+            are cheap whole, and their LP finds the cheapest complement).
         workers: processes (None: the cores there are; one for small tables). The
             pattern does not depend on it.
         lanes, round_size, parallel_min: a component with at least ``parallel_min``
@@ -127,6 +130,7 @@ class SecondaryConfig:
     cost_attribute: str | None = None
     keep_tables: tuple[str, ...] = ()
     partners: int = 4
+    narrow_above: int = 1000
     workers: int | None = None
     lanes: int = 2
     round_size: int = 500
@@ -297,27 +301,30 @@ class _Neighbourhoods:
         suppressed: np.ndarray,
         partners: int,
     ) -> np.ndarray:
-        """``cand`` with each opened dimension cut to ``i``'s branch, the coarser cells
-        and ``partners`` other branches (those holding suppressed cells first)."""
+        """``cand`` with each opened dimension whose first level has more than
+        ``2 * partners`` other branches (the counties of a large state) cut to ``i``'s
+        branch, the coarser cells and ``partners`` other branches (those holding
+        suppressed cells first, then those with most cells)."""
         keep = np.ones(cand.size, dtype=bool)
         for d in opened:
             depth = self.anc[d].shape[1]
             if depth < 2:
                 continue
-            lv = max(1, int(self.levels[i, d]))
+            if int(self.levels[i, d]) > 1:
+                continue  # only the first level's branches (the counties) are cut
+            lv = 1
             branch = self.anc[d][cand, lv]  # -1: coarser than lv
             own = int(self.anc[d][i, lv])
             others = branch[(branch >= 0) & (branch != own)]
-            if others.size == 0:
-                continue
+            ids, counts = np.unique(others, return_counts=True)
+            if ids.size <= 2 * partners:
+                continue  # few branches: cutting would not make the LP much smaller
             supp = np.unique(branch[(branch >= 0) & (branch != own) & suppressed[cand]])
-            chosen = supp[:partners] if supp.size > partners else supp
+            chosen = supp[:partners]
             if chosen.size < partners:
-                ids, counts = np.unique(others, return_counts=True)
-                rest = ids[~np.isin(ids, chosen)]
-                rc = counts[~np.isin(ids, chosen)]
-                extra = rest[np.argsort(-rc, kind="stable")][: partners - chosen.size]
-                chosen = np.concatenate([chosen, extra])
+                free = ~np.isin(ids, chosen)
+                extra = ids[free][np.argsort(-counts[free], kind="stable")]
+                chosen = np.concatenate([chosen, extra[: partners - chosen.size]])
             keep &= (branch < 0) | (branch == own) | np.isin(branch, chosen)
         return cand[keep]
 
@@ -358,6 +365,7 @@ class _Job:
     allowed: np.ndarray
     base_cost: np.ndarray
     partners: int
+    narrow_above: int
     nb: _Neighbourhoods
     start: np.ndarray  # smallest useful ``up`` per cell
 
@@ -419,7 +427,7 @@ def _run_component(
                     full, opened = nb.subtree(i, up)
                     full = full[allowed[full] | (full == i)]
                     tries = []
-                    if job.partners and opened:
+                    if job.partners and opened and full.size > job.narrow_above:
                         narrow = nb.narrow(i, full, opened, suppressed, job.partners)
                         if narrow.size < full.size:
                             tries.append(("lp_narrowed", narrow))
@@ -545,6 +553,7 @@ def secondary_suppression(
         allowed,
         base_cost,
         cfg.partners,
+        cfg.narrow_above,
         _Neighbourhoods(tables),
         _start_levels(tables),
     )
@@ -597,8 +606,8 @@ def secondary_suppression(
     pool = None
     global _JOB, _QUEUE
     try:
-        if workers > 1:
-            ctx = mp.get_context("fork")
+        if workers > 1 and "fork" in mp.get_all_start_methods():
+            ctx = mp.get_context("fork")  # the job is shared copy-on-write, not pickled
             _JOB, _QUEUE = job, ctx.Queue()
             pool = ctx.Pool(workers)
         finished = 0
