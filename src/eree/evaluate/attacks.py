@@ -51,7 +51,7 @@ import polars as pl
 from eree.data.eree_tables import EreeData
 from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
-from eree.errors import SpecError
+from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
 from eree.evaluate.haney import (
     ESTABLISHMENT_ATTRIBUTES,
@@ -59,14 +59,17 @@ from eree.evaluate.haney import (
     Point,
     derive_seed,
     marginal_cells,
-    omission_reason,
+    mechanism_for,
     run_point,
 )
+from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
     DEFAULT_T,
     SMALL_CELL_LIMIT,
+    NoiseInfusion,
     draw_distortion_factors,
     noise_infusion,
 )
@@ -124,11 +127,11 @@ class AuditResult:
 
 def default_points(alpha: float, epsilon: float, theta: float) -> list[Point]:
     return [
-        Point("log_laplace", epsilon, alpha),
-        Point("smooth_gamma", epsilon, alpha),
-        Point("smooth_laplace", epsilon, alpha),
-        Point("laplace", epsilon),
-        Point("truncated_laplace", epsilon, None, theta),
+        Point(LogLaplace.name, epsilon, alpha),
+        Point(SmoothGamma.name, epsilon, alpha),
+        Point(SmoothLaplace.name, epsilon, alpha),
+        Point(EdgeLaplace.name, epsilon),
+        Point(TruncatedLaplace.name, epsilon, None, theta),
     ]
 
 
@@ -159,28 +162,21 @@ def _releases(
     out: dict[str, FloatArray] = {}
     skipped: dict[str, str] = {}
     src = SeededNoise(derive_seed(seed, f"audit/{tag}/noise_infusion"))
-    out["noise_infusion"] = noise_infusion(
+    out[NoiseInfusion.name] = noise_infusion(
         cells.n, cells.pair_cell, cells.pair_est, cells.pair_h, factors, src,
         small_cell=small_cell,
     ).noisy  # fmt: skip
     for p in points:
         label = p.label
-        reason = omission_reason(p, p.epsilon, 1.0)
-        if reason is not None:
-            skipped[label] = reason
+        try:  # ε per cell; Smooth Laplace at its δ_min
+            mech = mechanism_for(p, 1, False, None)
+        except PrivacyParameterError as e:
+            skipped[label] = str(e)
             continue
         src = SeededNoise(derive_seed(seed, f"audit/{tag}/{p.label}"))
-        delta = _dmin(p) if p.mechanism == "smooth_laplace" else 1.0  # δ only for Smooth Laplace
-        res = run_point(p, cells, p.epsilon, trials, src, delta)
+        res = run_point(p, mech, cells, trials, src)
         out[label] = res[p.label]
     return out, skipped
-
-
-def _dmin(p: Point) -> float:
-    from eree.privacy.eree_conditions import smooth_laplace_delta_min
-
-    assert p.alpha is not None
-    return smooth_laplace_delta_min(p.alpha, p.epsilon)
 
 
 def _shape_targets(h: FloatArray, establishments: np.ndarray, small_cell: float) -> np.ndarray:
@@ -246,7 +242,7 @@ def shape_and_size(
                 },
             )
         )  # fmt: skip
-        if mech == "noise_infusion":
+        if mech == NoiseInfusion.name:
             i = int(np.argmax(total))  # the largest target, first trial
             keys = cells.keys.slice(int(targets[i]) * d, d)
             example = keys.with_columns(
@@ -291,11 +287,11 @@ def preserved_zeros(
         outcomes.append(
             AttackOutcome(
                 "zeros", mech, int(targets.size), trials, float(ok.mean()), chance,
-                None if mech == "noise_infusion" else bound,
+                None if mech == NoiseInfusion.name else bound,
                 {"share_with_one_nonzero_cell": unique_nonzero},
             )
         )  # fmt: skip
-        if mech == "noise_infusion":
+        if mech == NoiseInfusion.name:
             i = 0
             keys = cells.keys.slice(int(targets[i]) * d, d).filter(pl.Series(in_known))
             example = keys.with_columns(
@@ -368,7 +364,7 @@ def run_attacks(
         "theta": theta,
         "trials": trials,
         "seed": seed,
-        "noise_infusion": {"s": s, "t": t, "small_cell": small_cell},
+        NoiseInfusion.name: {"s": s, "t": t, "small_cell": small_cell},
         "skipped": skipped,
         "dataset": dataset.description if isinstance(dataset, Dataset) else {},
         "random": "seeded: reproducible, NOT FOR PUBLICATION",

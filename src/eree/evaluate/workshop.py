@@ -75,27 +75,21 @@ from eree.evaluate.haney import (
     marginal_cells,
 )
 from eree.evaluate.metrics import ALL, POPULATION_BINS, TIDY_SCHEMA, l1_ratio, stratified_mean
-from eree.mechanisms.base import MechanismOutput
-from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
+from eree.mechanisms import registry
+from eree.mechanisms.base import Cells, Measurement, Mechanism
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
     DEFAULT_T,
     SMALL_CELL_LIMIT,
+    NoiseInfusion,
     draw_distortion_factors,
     noise_infusion,
 )
-from eree.mechanisms.workshop import (
-    workshop_log_laplace,
-    workshop_smooth_gamma,
-    workshop_smooth_laplace,
-)
 from eree.privacy.blowfish import (
-    check_workshop_log_laplace,
-    check_workshop_smooth_gamma,
     workshop_smooth_laplace_delta_min,
 )
-from eree.privacy.eree_conditions import check_log_laplace, smooth_gamma_epsilons
 
 __all__ = [
     "EXPERIMENT",
@@ -124,9 +118,9 @@ PAPER_CELLS: dict[str, int] = {
     "workplace*age*sex": 566_178,
     "workplace*age*sex*race": 3_397_068,
 }
-MECHANISMS: tuple[str, ...] = ("log_laplace", "smooth_gamma", "smooth_laplace")
+MECHANISMS: tuple[str, ...] = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name)
 VARIANTS: tuple[str, ...] = ("workshop", "sigmod")
-NOISE_INFUSION = "noise_infusion"
+NOISE_INFUSION = NoiseInfusion.name
 #: cells × trials drawn in one vectorised call (bounds memory to a few hundred MB)
 BLOCK_ELEMENTS = 8_000_000
 
@@ -188,21 +182,24 @@ class WorkshopResult:
 # --------------------------------------------------------------------------- one point
 
 
+def mechanism_for(
+    mechanism: str, variant: str, alpha: float, epsilon: float, additive: float = 1.0
+) -> Mechanism:
+    """The registered mechanism object of one plotted point (ε per cell, Blowfish policy)."""
+    e = registry.entry(mechanism, variant)
+    kwargs: dict[str, Any] = {"query": f"{mechanism}/{variant}", "alpha": alpha,
+                              "epsilon": epsilon, "definition": "blowfish"}  # fmt: skip
+    if "additive" in e.settings:
+        kwargs["additive"] = additive
+    return e.cls(**kwargs)
+
+
 def omission_reason(
     mechanism: str, variant: str, alpha: float, epsilon: float, additive: float = 1.0
 ) -> str | None:
-    """Why a point is not plotted (None: it is), from the mechanism's own parameter check."""
+    """Why a point is not plotted (None: it is), from the mechanism object's own checks."""
     try:
-        if variant == "workshop":
-            if mechanism == "log_laplace":
-                check_workshop_log_laplace(alpha, epsilon, additive)
-            elif mechanism == "smooth_gamma":
-                check_workshop_smooth_gamma(alpha, epsilon)
-        else:
-            if mechanism == "log_laplace":
-                check_log_laplace(alpha, epsilon)
-            elif mechanism == "smooth_gamma":
-                smooth_gamma_epsilons(alpha, epsilon)
+        mechanism_for(mechanism, variant, alpha, epsilon, additive)
     except PrivacyParameterError as e:
         return str(e)
     return None
@@ -217,18 +214,9 @@ def _draw(
     epsilon: float,
     source: SeededNoise,
     additive: float,
-) -> MechanismOutput:
-    if variant == "workshop":
-        if mechanism == "log_laplace":
-            return workshop_log_laplace(n, alpha, epsilon, source, additive=additive)
-        if mechanism == "smooth_gamma":
-            return workshop_smooth_gamma(n, x_v, alpha, epsilon, source)
-        return workshop_smooth_laplace(n, x_v, alpha, epsilon, source)
-    if mechanism == "log_laplace":
-        return log_laplace(n, alpha, epsilon, source)
-    if mechanism == "smooth_gamma":
-        return smooth_gamma(n, x_v, alpha, epsilon, source)
-    return smooth_laplace(n, x_v, alpha, epsilon, source)
+) -> Measurement:
+    mech = mechanism_for(mechanism, variant, alpha, epsilon, additive)
+    return mech(Cells({"count": n, "x_v": x_v}), source)
 
 
 def _blocks(trials: int, cells: int) -> list[tuple[int, int]]:
@@ -259,7 +247,7 @@ def point_errors(
         n = np.broadcast_to(cells.n, (t1 - t0, cells.cells))
         out = _draw(mechanism, variant, n, cells.x_v, alpha, epsilon, source, additive)
         outs = {label: out.noisy}
-        if mechanism == "log_laplace":
+        if mechanism == LogLaplace.name:
             outs[f"log_laplace_unbiased/{variant}"] = out.estimate
         for k, v in outs.items():
             err = np.abs(v - n).sum(axis=0)
@@ -383,7 +371,7 @@ def run_workshop_figure1(
         src = SeededNoise(derive_seed(seed, f"noise_infusion/small_cells/{'*'.join(WORKLOADS[w])}"))
         ni[w] = noise_infusion_errors(cells, factors, src, grid.small_cell)
     del factors
-    timings["noise_infusion"] = time.perf_counter() - t0
+    timings[NoiseInfusion.name] = time.perf_counter() - t0
 
     rows: list[dict[str, Any]] = []
     omitted: list[dict[str, Any]] = []
@@ -410,7 +398,7 @@ def run_workshop_figure1(
                                  "epsilon": eps, "reason": reason}
                             )  # fmt: skip
                             continue
-                        if mech == "smooth_laplace":
+                        if mech == SmoothLaplace.name:
                             dmin = workshop_smooth_laplace_delta_min(a, eps)
                             rows.append(_row(w, label, a, eps, ALL, "delta", dmin, T))
                         src = SeededNoise(derive_seed(seed, f"{EXPERIMENT}/{w}/{label}/{a}/{eps}"))
@@ -461,9 +449,9 @@ def run_workshop_figure1(
 # --------------------------------------------------------------------------- figure and files
 
 _TITLES = {
-    "log_laplace": "Log-Laplace",
-    "smooth_gamma": "Smooth Gamma",
-    "smooth_laplace": "Smooth Laplace",
+    LogLaplace.name: "Log-Laplace",
+    SmoothGamma.name: "Smooth Gamma",
+    SmoothLaplace.name: "Smooth Laplace",
 }
 
 

@@ -5,7 +5,7 @@ establishments each, every establishment with 10 employees; three queries — ID
 identity), County (group-by county), Total — each answered by the ψ-mechanism
 (:math:`\omega = \psi(x) + N(0, \sigma^2)`, σ = γ/μ, μ = 1, γ = 0.5 for both ψ = √ and
 ψ = log) and turned into unbiased estimates x̃ with Thm 6.6
-(:mod:`eree.postprocess.estimators`). The microdata are then reconstructed with Eq. 1
+(:mod:`eree.mechanisms.estimators`). The microdata are then reconstructed with Eq. 1
 (:func:`eree.postprocess.wls.solve_wls`, exact tree solver) using
 
 * **Est** — the published variance estimates v̂ for every query;
@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from eree.postprocess.estimators import (
+from eree.mechanisms.estimators import (
     log_shift_estimate,
     log_shift_true_variance,
     log_shift_variance_estimate,
@@ -36,7 +36,7 @@ from eree.postprocess.estimators import (
     sqrt_true_variance,
     sqrt_variance_estimate,
 )
-from eree.postprocess.wls import Measurement, solve_wls
+from eree.postprocess.wls import GroupSumObservation, solve_wls
 
 __all__ = ["PAPER_TABLE11", "STRATEGIES", "AblationResult", "webb_table11"]
 
@@ -79,7 +79,7 @@ class AblationResult:
         """Tidy rows: psi, strategy, query, mse, se, paper (Table 11), trials."""
         rows = [
             {
-                "psi": self.psi,
+                "neighbor": self.psi,
                 "strategy": s,
                 "query": q,
                 "mse": self.mse[s][q],
@@ -154,7 +154,7 @@ def webb_table11(
         for q in QUERIES:
             est, v_hat, v_true = answers[q]
             use_true = strategy == "Act" or (strategy == "Hybrid" and q != "ID")
-            meas.append(Measurement(q, groups[q], est, v_true if use_true else v_hat))
+            meas.append(GroupSumObservation(q, groups[q], est, v_true if use_true else v_hat))
         x = solve_wls(n, meas, method="tree").x
         rec = {
             "ID": x,
