@@ -51,7 +51,8 @@ out = {{"establishments": est.height, "cells": s["cells"], "primary": s["primary
     "suppressed": s["suppressed"], "witness_lps": s["witness_lps"], "ok": aud["ok"],
     "pinned": sum(a["pinned"] for a in aud["attributes"].values()),
     "narrowed_primary": sum(a["narrowed_primary"] for a in aud["attributes"].values()),
-    "audit_lps": aud.get("how", {{}}).get("lp"), "audit_certified": aud.get("how", {{}}).get("certified"),
+    "audit_lps": aud.get("how", {{}}).get("lp"),
+    "audit_certified": aud.get("how", {{}}).get("certified"),
     "workers": s.get("witness_lp_counts", {{}}).get("workers", 1),
     **{{k + "_s": v for k, v in s["timings_s"].items()}},
     "cpu_s": time.process_time() - c0, "suppress_and_audit_s": time.perf_counter() - t0}}
@@ -117,12 +118,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="25000,100000,300000", help="NY subsets (establishments)")
     ap.add_argument("--skip-ny", action="store_true")
     ap.add_argument("--only-ri", action="store_true")
+    ap.add_argument("--skip-ri", action="store_true", help="no RI/DE/DC runs")
+    ap.add_argument("--skip-ny-whole", action="store_true", help="NY subsets only")
     args = ap.parse_args()
     print(json.dumps(machine() | {"load": _load()}))
     area = SHARED_DATA / "qcew_2016_by_area"
     ny = SHARED_DATA / "qcew_2016_by_area_ny"
     ri = _RUN.format(pkg="eree.suppression", path=str(area), st=44, subset="")
-    if area.is_dir():
+    if area.is_dir() and not args.skip_ri:
         runs = [_run("RI (this version)", ri) for _ in range(args.repeat)]
         med = statistics.median(r["wall_s"] for r in runs)
         line = {"run": "RI median (this version)", "wall_s": med}
@@ -149,8 +152,10 @@ def main() -> None:
                 f"NY first counties, ~{target:,}",
                 _RUN.format(pkg="eree.suppression", path=str(ny), st=36, subset=sub),
             )
-        _run("NY (whole state)", _RUN.format(pkg="eree.suppression", path=str(ny), st=36, subset=""))
-    if area.is_dir():
+        if not args.skip_ny_whole:
+            whole = _RUN.format(pkg="eree.suppression", path=str(ny), st=36, subset="")
+            _run("NY (whole state)", whole)
+    if area.is_dir() and not args.skip_ri:
         _run("audit of BLS's RI publication", _BLS.format(path=str(area)))
 
 
