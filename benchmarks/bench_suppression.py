@@ -126,17 +126,21 @@ def main() -> None:
     ny = SHARED_DATA / "qcew_2016_by_area_ny"
     ri = _RUN.format(pkg="eree.suppression", path=str(area), st=44, subset="")
     if area.is_dir() and not args.skip_ri:
-        runs = [_run("RI (this version)", ri) for _ in range(args.repeat)]
-        med = statistics.median(r["wall_s"] for r in runs)
-        line = {"run": "RI median (this version)", "wall_s": med}
-        if args.baseline:
-            src = _baseline_src(args.baseline)
-            old = _RUN.format(pkg="eree.evaluate.suppression", path=str(area), st=44, subset="")
-            old_runs = [
-                _run(f"RI (baseline {args.baseline})", old, src) for _ in range(args.repeat)
-            ]
-            old_med = statistics.median(r["wall_s"] for r in old_runs)
-            line |= {"baseline_wall_s": old_med, "speedup": round(old_med / med, 2)}
+        src = _baseline_src(args.baseline) if args.baseline else None
+        old = _RUN.format(pkg="eree.evaluate.suppression", path=str(area), st=44, subset="")
+        runs, old_runs = [], []
+        for _ in range(args.repeat):  # interleaved: both see the same load, on average
+            runs.append(_run("RI (this version)", ri))
+            if src is not None:
+                old_runs.append(_run(f"RI (baseline {args.baseline})", old, src))
+        line: dict[str, Any] = {"run": "RI median (this version)"}
+        for key in ("wall_s", "cpu_s"):
+            med = statistics.median(r[key] for r in runs)
+            line[key] = med
+            if old_runs:
+                old_med = statistics.median(r[key] for r in old_runs)
+                line[f"baseline_{key}"] = old_med
+                line[f"ratio_{key}"] = round(old_med / med, 2)
         print(json.dumps(line), flush=True)
         if args.only_ri:
             return
