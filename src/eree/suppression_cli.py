@@ -378,7 +378,7 @@ def suppress(
             if res.audit is not None:
                 _write_internal(res.audit.bounds, _internal(d) / "audit.parquet")
             if gedp:
-                from eree.suppression_compare import compare_with_gedp
+                from eree.evaluate.suppression_compare import compare_with_gedp
 
                 with console.status("GEDP releases…"):
                     cmp = compare_with_gedp(part, res, trials=trials, seed=seed)

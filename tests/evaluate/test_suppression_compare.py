@@ -14,7 +14,7 @@ from eree.suppression import (
 
 @pytest.mark.slow
 def test_compare_with_gedp_small_state() -> None:
-    from eree.suppression_compare import compare_with_gedp
+    from eree.evaluate.suppression_compare import compare_with_gedp
 
     from eree.synth.qcew import synth_qcew_parametric
 
