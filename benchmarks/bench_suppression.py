@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import SHARED_DATA, machine, run_child
 
 _RUN = """
-import json, time
+import json, resource, time
 import polars as pl
 from {pkg} import (PrimaryRules, SecondaryConfig, SuppressionConfig,
     suppress_establishments)
@@ -55,7 +55,9 @@ out = {{"establishments": est.height, "cells": s["cells"], "primary": s["primary
     "audit_certified": aud.get("how", {{}}).get("certified"),
     "workers": s.get("witness_lp_counts", {{}}).get("workers", 1),
     **{{k + "_s": v for k, v in s["timings_s"].items()}},
-    "cpu_s": time.process_time() - c0, "suppress_and_audit_s": time.perf_counter() - t0}}
+    "cpu_s": time.process_time() - c0,
+    "cpu_workers_s": resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime,
+    "suppress_and_audit_s": time.perf_counter() - t0}}
 print(json.dumps(out))
 """
 
