@@ -15,7 +15,6 @@ from eree.suppression import (
 @pytest.mark.slow
 def test_compare_with_gedp_small_state() -> None:
     from eree.evaluate.suppression_compare import compare_with_gedp
-
     from eree.synth.qcew import synth_qcew_parametric
 
     est = synth_qcew_parametric(seed=3, n_establishments=3000, n_counties=4).establishments
