@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.evaluate.suppression.pipeline import SuppressionResult
-from eree.evaluate.suppression.tables import LinkedTables, prepare_qcew_frame, tabulate
+from eree.suppression.pipeline import SuppressionResult
+from eree.suppression.tables import LinkedTables, prepare_qcew_frame, tabulate
 
 __all__ = [
     "TABLE7_MU",
