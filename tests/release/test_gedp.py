@@ -191,6 +191,25 @@ def test_pnc_identity_is_refused(tmp_path: Path) -> None:
         validate_gedp_plan(plan_of(raw, tmp_path))
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "match"),
+    [
+        ("query.1.by", "identity", "identity query must use the psi"),
+        ("pnc", {"zeta": 0.01}, "adaptive needs \\[pnc\\] bounds_from"),
+        ("query.0.mu", {"m1emp": 0.7}, "adaptive attributes .* have no bounds"),
+    ],
+)
+def test_adaptive_needs_the_bounds_of_pnc(
+    tmp_path: Path, path: str, value: Any, match: str
+) -> None:
+    """adaptive (DESIGN.md §4.2) reads the identity query's answers as pnc does."""
+    raw = _set(paper_spec("x.csv", wages=False), "query.1.mechanism", "adaptive")
+    assert plan_of(raw, tmp_path).query(raw["query"][1]["name"]).mechanism == "adaptive"
+    account_gedp_plan(plan_of(raw, tmp_path))  # valid as it stands
+    with pytest.raises(SpecError, match=match):
+        validate_gedp_plan(plan_of(_set(raw, path, value), tmp_path))
+
+
 # --------------------------------------------------------------------------------------
 # Release on a small dataset
 # --------------------------------------------------------------------------------------
