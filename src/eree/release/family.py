@@ -40,7 +40,11 @@ class ReleaseFamily(ABC):
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Extra files and manifest entries from published values only (default: none)."""
+        """Extra files and manifest entries from published values only (default: none).
+
+        A family may also replace the entries of ``tables`` in place (publication-grade
+        ER-EE counts): the list after the call is what is written.
+        """
         return {}, {}
 
     @abstractmethod
@@ -59,6 +63,9 @@ class CountRelease(ReleaseFamily):
             )
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)  # type: ignore[arg-type]
+        from eree.release.publication import check_publication_plan
+
+        check_publication_plan(plan)
 
     def load(self, plan: Plan) -> Any:
         from eree.data.eree_tables import load_eree
@@ -76,6 +83,19 @@ class CountRelease(ReleaseFamily):
             engine = PolarsEngine()
         return release_counts(built, data, engine, source)
 
+    def postprocess(
+        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Publication-grade tables when ``[postprocess]`` asks (replaces ``tables``' entries)."""
+        from eree.release.publication import publication_tables, wanted
+
+        if not wanted(built.plan):
+            return {}, {}
+        frame = getattr(data, "workplaces", None)
+        new, entry = publication_tables(built, tables, frame)
+        tables[:] = new
+        return {}, {"postprocess": entry}
+
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         if plan.privacy.definition == "blowfish":
             from eree.privacy.blowfish import blowfish_semantics
@@ -90,6 +110,11 @@ class EstablishmentRelease(ReleaseFamily):
     """Establishment data: μ-GEDP group-by and identity queries, optional WLS microdata."""
 
     def check_before_load(self, plan: Plan) -> None:
+        if plan.postprocess.integer or plan.postprocess.consistent:
+            raise SpecError(
+                "[postprocess] integer and consistent apply to ER-EE count releases; "
+                "establishment releases get consistent tables from microdata = true"
+            )
         if plan.postprocess.microdata:
             from eree.release.microdata import check_microdata_plan
 

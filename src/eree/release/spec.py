@@ -51,7 +51,7 @@ _QUERY_KEYS = (
     "additive",
 )
 _PNC_KEYS = ("zeta", "bounds_from")
-_POSTPROCESS_KEYS = ("microdata", "nonnegative")
+_POSTPROCESS_KEYS = ("microdata", "nonnegative", "integer", "consistent")
 _OUTPUT_KEYS = ("confidence", "csv")
 
 
@@ -143,8 +143,21 @@ class PncSpec:
 
 @dataclass(frozen=True)
 class PostprocessSpec:
+    """``[postprocess]``: post-processing of published values (never costs privacy).
+
+    Attributes:
+        microdata: GEDP: reconstruct establishment microdata by weighted least squares.
+        nonnegative: every published value is ≥ 0 (GEDP: the WLS microdata; ER-EE: the
+            counts).
+        integer: ER-EE: every published count is an integer.
+        consistent: ER-EE: every released marginal's cell equals the sum of its cells in
+            each finer released marginal (geography and worker attributes).
+    """
+
     microdata: bool = False
     nonnegative: bool = False
+    integer: bool = False
+    consistent: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,369 @@
+r"""Publication-grade ER-EE count tables: consistent, non-negative, integer (DESIGN.md §6).
+
+Post-processing of already published values only — it costs no privacy. The released
+marginals are arranged in a **forest by refinement**: marginal B is a child of marginal A
+when every attribute of A is an attribute of B or a geography level coarser than one of
+B's (``tract`` determines ``county`` in the public workplace frame). Each cell of B then
+lies in exactly one cell of A, and "A's cell equals the sum of its B-cells" is a linear
+constraint that holds for the true counts. A marginal may have several child marginals (a
+cell partitioned in several ways) but its coarser released marginals must form a chain
+(a tree, not a lattice); :func:`marginal_forest` refuses other plans before any data is
+read.
+
+The algorithm is the Census TopDown / Hay et al. two-pass scheme on that tree:
+
+1. **Bottom-up (generalised least squares).** For each cell u with measurement
+   :math:`y_u` of variance :math:`v_u` and, for each child marginal k, the sum
+   :math:`S_{u,k}` of its children's subtree estimates with variance :math:`V_{u,k}`, the
+   subtree estimate is the inverse-variance combination
+   :math:`Z_u = (y_u/v_u + \sum_k S_{u,k}/V_{u,k}) / (1/v_u + \sum_k 1/V_{u,k})` with
+   variance :math:`V_u = 1/(1/v_u + \sum_k 1/V_{u,k})`. The measurements of disjoint
+   subtrees are independent, so these are the exact GLS quantities.
+2. **Top-down.** Roots are published as :math:`Z_u` (clamped at 0 and rounded when asked).
+   Given a parent's final value P, its children in one child marginal are the weighted
+   projection of their :math:`Z_c` onto :math:`\sum_c x_c = P`:
+   :math:`x_c = Z_c - \lambda V_c`, or with non-negativity
+   :math:`x_c = \max(0, Z_c - \lambda V_c)` (the KKT solution of
+   :math:`\min \sum_c (x_c - Z_c)^2/V_c` over the simplex scaled to P), λ found per
+   parent by bisection and then solved exactly on the active set. Without
+   non-negativity this reproduces the GLS solution exactly.
+3. **Controlled rounding.** With ``integer``, a parent's integer value P is split over its
+   children as ⌊x_c⌋ plus one unit to the P − Σ⌊x_c⌋ children with the largest
+   fractional parts: every child moves by less than 1, stays non-negative, and the
+   children sum to P exactly. Done level by level from the roots, every released pair
+   is exactly additive.
+
+Everything is vectorised over cells (one ``bincount`` per pass and level, no matrix over
+cells): time and memory are linear in the number of cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from eree.errors import SpecError
+
+__all__ = [
+    "GEOGRAPHY",
+    "MarginalInput",
+    "cell_parents",
+    "marginal_forest",
+    "publication_grade",
+    "refines",
+]
+
+#: geography levels of the workplace frame, coarsest first (DESIGN.md §2.1)
+GEOGRAPHY: tuple[str, ...] = ("state", "county", "tract", "block")
+
+_BISECTION_STEPS = 60
+
+
+def _implied(attr: str, by: Sequence[str]) -> bool:
+    """Whether a marginal over ``by`` determines ``attr`` (itself or a coarser geography)."""
+    if attr in by:
+        return True
+    if attr not in GEOGRAPHY:
+        return False
+    level = GEOGRAPHY.index(attr)
+    return any(b in GEOGRAPHY and GEOGRAPHY.index(b) > level for b in by)
+
+
+def refines(child: Sequence[str], parent: Sequence[str]) -> bool:
+    """Whether every cell of the marginal over ``child`` lies in one cell of ``parent``.
+
+    True when each attribute of ``parent`` is an attribute of ``child`` or a geography level
+    coarser than one of ``child``'s, and the two marginals differ.
+    """
+    if set(child) == set(parent):
+        return False
+    return all(_implied(a, child) for a in parent)
+
+
+def marginal_forest(marginals: Mapping[str, Sequence[str]]) -> dict[str, str | None]:
+    """The parent marginal of each released marginal (None for a root).
+
+    Args:
+        marginals: query name → its ``by`` attributes.
+
+    Raises:
+        SpecError: two marginals over the same attributes, or a marginal that refines two
+            released marginals neither of which refines the other (the constraints would
+            form a lattice, not a tree).
+    """
+    names = list(marginals)
+    sets = {n: frozenset(marginals[n]) for n in names}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if sets[a] == sets[b]:
+                raise SpecError(
+                    f"[postprocess] consistent = true: queries {a!r} and {b!r} release the "
+                    "same marginal; release it once"
+                )
+    parent: dict[str, str | None] = {}
+    for n in names:
+        coarser = [m for m in names if m != n and refines(marginals[n], marginals[m])]
+        for i, a in enumerate(coarser):
+            for b in coarser[i + 1 :]:
+                if not (refines(marginals[a], marginals[b]) or refines(marginals[b], marginals[a])):
+                    raise SpecError(
+                        f"[postprocess] consistent = true: query {n!r} refines both {a!r} "
+                        f"and {b!r}, which do not refine each other; consistency is enforced "
+                        "on a tree of marginals (release their common refinement's parent "
+                        "chain, or drop one of them)"
+                    )
+        # the finest coarser marginal: the one that refines all the others
+        finest = [a for a in coarser if all(a == b or refines(marginals[a], marginals[b])
+                                            for b in coarser)]  # fmt: skip
+        parent[n] = finest[0] if finest else None
+    return parent
+
+
+def cell_parents(
+    child_keys: pl.DataFrame,
+    parent_keys: pl.DataFrame,
+    frame: pl.DataFrame | None = None,
+) -> np.ndarray:
+    """For each cell of a child marginal, the row of its cell in the parent marginal.
+
+    Args:
+        child_keys: the child's key columns, one row per cell.
+        parent_keys: the parent's key columns, one row per cell.
+        frame: the public workplace frame, needed when the parent has a geography level the
+            child has only at a finer level (e.g. ``county`` from ``tract``).
+
+    Raises:
+        SpecError: a geography level that is not nested in the frame (a tract in two
+            counties) or a child cell without a parent cell.
+    """
+    cols = list(parent_keys.columns)
+    child = child_keys.with_row_index("__child")
+    for a in cols:
+        if a in child_keys.columns:
+            continue
+        finer = [
+            b for b in child_keys.columns
+            if b in GEOGRAPHY and a in GEOGRAPHY and GEOGRAPHY.index(b) > GEOGRAPHY.index(a)
+        ]  # fmt: skip
+        if not finer or frame is None:
+            raise SpecError(f"cannot map cells over {list(child_keys.columns)} to {cols}")
+        b = max(finer, key=GEOGRAPHY.index)
+        pairs = frame.select(b, a).unique()
+        if pairs[b].n_unique() != pairs.height:
+            raise SpecError(f"geography is not nested in the workplace frame: a {b} lies in "
+                            f"more than one {a}")  # fmt: skip
+        pairs = pairs.with_columns(pl.col(b).cast(child[b].dtype), pl.col(a).cast(
+            parent_keys[a].dtype))  # fmt: skip
+        child = child.join(pairs, on=b, how="left")
+    par = parent_keys.with_row_index("__parent")
+    child = child.select("__child", *[pl.col(a).cast(par[a].dtype) for a in cols])
+    joined = child.join(par, on=cols, how="left").sort("__child")
+    idx = joined["__parent"]
+    if idx.null_count() or joined.height != child_keys.height:
+        raise SpecError("a cell of a finer marginal has no cell in its coarser marginal")
+    return idx.to_numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class MarginalInput:
+    """One released marginal as post-processing sees it (published values only).
+
+    Attributes:
+        name: the query name.
+        estimate: the published estimate per cell.
+        variance: the published variance per cell, or a public proxy for it (0 = exact).
+        parent: the parent marginal's name, or None.
+        parent_index: per cell, the row of its parent cell (None for a root).
+    """
+
+    name: str
+    estimate: np.ndarray
+    variance: np.ndarray
+    parent: str | None = None
+    parent_index: np.ndarray | None = None
+
+
+def _combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse-variance combination of independent estimates; a zero variance is exact."""
+    exact = np.zeros(values[0].shape, dtype=bool)
+    exact_value = np.zeros(values[0].shape)
+    precision = np.zeros(values[0].shape)
+    weighted = np.zeros(values[0].shape)
+    for v, var in zip(values, variances, strict=True):
+        zero = var <= 0
+        new = zero & ~exact
+        exact_value[new] = v[new]
+        exact |= zero
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(zero | ~np.isfinite(var), 0.0, 1.0 / np.where(zero, 1.0, var))
+        precision += w
+        weighted += w * v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(precision > 0, weighted / np.where(precision > 0, precision, 1.0), 0.0)
+        var = np.where(precision > 0, 1.0 / np.where(precision > 0, precision, 1.0), np.inf)
+    z[exact] = exact_value[exact]
+    var[exact] = 0.0
+    return z, var
+
+
+def _project(
+    z: np.ndarray, var: np.ndarray, group: np.ndarray, total: np.ndarray, nonnegative: bool
+) -> np.ndarray:
+    r"""Per group g, :math:`\arg\min \sum (x-z)^2/V` s.t. :math:`\sum x = \mathrm{total}_g`.
+
+    Children with V = 0 are exact (kept); with ``nonnegative`` also x ≥ 0.
+    """
+    n = total.shape[0]
+    free = var > 0
+    vf = np.where(free, var, 0.0)
+    sum_v = np.bincount(group, vf, minlength=n)
+    sum_z = np.bincount(group, z, minlength=n)
+    fixed_sum = np.bincount(group, np.where(free, 0.0, z), minlength=n)
+    has_free = sum_v > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam0 = np.where(has_free, (sum_z - total) / np.where(has_free, sum_v, 1.0), 0.0)
+    if not nonnegative:
+        return np.where(free, z - lam0[group] * vf, z)
+    # f(λ) = Σ max(0, z − λV) is non-increasing; f(λ0) ≥ total, f(max z/V) = fixed part
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(free, z / np.where(free, vf, 1.0), -np.inf)
+    hi = np.full(n, -np.inf)
+    np.maximum.at(hi, group, ratio)
+    lo = lam0.copy()
+    hi = np.maximum(hi, lo)
+    target = total - fixed_sum
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        f = np.bincount(group, np.where(free, np.maximum(0.0, z - mid[group] * vf), 0.0),
+                        minlength=n)  # fmt: skip
+        above = f > target
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    # exact λ on the active set found by bisection
+    active = free & (z - hi[group] * vf > 0)
+    a_v = np.bincount(group, np.where(active, vf, 0.0), minlength=n)
+    a_z = np.bincount(group, np.where(active, z, 0.0), minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(a_v > 0, (a_z - target) / np.where(a_v > 0, a_v, 1.0), hi)
+    x = np.where(free, np.maximum(0.0, z - lam[group] * vf), z)
+    x[free & ~active] = 0.0
+    x = np.where(free, np.maximum(x, 0.0), x)
+    return _fix_residual(x, free, group, total)
+
+
+def _fix_residual(x: np.ndarray, free: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Put the floating-point residue of each group on its largest free child."""
+    n = total.shape[0]
+    resid = total - np.bincount(group, x, minlength=n)
+    key = np.where(free, x, -np.inf)
+    order = np.lexsort((-key, group))
+    first = np.ones(order.shape[0], dtype=bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    top = order[first & free[order]]
+    x = x.copy()
+    x[top] += resid[group[top]]
+    return x
+
+
+def _controlled_round(
+    x: np.ndarray, free: np.ndarray, group: np.ndarray, total: np.ndarray
+) -> np.ndarray:
+    """Integers within 1 of x whose group sums are the integer totals (largest remainders)."""
+    n = total.shape[0]
+    fl = np.floor(x + 1e-9)
+    frac = np.where(free, x - fl, -1.0)
+    need = np.rint(total - np.bincount(group, fl, minlength=n)).astype(np.int64)
+    order = np.lexsort((-frac, group))
+    g_sorted = group[order]
+    start = np.searchsorted(g_sorted, g_sorted, side="left")
+    rank = np.arange(order.shape[0]) - start
+    out = fl.copy()
+    bump = rank < need[g_sorted]
+    out[order[bump]] += 1.0
+    return out
+
+
+def publication_grade(
+    marginals: Sequence[MarginalInput],
+    *,
+    consistent: bool,
+    nonnegative: bool,
+    integer: bool,
+) -> dict[str, np.ndarray]:
+    """The post-processed values of each marginal (see the module docstring).
+
+    Args:
+        marginals: every released marginal; with ``consistent`` a parent precedes nothing
+            in particular (the order is worked out here) and ``parent_index`` is set.
+        consistent: enforce parent = sum of children over the forest.
+        nonnegative: every value ≥ 0.
+        integer: every value an integer.
+
+    Returns:
+        query name → post-processed values, aligned with its cells.
+    """
+    by_name = {m.name: m for m in marginals}
+    if not consistent:
+        out = {}
+        for m in marginals:
+            x = m.estimate.astype(np.float64)
+            if integer:
+                x = np.rint(x)
+            if nonnegative:
+                x = np.maximum(x, 0.0)
+            out[m.name] = x + 0.0
+        return out
+    children: dict[str, list[str]] = {m.name: [] for m in marginals}
+    for m in marginals:
+        if m.parent is not None:
+            children[m.parent].append(m.name)
+
+    def depth(name: str) -> int:
+        p = by_name[name].parent
+        return 0 if p is None else 1 + depth(p)
+
+    order = sorted(by_name, key=depth)
+    z: dict[str, np.ndarray] = {}
+    v: dict[str, np.ndarray] = {}
+    for name in reversed(order):  # bottom-up
+        m = by_name[name]
+        vals, vars_ = [m.estimate.astype(np.float64)], [m.variance.astype(np.float64)]
+        size = m.estimate.shape[0]
+        for c in children[name]:
+            idx = by_name[c].parent_index
+            assert idx is not None
+            vals.append(np.bincount(idx, z[c], minlength=size))
+            vars_.append(np.bincount(idx, v[c], minlength=size))
+        z[name], v[name] = _combine(vals, vars_)
+    final: dict[str, np.ndarray] = {}
+    for name in order:  # top-down
+        m = by_name[name]
+        if m.parent is None:
+            x = z[name].copy()
+            if nonnegative:
+                x = np.maximum(x, 0.0)
+            if integer:
+                x = np.rint(x)
+                if nonnegative:
+                    x = np.maximum(x, 0.0)
+            final[name] = x + 0.0
+            continue
+        idx = m.parent_index
+        assert idx is not None
+        total = final[m.parent]
+        free = v[name] > 0
+        x = _project(z[name], v[name], idx, total, nonnegative)
+        if integer:
+            x = _controlled_round(x, free, idx, total)
+        final[name] = x + 0.0
+    return final
+
+
+def check_additive(values: np.ndarray, parent_values: np.ndarray, index: np.ndarray) -> float:
+    """The largest |parent − Σ children| over the parent's cells (0 when exactly additive)."""
+    sums = np.bincount(index, values, minlength=parent_values.shape[0])
+    return float(np.max(np.abs(sums - parent_values))) if sums.size else 0.0
+
