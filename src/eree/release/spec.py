@@ -406,6 +406,8 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     for key in _POSTPROCESS_KEYS:
         if key in pp_raw and not isinstance(pp_raw[key], bool):
             raise SpecError(f"[postprocess].{key} must be true or false")
+    postprocess = PostprocessSpec(**pp_raw)
+    _check_postprocess(postprocess, data_cfg, queries)
     out_raw = raw.get("output", {})
     _check_keys(out_raw, _OUTPUT_KEYS, "[output]")
     confidence = _number(out_raw.get("confidence", 0.95), "[output].confidence")
@@ -417,11 +419,30 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         privacy=privacy,
         queries=queries,
         pnc=PncSpec(zeta, bounds_from),
-        postprocess=PostprocessSpec(**pp_raw),
+        postprocess=postprocess,
         output=OutputSpec(confidence, bool(out_raw.get("csv", True))),
         source=source,
         raw=raw,
     )
+
+
+def _check_postprocess(
+    pp: PostprocessSpec,
+    data: EreeDataConfig | EstablishmentDataConfig,
+    queries: tuple[QuerySpec, ...],
+) -> None:
+    """Refuse post-processing options that do not apply, before any data is read."""
+    if not isinstance(data, EreeDataConfig):
+        if pp.integer or pp.consistent:
+            raise SpecError(
+                "[postprocess] integer and consistent apply to ER-EE count releases; "
+                "establishment releases get consistent tables from microdata = true"
+            )
+        return
+    if pp.consistent:
+        from eree.postprocess.hierarchy import marginal_forest
+
+        marginal_forest({q.name: tuple(q.by) for q in queries if not isinstance(q.by, str)})
 
 
 def load_spec(path: str | Path) -> Plan:
