@@ -8,8 +8,8 @@ checked against its KKT conditions, and the rounding checked against its definit
 import numpy as np
 import pytest
 
-from eree.errors import SpecError
 from eree.postprocess.hierarchy import (
+    HierarchyError,
     MarginalInput,
     marginal_forest,
     publication_grade,
@@ -39,10 +39,10 @@ def test_forest_picks_the_closest_coarser_marginal():
 
 
 def test_a_lattice_is_refused():
-    with pytest.raises(SpecError, match="refines both"):
+    with pytest.raises(HierarchyError, match="refines both"):
         marginal_forest({"cs": ["county", "sex"], "ca": ["county", "age"],
                          "cas": ["county", "age", "sex"]})  # fmt: skip
-    with pytest.raises(SpecError, match="same marginal"):
+    with pytest.raises(HierarchyError, match="same marginal"):
         marginal_forest({"a": ["county", "sex"], "b": ["sex", "county"]})
 
 

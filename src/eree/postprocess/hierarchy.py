@@ -45,10 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from eree.errors import SpecError
-
 __all__ = [
     "GEOGRAPHY",
+    "HierarchyError",
     "MarginalInput",
     "cell_parents",
     "marginal_forest",
@@ -60,6 +59,10 @@ __all__ = [
 GEOGRAPHY: tuple[str, ...] = ("state", "county", "tract", "block")
 
 _BISECTION_STEPS = 60
+
+
+class HierarchyError(ValueError):
+    """The released marginals or their cells do not form a tree (message names them)."""
 
 
 def _implied(attr: str, by: Sequence[str]) -> bool:
@@ -90,7 +93,7 @@ def marginal_forest(marginals: Mapping[str, Sequence[str]]) -> dict[str, str | N
         marginals: query name → its ``by`` attributes.
 
     Raises:
-        SpecError: two marginals over the same attributes, or a marginal that refines two
+        HierarchyError: two marginals over the same attributes, or a marginal that refines two
             released marginals neither of which refines the other (the constraints would
             form a lattice, not a tree).
     """
@@ -99,7 +102,7 @@ def marginal_forest(marginals: Mapping[str, Sequence[str]]) -> dict[str, str | N
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             if sets[a] == sets[b]:
-                raise SpecError(
+                raise HierarchyError(
                     f"[postprocess] consistent = true: queries {a!r} and {b!r} release the "
                     "same marginal; release it once"
                 )
@@ -109,7 +112,7 @@ def marginal_forest(marginals: Mapping[str, Sequence[str]]) -> dict[str, str | N
         for i, a in enumerate(coarser):
             for b in coarser[i + 1 :]:
                 if not (refines(marginals[a], marginals[b]) or refines(marginals[b], marginals[a])):
-                    raise SpecError(
+                    raise HierarchyError(
                         f"[postprocess] consistent = true: query {n!r} refines both {a!r} "
                         f"and {b!r}, which do not refine each other; consistency is enforced "
                         "on a tree of marginals (release their common refinement's parent "
@@ -136,7 +139,7 @@ def cell_parents(
             child has only at a finer level (e.g. ``county`` from ``tract``).
 
     Raises:
-        SpecError: a geography level that is not nested in the frame (a tract in two
+        HierarchyError: a geography level that is not nested in the frame (a tract in two
             counties) or a child cell without a parent cell.
     """
     cols = list(parent_keys.columns)
@@ -149,11 +152,11 @@ def cell_parents(
             if b in GEOGRAPHY and a in GEOGRAPHY and GEOGRAPHY.index(b) > GEOGRAPHY.index(a)
         ]  # fmt: skip
         if not finer or frame is None:
-            raise SpecError(f"cannot map cells over {list(child_keys.columns)} to {cols}")
+            raise HierarchyError(f"cannot map cells over {list(child_keys.columns)} to {cols}")
         b = max(finer, key=GEOGRAPHY.index)
         pairs = frame.select(b, a).unique()
         if pairs[b].n_unique() != pairs.height:
-            raise SpecError(f"geography is not nested in the workplace frame: a {b} lies in "
+            raise HierarchyError(f"geography is not nested in the workplace frame: a {b} lies in "
                             f"more than one {a}")  # fmt: skip
         pairs = pairs.with_columns(pl.col(b).cast(child[b].dtype), pl.col(a).cast(
             parent_keys[a].dtype))  # fmt: skip
@@ -163,7 +166,7 @@ def cell_parents(
     joined = child.join(par, on=cols, how="left").sort("__child")
     idx = joined["__parent"]
     if idx.null_count() or joined.height != child_keys.height:
-        raise SpecError("a cell of a finer marginal has no cell in its coarser marginal")
+        raise HierarchyError("a cell of a finer marginal has no cell in its coarser marginal")
     return idx.to_numpy().astype(np.int64)
 
 

@@ -18,6 +18,7 @@ import polars as pl
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
 from eree.postprocess.hierarchy import (
+    HierarchyError,
     MarginalInput,
     cell_parents,
     marginal_forest,
@@ -47,7 +48,10 @@ def check_publication_plan(plan: Plan) -> None:
         SpecError: see :func:`eree.postprocess.hierarchy.marginal_forest`.
     """
     if plan.postprocess.consistent:
-        marginal_forest(_marginals(plan))
+        try:
+            marginal_forest(_marginals(plan))
+        except HierarchyError as e:
+            raise SpecError(str(e)) from None
 
 
 def variance_proxy(mech: Mechanism, m: Measurement) -> tuple[np.ndarray, str]:
@@ -107,6 +111,7 @@ def publication_tables(
     """
     pp = built.plan.postprocess
     marg = _marginals(built.plan)
+    check_publication_plan(built.plan)
     parents = marginal_forest(marg) if pp.consistent else {n: None for n in marg}
     by_name = {t.name: t for t in tables}
     inputs: list[MarginalInput] = []
@@ -125,7 +130,12 @@ def publication_tables(
         if parent is not None:
             keys = list(marg[t.name])
             pkeys = list(marg[parent])
-            idx = cell_parents(t.table.select(keys), by_name[parent].table.select(pkeys), frame)
+            try:
+                idx = cell_parents(
+                    t.table.select(keys), by_name[parent].table.select(pkeys), frame
+                )
+            except HierarchyError as e:
+                raise SpecError(f"[postprocess] consistent = true: {e}") from None
         inputs.append(MarginalInput(t.name, np.asarray(m.estimate, dtype=np.float64), var,
                                     parent, idx))  # fmt: skip
     values = publication_grade(

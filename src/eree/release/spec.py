@@ -440,9 +440,12 @@ def _check_postprocess(
             )
         return
     if pp.consistent:
-        from eree.postprocess.hierarchy import marginal_forest
+        from eree.postprocess.hierarchy import HierarchyError, marginal_forest
 
-        marginal_forest({q.name: tuple(q.by) for q in queries if not isinstance(q.by, str)})
+        try:
+            marginal_forest({q.name: tuple(q.by) for q in queries if not isinstance(q.by, str)})
+        except HierarchyError as e:
+            raise SpecError(str(e)) from None
 
 
 def load_spec(path: str | Path) -> Plan:
