@@ -171,3 +171,30 @@ def test_postprocess_keys_must_be_booleans(tmp_path):
     raw = tomllib.loads(_spec('consistent = "yes"\n'))
     with pytest.raises(SpecError, match="true or false"):
         parse_spec(raw, tmp_path)
+
+
+def test_gedp_estimates_never_fall_outside_their_own_interval(tmp_path):
+    # The ψ identity estimate x̃ = ω² − σ² is negative for ω < σ while the §6.1 interval is
+    # clamped at ψ(0) = 0; pnc's CI is clamped at 0 too. The published estimate is clamped
+    # the same way, so it always lies in its interval (DESIGN.md §6).
+    from tests.release.test_gedp import paper_spec, plan_of, write_small
+
+    from eree.release.gedp import account_gedp_plan, release_gedp
+    from eree.data.establishments import load_establishments
+
+    plan = plan_of(paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True), tmp_path)
+    data = load_establishments(plan.data)
+    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    clamped = 0
+    for t in tables:
+        for m in t.measurements:
+            a = m.statistic
+            est = t.table[a].to_numpy()
+            lo, hi = t.table[f"{a}_ci_low"].to_numpy(), t.table[f"{a}_ci_high"].to_numpy()
+            assert np.all((lo <= est) & (est <= hi)), (t.name, a)
+            outside = (m.estimate < lo) | (m.estimate > hi)
+            clamped += int(outside.sum())
+            # inside the interval the mechanism's estimate is published unchanged
+            np.testing.assert_array_equal(est[~outside], m.estimate[~outside])
+            assert "clamped into its own CI" in t.uncertainty[a]
+    assert clamped > 0  # the check above is not vacuous: some estimates were outside
