@@ -198,3 +198,42 @@ def test_gedp_estimates_never_fall_outside_their_own_interval(tmp_path):
             np.testing.assert_array_equal(est[~outside], m.estimate[~outside])
             assert "clamped into its own CI" in t.uncertainty[a]
     assert clamped > 0  # the check above is not vacuous: some estimates were outside
+
+
+def test_gedp_consistent_tables_are_tabulations_of_nonnegative_microdata(tmp_path):
+    from tests.release.test_gedp import paper_spec, write_small
+
+    raw = paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True)
+    raw["postprocess"] = {"microdata": True, "nonnegative": True, "consistent": True}
+    protect(parse_spec(raw, tmp_path), tmp_path / "out", SeededNoise(2))
+    t = {n: pl.read_parquet(tmp_path / "out" / "tables" / f"{n}.parquet")
+         for n in ("identity", "state", "naics5", "county", "county_naics5")}  # fmt: skip
+    md = pl.read_parquet(tmp_path / "out" / "microdata.parquet")
+    attrs = ["m1emp", "m2emp", "m3emp", "wage"]
+    for a in attrs:
+        for name, table in t.items():
+            assert table[a].min() >= 0, (name, a)
+            assert table[f"{a}_ci_low"].null_count() == table.height
+        ident = t["identity"].join(md.select("primary_key", pl.col(a).alias("md")),
+                                   on="primary_key")  # fmt: skip
+        np.testing.assert_array_equal(ident[a].to_numpy(), ident["md"].to_numpy())
+        # every coarser table is the sum of the finer one (floating-point sums)
+        for child, parent, keys in (("county_naics5", "county", ["cnty"]),
+                                    ("county_naics5", "naics5", ["naics5"]),
+                                    ("county", "state", []), ("identity", "state", [])):  # fmt: skip
+            src = t[child] if child != "identity" else md
+            agg = (src.group_by(keys).agg(pl.col(a).sum().alias("s")) if keys
+                   else src.select(pl.col(a).sum().alias("s")))  # fmt: skip
+            j = t[parent].join(agg, on=keys) if keys else pl.concat([t[parent], agg], how="horizontal")
+            np.testing.assert_allclose(j[a].to_numpy(), j["s"].to_numpy(), rtol=1e-9)
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert m["postprocess"]["consistent"] is True
+
+
+def test_gedp_consistent_needs_microdata(tmp_path):
+    from tests.release.test_gedp import paper_spec
+
+    raw = paper_spec("x.csv", wages=False)
+    raw["postprocess"] = {"consistent": True}
+    with pytest.raises(SpecError, match="microdata = true"):
+        parse_spec(raw, tmp_path)

@@ -110,10 +110,12 @@ class EstablishmentRelease(ReleaseFamily):
     """Establishment data: μ-GEDP group-by and identity queries, optional WLS microdata."""
 
     def check_before_load(self, plan: Plan) -> None:
-        if plan.postprocess.integer or plan.postprocess.consistent:
+        if plan.postprocess.integer or (
+            plan.postprocess.consistent and not plan.postprocess.microdata
+        ):
             raise SpecError(
-                "[postprocess] integer and consistent apply to ER-EE count releases; "
-                "establishment releases get consistent tables from microdata = true"
+                "[postprocess] integer applies to ER-EE count releases; consistent on "
+                "establishment data needs microdata = true"
             )
         if plan.postprocess.microdata:
             from eree.release.microdata import check_microdata_plan
@@ -140,7 +142,21 @@ class EstablishmentRelease(ReleaseFamily):
         from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
 
         md = build_microdata(built.plan, tables, public_frame(data))
-        return {MICRODATA_FILE: md.frame}, {"microdata": md.manifest_entry()}
+        entry = {"microdata": md.manifest_entry()}
+        if built.plan.postprocess.consistent:
+            from eree.release.microdata import tabulated_tables
+
+            tables[:] = tabulated_tables(built.plan, tables, md.frame, data.id_column)
+            entry["postprocess"] = {
+                "consistent": True,
+                "nonnegative": built.plan.postprocess.nonnegative,
+                "method": "every published table is the tabulation of the WLS microdata "
+                "(identity: the microdata values), so every table adds up to every coarser "
+                "one; std and CI refer to the mechanisms' raw answers and are not published "
+                "for these values",
+                "privacy_cost": "none (post-processing of published values)",
+            }
+        return {MICRODATA_FILE: md.frame}, entry
 
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         from eree.release.gedp import gedp_plan_semantics

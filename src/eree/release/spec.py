@@ -433,10 +433,15 @@ def _check_postprocess(
 ) -> None:
     """Refuse post-processing options that do not apply, before any data is read."""
     if not isinstance(data, EreeDataConfig):
-        if pp.integer or pp.consistent:
+        if pp.integer:
             raise SpecError(
-                "[postprocess] integer and consistent apply to ER-EE count releases; "
-                "establishment releases get consistent tables from microdata = true"
+                "[postprocess] integer applies to ER-EE count releases (establishment sums "
+                "are not counts)"
+            )
+        if pp.consistent and not pp.microdata:
+            raise SpecError(
+                "[postprocess] consistent = true on establishment data publishes every table "
+                "as a tabulation of the WLS microdata: it needs microdata = true"
             )
         return
     if pp.consistent:
