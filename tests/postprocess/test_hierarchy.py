@@ -173,3 +173,26 @@ def test_least_squares_lowers_the_error_with_true_variances():
         raw = np.mean((m.estimate - truth) ** 2)
         post = np.mean((got[m.name] - truth) ** 2)
         assert post < 0.75 * raw
+
+
+def test_nonnegative_projection_matches_a_scalar_bisection():
+    # x_j = max(0, z_j − λ v_j), Σ x_j = P: solve λ per parent by plain bisection on the
+    # monotone function λ ↦ Σ max(0, z − λv) and compare, over many random parents.
+    rng = np.random.default_rng(6)
+    n_root, k = 300, 5
+    root = MarginalInput("root", rng.uniform(0, 20, n_root), np.full(n_root, 1e-12))
+    idx = np.repeat(np.arange(n_root), k)
+    leaf = MarginalInput("leaf", rng.normal(2, 6, idx.size), rng.uniform(0.5, 3, idx.size),
+                         "root", idx)  # fmt: skip
+    got = publication_grade([root, leaf], consistent=True, nonnegative=True, integer=False)
+    for g in range(n_root):
+        z, v = leaf.estimate[idx == g], leaf.variance[idx == g]
+        p = got["root"][g]
+        lo, hi = -1e6, 1e6
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if np.maximum(0, z - mid * v).sum() > p:
+                lo = mid
+            else:
+                hi = mid
+        np.testing.assert_allclose(got["leaf"][idx == g], np.maximum(0, z - hi * v), atol=1e-7)

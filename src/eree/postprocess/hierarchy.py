@@ -24,8 +24,8 @@ The algorithm is the Census TopDown / Hay et al. two-pass scheme on that tree:
    projection of their :math:`Z_c` onto :math:`\sum_c x_c = P`:
    :math:`x_c = Z_c - \lambda V_c`, or with non-negativity
    :math:`x_c = \max(0, Z_c - \lambda V_c)` (the KKT solution of
-   :math:`\min \sum_c (x_c - Z_c)^2/V_c` over the simplex scaled to P), λ found per
-   parent by bisection and then solved exactly on the active set. Without
+   :math:`\min \sum_c (x_c - Z_c)^2/V_c` over the simplex scaled to P), λ found exactly
+   per parent by sorting the children's breakpoints :math:`Z_c/V_c`. Without
    non-negativity this reproduces the GLS solution exactly.
 3. **Controlled rounding.** With ``integer``, a parent's integer value P is split over its
    children as ⌊x_c⌋ plus one unit to the P − Σ⌊x_c⌋ children with the largest
@@ -57,9 +57,6 @@ __all__ = [
 
 #: geography levels of the workplace frame, coarsest first (DESIGN.md §2.1)
 GEOGRAPHY: tuple[str, ...] = ("state", "county", "tract", "block")
-
-_BISECTION_STEPS = 60
-
 
 class HierarchyError(ValueError):
     """The released marginals or their cells do not form a tree (message names them)."""
@@ -230,30 +227,35 @@ def _project(
         lam0 = np.where(has_free, (sum_z - total) / np.where(has_free, sum_v, 1.0), 0.0)
     if not nonnegative:
         return np.where(free, z - lam0[group] * vf, z)
-    # f(λ) = Σ max(0, z − λV) is non-increasing; f(λ0) ≥ total, f(max z/V) = fixed part
+    # KKT: x = max(0, z − λV) with Σ x = target. Child c is active iff its breakpoint
+    # b_c = z_c/V_c exceeds λ. Sorting each group's free children by b descending, the
+    # active set is the first k* of them, k* the largest k with b_(k) > λ_k, where
+    # λ_k = (Σ_{j≤k} z_j − target)/(Σ_{j≤k} V_j) (as in the projection onto a simplex).
+    target = total - np.bincount(group, np.where(free, 0.0, z), minlength=n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(free, z / np.where(free, vf, 1.0), -np.inf)
-    hi = np.full(n, -np.inf)
-    np.maximum.at(hi, group, ratio)
-    lo = lam0.copy()
-    hi = np.maximum(hi, lo)
-    target = total - fixed_sum
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        f = np.bincount(group, np.where(free, np.maximum(0.0, z - mid[group] * vf), 0.0),
-                        minlength=n)  # fmt: skip
-        above = f > target
-        lo = np.where(above, mid, lo)
-        hi = np.where(above, hi, mid)
-    # exact λ on the active set found by bisection
-    active = free & (z - hi[group] * vf > 0)
-    a_v = np.bincount(group, np.where(active, vf, 0.0), minlength=n)
-    a_z = np.bincount(group, np.where(active, z, 0.0), minlength=n)
+        b = np.where(free, z / np.where(free, vf, 1.0), -np.inf)
+    order = np.lexsort((-b, group))
+    g = group[order]
+    zs = np.where(free[order], z[order], 0.0)
+    vs = vf[order]
+    start = np.searchsorted(g, np.arange(n), side="left")
+    cz = np.cumsum(zs)
+    cv = np.cumsum(vs)
+    before_z = np.where(start > 0, cz[start - 1], 0.0)
+    before_v = np.where(start > 0, cv[start - 1], 0.0)
+    az = cz - before_z[g]
+    av = cv - before_v[g]
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where(a_v > 0, (a_z - target) / np.where(a_v > 0, a_v, 1.0), hi)
-    x = np.where(free, np.maximum(0.0, z - lam[group] * vf), z)
-    x[free & ~active] = 0.0
-    x = np.where(free, np.maximum(x, 0.0), x)
+        lam_k = np.where(av > 0, (az - target[g]) / np.where(av > 0, av, 1.0), np.inf)
+    ok = free[order] & (b[order] > lam_k)
+    k_star = np.bincount(g, ok, minlength=n).astype(np.int64)
+    has = k_star > 0
+    pick = start + np.maximum(k_star - 1, 0)
+    lam = np.full(n, np.inf)
+    lam[has] = lam_k[pick[has]]
+    with np.errstate(invalid="ignore"):
+        x = np.where(free, np.maximum(0.0, z - lam[group] * vf), z)
+    x = np.where(np.isfinite(x), x, 0.0)
     return _fix_residual(x, free, group, total)
 
 
