@@ -25,12 +25,12 @@ The algorithm is the Census TopDown / Hay et al. two-pass scheme on that tree:
    :math:`x_c = Z_c - \lambda V_c`, or with non-negativity
    :math:`x_c = \max(0, Z_c - \lambda V_c)` (the KKT solution of
    :math:`\min \sum_c (x_c - Z_c)^2/V_c` over the simplex scaled to P), λ found exactly
-   per parent by sorting the children's breakpoints :math:`Z_c/V_c`. Without
+   per parent by Michelot's active-set iteration. Without
    non-negativity this reproduces the GLS solution exactly.
 3. **Controlled rounding.** With ``integer``, a parent's integer value P is split over its
-   children as ⌊x_c⌋ plus one unit to the P − Σ⌊x_c⌋ children with the largest
-   fractional parts: every child moves by less than 1, stays non-negative, and the
-   children sum to P exactly. Done level by level from the roots, every released pair
+   children by cumulative rounding (child k gets round(S_k) − round(S_{k−1}), S_k the
+   running sum of the children's values): every child moves by less than 1, stays
+   non-negative, and the children sum to P exactly. Done level by level from the roots, every released pair
    is exactly additive.
 
 Everything is vectorised over cells (one ``bincount`` per pass and level, no matrix over
@@ -227,67 +227,66 @@ def _project(
         lam0 = np.where(has_free, (sum_z - total) / np.where(has_free, sum_v, 1.0), 0.0)
     if not nonnegative:
         return np.where(free, z - lam0[group] * vf, z)
-    # KKT: x = max(0, z − λV) with Σ x = target. Child c is active iff its breakpoint
-    # b_c = z_c/V_c exceeds λ. Sorting each group's free children by b descending, the
-    # active set is the first k* of them, k* the largest k with b_(k) > λ_k, where
-    # λ_k = (Σ_{j≤k} z_j − target)/(Σ_{j≤k} V_j) (as in the projection onto a simplex).
+    # KKT: x = max(0, z − λV) with Σ x = target. Michelot's active-set iteration: solve λ
+    # on the active children, drop those that came out negative, repeat; λ only grows, so
+    # a dropped child stays at 0, and it stops after at most (group size) rounds — a few
+    # in practice. Each round is one pass of bincounts over the cells.
     target = total - np.bincount(group, np.where(free, 0.0, z), minlength=n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        b = np.where(free, z / np.where(free, vf, 1.0), -np.inf)
-    order = np.lexsort((-b, group))
-    g = group[order]
-    zs = np.where(free[order], z[order], 0.0)
-    vs = vf[order]
-    start = np.searchsorted(g, np.arange(n), side="left")
-    cz = np.cumsum(zs)
-    cv = np.cumsum(vs)
-    before_z = np.where(start > 0, cz[start - 1], 0.0)
-    before_v = np.where(start > 0, cv[start - 1], 0.0)
-    az = cz - before_z[g]
-    av = cv - before_v[g]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam_k = np.where(av > 0, (az - target[g]) / np.where(av > 0, av, 1.0), np.inf)
-    ok = free[order] & (b[order] > lam_k)
-    k_star = np.bincount(g, ok, minlength=n).astype(np.int64)
-    has = k_star > 0
-    pick = start + np.maximum(k_star - 1, 0)
-    lam = np.full(n, np.inf)
-    lam[has] = lam_k[pick[has]]
-    with np.errstate(invalid="ignore"):
-        x = np.where(free, np.maximum(0.0, z - lam[group] * vf), z)
-    x = np.where(np.isfinite(x), x, 0.0)
-    return _fix_residual(x, free, group, total)
+    active = free.copy()
+    while True:
+        a_z = np.bincount(group, np.where(active, z, 0.0), minlength=n)
+        a_v = np.bincount(group, np.where(active, vf, 0.0), minlength=n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam = np.where(a_v > 0, (a_z - target) / np.where(a_v > 0, a_v, 1.0), 0.0)
+        x = np.where(active, z - lam[group] * vf, 0.0)
+        negative = active & (x < 0)
+        if not negative.any():
+            break
+        active &= ~negative
+    x = np.where(free, np.maximum(x, 0.0), z)
+    return _rescale(x, free, group, total)
 
 
-def _fix_residual(x: np.ndarray, free: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """Put the floating-point residue of each group on its largest free child."""
+def _rescale(x: np.ndarray, free: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Scale each group's free children so that the group sums to its total exactly
+    (removes floating-point residue; the factor is 1 up to rounding error)."""
     n = total.shape[0]
-    resid = total - np.bincount(group, x, minlength=n)
-    key = np.where(free, x, -np.inf)
-    order = np.lexsort((-key, group))
-    first = np.ones(order.shape[0], dtype=bool)
-    first[1:] = group[order][1:] != group[order][:-1]
-    top = order[first & free[order]]
-    x = x.copy()
-    x[top] += resid[group[top]]
-    return x
+    fixed = np.bincount(group, np.where(free, 0.0, x), minlength=n)
+    moving = np.bincount(group, np.where(free, x, 0.0), minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(moving > 0, (total - fixed) / np.where(moving > 0, moving, 1.0), 1.0)
+    return np.where(free, x * factor[group], x)
 
 
 def _controlled_round(
     x: np.ndarray, free: np.ndarray, group: np.ndarray, total: np.ndarray
 ) -> np.ndarray:
-    """Integers within 1 of x whose group sums are the integer totals (largest remainders)."""
+    """Integers within 1 of x whose group sums are the integer totals.
+
+    Cumulative (systematic) rounding: within each group, in a fixed order, the k-th child
+    gets round(S_k) − round(S_{k−1}) where S_k is the running sum of the group's values
+    (S_0 = 0). The group then sums to round(S_last) = its integer total; each child moves
+    by less than 1; round is monotone, so non-negative values stay non-negative. Exact
+    (integer-valued) children are left as they are.
+    """
     n = total.shape[0]
-    fl = np.floor(x + 1e-9)
-    frac = np.where(free, x - fl, -1.0)
-    need = np.rint(total - np.bincount(group, fl, minlength=n)).astype(np.int64)
-    order = np.lexsort((-frac, group))
-    g_sorted = group[order]
-    start = np.searchsorted(g_sorted, g_sorted, side="left")
-    rank = np.arange(order.shape[0]) - start
-    out = fl.copy()
-    bump = rank < need[g_sorted]
-    out[order[bump]] += 1.0
+    order = np.argsort(group, kind="stable")  # O(n) when the cells are already grouped
+    g = group[order]
+    fixed_sum = np.bincount(group, np.where(free, 0.0, x), minlength=n)
+    v = np.where(free[order], x[order], 0.0)
+    c = np.cumsum(v)
+    start = np.searchsorted(g, np.arange(n), side="left")
+    before = np.where(start > 0, c[start - 1], 0.0)
+    running = c - before[g]  # S_k within the group
+    # the group's free part must round to total − fixed exactly: anchor the last S there
+    last = np.r_[g[1:] != g[:-1], True]
+    goal = total - fixed_sum
+    running = np.where(last, goal[g], running)
+    r = np.floor(running + 0.5 + 1e-9)
+    prev = np.r_[0.0, r[:-1]]
+    prev[np.r_[True, g[1:] != g[:-1]]] = 0.0
+    out = x.copy()
+    out[order] = np.where(free[order], r - prev, x[order])
     return out
 
 
