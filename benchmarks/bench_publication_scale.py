@@ -58,8 +58,9 @@ def main() -> None:
     """)
     up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     wall, rss, p = run_child(code)
-    print(json.dumps({**p, "factor": args.factor, "wall_s": wall, "peak_rss_mib": rss,
-                      "uptime": up}))
+    print(
+        json.dumps({**p, "factor": args.factor, "wall_s": wall, "peak_rss_mib": rss, "uptime": up})
+    )
 
 
 if __name__ == "__main__":

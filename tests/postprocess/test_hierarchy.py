@@ -126,7 +126,7 @@ def test_integer_tables_are_exactly_additive_and_within_one():
     real = publication_grade(ms, consistent=True, nonnegative=True, integer=False)
     ints = publication_grade(ms, consistent=True, nonnegative=True, integer=True)
     assert _additivity(ms, ints) == 0.0
-    for name, v in ints.items():
+    for v in ints.values():
         assert np.array_equal(v, np.round(v)) and (v >= 0).all()
     # roots are rounded; below them each value moves by < 1 from the projection onto the
     # rounded parent, so by < 1 + (the parent's shift spread over its children) overall
@@ -166,8 +166,8 @@ def test_least_squares_lowers_the_error_with_true_variances():
     root_true = np.bincount(idx, leaf_true)
     b = 2.0
     root = MarginalInput("root", root_true + rng.laplace(0, b, n_root), np.full(n_root, 2 * b * b))
-    leaf = MarginalInput("leaf", leaf_true + rng.laplace(0, b, idx.size), np.full(idx.size, 2 * b * b),
-                         "root", idx)  # fmt: skip
+    noisy = leaf_true + rng.laplace(0, b, idx.size)
+    leaf = MarginalInput("leaf", noisy, np.full(idx.size, 2 * b * b), "root", idx)
     got = publication_grade([root, leaf], consistent=True, nonnegative=False, integer=False)
     for m, truth in ((root, root_true), (leaf, leaf_true)):
         raw = np.mean((m.estimate - truth) ** 2)

@@ -114,7 +114,7 @@ def test_every_released_pair_adds_up_exactly(nested):
             assert j["sum"].null_count() == 0
             assert (j["jobs"] == j["sum"]).all(), f"{child} does not add up to {parent}"
     assert pairs == 13  # every pair in a refinement relation, not only the tree's edges
-    for name, t in tables.items():
+    for t in tables.values():
         assert t["jobs"].dtype == pl.Int64
         assert t["jobs"].min() >= 0
         assert t["jobs_ci_low"].null_count() == t.height  # raw CIs are not carried over
@@ -177,10 +177,9 @@ def test_gedp_estimates_never_fall_outside_their_own_interval(tmp_path):
     # The ψ identity estimate x̃ = ω² − σ² is negative for ω < σ while the §6.1 interval is
     # clamped at ψ(0) = 0; pnc's CI is clamped at 0 too. The published estimate is clamped
     # the same way, so it always lies in its interval (DESIGN.md §6).
-    from tests.release.test_gedp import paper_spec, plan_of, write_small
-
-    from eree.release.gedp import account_gedp_plan, release_gedp
     from eree.data.establishments import load_establishments
+    from eree.release.gedp import account_gedp_plan, release_gedp
+    from tests.release.test_gedp import paper_spec, plan_of, write_small
 
     plan = plan_of(paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True), tmp_path)
     data = load_establishments(plan.data)
@@ -218,13 +217,21 @@ def test_gedp_consistent_tables_are_tabulations_of_nonnegative_microdata(tmp_pat
                                    on="primary_key")  # fmt: skip
         np.testing.assert_array_equal(ident[a].to_numpy(), ident["md"].to_numpy())
         # every coarser table is the sum of the finer one (floating-point sums)
-        for child, parent, keys in (("county_naics5", "county", ["cnty"]),
-                                    ("county_naics5", "naics5", ["naics5"]),
-                                    ("county", "state", []), ("identity", "state", [])):  # fmt: skip
+        pairs = (
+            ("county_naics5", "county", ["cnty"]),
+            ("county_naics5", "naics5", ["naics5"]),
+            ("county", "state", []),
+            ("identity", "state", []),
+        )
+        for child, parent, keys in pairs:
             src = t[child] if child != "identity" else md
             agg = (src.group_by(keys).agg(pl.col(a).sum().alias("s")) if keys
                    else src.select(pl.col(a).sum().alias("s")))  # fmt: skip
-            j = t[parent].join(agg, on=keys) if keys else pl.concat([t[parent], agg], how="horizontal")
+            j = (
+                t[parent].join(agg, on=keys)
+                if keys
+                else pl.concat([t[parent], agg], how="horizontal")
+            )
             np.testing.assert_allclose(j[a].to_numpy(), j["s"].to_numpy(), rtol=1e-9)
     m = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert m["postprocess"]["consistent"] is True

@@ -30,8 +30,8 @@ The algorithm is the Census TopDown / Hay et al. two-pass scheme on that tree:
 3. **Controlled rounding.** With ``integer``, a parent's integer value P is split over its
    children by cumulative rounding (child k gets round(S_k) − round(S_{k−1}), S_k the
    running sum of the children's values): every child moves by less than 1, stays
-   non-negative, and the children sum to P exactly. Done level by level from the roots, every released pair
-   is exactly additive.
+   non-negative, and the children sum to P exactly. Done level by level from the roots,
+   every released pair is exactly additive.
 
 Everything is vectorised over cells (one ``bincount`` per pass and level, no matrix over
 cells): time and memory are linear in the number of cells.
@@ -57,6 +57,7 @@ __all__ = [
 
 #: geography levels of the workplace frame, coarsest first (DESIGN.md §2.1)
 GEOGRAPHY: tuple[str, ...] = ("state", "county", "tract", "block")
+
 
 class HierarchyError(ValueError):
     """The released marginals or their cells do not form a tree (message names them)."""
@@ -186,7 +187,9 @@ class MarginalInput:
     parent_index: np.ndarray | None = None
 
 
-def _combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _combine(
+    values: list[np.ndarray], variances: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
     """Inverse-variance combination of independent estimates; a zero variance is exact."""
     exact = np.zeros(values[0].shape, dtype=bool)
     exact_value = np.zeros(values[0].shape)
@@ -221,7 +224,6 @@ def _project(
     vf = np.where(free, var, 0.0)
     sum_v = np.bincount(group, vf, minlength=n)
     sum_z = np.bincount(group, z, minlength=n)
-    fixed_sum = np.bincount(group, np.where(free, 0.0, z), minlength=n)
     has_free = sum_v > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         lam0 = np.where(has_free, (sum_z - total) / np.where(has_free, sum_v, 1.0), 0.0)
@@ -334,7 +336,8 @@ def publication_grade(
     v: dict[str, np.ndarray] = {}
     for name in reversed(order):  # bottom-up
         m = by_name[name]
-        vals, vars_ = [m.estimate.astype(np.float64)], [m.variance.astype(np.float64)]
+        vals: list[np.ndarray] = [m.estimate.astype(np.float64)]
+        vars_: list[np.ndarray] = [m.variance.astype(np.float64)]
         size = m.estimate.shape[0]
         for c in children[name]:
             idx = by_name[c].parent_index
@@ -370,4 +373,3 @@ def check_additive(values: np.ndarray, parent_values: np.ndarray, index: np.ndar
     """The largest |parent − Σ children| over the parent's cells (0 when exactly additive)."""
     sums = np.bincount(index, values, minlength=parent_values.shape[0])
     return float(np.max(np.abs(sums - parent_values))) if sums.size else 0.0
-

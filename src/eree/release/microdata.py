@@ -64,8 +64,8 @@ __all__ = [
     "level_title",
     "microdata_measurements",
     "public_frame",
-    "tabulated_tables",
     "tabulate_levels",
+    "tabulated_tables",
 ]
 
 #: file name of the microdata inside a release directory

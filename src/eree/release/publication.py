@@ -131,9 +131,7 @@ def publication_tables(
             keys = list(marg[t.name])
             pkeys = list(marg[parent])
             try:
-                idx = cell_parents(
-                    t.table.select(keys), by_name[parent].table.select(pkeys), frame
-                )
+                idx = cell_parents(t.table.select(keys), by_name[parent].table.select(pkeys), frame)
             except HierarchyError as e:
                 raise SpecError(f"[postprocess] consistent = true: {e}") from None
         inputs.append(MarginalInput(t.name, np.asarray(m.estimate, dtype=np.float64), var,
@@ -143,9 +141,14 @@ def publication_tables(
     )
     done = [k for k in ("consistent", "nonnegative", "integer") if getattr(pp, k)]
     method = (
-        "post-processed (" + ", ".join(done) + ") from the published values: "
-        + ("generalised least squares over the tree of released marginals, " if pp.consistent
-           else "")
+        "post-processed ("
+        + ", ".join(done)
+        + ") from the published values: "
+        + (
+            "generalised least squares over the tree of released marginals, "
+            if pp.consistent
+            else ""
+        )
         + ("non-negative projection, " if pp.nonnegative and pp.consistent else "")
         + ("controlled rounding" if pp.integer and pp.consistent else "")
     ).rstrip(", ")
