@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,13 +30,18 @@ evaluate_app = typer.Typer(
 app.add_typer(evaluate_app, name="evaluate")
 audit_app = typer.Typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
+ledger_app = typer.Typer(
+    help="The privacy-budget ledger: register budgets, show spending, verify the chain.",
+    no_args_is_help=True,
+)
+app.add_typer(ledger_app, name="ledger")
 
 console = Console()
 err_console = Console(stderr=True)
 
 
 def _fail(e: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(str(e))}")
+    err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -84,6 +90,16 @@ def print_cost_table(explained: dict[str, Any]) -> None:
         console.print(f"• {escape(note)}")
 
 
+def print_cells(cells: dict[str, Any]) -> None:
+    """One line per count query: its number of cells, or its lower bound without data."""
+    if not cells:
+        return
+    console.print("[bold]Cells per query[/] (limit: [output] max_cells)")
+    for name, c in cells.items():
+        amount = f"{c['cells']:,}" if c["cells"] is not None else f"≥ {c['at_least']:,}"
+        console.print(f"  {escape(name)}: {amount} ({escape(c['how'])})")
+
+
 def print_semantics(sem: dict[str, Any]) -> None:
     for line in sem.get("statements", []):
         console.print(f"  {escape(line)}")
@@ -117,6 +133,7 @@ def explain(
         console.print_json(json.dumps(explained, default=str))
         return
     print_cost_table(explained)
+    print_cells(explained.get("cells", {}))
     console.print("[bold]What this guarantees[/]")
     print_semantics(explained["semantics"])
 
@@ -132,21 +149,41 @@ def protect(
         str, typer.Option("--random", help="secure (default) | exact (OpenDP samplers)")
     ] = "secure",
     ledger: Annotated[
-        Path | None, typer.Option(help="budget ledger (SQLite); refuses overspending")
+        Path | None,
+        typer.Option(help="budget ledger (SQLite): charges the release, refuses overspending"),
     ] = None,
+    new_version: Annotated[
+        bool,
+        typer.Option("--new-version", help="the data under this name changed on purpose"),
+    ] = False,
 ) -> None:
     """Run one release: protected tables and a manifest in OUT.
 
-    Example: eree protect release.toml --out release-2026q1
+    With --ledger, the dataset must have been registered by an administrator
+    (`eree ledger budget`); the release is charged to its lifetime budget.
+
+    Example: eree protect release.toml --out release-2026q1 --ledger budget.sqlite
     """
+    from eree.release.output import check_output_dir
     from eree.release.protect import protect as run
     from eree.release.spec import load_spec
 
+    if seed is not None and ledger is not None:
+        _fail(EreeError(
+            "seeded randomness is never charged as a release: --seed cannot be combined with "
+            "--ledger (a seeded release is NOT FOR PUBLICATION)"
+        ))  # fmt: skip
     source = _noise(seed, random_mode)
     try:
         plan = load_spec(spec)
-        with console.status("releasing…"):
-            result = run(plan, out, source, ledger=ledger)
+        check_output_dir(out)
+        with console.status("releasing…"), warnings.catch_warnings():
+            # numpy's overflow warnings: a non-finite result is refused with an error
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = run(plan, out, source, ledger=ledger, new_version=new_version)
+    except OSError as e:  # the file system's message names paths, never data values
+        _fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
+        return
     except EreeError as e:
         _fail(e)
         return
@@ -181,7 +218,110 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
+    led = manifest.get("ledger")
+    if led:
+        for note in led.get("notes", []):
+            console.print(f"[bold yellow]ledger:[/] {escape(note)}")
+        console.print(f"ledger row {led['id']} (dataset {led['dataset']!r}, version "
+                      f"{led['version']})")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
+
+
+def _open_ledger(path: Path, must_exist: bool = True) -> Any:
+    from eree.privacy.ledger import Ledger
+
+    if must_exist and not path.is_file():
+        _fail(EreeError(f"no ledger at {path}"))
+    try:
+        return Ledger(path)
+    except EreeError as e:
+        _fail(e)
+
+
+@ledger_app.command("budget")
+def ledger_budget(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite; created if absent)")],
+    name: Annotated[str, typer.Argument(help="dataset name (the spec's `name`)")],
+    epsilon: Annotated[float | None, typer.Option(help="ER-EE family: lifetime ε")] = None,
+    delta: Annotated[
+        float | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),
+    ] = None,
+    mu: Annotated[float | None, typer.Option(help="GEDP family: lifetime μ")] = None,
+) -> None:
+    """Register a dataset and its lifetime budget (administrators).
+
+    A release with --ledger on an unregistered dataset is refused. Give --epsilon
+    [--delta] [--alpha] for ER-EE data, --mu for establishment (GEDP) data. Running it
+    again changes the budget (recorded in the ledger).
+
+    Example: eree ledger budget budget.sqlite pa-2015 --epsilon 4 --delta 1e-6 --alpha 0.1
+    """
+    book = _open_ledger(ledger, must_exist=False)
+    try:
+        b = book.set_budget(name, epsilon=epsilon, delta=delta, alpha=alpha, mu=mu)
+    except EreeError as e:
+        _fail(e)
+        return
+    from fractions import Fraction
+
+    shown = ", ".join(f"{k}={float(Fraction(v)):g}" for k, v in b.items())
+    console.print(f"dataset {name!r}: lifetime budget {shown} (ledger {ledger})")
+
+
+@ledger_app.command("show")
+def ledger_show(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+) -> None:
+    """Registered datasets, their budgets, versions and running totals.
+
+    Example: eree ledger show budget.sqlite
+    """
+    book = _open_ledger(ledger)
+    entries = book.show()
+    if as_json:
+        console.print_json(json.dumps({"datasets": entries, "releases": book.releases()}))
+        return
+    t = Table(title=f"Ledger {ledger}")
+    for col in ("dataset", "family", "α", "budget", "spent", "versions", "releases"):
+        t.add_column(col, overflow="fold")
+    for e in entries:
+        spent = ", ".join(f"{k}={_fmt(v)}" for k, v in e["spent"].items() if v is not None)
+        budget = ", ".join(f"{k}={v:g}" for k, v in e["budget"].items())
+        versions = " → ".join(f"v{v['version']}" for v in e["versions"]) or "—"
+        rel = ", ".join(f"{n} {s}" for s, n in e["releases"].items() if n)
+        t.add_row(e["dataset"], e["family"], _fmt(e["alpha"]), budget, spent or "—",
+                  versions, rel or "—")  # fmt: skip
+    console.print(t)
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite)")],
+    release: Annotated[
+        list[Path] | None,
+        typer.Option("--release", help="a release directory to check against the ledger"),
+    ] = None,
+) -> None:
+    """Check the ledger's hash chain (an edited or deleted row is detected).
+
+    With --release, also check that each release's manifest names a row of the ledger
+    with its hash. Exit code 1 when a problem is found.
+
+    Example: eree ledger verify budget.sqlite --release release-2026q1
+    """
+    book = _open_ledger(ledger)
+    res = book.verify(list(release or []))
+    if res.ok:
+        console.print(f"[bold green]ok[/]: {res.events} rows, chain intact")
+        return
+    for p in res.problems:
+        err_console.print(f"[bold red]tampered:[/] {escape(p)}")
+    raise typer.Exit(code=1)
 
 
 @synth_app.command("lodes")
@@ -261,7 +401,7 @@ def demo(
     from eree.demo import run_demo
 
     try:
-        summary = run_demo(out, seed=seed, console=console)
+        summary = run_demo(out, seed=seed, console=console, on_release=_print_release)
     except EreeError as e:
         _fail(e)
         return

@@ -265,7 +265,7 @@ def test_appendix_h_ablation_matches_table11(psi: str) -> None:
     Tolerance from theory: 4 Monte Carlo standard errors of our estimate and of the
     paper's (1,000,000 trials), plus the paper's rounding to 0.05.
     """
-    from eree.evaluate.webb_ablation import PAPER_TABLE11, webb_table11
+    from eree.evaluate.webb.ablation import PAPER_TABLE11, webb_table11
 
     trials = 10_000
     r = webb_table11(psi, trials=trials, seed=2024)  # type: ignore[arg-type]
@@ -280,7 +280,7 @@ def test_appendix_h_ablation_matches_table11(psi: str) -> None:
 
 def test_appendix_h_power_100_counties_fails() -> None:
     """The paper's text (100 counties) doubles the Total MSE: the check would catch it."""
-    from eree.evaluate.webb_ablation import PAPER_TABLE11, webb_table11
+    from eree.evaluate.webb.ablation import PAPER_TABLE11, webb_table11
 
     r = webb_table11("sqrt", trials=4_000, seed=7, n_counties=100)
     paper = PAPER_TABLE11["sqrt"]["Act"]["Total"]

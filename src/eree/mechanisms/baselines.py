@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.eree import CountMechanism
@@ -42,6 +43,7 @@ class EdgeLaplace(CountMechanism):
         object.__setattr__(self, "worker_cells", 1)
         super().__post_init__()
 
+    @override
     @classmethod
     def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
         """Each job is in exactly one cell: every cell gets the marginal's ε."""
@@ -50,12 +52,15 @@ class EdgeLaplace(CountMechanism):
     def _derive(self) -> None:
         object.__setattr__(self, "scale", 1.0 / self.epsilon_cell)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"scale": self.scale}
 
+    @override
     def guarantee(self) -> str:
         return f"{EdgeDP(self.epsilon)}; each job is in exactly one cell"
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         noisy = source.add_laplace(cells["count"], self.scale)
         half = self.scale * math.log(1.0 / (1.0 - self.confidence))
@@ -87,6 +92,7 @@ class TruncatedLaplace(CountMechanism):
         object.__setattr__(self, "worker_cells", 1)
         super().__post_init__()
 
+    @override
     @classmethod
     def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
         """An establishment contributes < θ to the whole marginal in L1: ε per marginal."""
@@ -104,12 +110,15 @@ class TruncatedLaplace(CountMechanism):
         # θ: the engine counts only establishments with total employment < θ
         object.__setattr__(self, "truncate_below", self.theta)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"theta": self.theta, "scale": self.scale}
 
+    @override
     def guarantee(self) -> str:
         return f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         noisy = source.add_laplace(cells["count_truncated"], self.scale)
         return Measurement(

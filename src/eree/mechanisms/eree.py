@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -130,16 +131,20 @@ class CountMechanism(Mechanism):
     def _derive(self) -> None:
         """Validate the mechanism's own parameters and fix its derived scales."""
 
+    @override
     @property
     def multiplicity(self) -> int:
         return self.worker_cells
 
+    @override
     def composition(self) -> Composition:
         return EpsilonDeltaComposition(getattr(self, "alpha", None))
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=0)
 
+    @override
     def cost(self) -> Cost:
         """The query's cost: the ε asked for (≥ d·ε_cell, since ε_cell is rounded down)."""
         per = self.per_cell_cost()
@@ -178,6 +183,7 @@ class CountMechanism(Mechanism):
             return f"(α={alpha:g}, {eps_delta}, G)-Blowfish privacy per cell ({mech})"
         return f"{self._strength()}(α={alpha:g}, {eps_delta})-ER-EE privacy per cell"
 
+    @override
     def guarantee(self) -> str:
         per = self.per_cell_cost()
         ed = f"ε={self.epsilon_cell:.6g}"
@@ -258,9 +264,11 @@ class LogLaplace(CountMechanism):
         object.__setattr__(self, "lam", lam)
         object.__setattr__(self, "gamma", 1.0 / self.alpha)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "gamma": self.gamma, "lambda": self.lam}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
             cells["count"], self.gamma, self.lam, source, self.confidence, "Lemma 8.2"
@@ -310,9 +318,11 @@ class SmoothGamma(CountMechanism):
         object.__setattr__(self, "epsilon1", eps1)
         object.__setattr__(self, "epsilon2", eps2)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         n = cells["count"]
         scale = 5.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon1
@@ -321,7 +331,56 @@ class SmoothGamma(CountMechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SmoothLaplace(CountMechanism):
+class ApproximateCountMechanism(CountMechanism):
+    """A count mechanism with a δ: the query's δ is split over the d combinations like ε.
+
+    Attributes:
+        delta: the query's whole δ, or None for d·δ_min (each cell at its smallest δ).
+    """
+
+    delta: float | None = None
+    delta_cell: float = field(init=False, default=0.0)
+    delta_min: float = field(init=False, default=0.0)
+
+    @staticmethod
+    def delta_condition(alpha: float, epsilon: float, delta: float | None) -> float:
+        """Check (α, ε_cell, δ_cell) against the mechanism's condition; return δ_cell."""
+        return check_smooth_laplace(alpha, epsilon, delta)
+
+    @staticmethod
+    def smallest_delta(alpha: float, epsilon: float) -> float:
+        """δ_min at (α, ε_cell)."""
+        return smooth_laplace_delta_min(alpha, epsilon)
+
+    @override
+    def _derive(self) -> None:
+        d = self.worker_cells
+        alpha = getattr(self, "alpha")  # noqa: B009 - every subclass defines α
+        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
+        try:
+            dcell = self.delta_condition(alpha, self.epsilon_cell, cell_delta)
+        except PrivacyParameterError as e:
+            need = None
+            if cell_delta is not None and 0 < cell_delta < 1:  # ε_cell ≥ 2 ln(1+α) ln(1/δ_cell)
+                need = 2 * math.log1p(alpha) * math.log(1 / cell_delta) * d
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "delta_cell", dcell)
+        object.__setattr__(self, "delta_min", self.smallest_delta(alpha, self.epsilon_cell))
+
+    @override
+    def per_cell_cost(self) -> Cost:
+        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
+
+    @override
+    def cost(self) -> Cost:
+        """The query's ε and δ: the δ asked for, never less than d·δ_cell."""
+        d_delta = Fraction(self.delta_cell) * self.worker_cells
+        delta = Fraction(self.delta) if self.delta is not None else d_delta
+        return Cost(epsilon=self.epsilon, delta=max(delta, d_delta))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmoothLaplace(ApproximateCountMechanism):
     r"""Smooth Laplace mechanism (Haney et al. Algorithm 3), (α, ε, δ)-ER-EE private.
 
     Requires δ_cell ≥ δ_min = exp(−ε_cell/(2 ln(1+α))); δ defaults to d·δ_min (each cell
@@ -334,36 +393,12 @@ class SmoothLaplace(CountMechanism):
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     alpha: float
-    delta: float | None = None
-    delta_cell: float = field(init=False, default=0.0)
-    delta_min: float = field(init=False, default=0.0)
 
-    def _derive(self) -> None:
-        d = self.worker_cells
-        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
-        try:
-            dcell = check_smooth_laplace(self.alpha, self.epsilon_cell, cell_delta)
-        except PrivacyParameterError as e:
-            need = None
-            if cell_delta is not None and 0 < cell_delta < 1:
-                need = 2 * math.log1p(self.alpha) * math.log(1 / cell_delta) * d
-            raise self._query_level(str(e), need) from None
-        object.__setattr__(self, "delta_cell", dcell)
-        object.__setattr__(
-            self, "delta_min", smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
-        )
-
-    def per_cell_cost(self) -> Cost:
-        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
-
-    def cost(self) -> Cost:
-        d = self.worker_cells
-        delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
-        return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
-
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "delta_min": self.delta_min}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         scale = 2.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon_cell
         return _withheld(source.add_laplace(cells["count"], scale), self.name)

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -174,7 +175,7 @@ def pnc_upper_bounds(
 
 
 def pnc_sensitivity(u_star: ArrayLike, neighbor: NeighborFunction, gamma: float) -> FloatArray:
-    r"""Def 6.8 step 2, the per-group sensitivity from the public bound u*_ℓ:
+    r"""Def 6.8 step 2: the per-group sensitivity from the public bound u*_ℓ.
 
     :math:`\Delta_\ell = u^*_\ell - \psi^{-1}(\max(\psi(0), \psi(u^*_\ell)-\gamma))`.
     """
@@ -269,12 +270,15 @@ class GedpMechanism(Mechanism):
     def _derive(self) -> None:
         """Fix the derived public scales."""
 
+    @override
     def composition(self) -> Composition:
         return GaussianComposition()
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(mu=self.mu)
 
+    @override
     def guarantee(self) -> str:
         return f"{self.mu:g}-GEDP (Def 5.6) for {self.attribute} by the {self.description}"
 
@@ -293,9 +297,11 @@ class PsiMechanism(GedpMechanism):
     def _derive(self) -> None:
         object.__setattr__(self, "sigma", self.gamma / self.mu)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sigma": self.sigma}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         x = cells["value"]
         omega = source.add_gaussian(self.neighbor.psi(x), self.sigma)
@@ -331,9 +337,11 @@ class EstabGaussian(GedpMechanism):
         object.__setattr__(self, "sensitivity", float(sens))
         object.__setattr__(self, "sd", float(sens) / self.mu)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         noisy = source.add_gaussian(cells["value"], self.sd)
         std = np.full(noisy.shape, self.sd)
@@ -379,6 +387,7 @@ class Pnc(GedpMechanism):
         if self.bounded_attributes < 1:
             raise self._fail("pnc needs at least one bounded attribute")
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from}
 
@@ -387,6 +396,7 @@ class Pnc(GedpMechanism):
         tau = pnc_tau_hat(self.zeta, n_establishments, self.bounded_attributes)
         return pnc_upper_bounds(omega_identity, self.neighbor, self.gamma, self.bounds_mu, tau)
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
         return pnc_mechanism(cells["value"], delta, self.mu, source, confidence=self.confidence)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtri
+from typing_extensions import override
 
 _TWO52 = float(2**52)
 
@@ -81,6 +82,7 @@ class NoiseSource(ABC):
 
     @property
     def for_publication(self) -> bool:
+        """Whether releases drawn from this source may be published (not seeded)."""
         return self.mode != "seeded"
 
     def describe(self) -> dict[str, Any]:
@@ -93,6 +95,7 @@ class SecureNoise(NoiseSource):
 
     mode = "secure"
 
+    @override
     def uniform(self, size: int) -> FloatArray:
         if size == 0:
             return np.empty(0, dtype=np.float64)
@@ -110,6 +113,7 @@ class SeededNoise(NoiseSource):
         self.seed = int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
 
+    @override
     def uniform(self, size: int) -> FloatArray:
         bits = self._rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
         return _uniform_from_bits(bits)
@@ -119,6 +123,7 @@ class SeededNoise(NoiseSource):
         seeds = self._rng.integers(0, 2**63 - 1, size=n)
         return [SeededNoise(int(s)) for s in seeds]
 
+    @override
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["seed"] = self.seed
@@ -160,12 +165,15 @@ class ExactNoise(SecureNoise):
             out[idx] = np.asarray(meas(flat[idx].tolist()), dtype=np.float64)
         return out.reshape(v.shape)
 
+    @override
     def add_laplace(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
         return self._add(values, scale, "L1")
 
+    @override
     def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
         return self._add(values, scale, "L2")
 
+    @override
     def note_fallback(self, what: str) -> None:
         self.fallbacks.add(what)
 

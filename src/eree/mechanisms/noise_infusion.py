@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -84,6 +85,7 @@ def check_ramp(s: float, t: float) -> None:
 
 
 def check_small_cell(small_cell: float) -> None:
+    """Validate the small-cell limit S of noise infusion (S ≥ 1)."""
     if not (math.isfinite(small_cell) and small_cell >= 1.0):
         raise PrivacyParameterError(
             f"the small-cell limit S must be a finite number >= 1 (got {small_cell!r})"
@@ -268,19 +270,24 @@ class NoiseInfusion(Mechanism):
         except PrivacyParameterError as e:
             raise self._fail(str(e)) from None
 
+    @override
     def composition(self) -> Composition:
         return NoGuarantee()
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost()
 
+    @override
     def public_params(self) -> dict[str, Any]:
         # s and t are confidential in SDL practice: withheld
         return {"small_cell": self.small_cell}
 
+    @override
     def guarantee(self) -> str:
         return "no formal guarantee (input noise infusion, the current SDL baseline)"
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         cache = cells.context[FACTOR_CACHE]
         key = (self.s, self.t)

@@ -1,5 +1,6 @@
-r"""The workshop variants of the ER-EE mechanisms (Haney et al., workshop version,
-``papers/002_*``, §5 and Appendix A), for the Blowfish policy of
+r"""The workshop variants of the ER-EE mechanisms, for the Blowfish policy.
+
+Haney et al., workshop version (``papers/002_*``, §5 and Appendix A); the policy is in
 :mod:`eree.privacy.blowfish`.
 
 The SIGMOD versions (:mod:`eree.mechanisms.eree`) are normative (DESIGN.md §10); these
@@ -38,15 +39,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement
-from eree.mechanisms.eree import CountMechanism, log_laplace_release
+from eree.mechanisms.eree import ApproximateCountMechanism, CountMechanism, log_laplace_release
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.samplers import smooth_gamma_standard
 from eree.privacy.blowfish import (
@@ -55,7 +56,6 @@ from eree.privacy.blowfish import (
     check_workshop_smooth_laplace,
     workshop_smooth_laplace_delta_min,
 )
-from eree.privacy.composition import Cost, float_down
 
 __all__ = [
     "WORKSHOP_WITHHELD",
@@ -147,10 +147,12 @@ class WorkshopLogLaplace(_Workshop):
         object.__setattr__(self, "gamma", gamma)
         object.__setattr__(self, "lam", lam)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "additive": self.additive, "gamma": self.gamma,
                 "lambda": self.lam}  # fmt: skip
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
             cells["count"], self.gamma, self.lam, source, self.confidence, "workshop Lemma 5.2"
@@ -160,7 +162,7 @@ class WorkshopLogLaplace(_Workshop):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkshopSmoothLaplace(_Workshop):
+class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
     r"""Smooth Laplace mechanism, workshop Algorithm 2 ((ε, δ, G)-Blowfish as claimed).
 
     Requires :math:`\alpha+1 \le e^{\varepsilon/(2\ln(1/\delta))}` per cell (δ defaults to
@@ -171,37 +173,23 @@ class WorkshopSmoothLaplace(_Workshop):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
-    delta: float | None = None
-    delta_cell: float = field(init=False, default=0.0)
-    delta_min: float = field(init=False, default=0.0)
 
-    def _derive(self) -> None:
-        d = self.worker_cells
-        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
-        try:
-            dcell = check_workshop_smooth_laplace(self.alpha, self.epsilon_cell, cell_delta)
-        except PrivacyParameterError as e:
-            need = None
-            if cell_delta is not None and 0 < cell_delta < 1:
-                need = 2 * math.log1p(self.alpha) * math.log(1 / cell_delta) * d
-            raise self._query_level(str(e), need) from None
-        object.__setattr__(self, "delta_cell", dcell)
-        object.__setattr__(
-            self, "delta_min", workshop_smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
-        )
+    @staticmethod
+    @override
+    def delta_condition(alpha: float, epsilon: float, delta: float | None) -> float:
+        return check_workshop_smooth_laplace(alpha, epsilon, delta)
 
-    def per_cell_cost(self) -> Cost:
-        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
+    @staticmethod
+    @override
+    def smallest_delta(alpha: float, epsilon: float) -> float:
+        return workshop_smooth_laplace_delta_min(alpha, epsilon)
 
-    def cost(self) -> Cost:
-        d = self.worker_cells
-        delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
-        return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
-
+    @override
     def public_params(self) -> dict[str, Any]:
         beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
         return {**self._base_params(), "delta_min": self.delta_min, "beta": beta}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         eps = self.epsilon_cell
         with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)
@@ -233,9 +221,11 @@ class WorkshopSmoothGamma(_Workshop):
             raise self._query_level(str(e), need) from None
         object.__setattr__(self, "beta", beta)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         eps = self.epsilon_cell
         with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from typing_extensions import override
+
 from eree.errors import BudgetExceededError, PrivacyParameterError
 
 Exact = Fraction | int | float
@@ -125,30 +127,37 @@ class Cost:
     # exact views
     @property
     def exact_epsilon(self) -> Fraction | None:
+        """ε as an exact fraction."""
         return self._epsilon
 
     @property
     def exact_delta(self) -> Fraction | None:
+        """δ as an exact fraction."""
         return self._delta
 
     @property
     def exact_mu_squared(self) -> Fraction | None:
+        """μ² as an exact fraction."""
         return self._mu2
 
     # float views, rounded toward more privacy loss
     @property
     def epsilon(self) -> float | None:
+        """ε as a float, rounded up."""
         return None if self._epsilon is None else float_up(self._epsilon)
 
     @property
     def delta(self) -> float | None:
+        """δ as a float, rounded up."""
         return None if self._delta is None else float_up(self._delta)
 
     @property
     def mu(self) -> float | None:
+        """μ as a float, rounded up."""
         return None if self._mu2 is None else _sqrt_up(self._mu2)
 
     def to_dict(self) -> dict[str, float | None]:
+        """A JSON-ready dict (floats rounded toward more privacy loss)."""
         return {"epsilon": self.epsilon, "delta": self.delta, "mu": self.mu}
 
     def exact_dict(self) -> dict[str, str | None]:
@@ -161,6 +170,8 @@ class Cost:
 
     @classmethod
     def from_exact_dict(cls, d: Mapping[str, Any]) -> Cost:
+        """The cost written by :meth:`exact_dict`."""
+
         def f(k: str) -> Fraction | None:
             v = d.get(k)
             return None if v is None else Fraction(v)
@@ -200,6 +211,7 @@ class Composition(ABC):
         return self.compose([cost] * k)
 
     def zero(self) -> Cost:
+        """The cost of releasing nothing."""
         return self.compose([])
 
     def check_budget_keys(self, budget: Mapping[str, Any], where: str) -> None:
@@ -255,6 +267,7 @@ class EpsilonDeltaComposition(Composition):
     family: ClassVar[str] = "eree"
     budget_keys: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "alpha")
 
+    @override
     def compose(self, costs: Iterable[Cost]) -> Cost:
         eps = Fraction(0)
         dl = Fraction(0)
@@ -265,14 +278,16 @@ class EpsilonDeltaComposition(Composition):
             dl += c.exact_delta or 0
         return Cost(epsilon=eps, delta=dl)
 
+    @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         out = [
             _over("epsilon", total.exact_epsilon, budget.get("epsilon")),
             _over("delta", total.exact_delta, budget.get("delta")),
         ]
         a = budget.get("alpha")
-        if a is not None and self.alpha is not None and self.alpha > a:
-            out.append(f"alpha: {self.alpha:g} > {a:g} (a larger alpha protects less)")
+        if a is not None and self.alpha is not None and self.alpha < a:
+            # (α, ε)-ER-EE hides size changes up to a factor 1+α: a smaller α hides less
+            out.append(f"alpha: {self.alpha:g} < {a:g} (a smaller alpha protects smaller changes)")
         return [o for o in out if o]
 
 
@@ -283,6 +298,7 @@ class GaussianComposition(Composition):
     family: ClassVar[str] = "gedp"
     budget_keys: ClassVar[tuple[str, ...]] = ("mu",)
 
+    @override
     def compose(self, costs: Iterable[Cost]) -> Cost:
         m2 = Fraction(0)
         for c in costs:
@@ -291,6 +307,7 @@ class GaussianComposition(Composition):
             m2 += c.exact_mu_squared or 0
         return Cost(mu_squared=m2)
 
+    @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         limit = budget.get("mu")
         if limit is None or total.exact_mu_squared is None:
@@ -307,11 +324,13 @@ class NoGuarantee(Composition):
     family: ClassVar[str] = "none"
     budget_keys: ClassVar[tuple[str, ...]] = ()
 
+    @override
     def compose(self, costs: Iterable[Cost]) -> Cost:
         for _ in costs:
             pass
         return Cost()
 
+    @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         return []
 

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError, SpecError
 
@@ -90,6 +91,7 @@ class NeighborFunction(ABC):
 
     @property
     def default_gamma(self) -> float | None:
+        """The distance implied by ψ itself (``dp``: d), or None."""
         return None
 
     @abstractmethod
@@ -190,13 +192,16 @@ class SqrtShift(NeighborFunction):
         with np.errstate(divide="ignore"):
             return 0.5 / np.sqrt(x + self.a)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return 0.0
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return "sqrt" if self.a == 0 else {"kind": "sqrt_shift", "a": self.a}
 
+    @override
     def describe(self) -> str:
         return "ψ(x) = √x" if self.a == 0 else f"ψ(x) = √(x + {self.a:g})"
 
@@ -228,13 +233,16 @@ class LogShift(NeighborFunction):
         with np.errstate(divide="ignore"):
             return 1.0 / (x + self.a)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return 0.0
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return {"kind": "log_shift", "a": self.a}
 
+    @override
     def describe(self) -> str:
         return "ψ(x) = log(x)" if self.a == 0 else f"ψ(x) = log(x + {self.a:g})"
 
@@ -255,6 +263,7 @@ class DPNeighbor(NeighborFunction):
         if self.d is not None and not (math.isfinite(self.d) and self.d > 0):
             raise PrivacyParameterError(f"dp needs a contribution bound d > 0 (got {self.d!r})")
 
+    @override
     @property
     def default_gamma(self) -> float | None:
         return self.d
@@ -268,13 +277,16 @@ class DPNeighbor(NeighborFunction):
     def _derivative(self, x: FloatArray) -> FloatArray:
         return np.ones_like(x)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return 1.0
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return "dp" if self.d is None else {"kind": "dp", "d": self.d}
 
+    @override
     def describe(self) -> str:
         return "ψ(x) = x (person-level DP)"
 
@@ -325,6 +337,7 @@ class CombinedNeighbor(NeighborFunction):
     _active: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _offsets: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
+    @override
     @property
     def kind(self) -> str:  # type: ignore[override]
         return "combine" if self.mode == "min" else "heterogeneous"
@@ -379,6 +392,7 @@ class CombinedNeighbor(NeighborFunction):
     def _scaled_derivatives(self, x: FloatArray) -> FloatArray:
         return np.vstack([_arr(f.derivative(x)) / g for f, g in self.parts])
 
+    @override
     @property
     def default_gamma(self) -> float | None:
         return 1.0
@@ -418,11 +432,13 @@ class CombinedNeighbor(NeighborFunction):
         s = self._scaled_derivatives(x)
         return s.min(axis=0) if self.mode == "min" else s.max(axis=0)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         slopes = [f.asymptotic_slope / g for f, g in self.parts]
         return min(slopes) if self.mode == "min" else max(slopes)
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         parts = []
         for f, g in self.parts:
@@ -436,6 +452,7 @@ class CombinedNeighbor(NeighborFunction):
             parts.append(d)
         return {"kind": self.kind, "parts": parts}
 
+    @override
     def describe(self) -> str:
         op = "min" if self.mode == "min" else "max"
         inner = ", ".join(f"[{f.describe()}]′/{g:g}" for f, g in self.parts)
@@ -460,7 +477,7 @@ def _parts(items: Sequence[Any]) -> tuple[tuple[NeighborFunction, float], ...]:
 
 
 def combine(*parts: tuple[NeighborFunction, float] | NeighborFunction) -> CombinedNeighbor:
-    """Thm 5.10: ψ* whose intervals (γ* = 1) contain each part's intervals.
+    r"""Thm 5.10: ψ* whose intervals (γ* = 1) contain each part's intervals.
 
     Example: ``combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0))`` — §5.4.4's
     :math:`\\psi^*(x)=x/d` for :math:`x\\le d^2/(4\\gamma^2)`, else
@@ -609,13 +626,16 @@ class CustomNeighbor(NeighborFunction):
         lo = np.maximum(x - h, 0.0)
         return (self._psi(x + h) - self._psi(lo)) / (x + h - lo)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return self.slope_at_infinity
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return {"kind": "custom", "name": self.name}
 
+    @override
     def describe(self) -> str:
         return f"ψ = {self.name} (user-defined)"
 
@@ -630,7 +650,7 @@ def neighbor_from_callable(
     grid: ArrayLike | None = None,
     slope_at_infinity: float = 0.0,
 ) -> CustomNeighbor:
-    """A neighbor function from a vectorised callable, checked for Def 5.1's conditions.
+    r"""A neighbor function from a vectorised callable, checked for Def 5.1's conditions.
 
     ``slope_at_infinity`` declares :math:`\\lim_{x\\to\\infty}\\psi'(x)` (only Estab-Gaussian
     uses it; 0 = unbounded sensitivity).

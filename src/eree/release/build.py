@@ -9,6 +9,7 @@ all read these same objects: the cost charged and the scale drawn are computed o
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,9 +56,11 @@ class QueryPlan:
 
     @property
     def name(self) -> str:
+        """The mechanism's registry name."""
         return self.spec.name
 
     def charge(self) -> QueryCharge:
+        """The accountant's charge of this query, from its mechanism objects."""
         attrs = None if self.statistics == (COUNT_STATISTIC,) else self.statistics
         return charge_query(self.name, self.mechanisms, attrs)
 
@@ -71,6 +74,7 @@ class BuiltPlan:
     gedp_definition: GEDPDefinition | None = None
 
     def query(self, name: str) -> QueryPlan:
+        """The query named ``name``."""
         for q in self.queries:
             if q.name == name:
                 return q
@@ -113,10 +117,14 @@ def split_by(query: QuerySpec, cfg: EreeDataConfig) -> tuple[list[str], list[str
         elif a in cfg.worker_attributes:
             wk.append(a)
         else:
+            close = difflib.get_close_matches(
+                a, (*cfg.workplace_attributes, *cfg.worker_attributes), n=1
+            )
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SpecError(
                 f"query {query.name!r}: {a!r} is neither a workplace attribute "
                 f"({', '.join(cfg.workplace_attributes)}) nor a worker attribute "
-                f"({', '.join(cfg.worker_attributes)})"
+                f"({', '.join(cfg.worker_attributes)}){hint}"
             )
     return wp, wk
 
@@ -210,7 +218,7 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
     return BuiltPlan(plan, tuple(out), definition)
 
 
-def validate_gedp_plan(plan: Any) -> None:
+def validate_gedp_plan(plan: Plan) -> None:
     """Spec-level checks of a GEDP plan (no data read).
 
     Raises:
@@ -221,9 +229,7 @@ def validate_gedp_plan(plan: Any) -> None:
     """
     if plan.privacy.definition != "gedp":
         raise SpecError(f"not a GEDP plan (definition {plan.privacy.definition!r})")
-    data = plan.data
-    if not hasattr(data, "confidential"):
-        raise SpecError('GEDP needs establishment data: [data] kind = "establishments"')
+    data = plan.establishment_data
     conf = tuple(data.confidential)
     public = tuple(data.public)
     id_col = data.id
@@ -256,9 +262,12 @@ def validate_gedp_plan(plan: Any) -> None:
         if q.by != "identity":
             bad_by = [b for b in q.by if b not in public]
             if bad_by:
+                close = difflib.get_close_matches(bad_by[0], list(public), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close and bad_by != [id_col] else ""
                 raise SpecError(
                     f"{where}: groups must be over public attributes; {bad_by} "
                     f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
+                    f"{hint}"
                 )
         if q.mechanism == Pnc.name:
             if q.by == "identity":
@@ -286,7 +295,7 @@ def validate_gedp_plan(plan: Any) -> None:
     gedp_definition_from_plan(plan)
 
 
-def gedp_definition_from_plan(plan: Any) -> GEDPDefinition:
+def gedp_definition_from_plan(plan: Plan) -> GEDPDefinition:
     """The μ-GEDP definition of a plan (neighbor functions and distances)."""
     attrs = [a for q in plan.queries for a in (q.mu or {})]
     return make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)

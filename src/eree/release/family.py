@@ -11,6 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from typing_extensions import override
+
 from eree.engine.base import Engine
 from eree.errors import SpecError
 from eree.mechanisms.noise import NoiseSource
@@ -55,6 +57,7 @@ class ReleaseFamily(ABC):
 class CountRelease(ReleaseFamily):
     """ER-EE data: count marginals (ER-EE mechanisms, DP baselines, noise infusion)."""
 
+    @override
     def check_before_load(self, plan: Plan) -> None:
         if plan.postprocess.microdata:
             raise SpecError(
@@ -67,11 +70,16 @@ class CountRelease(ReleaseFamily):
 
         check_publication_plan(plan)
 
+    @override
     def load(self, plan: Plan) -> Any:
         from eree.data.eree_tables import load_eree
+        from eree.release.cells import check_plan_cells
 
-        return load_eree(plan.data)  # type: ignore[arg-type]
+        data = load_eree(plan.data)  # type: ignore[arg-type]
+        check_plan_cells(plan, data.workplaces)  # exact counts, before cells are allocated
+        return data
 
+    @override
     def release(
         self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
     ) -> list[QueryTable]:
@@ -83,6 +91,7 @@ class CountRelease(ReleaseFamily):
             engine = PolarsEngine()
         return release_counts(built, data, engine, source)
 
+    @override
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -96,6 +105,7 @@ class CountRelease(ReleaseFamily):
         tables[:] = new
         return {}, {"postprocess": entry}
 
+    @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         if plan.privacy.definition == "blowfish":
             from eree.privacy.blowfish import blowfish_semantics
@@ -109,6 +119,7 @@ class CountRelease(ReleaseFamily):
 class EstablishmentRelease(ReleaseFamily):
     """Establishment data: μ-GEDP group-by and identity queries, optional WLS microdata."""
 
+    @override
     def check_before_load(self, plan: Plan) -> None:
         if plan.postprocess.integer or (
             plan.postprocess.consistent and not plan.postprocess.microdata
@@ -122,11 +133,13 @@ class EstablishmentRelease(ReleaseFamily):
 
             check_microdata_plan(plan)
 
+    @override
     def load(self, plan: Plan) -> Any:
         from eree.data.establishments import load_establishments
 
         return load_establishments(plan.data)  # type: ignore[arg-type]
 
+    @override
     def release(
         self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
     ) -> list[QueryTable]:
@@ -134,6 +147,7 @@ class EstablishmentRelease(ReleaseFamily):
 
         return release_gedp(built, data, source)
 
+    @override
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -158,6 +172,7 @@ class EstablishmentRelease(ReleaseFamily):
             }
         return {MICRODATA_FILE: md.frame}, entry
 
+    @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         from eree.release.gedp import gedp_plan_semantics
 

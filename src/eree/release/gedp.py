@@ -43,6 +43,7 @@ from eree.privacy.gedp import (
     semantics_tables,
 )
 from eree.release.build import BuiltPlan, build, gedp_definition_from_plan
+from eree.release.spec import Plan
 from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 __all__ = [
@@ -59,7 +60,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def account_gedp_plan(plan: Any) -> PrivacyReport:
+def account_gedp_plan(plan: Plan) -> PrivacyReport:
     """Validate a GEDP plan and return its privacy report (no data read)."""
     return build(plan).report()
 
@@ -97,7 +98,7 @@ def account_gedp(
     return account_gedp_plan(plan)
 
 
-def gedp_plan_semantics(plan: Any, report: PrivacyReport) -> dict[str, Any]:
+def gedp_plan_semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     """What the release guarantees (DESIGN.md §3.3), from the plan alone.
 
     The dict of :func:`eree.privacy.gedp.gedp_semantics` plus ``statements`` (the
@@ -117,7 +118,7 @@ def gedp_plan_semantics(plan: Any, report: PrivacyReport) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
-def _check_report(built: Any, report: PrivacyReport) -> None:
+def _check_report(built: BuiltPlan, report: PrivacyReport) -> None:
     """The report given must be the one the plan's mechanism objects produce."""
     if report.definition != "gedp":
         raise PrivacyParameterError("the privacy report is not a GEDP report")
@@ -135,7 +136,7 @@ def _check_report(built: Any, report: PrivacyReport) -> None:
             )
 
 
-def _check_data(plan: Any, data: EstablishmentData) -> None:
+def _check_data(plan: Plan, data: EstablishmentData) -> None:
     cols = set(data.frame.columns)
     for q in plan.queries:
         need = [*(q.mu or {})] + ([] if q.by == "identity" else list(q.by))
@@ -145,7 +146,7 @@ def _check_data(plan: Any, data: EstablishmentData) -> None:
 
 
 def release_gedp(
-    plan: Any,
+    plan: BuiltPlan | Plan,
     data: EstablishmentData,
     source: NoiseSource,
     report: PrivacyReport | None = None,
@@ -215,14 +216,14 @@ def release_gedp(
 
 
 def _pnc_bounds(
-    built: Any,
+    built: BuiltPlan,
     omegas: dict[str, FloatArray],
     ids: pl.Series | None,
     data: EstablishmentData,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""
     pnc = {m.attribute: m for q in built.queries for m in q.mechanisms if isinstance(m, Pnc)}
-    src = built.query(built.plan.pnc.bounds_from)
+    src = built.query(str(built.plan.pnc.bounds_from))
     if ids is None or any(a not in omegas for a in src.statistics):  # pragma: no cover
         raise RuntimeError("pnc bounds requested before the identity query ran")
     cols = [ids.cast(pl.Utf8)]

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from eree.data.establishments import EstablishmentData
 from eree.errors import SpecError
 from eree.mechanisms.estimators import psi_estimates
 from eree.mechanisms.gedp import PsiMechanism
@@ -52,6 +53,7 @@ from eree.postprocess.wls import (
     reconstruct_microdata,
     tabulate,
 )
+from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
 __all__ = [
@@ -80,7 +82,7 @@ _VARIANCE_WORDS = {
 }
 
 
-def check_microdata_plan(plan: Any) -> None:
+def check_microdata_plan(plan: Plan) -> None:
     """Refuse, before any data is read, a plan whose microdata cannot be computed.
 
     Raises:
@@ -109,7 +111,7 @@ def check_microdata_plan(plan: Any) -> None:
                 )
 
 
-def public_frame(data: Any) -> pl.DataFrame:
+def public_frame(data: EstablishmentData) -> pl.DataFrame:
     """The id and public columns of loaded establishments (no confidential column)."""
     return data.frame.select([data.id_column, *data.public])
 
@@ -141,7 +143,7 @@ def _group_index(
 
 
 def microdata_measurements(
-    plan: Any, tables: Sequence[QueryTable], public: pl.DataFrame
+    plan: Plan, tables: Sequence[QueryTable], public: pl.DataFrame
 ) -> tuple[list[GroupSumObservation], dict[str, list[dict[str, Any]]]]:
     """The WLS observations of a GEDP release, from the mechanisms' Measurements.
 
@@ -164,7 +166,7 @@ def microdata_measurements(
         SpecError: a measurement has no published variance, or a table's cells do not
             match the public frame.
     """
-    id_col = plan.data.id
+    id_col = plan.establishment_data.id
     by_name = {t.name: t for t in tables}
     observations: list[GroupSumObservation] = []
     notes: dict[str, list[dict[str, Any]]] = {}
@@ -256,7 +258,7 @@ class MicrodataResult:
 
 
 def build_microdata(
-    plan: Any,
+    plan: Plan,
     tables: Sequence[QueryTable],
     public: pl.DataFrame,
     *,
@@ -279,12 +281,12 @@ def build_microdata(
         release measures).
     """
     check_microdata_plan(plan)
-    conf = set(plan.data.confidential)
+    conf = set(plan.establishment_data.confidential)
     public = public.select([c for c in public.columns if c not in conf])
     nonneg = bool(plan.postprocess.nonnegative if nonnegative is None else nonnegative)
     observations, notes = microdata_measurements(plan, tables, public)
     solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
-    attrs = [a for a in plan.data.confidential if a in solved]
+    attrs = [a for a in plan.establishment_data.confidential if a in solved]
     frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
     return MicrodataResult(frame, {a: solved[a] for a in attrs}, observations, nonneg, notes)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,26 +17,69 @@ from eree import __version__
 from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
-
-def dataset_sha256(files: Iterable[Path]) -> str:
-    """SHA-256 identifying the input: the hash of each file's name and bytes, in order."""
-    h = hashlib.sha256()
-    for f in files:
-        fh = hashlib.sha256()
-        with open(f, "rb") as fp:
-            for chunk in iter(lambda: fp.read(1 << 20), b""):
-                fh.update(chunk)
-        h.update(Path(f).name.encode())
-        h.update(fh.digest())
-    return h.hexdigest()
+#: Parquet metadata and file marking a seeded (reproducible) release (DESIGN.md §7.2)
+SEEDED_MARK = "seeded: NOT FOR PUBLICATION"
+NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"
 
 
 def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def base_manifest() -> dict[str, Any]:
+    """The manifest fields every release has (version, creation time)."""
     return {"eree_version": __version__, "created": utc_now()}
+
+
+def check_output_dir(out_dir: str | Path) -> Path:
+    """Refuse an output path a release cannot be written to, before anything is done.
+
+    The path must be absent or an empty directory; a file, a device such as
+    ``/dev/null``, a symbolic link (dangling or not) or a non-empty directory is refused.
+
+    Raises:
+        EreeError: naming the path and what is wrong with it.
+    """
+    out = Path(out_dir)
+    if out.is_symlink():
+        raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
+    if out.exists():
+        if not out.is_dir():
+            raise EreeError(f"output path {out} exists and is not a directory; choose a new one")
+        if any(out.iterdir()):
+            raise EreeError(f"output directory {out} exists and is not empty; choose a new one")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise EreeError(f"output path {out}: {parent} is not a directory")
+    return out
+
+
+def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | None = None) -> None:
+    """Refuse to publish a non-finite number (DESIGN.md §2.3, §4.4).
+
+    An infinite or NaN published value means a scale or a sum overflowed (for example
+    ε so small that 1/ε is infinite, or sums past the largest double); it is refused
+    before any file is written. The message names the table and the column, never a
+    value.
+
+    Raises:
+        EreeError: naming the first table and column holding a non-finite value.
+    """
+    frames = [(f"table {qt.name!r}", qt.table) for qt in tables]
+    frames += [(f"file {rel!r}", frame) for rel, frame in (extra or {}).items()]
+    for what, frame in frames:
+        for name, dtype in frame.schema.items():
+            if dtype.is_float() and not bool(
+                frame.get_column(name).is_finite().fill_null(True).all()
+            ):
+                raise EreeError(
+                    f"{what}, column {name!r}: the release would publish a non-finite value "
+                    "(a noise scale or a sum overflowed; check epsilon, alpha and the data's "
+                    "magnitudes); nothing was written"
+                )
 
 
 def write_release(
@@ -47,27 +89,42 @@ def write_release(
     *,
     csv: bool = True,
     extra: Mapping[str, pl.DataFrame] | None = None,
+    seeded: bool = False,
+    tag: str | None = None,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
     Everything is written to a temporary sibling directory that is renamed into place at
     the end, so a failed run leaves no partial output. An existing non-empty ``out_dir``
-    is never overwritten.
+    is never overwritten, and nothing is written when a table holds a non-finite value
+    (:func:`check_finite`).
 
     Args:
         extra: further files of the release, relative path → frame (``.parquet`` or
             ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``; written with the
             rest, atomically.
+        seeded: the noise was seeded: every Parquet file carries the metadata
+            ``eree.random = "seeded: NOT FOR PUBLICATION"`` and a ``NOT_FOR_PUBLICATION``
+            file is written in the release directory.
+        tag: the ledger reservation's tag, put in the partial directory's name so that
+            the ledger can find (and finish or remove) it after a crash.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise EreeError(f"output directory {out_dir} exists and is not empty; choose a new one")
+    out_dir = check_output_dir(out_dir)
+    check_finite(tables, extra)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    prefix = f".{out_dir.name}.partial-" + (f"{tag}-" if tag else "")
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir.parent))
+    meta = {"eree.random": SEEDED_MARK} if seeded else None
     try:
         (tmp / "tables").mkdir()
+        if seeded:
+            (tmp / NOT_FOR_PUBLICATION).write_text(
+                "This release was made with seeded (reproducible) noise: anyone who knows the "
+                "seed can subtract the noise. It must not be published.\n",
+                encoding="utf-8",
+            )
         for qt in tables:
-            qt.table.write_parquet(tmp / "tables" / f"{qt.name}.parquet")
+            qt.table.write_parquet(tmp / "tables" / f"{qt.name}.parquet", metadata=meta)
             if csv:
                 qt.table.write_csv(tmp / "tables" / f"{qt.name}.csv")
         for rel, frame in (extra or {}).items():
@@ -76,7 +133,7 @@ def write_release(
                 raise EreeError(f"extra release file {rel!r} must be a path inside the release")
             dest.parent.mkdir(parents=True, exist_ok=True)
             if rel.endswith(".parquet"):
-                frame.write_parquet(dest)
+                frame.write_parquet(dest, metadata=meta)
             elif rel.endswith(".csv"):
                 frame.write_csv(dest)
             else:

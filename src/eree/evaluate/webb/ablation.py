@@ -79,7 +79,7 @@ class AblationResult:
         """Tidy rows: psi, strategy, query, mse, se, paper (Table 11), trials."""
         rows = [
             {
-                "psi": self.psi,
+                "neighbor": self.psi,
                 "strategy": s,
                 "query": q,
                 "mse": self.mse[s][q],
