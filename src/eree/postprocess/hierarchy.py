@@ -113,8 +113,8 @@ def marginal_forest(marginals: Mapping[str, Sequence[str]]) -> dict[str, str | N
                     raise HierarchyError(
                         f"[postprocess] consistent = true: query {n!r} refines both {a!r} "
                         f"and {b!r}, which do not refine each other; consistency is enforced "
-                        "on a tree of marginals (release their common refinement's parent "
-                        "chain, or drop one of them)"
+                        "on a tree of marginals (drop one of the coarser marginals, or set "
+                        "consistent = false)"
                     )
         # the finest coarser marginal: the one that refines all the others
         finest = [a for a in coarser if all(a == b or refines(marginals[a], marginals[b])
