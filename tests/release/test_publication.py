@@ -122,7 +122,7 @@ def test_every_released_pair_adds_up_exactly(nested):
     assert pp["consistent"] and pp["integer"] and pp["nonnegative"]
     assert pp["tree"]["tract_industry_age_sex"] == "tract_industry_age"
     assert pp["tree"]["tract_industry"] == "county_industry"
-    assert "S = 1" in pp["weights"]["tract_industry"]  # the public proxy is named
+    assert "smallest sensitivity" in pp["weights"]["tract_industry"]  # the public proxy is named
     assert pp["weights"]["county"].startswith("published variance")
     q = {x["name"]: x for x in manifest["queries"]}
     assert "post-processed" in q["county"]["uncertainty"]["jobs"]

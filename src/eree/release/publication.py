@@ -67,21 +67,12 @@ def variance_proxy(mech: Mechanism, m: Measurement) -> tuple[np.ndarray, str]:
     est = np.asarray(m.estimate, dtype=np.float64)
     if m.std is not None:
         return np.asarray(m.std, dtype=np.float64) ** 2, f"published variance ({m.variance_kind})"
-    name = getattr(mech, "name", "")
-    eps_cell = getattr(mech, "epsilon_cell", None)
-    if name == "smooth_laplace" and eps_cell:
-        scale = 2.0 / eps_cell
-        var = np.full(est.shape, 2.0 * scale * scale)
+    floor = mech.variance_floor()
+    if floor is not None:
+        var = np.full(est.shape, floor)
         how = (
-            f"public proxy: variance of Lap(2S/eps_cell) at S = 1, eps_cell = {eps_cell:.6g} "
-            "(the true scale depends on the confidential x_v)"
-        )
-    elif name == "smooth_gamma" and getattr(mech, "epsilon1", None):
-        scale = 5.0 / mech.epsilon1  # type: ignore[attr-defined]
-        var = np.full(est.shape, scale * scale)
-        how = (
-            f"public proxy: variance (5S/eps1)^2 at S = 1, eps1 = "
-            f"{mech.epsilon1:.6g} (the true scale depends on the confidential x_v)"  # type: ignore[attr-defined]
+            f"public proxy: the {mech.name} noise variance at its smallest sensitivity, "
+            f"{floor:.6g} (the true scale depends on the confidential x_v)"
         )
     else:
         var = np.maximum(np.abs(est), 1.0)
