@@ -44,7 +44,7 @@ from eree.privacy.gedp import (
 )
 from eree.release.build import BuiltPlan, build, gedp_definition_from_plan
 from eree.release.spec import Plan
-from eree.release.tables import QueryTable, statistic_columns
+from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 __all__ = [
     "QueryTable",
@@ -217,7 +217,7 @@ def release_gedp(
                 omegas[a] = m.noisy
                 id_estimates[a] = m.estimate
                 ids = cells.get_column(id_col)
-            uncertainty[a] = m.uncertainty_method
+            uncertainty[a] = uncertainty_of(m)
             series.update(statistic_columns(a, m))
             if "chosen" in m.extra:  # which mechanism answered each cell (public)
                 series[f"{a}_mechanism"] = pl.Series(np.asarray(m.extra["chosen"], dtype=str))
