@@ -170,7 +170,7 @@ def test_gedp_tradeoff_is_the_gaussian_curve_at_mu_over_f(quick: AuditResult) ->
     from scipy.stats import norm
 
     curves = quick.meta["tradeoff"]
-    assert {c["mechanism"] for c in curves} == {"psi", "pnc", "estab_gaussian"}
+    assert {c["mechanism"] for c in curves} == {"psi", "pnc", "estab_gaussian", "adaptive"}
     for c in (c for c in curves if c["scale_factor"] >= 0.5):  # μ/f ≤ 2: both errors ≥ 2%
         x, y = np.array(c["type1"]), np.array(c["type2"])
         # in probit units each point is one estimate of the shift: Φ⁻¹(1 − x) − Φ⁻¹(y) = μ/f

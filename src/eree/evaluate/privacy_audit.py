@@ -57,6 +57,7 @@ import polars as pl
 from scipy.special import ndtri
 from scipy.stats import beta as beta_dist
 
+from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Cells, Mechanism
 from eree.mechanisms.eree import CountMechanism, SmoothGamma
 from eree.mechanisms.gedp import EstabGaussian, GedpMechanism, Pnc
@@ -250,11 +251,25 @@ def _gedp_pairs(e: Entry) -> list[tuple[str, dict[str, Any], dict[str, Any], boo
         low_big = (math.sqrt(u_big) - g) ** 2
         return [
             (f"sqrt psi, u*={u_small:g}: T 0 -> {u_small:g}",
-             {"value": (0.0,), "bound": (u_small,)}, {"value": (u_small,), "bound": (u_small,)},
-             True),
+             {"clipped": (0.0,), "bound": (u_small,)},
+             {"clipped": (u_small,), "bound": (u_small,)}, True),
             (f"sqrt psi, u*={u_big:.6g}: T {low_big:.6g} -> u*",
-             {"value": (low_big,), "bound": (u_big,)}, {"value": (u_big,), "bound": (u_big,)},
-             False),
+             {"clipped": (low_big,), "bound": (u_big,)},
+             {"clipped": (u_big,), "bound": (u_big,)}, False),
+        ]  # fmt: skip
+    if e.cls is AdaptiveGroupBy:  # the choice is public (bound and x̂ fixed): each branch
+        x_hat = 1e6  # ψ's predicted variance ≈ 4σ²·1e6
+        u_psi = 1e12  # pnc's Δ ≈ 2γ·1e6: ψ is chosen
+        u_pnc = small_b  # Δ = u* = γ²: pnc is chosen
+        return [
+            (f"adaptive, psi chosen (u*={u_psi:g}, x_hat={x_hat:g}): x 0 -> {small_b:g}",
+             {"value": (0.0,), "clipped": (0.0,), "bound": (u_psi,), "identity_sum": (x_hat,)},
+             {"value": (small_b,), "clipped": (small_b,), "bound": (u_psi,),
+              "identity_sum": (x_hat,)}, True),
+            (f"adaptive, pnc chosen (u*={u_pnc:g}, x_hat={x_hat:g}): T 0 -> {u_pnc:g}",
+             {"value": (0.0,), "clipped": (0.0,), "bound": (u_pnc,), "identity_sum": (x_hat,)},
+             {"value": (u_pnc,), "clipped": (u_pnc,), "bound": (u_pnc,),
+              "identity_sum": (x_hat,)}, True),
         ]  # fmt: skip
     return [
         (f"sqrt psi, x 0 -> {small_b:g}", {"value": (0.0,)}, {"value": (small_b,)}, True),
