@@ -7,14 +7,75 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from eree.errors import EreeError
 
-app = typer.Typer(
+
+class _LazyGroup(TyperGroup):
+    """A command group whose experiment commands are imported on first use.
+
+    The experiment modules (and through them SciPy and plotting) take most of a second to
+    import; DESIGN.md §1 wants them imported only when an experiment runs. The group
+    lists a lazy command by name with a fixed one-line help and imports the real command
+    only when it is resolved (run, or asked for its own ``--help``).
+    """
+
+    #: command name -> one-line help shown in the parent's listing before loading
+    lazy_help: dict[str, str] = {}
+    #: the Typer app this group was built from (set by :func:`_lazy_typer`)
+    source: typer.Typer | None = None
+
+    _loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        _register_experiments()
+        if self.source is not None:
+            built = typer.main.get_group(self.source)
+            for name, cmd in built.commands.items():
+                self.commands.setdefault(name, cmd)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = list(super().list_commands(ctx))
+        if not self.lazy_help:  # a group made only of experiments
+            self._load()
+            return list(super().list_commands(ctx))
+        return names + [n for n in self.lazy_help if n not in names]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_help and cmd_name not in self.commands:
+            return click.Command(cmd_name, help=self.lazy_help[cmd_name])
+        if not self.lazy_help and cmd_name not in self.commands:
+            self._load()
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and (args[0] in self.lazy_help or not self.lazy_help):
+            self._load()
+        return super().resolve_command(ctx, args)
+
+
+def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer.Typer:
+    """A Typer app built as a :class:`_LazyGroup` that knows its own source app."""
+    cls = type("_Lazy", (_LazyGroup,), {"lazy_help": dict(lazy_help or {})})
+    t = typer.Typer(cls=cls, **kwargs)
+    cls.source = t
+    return t
+
+
+app = _lazy_typer(
+    {"suppress": "Cell suppression, the current QCEW practice: primary rules, complementary "
+        "suppression over the linked tables (HiGHS), and the attacker's LP audit."},
     help="Formally private releases of employer-employee and establishment statistics.",
     no_args_is_help=True,
     add_completion=False,
@@ -22,12 +83,14 @@ app = typer.Typer(
 )
 synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
 app.add_typer(synth_app, name="synth")
-evaluate_app = typer.Typer(
+evaluate_app = _lazy_typer(
     help="Reproduce the papers' experiments (tidy CSV, figures, HTML report).",
     no_args_is_help=True,
 )
 app.add_typer(evaluate_app, name="evaluate")
-audit_app = typer.Typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
+audit_app = _lazy_typer(
+    help="Privacy audits: attacks on today's methods.", no_args_is_help=True
+)
 app.add_typer(audit_app, name="audit")
 
 console = Console()
@@ -288,7 +351,15 @@ def _bound(func: Any, **fixed: Any) -> Any:
     return command
 
 
+_registered = False
+
+
 def _register_experiments() -> None:
+    """Register the experiment commands (imports the experiment modules; once)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
     from eree.evaluate import cli as ecli
     from eree.evaluate import suppression_cli as scli
 
@@ -314,8 +385,6 @@ def _register_experiments() -> None:
     audit_app.command("suppression", help=scli.audit_suppression.__doc__)(scli.audit_suppression)
     app.command("suppress", help=scli.suppress.__doc__)(scli.suppress)
 
-
-_register_experiments()
 
 
 def main() -> None:
