@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 import polars as pl
 
+from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import EreeData
 from eree.errors import SpecError
 
@@ -65,6 +66,26 @@ class PolarsEngine:
             .collect()
         )
 
+    def load_eree(
+        self, config: EreeDataConfig, attributes: Iterable[str] | None = None
+    ) -> EreeData:
+        """Load and validate ER-EE input for this engine (DESIGN.md §2.3).
+
+        Args:
+            config: the ``[data]`` configuration.
+            attributes: the workplace and worker attributes the release uses (``None``:
+                all configured ones). Only these columns are read and validated.
+
+        Returns:
+            The validated data; the per-job establishment rows the engine needs are
+            computed in the same pass and kept for the queries on this dataset.
+        """
+        from eree.engine.polars_load import narrow_config, scan_eree
+
+        data, widx = scan_eree(narrow_config(config, attributes))
+        self._cache = (data, _Prepared(widx, _worker_codes(data)))
+        return data
+
     def _prepare(self, data: EreeData) -> _Prepared:
         """Integer codes for the jobs, computed once per dataset and reused by every query."""
         if self._cache is not None and self._cache[0] is data:
@@ -79,17 +100,7 @@ class PolarsEngine:
         )
         if widx.null_count():
             raise SpecError("a job points at a workplace missing from the workplace table")
-        codes: dict[str, np.ndarray] = {}
-        for a, dom in data.domains.items():
-            if a in data.jobs.columns and a != "workplace_id":
-                try:
-                    enum = data.jobs[a].cast(pl.Enum(list(dom)))
-                except pl.exceptions.InvalidOperationError:
-                    raise SpecError(
-                        f"worker attribute {a!r} has values outside its declared domain"
-                    ) from None
-                codes[a] = enum.to_physical().to_numpy().astype(np.int64)
-        prep = _Prepared(widx.to_numpy().astype(np.int64), codes)
+        prep = _Prepared(widx.to_numpy().astype(np.int64), _worker_codes(data))
         self._cache = (data, prep)
         return prep
 
@@ -170,6 +181,21 @@ class PolarsEngine:
                 np.int64
             )
         return pl.DataFrame(cols)
+
+
+def _worker_codes(data: EreeData) -> dict[str, np.ndarray]:
+    """Per worker attribute, each job's index in the attribute's declared domain."""
+    codes: dict[str, np.ndarray] = {}
+    for a, dom in data.domains.items():
+        if a in data.jobs.columns and a != "workplace_id":
+            try:
+                enum = data.jobs[a].cast(pl.Enum(list(dom)))
+            except pl.exceptions.InvalidOperationError:
+                raise SpecError(
+                    f"worker attribute {a!r} has values outside its declared domain"
+                ) from None
+            codes[a] = enum.to_physical().to_numpy().astype(np.int8 if len(dom) < 128 else np.int64)
+    return codes
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,225 @@
+"""Loading ER-EE Parquet input for the Polars engine in lazy scans (DESIGN.md §1, §2.3).
+
+:func:`eree.data.eree_tables.load_eree` reads every configured column eagerly and checks
+row by row, so that it can name the file, row and column of the first problem. A release
+needs neither all the columns nor the row numbers when the data are valid, which they
+almost always are. :func:`scan_eree` therefore
+
+1. narrows the configuration to the attributes the release uses;
+2. proves, with lazy aggregations over the Parquet files (counts of missing values,
+   distinct ids, values outside the declared domains, jobs whose workplace or worker is
+   unknown), that the narrowed input satisfies every rule of DESIGN.md §2.3 that
+   :func:`~eree.data.eree_tables.load_eree` checks; nothing proportional to the
+   microdata is kept by these checks but hash sets of ids;
+3. reads only the needed columns, and computes in the same pass each job's
+   establishment row (which the engine needs anyway).
+
+When a check fails, or the input is not Parquet with text or integer columns,
+it hands over to :func:`~eree.data.eree_tables.load_eree` on the same narrowed
+configuration, which raises the precise error (file, row, column). So the rules and
+their messages live in one place and the fast path can only be stricter, never looser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from eree.data.config import EreeDataConfig
+from eree.data.eree_tables import EreeData, _check_config, load_eree
+from eree.data.io import table_format
+
+__all__ = ["narrow_config", "scan_eree"]
+
+_ROW = "__eree_row"
+
+
+def narrow_config(config: EreeDataConfig, attributes: Iterable[str] | None) -> EreeDataConfig:
+    """``config`` restricted to the workplace and worker attributes in ``attributes``.
+
+    ``None`` keeps the configuration as it is. Unknown names are left for the queries'
+    own checks (they are simply not loaded).
+    """
+    if attributes is None:
+        return config
+    want = set(attributes)
+    return dataclasses.replace(
+        config,
+        workplace_attributes=tuple(a for a in config.workplace_attributes if a in want),
+        worker_attributes=tuple(a for a in config.worker_attributes if a in want),
+    )
+
+
+def _text_or_int(dtype: pl.DataType) -> bool:
+    return dtype == pl.Utf8 or dtype.is_integer() or dtype == pl.Categorical or isinstance(
+        dtype, pl.Enum
+    )
+
+
+def _scan(path: Path, columns: Sequence[str]) -> pl.LazyFrame | None:
+    """A lazy scan of ``columns`` as Utf8, or ``None`` if the fast path does not apply."""
+    try:
+        if table_format(path) != "parquet":
+            return None
+        schema = pl.read_parquet_schema(path)
+    except Exception:
+        return None
+    if any(c not in schema or not _text_or_int(schema[c]) for c in columns):
+        return None
+    return pl.scan_parquet(path).select([pl.col(c).cast(pl.Utf8) for c in columns])
+
+
+def _missing(c: str) -> pl.Expr:
+    return (pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")).sum()
+
+
+def _outside(c: str, domain: Sequence[str]) -> pl.Expr:
+    allowed = pl.Series(list(domain), dtype=pl.Utf8).implode()
+    return (~pl.col(c).is_in(allowed).fill_null(False)).sum()
+
+
+def _increasing(c: str) -> pl.Expr:
+    """Strictly increasing (hence unique) values; cheap to check in a stream."""
+    return (pl.col(c) > pl.col(c).shift(1)).all()
+
+
+def _unique(frame: pl.LazyFrame, c: str, stats: dict[str, object]) -> bool:
+    """Whether column ``c`` has no duplicate (``False`` may also mean "not proven").
+
+    Strictly increasing ids (the usual layout) are unique; otherwise distinct 64-bit
+    hashes prove distinct ids (equal hashes send the input to the exact loader).
+    """
+    if stats["increasing"]:
+        return True
+    distinct = frame.select(pl.col(c).hash().n_unique()).collect(engine="streaming").item()
+    return bool(distinct == stats["n"])
+
+
+def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
+    """Load and validate ER-EE input; fast for valid Parquet (module docstring).
+
+    Args:
+        config: the ``[data]`` configuration, already narrowed to what is needed.
+
+    Returns:
+        The validated data and, per job, the 0-based row of its establishment in
+        ``data.workplaces`` (int64).
+
+    Raises:
+        SpecError, DataValidationError: as :func:`~eree.data.eree_tables.load_eree`.
+    """
+    _check_config(config)
+    fast = _scan_three(config) if config.jobs is None else None
+    if fast is not None:
+        return fast
+    data = load_eree(config)
+    return data, _workplace_rows(data)
+
+
+def _workplace_rows(data: EreeData) -> np.ndarray:
+    idx = (
+        data.jobs.lazy()
+        .select("workplace_id")
+        .join(
+            data.workplaces.lazy().select("workplace_id").with_row_index(_ROW),
+            on="workplace_id",
+            how="left",
+            maintain_order="left",
+        )
+        .select(_ROW)
+        .collect()
+        .get_column(_ROW)
+    )
+    return idx.to_numpy().astype(np.int64)
+
+
+def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
+    if config.workplace is None or config.worker is None or config.job is None:
+        return None
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs, kattrs = config.workplace_attributes, config.worker_attributes
+    wp = _scan(config.workplace, [wid, *wattrs])
+    wk = _scan(config.worker, [kid, *kattrs])
+    jb = _scan(config.job, [kid, wid])
+    if wp is None or wk is None or jb is None:
+        return None
+    # the public workplace table is small: read it (it is part of the output anyway)
+    workplaces = wp.collect()
+    wp_checks = workplaces.select(
+        pl.len().alias("n"),
+        pl.col(wid).n_unique().alias("distinct"),
+        _missing(wid).alias("missing_id"),
+        *[_missing(a).alias(f"missing_{a}") for a in wattrs],
+        *[
+            _outside(a, config.domains[a]).alias(f"outside_{a}")
+            for a in wattrs
+            if a in config.domains
+        ],
+    ).row(0, named=True)
+    if wp_checks["distinct"] != wp_checks["n"] or any(
+        v for k, v in wp_checks.items() if k not in ("n", "distinct")
+    ):
+        return None
+    wk_stats = wk.select(
+        pl.len().alias("n"),
+        _increasing(kid).alias("increasing"),
+        _missing(kid).alias("missing_id"),
+        *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
+    )
+    jb_stats = jb.select(
+        pl.len().alias("n"),
+        _increasing(kid).alias("increasing"),
+        _missing(kid).alias("missing_id"),
+        _missing(wid).alias("missing_wid"),
+    )
+    # each job's establishment row (null: unknown workplace)
+    wp_index = workplaces.lazy().select(wid).with_row_index(_ROW)
+    rows = jb.select(wid).join(wp_index, on=wid, how="left", maintain_order="left").select(_ROW)
+    # same order of workers and jobs (the usual layout): zip instead of a join
+    same_order = pl.concat([jb.select(kid), wk.select(pl.col(kid).alias("__k"))], how="horizontal")
+    same = same_order.select((pl.col(kid) == pl.col("__k")).fill_null(False).all().alias("same"))
+    # one query at a time: peak memory is that of the largest, not of all of them
+    w = wk_stats.collect(engine="streaming").row(0, named=True)
+    j = jb_stats.collect(engine="streaming").row(0, named=True)
+    if (
+        w["n"] != j["n"]
+        or w["missing_id"]
+        or j["missing_id"]
+        or j["missing_wid"]
+        or any(w[f"outside_{a}"] for a in kattrs)
+        or not _unique(wk, kid, w)
+        or not _unique(jb, kid, j)
+    ):
+        return None
+    rows_df = rows.collect(engine="streaming")
+    if rows_df.get_column(_ROW).null_count():
+        return None
+    same_df = same.collect(engine="streaming")
+    if not bool(same_df.item()):
+        # unique ids on both sides and as many jobs as workers: the job table's workers
+        # are the worker table's iff every job's worker is known
+        known = jb.select(kid).join(wk.select(kid), on=kid, how="semi").select(pl.len()).collect()
+        if known.item() != j["n"]:
+            return None
+    if kattrs:
+        if bool(same_df.item()):
+            attrs = wk.select(kattrs)
+            jobs = pl.concat([jb.select(wid), attrs], how="horizontal").collect()
+        else:
+            jobs = (
+                jb.join(wk, on=kid, how="left", maintain_order="left")
+                .select(wid, *kattrs)
+                .collect()
+            )
+    else:
+        jobs = jb.select(wid).collect()
+    domains = {a: tuple(config.domains[a]) for a in kattrs}
+    for a in wattrs:
+        if a in config.domains:
+            domains[a] = tuple(config.domains[a])
+    data = EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
+    return data, rows_df.get_column(_ROW).to_numpy().astype(np.int64)
