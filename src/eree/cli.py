@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import click
 import typer
@@ -27,9 +27,9 @@ class _LazyGroup(TyperGroup):
     """
 
     #: command name -> one-line help shown in the parent's listing before loading
-    lazy_help: dict[str, str] = {}
+    lazy_help: ClassVar[dict[str, str]] = {}
     #: the Typer app this group was built from (set by :func:`_lazy_typer`)
-    source: typer.Typer | None = None
+    source: ClassVar[typer.Typer | None] = None
 
     _loaded = False
 
@@ -74,8 +74,10 @@ def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer
 
 
 app = _lazy_typer(
-    {"suppress": "Cell suppression, the current QCEW practice: primary rules, complementary "
-        "suppression over the linked tables (HiGHS), and the attacker's LP audit."},
+    {
+        "suppress": "Cell suppression, the current QCEW practice: primary rules, complementary "
+        "suppression over the linked tables (HiGHS), and the attacker's LP audit."
+    },
     help="Formally private releases of employer-employee and establishment statistics.",
     no_args_is_help=True,
     add_completion=False,
@@ -88,9 +90,7 @@ evaluate_app = _lazy_typer(
     no_args_is_help=True,
 )
 app.add_typer(evaluate_app, name="evaluate")
-audit_app = _lazy_typer(
-    help="Privacy audits: attacks on today's methods.", no_args_is_help=True
-)
+audit_app = _lazy_typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
 console = Console()
@@ -384,7 +384,6 @@ def _register_experiments() -> None:
     )
     audit_app.command("suppression", help=scli.audit_suppression.__doc__)(scli.audit_suppression)
     app.command("suppress", help=scli.suppress.__doc__)(scli.suppress)
-
 
 
 def main() -> None:

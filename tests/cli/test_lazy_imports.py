@@ -16,9 +16,7 @@ def _modules_after(args: list[str]) -> set[str]:
         "    pass\n"
         "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(out.stderr.split())
 
 

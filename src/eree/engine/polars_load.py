@@ -55,8 +55,11 @@ def narrow_config(config: EreeDataConfig, attributes: Iterable[str] | None) -> E
 
 
 def _text_or_int(dtype: pl.DataType) -> bool:
-    return dtype == pl.Utf8 or dtype.is_integer() or dtype == pl.Categorical or isinstance(
-        dtype, pl.Enum
+    return (
+        dtype == pl.Utf8
+        or dtype.is_integer()
+        or dtype == pl.Categorical
+        or isinstance(dtype, pl.Enum)
     )
 
 
