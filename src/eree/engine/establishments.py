@@ -20,7 +20,7 @@ Sums and clipped sums are confidential; the key columns, establishment counts an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -170,3 +170,177 @@ def clipped_group_sums(
         if by
         else pl.DataFrame(cols)
     )
+
+
+# --------------------------------------------------------------------------------------
+# The engine protocol for establishments (DESIGN.md §1.1): exact, order-free sums
+# --------------------------------------------------------------------------------------
+
+#: fractional parts are kept in units of 2⁻³² (see :func:`exact_sums`)
+FRACTION_BITS = 32
+#: largest total of integer parts that the exact sums accept (both engines sum in 64 bits)
+MAX_EXACT_TOTAL = 2**62
+
+
+def exact_parts(value: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Integer and fractional parts of a non-negative value, both as Int64 integers.
+
+    ``hi = floor(v)`` and ``lo = floor((v - hi)·2³²)``: both are computed exactly in
+    IEEE arithmetic, so every engine gets the same integers. Their sums are exact and
+    do not depend on the order of summation (see :func:`exact_sums`).
+    """
+    hi = value.floor()
+    lo = ((value - hi) * float(2**FRACTION_BITS)).floor()
+    return hi.cast(pl.Int64), lo.cast(pl.Int64)
+
+
+def exact_sums(hi: np.ndarray, lo: np.ndarray, what: str = "sum") -> np.ndarray:
+    """Per-group sums from the exact integer sums of :func:`exact_parts`.
+
+    The result is ``Σhi + Σlo·2⁻³²`` as Float64: exact for values that are multiples of
+    2⁻³² (in particular integers such as employment and wages in dollars) as long as
+    the total is below 2⁵³; other values are rounded down to a multiple of 2⁻³² before
+    summing (at most 2⁻³² per value, never up, so a clipped value stays within its
+    bound). Either way the result is a function of the multiset of values: the same in
+    every run, partitioning and engine.
+
+    Raises:
+        ValueError: a total of integer parts is at or above 2⁶² (64-bit sums could
+            overflow).
+    """
+    hi = np.asarray(hi)
+    if hi.size and (np.abs(hi.astype(np.float64)) >= MAX_EXACT_TOTAL).any():
+        raise ValueError(f"{what}: values too large for exact 64-bit summation")
+    return hi.astype(np.float64) + np.asarray(lo).astype(np.float64) / float(2**FRACTION_BITS)
+
+
+def _lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    return frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+
+
+def _names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
+    return frame.columns if isinstance(frame, pl.DataFrame) else frame.collect_schema().names()
+
+
+def _exact_group_sums(
+    lf: pl.LazyFrame, by: Sequence[str], values: Mapping[str, pl.Expr], extra: Sequence[pl.Expr]
+) -> pl.DataFrame:
+    """Group ``lf`` by ``by`` (sorted keys; ``[]``: one row) with exact sums of ``values``."""
+    aggs: list[pl.Expr] = []
+    for a, v in values.items():
+        hi, lo = exact_parts(v)
+        aggs += [hi.sum().alias(f"__hi_{a}"), lo.sum().alias(f"__lo_{a}")]
+    aggs += [*extra, pl.len().cast(pl.Int64).alias(ESTABLISHMENTS)]
+    if by:
+        out = lf.group_by(list(by)).agg(aggs).sort(list(by)).collect()
+    else:
+        out = lf.select(aggs).collect()
+    cols = [out.get_column(k) for k in by]
+    cols += [
+        pl.Series(a, exact_sums(out[f"__hi_{a}"].to_numpy(), out[f"__lo_{a}"].to_numpy(), a))
+        for a in values
+    ]
+    cols += [out.get_column(e.meta.output_name()) for e in extra]
+    cols.append(out.get_column(ESTABLISHMENTS))
+    return pl.DataFrame(cols)
+
+
+def polars_identity_values(
+    frame: pl.DataFrame | pl.LazyFrame, id_column: str, attributes: Sequence[str]
+) -> pl.DataFrame:
+    """Identity answers: ``id_column`` (Utf8) and each attribute (Float64), sorted by id."""
+    _check_columns(_names(frame), [id_column, *attributes], "identity_values")
+    return (
+        _lazy(frame)
+        .select(
+            [pl.col(id_column).cast(pl.Utf8), *[pl.col(a).cast(pl.Float64) for a in attributes]]
+        )
+        .sort(id_column)
+        .collect()
+    )
+
+
+def polars_group_sums(
+    frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str], attributes: Sequence[str]
+) -> pl.DataFrame:
+    """Group sums: ``by`` keys (sorted), one exact Float64 sum per attribute, then
+    :data:`ESTABLISHMENTS` (Int64). Groups are the key combinations that occur."""
+    _check_columns(_names(frame), [*by, *attributes], "group_sums")
+    values = {a: pl.col(a).cast(pl.Float64) for a in attributes}
+    return _exact_group_sums(_lazy(frame), by, values, [])
+
+
+def _with_bounds(
+    frame: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str],
+    id_column: str,
+    bounds: pl.DataFrame,
+    attributes: Sequence[str],
+    what: str,
+) -> pl.LazyFrame:
+    """The frame's ``by``, id and attributes with each attribute's bound and group max."""
+    _check_columns(_names(frame), [*by, id_column, *attributes], what)
+    _check_columns(bounds.columns, [id_column, *attributes], f"{what} bounds")
+    b = bounds.lazy().select(
+        pl.col(id_column).cast(pl.Utf8),
+        *[pl.col(a).cast(pl.Float64).alias(bound_column(a)) for a in attributes],
+    )
+    lf = (
+        _lazy(frame)
+        .select([*by, id_column, *attributes])
+        .with_columns(pl.col(id_column).cast(pl.Utf8))
+        .join(b, on=id_column, how="left")
+    )
+    if attributes:
+        n_missing = lf.select(pl.col(bound_column(attributes[0])).null_count()).collect().item()
+        if n_missing:
+            raise KeyError(f"{what}: {n_missing} establishment(s) have no bound")
+    return lf
+
+
+def polars_group_max_bounds(
+    frame: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str],
+    id_column: str,
+    bounds: pl.DataFrame,
+    attributes: Sequence[str],
+) -> pl.DataFrame:
+    """Per group, the largest public bound u*_ℓ = max_{j∈ℓ} u_{j,i} of each attribute.
+
+    Returns:
+        ``by`` keys (sorted), :func:`bound_column` ``(a)`` per attribute (Float64), then
+        :data:`ESTABLISHMENTS` (Int64).
+    """
+    lf = _with_bounds(frame, by, id_column, bounds, attributes, "group_max_bounds")
+    aggs = [pl.col(bound_column(a)).max() for a in attributes]
+    aggs.append(pl.len().cast(pl.Int64).alias(ESTABLISHMENTS))
+    if by:
+        return lf.group_by(list(by)).agg(aggs).sort(list(by)).collect()
+    return lf.select(aggs).collect()
+
+
+def polars_clipped_group_sums(
+    frame: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str],
+    id_column: str,
+    bounds: pl.DataFrame,
+    attributes: Sequence[str],
+) -> pl.DataFrame:
+    """Clipped sums for the pnc-mechanism (Def 6.8): T_ℓ = Σ_{j∈ℓ} min(r_j, u*_ℓ).
+
+    Returns:
+        ``by`` keys (sorted); per attribute ``a`` the exact clipped sum (column ``a``,
+        Float64); per attribute u*_ℓ (:func:`bound_column` ``(a)``); then
+        :data:`ESTABLISHMENTS` (Int64).
+    """
+    lf = _with_bounds(frame, by, id_column, bounds, attributes, "clipped_group_sums")
+    if by:
+        lf = lf.with_columns([pl.col(bound_column(a)).max().over(list(by)) for a in attributes])
+    else:
+        lf = lf.with_columns([pl.col(bound_column(a)).max() for a in attributes])
+    values = {
+        a: pl.min_horizontal(pl.col(a).cast(pl.Float64), pl.col(bound_column(a)))
+        for a in attributes
+    }
+    extra = [pl.col(bound_column(a)).first() for a in attributes]
+    return _exact_group_sums(lf, by, values, extra)

@@ -9,8 +9,10 @@ from itertools import product
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
+from eree.data.establishments import EstablishmentData
+from eree.engine import establishments as est
 from eree.errors import SpecError
 
 
@@ -85,6 +87,41 @@ class PolarsEngine:
         data, widx = scan_eree(narrow_config(config, attributes))
         self._cache = (data, _Prepared(widx, _worker_codes(data)))
         return data
+
+    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
+
+    def load_establishments(self, config: EstablishmentDataConfig) -> EstablishmentData:
+        """Load and validate establishment input (DESIGN.md §2.2–2.3)."""
+        from eree.data.establishments import load_establishments
+
+        return load_establishments(config)
+
+    def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
+        """The identity query's answers: the id, then each attribute; sorted by id."""
+        return est.polars_identity_values(data.frame, data.id_column, attributes)
+
+    def group_sums(
+        self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
+    ) -> pl.DataFrame:
+        """Exact group sums (:func:`eree.engine.establishments.polars_group_sums`)."""
+        return est.polars_group_sums(data.frame, by, attributes)
+
+    def group_max_bounds(
+        self, data: EstablishmentData, by: Sequence[str], bounds: pl.DataFrame
+    ) -> pl.DataFrame:
+        """Per group, the largest public bound of each attribute of ``bounds``."""
+        attrs = [c for c in bounds.columns if c != data.id_column]
+        return est.polars_group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
+
+    def clipped_group_sums(
+        self,
+        data: EstablishmentData,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+        attributes: Sequence[str],
+    ) -> pl.DataFrame:
+        """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
+        return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
     def _prepare(self, data: EreeData) -> _Prepared:
         """Integer codes for the jobs, computed once per dataset and reused by every query."""

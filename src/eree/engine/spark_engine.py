@@ -58,8 +58,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
+from eree.data.establishments import EstablishmentData
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.polars_engine import _domain_frame
 from eree.errors import DataValidationError, SpecError
@@ -68,6 +69,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import Column, SparkSession
     from pyspark.sql import DataFrame as SparkDataFrame
+
+    from eree.engine.spark_establishments import SparkEstablishmentData
 
 __all__ = ["SparkEngine", "SparkEreeData", "spark_session"]
 
@@ -698,6 +701,7 @@ class SparkEngine:
         self._persist = persist
         self._source: tuple[EreeData, SparkEreeData] | None = None
         self._prepared: tuple[EreeData | SparkEreeData, _Prepared] | None = None
+        self._estab_source: tuple[EstablishmentData, SparkEstablishmentData] | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -752,6 +756,77 @@ class SparkEngine:
             self._prepared[1].release()
         self._prepared = None
         self._source = None
+
+    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
+
+    def load_eree(
+        self, config: EreeDataConfig, attributes: Sequence[str] | None = None
+    ) -> SparkEreeData:
+        """Read and validate ER-EE input with Spark (only ``attributes``, if given)."""
+        from eree.engine.polars_load import narrow_config
+
+        return self.load(narrow_config(config, attributes))
+
+    def load_establishments(self, config: EstablishmentDataConfig) -> SparkEstablishmentData:
+        """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3)."""
+        from eree.engine.spark_establishments import load_establishments_spark
+
+        return load_establishments_spark(self.spark, config)
+
+    def _estab(self, data: EstablishmentData | SparkEstablishmentData) -> SparkEstablishmentData:
+        from eree.engine.spark_establishments import SparkEstablishmentData
+
+        if isinstance(data, SparkEstablishmentData):
+            return data
+        if self._estab_source is not None and self._estab_source[0] is data:
+            return self._estab_source[1]
+        sdata = SparkEstablishmentData.from_polars(self.spark, data)
+        self._estab_source = (data, sdata)
+        return sdata
+
+    def identity_values(
+        self, data: EstablishmentData | SparkEstablishmentData, attributes: Sequence[str]
+    ) -> pl.DataFrame:
+        """The identity query's answers: the id, then each attribute; sorted by id."""
+        from eree.engine import spark_establishments as se
+
+        return se.identity_values(self._estab(data), attributes)
+
+    def group_sums(
+        self,
+        data: EstablishmentData | SparkEstablishmentData,
+        by: Sequence[str],
+        attributes: Sequence[str],
+    ) -> pl.DataFrame:
+        """Exact group sums, identical to :meth:`PolarsEngine.group_sums`."""
+        from eree.engine import spark_establishments as se
+
+        return se.group_sums(self._estab(data), by, attributes)
+
+    def group_max_bounds(
+        self,
+        data: EstablishmentData | SparkEstablishmentData,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+    ) -> pl.DataFrame:
+        """Per group, the largest public bound of each attribute of ``bounds``."""
+        from eree.engine import spark_establishments as se
+
+        sdata = self._estab(data)
+        attrs = [c for c in bounds.columns if c != sdata.id_column]
+        return se.group_max_bounds(self.spark, sdata, by, bounds, attrs)
+
+    def clipped_group_sums(
+        self,
+        data: EstablishmentData | SparkEstablishmentData,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+        attributes: Sequence[str],
+    ) -> pl.DataFrame:
+        """Exact clipped sums, identical to :meth:`PolarsEngine.clipped_group_sums`."""
+        from eree.engine import spark_establishments as se
+
+        return se.clipped_group_sums(self.spark, self._estab(data), by, bounds, attributes)
 
     def _prepare(self, data: EreeData | SparkEreeData) -> _Prepared:
         if self._prepared is not None and self._prepared[0] is data:
