@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from eree.errors import EreeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typer._click.core import Command, Context
 
 
 class _LazyGroup(TyperGroup):
@@ -43,23 +45,23 @@ class _LazyGroup(TyperGroup):
             for name, cmd in built.commands.items():
                 self.commands.setdefault(name, cmd)
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         names = list(super().list_commands(ctx))
         if not self.lazy_help:  # a group made only of experiments
             self._load()
             return list(super().list_commands(ctx))
         return names + [n for n in self.lazy_help if n not in names]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if cmd_name in self.lazy_help and cmd_name not in self.commands:
-            return click.Command(cmd_name, help=self.lazy_help[cmd_name])
+            return TyperCommand(cmd_name, help=self.lazy_help[cmd_name])
         if not self.lazy_help and cmd_name not in self.commands:
             self._load()
         return super().get_command(ctx, cmd_name)
 
     def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
         if args and (args[0] in self.lazy_help or not self.lazy_help):
             self._load()
         return super().resolve_command(ctx, args)
@@ -67,9 +69,8 @@ class _LazyGroup(TyperGroup):
 
 def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer.Typer:
     """A Typer app built as a :class:`_LazyGroup` that knows its own source app."""
-    cls = type("_Lazy", (_LazyGroup,), {"lazy_help": dict(lazy_help or {})})
-    t = typer.Typer(cls=cls, **kwargs)
-    cls.source = t
+    t = typer.Typer(**kwargs)
+    t.info.cls = type("_Lazy", (_LazyGroup,), {"lazy_help": dict(lazy_help or {}), "source": t})
     return t
 
 
