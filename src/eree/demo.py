@@ -62,7 +62,7 @@ def _lodes_half(out: Path, seed: int | None, console: Console) -> dict[str, Any]
     from eree.data.eree_tables import load_eree
     from eree.engine.polars_engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
-    from eree.release.counts import split_by
+    from eree.release.build import split_by
     from eree.release.protect import protect
     from eree.release.spec import load_spec
     from eree.synth.lodes import synth_parametric

@@ -85,7 +85,7 @@ def test_omitted_points_follow_the_paper(all_result):
             for a in GRID.alphas:
                 for e in GRID.epsilons:
                     p = Point(mech, e, a)
-                    reason = omission_reason(p, per_cell_epsilon(p, d, d > 1), 0.05)
+                    reason = omission_reason(p, d, d > 1, 0.05)
                     plotted = not r.filter(
                         pl.col("experiment") == exp,
                         pl.col("mechanism") == mech,
@@ -96,15 +96,15 @@ def test_omitted_points_follow_the_paper(all_result):
 
 
 def test_omission_rules():
-    assert omission_reason(Point("log_laplace", 0.25, 0.2), 0.25, 0.05) is not None
-    assert omission_reason(Point("log_laplace", 4.0, 0.2), 4.0, 0.05) is None
+    assert omission_reason(Point("log_laplace", 0.25, 0.2), 1, False, 0.05) is not None
+    assert omission_reason(Point("log_laplace", 4.0, 0.2), 1, False, 0.05) is None
     # Smooth Gamma: alpha + 1 < e^(eps/5)
-    assert omission_reason(Point("smooth_gamma", 0.5, 0.1), 0.5, 0.05) is None  # 1.1 < 1.105
-    assert omission_reason(Point("smooth_gamma", 0.25, 0.1), 0.25, 0.05) is not None
+    assert omission_reason(Point("smooth_gamma", 0.5, 0.1), 1, False, 0.05) is None  # 1.1 < 1.105
+    assert omission_reason(Point("smooth_gamma", 0.25, 0.1), 1, False, 0.05) is not None
     # Smooth Laplace at delta = 0.05: eps >= 2 ln(1+alpha) ln 20
     need = 2 * math.log(1.1) * math.log(20)
-    assert omission_reason(Point("smooth_laplace", need * 1.001, 0.1), need * 1.001, 0.05) is None
-    assert omission_reason(Point("smooth_laplace", need * 0.99, 0.1), need * 0.99, 0.05)
+    assert omission_reason(Point("smooth_laplace", need * 1.001, 0.1), 1, False, 0.05) is None
+    assert omission_reason(Point("smooth_laplace", need * 0.99, 0.1), 1, False, 0.05)
     # workload 3 splits eps over d cells for ER-EE mechanisms only
     assert per_cell_epsilon(Point("smooth_laplace", 4.0, 0.1), 8, True) == 0.5
     assert per_cell_epsilon(Point("laplace", 4.0), 8, True) == 4.0

@@ -18,8 +18,9 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.stats import norm
 
 from eree.errors import PrivacyParameterError
+from eree.mechanisms.base import Measurement
+from eree.mechanisms.estimators import sqrt_true_variance, sqrt_variance_estimate
 from eree.mechanisms.gedp import (
-    PsiOutput,
     estab_gaussian,
     pnc_mechanism,
     pnc_sensitivity,
@@ -28,7 +29,6 @@ from eree.mechanisms.gedp import (
     psi_mechanism,
 )
 from eree.mechanisms.noise import FloatArray, NoiseSource, SeededNoise
-from eree.postprocess.estimators import sqrt_true_variance, sqrt_variance_estimate
 from eree.privacy.neighbors import DPNeighbor, LogShift, SqrtShift, combine
 from tests.stats import Z_CRIT, assert_detects, assert_ks, ks_matches
 
@@ -72,17 +72,17 @@ def test_psi_mechanism_noise_is_gaussian_with_sigma_gamma_over_mu(
 ) -> None:
     gamma, mu = 0.5, 0.7
     out = psi_mechanism(sums, f, gamma, mu, SeededNoise(1))
-    assert out.sigma == pytest.approx(gamma / mu)
-    z = (out.noisy - f.psi(sums)) / out.sigma
+    sigma = gamma / mu  # Def 6.4
+    z = (out.noisy - f.psi(sums)) / sigma
     assert_ks(z, norm.cdf)
     wrong = psi_mechanism(sums, f, gamma, mu / 1.3, SeededNoise(2))
-    assert_detects(lambda s: ks_matches(s, norm.cdf), (wrong.noisy - f.psi(sums)) / out.sigma)
+    assert_detects(lambda s: ks_matches(s, norm.cdf), (wrong.noisy - f.psi(sums)) / sigma)
 
 
 def test_psi_mechanism_publishes_only_estimates(sums: np.ndarray) -> None:
     gamma, mu = 0.5, 0.7
     out = psi_mechanism(sums, SqrtShift(), gamma, mu, SeededNoise(3))
-    names = {f.name for f in dataclasses.fields(PsiOutput)}
+    names = {f.name for f in dataclasses.fields(Measurement)}
     assert names == {
         "noisy",
         "estimate",
@@ -90,12 +90,17 @@ def test_psi_mechanism_publishes_only_estimates(sums: np.ndarray) -> None:
         "ci_low",
         "ci_high",
         "uncertainty_method",
-        "sigma",
-        "variance_estimate",
+        "variance_kind",
+        "mechanism",
+        "query",
+        "statistic",
+        "extra",
     }
+    assert set(out.extra) == {"sigma"}  # public
+    assert out.variance_kind == "estimated"
     sigma = gamma / mu
     # the published std is a function of the published estimate and σ only …
-    assert out.std is not None and out.variance_estimate is not None
+    assert out.std is not None and out.variance is not None
     np.testing.assert_allclose(out.std**2, sqrt_variance_estimate(out.estimate, sigma))
     # … and is not the (data-dependent) true standard deviation
     true_sd = np.sqrt(sqrt_true_variance(sums, sigma))
@@ -113,7 +118,7 @@ def test_psi_mechanism_output_depends_on_data_only_through_omega(f: SqrtShift) -
     x2 = np.array([7.0, 0.0, 90_000.0, 3.0, 12.0])
     a = psi_mechanism(x1, f, 0.5, 0.7, PinnedNoise(9))
     b = psi_mechanism(x2, f, 0.5, 0.7, PinnedNoise(9))
-    for field in ("noisy", "estimate", "std", "ci_low", "ci_high", "variance_estimate"):
+    for field in ("noisy", "estimate", "std", "ci_low", "ci_high", "variance"):
         va, vb = getattr(a, field), getattr(b, field)
         if va is None:
             assert vb is None

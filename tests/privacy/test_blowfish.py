@@ -283,7 +283,8 @@ def _plan(blowfish_spec, replace):
         ([('definition = "blowfish"', 'definition = "eree-weak"')], 'use definition = "blowfish"'),
         (
             [('variant = "workshop"\nadditive = 2', "additive = 2")],
-            "additive \\(Delta\\) applies to the workshop Log-Laplace only",
+            r"additive does not apply to log_laplace; it applies to: "
+            r'log_laplace \(variant = "workshop"\)',
         ),
         (  # per cell ε = 0.6/2 = 0.3 < 4 ln 1.1 = 0.381
             [('variant = "workshop"\nepsilon = 2.0', 'variant = "workshop"\nepsilon = 0.6')],

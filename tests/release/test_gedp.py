@@ -18,7 +18,6 @@ from eree.mechanisms.noise import FloatArray, NoiseSource, SeededNoise
 from eree.release.gedp import (
     account_gedp_plan,
     gedp_plan_semantics,
-    gedp_requests_from_plan,
     release_gedp,
     validate_gedp_plan,
 )
@@ -83,7 +82,7 @@ def test_explain_section_8_1_mu_total_2_28(tmp_path: Path) -> None:
     plan = plan_of(paper_spec("does-not-exist.csv", wages=False), tmp_path)
     report = account_gedp_plan(plan)  # no data is read
     assert round(report.total.mu or 0.0, 2) == 2.28
-    assert len(gedp_requests_from_plan(plan).measurements) == 5
+    assert len(report.charges) == 5 and len(report.extra["measurements"]) == 15
     sem = gedp_plan_semantics(plan, report)
     text = "\n".join(sem["statements"])
     assert "μ_total = 2.28" in text
@@ -98,8 +97,9 @@ def test_explain_table_7_mu_total_2_31(tmp_path: Path) -> None:
     assert [round(c.total.mu or 0.0, 2) for c in report.charges] == [1.22, 0.36, 1.05, 1.05, 1.22]
     sem = gedp_plan_semantics(plan, report)
     assert any("μ_total = 2.31" in s for s in sem["statements"])
-    req = gedp_requests_from_plan(plan)
-    assert req.zeta == 0.01 and req.bounds_from == "identity"
+    pnc = [c for c in report.charges if c.mechanism == "pnc"]
+    assert pnc
+    assert all(c.params["zeta"] == 0.01 and c.params["bounds_from"] == "identity" for c in pnc)
 
 
 def _toml_value(v: Any) -> str:
@@ -169,7 +169,7 @@ _DELETE = object()
         ("query.0.mu", {"m1emp": 0.7}, SpecError, "no bounds"),
         ("query.0.by", ["cnty"], SpecError, 'by = "identity"'),
         ("query.1.epsilon", 1.0, SpecError, "epsilon"),
-        ("query.1.mechanism", "laplace", SpecError, "not a GEDP mechanism"),
+        ("query.1.mechanism", "laplace", SpecError, "mu does not apply to laplace"),
         ("query.1.mu", _DELETE, SpecError, "mu per confidential"),
         ("query.4.complete", True, SpecError, "complete"),
         ("privacy.distance", {"m1emp": 0.5}, PrivacyParameterError, "m2emp"),

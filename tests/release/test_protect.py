@@ -11,7 +11,7 @@ from eree.data.eree_tables import load_eree
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import EreeError, PrivacyParameterError
 from eree.mechanisms.noise import SecureNoise, SeededNoise
-from eree.release.counts import split_by
+from eree.release.build import split_by
 from eree.release.protect import explain, protect
 from eree.release.spec import load_spec
 

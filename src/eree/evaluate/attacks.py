@@ -51,7 +51,7 @@ import polars as pl
 from eree.data.eree_tables import EreeData
 from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
-from eree.errors import SpecError
+from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
 from eree.evaluate.haney import (
     ESTABLISHMENT_ATTRIBUTES,
@@ -59,7 +59,7 @@ from eree.evaluate.haney import (
     Point,
     derive_seed,
     marginal_cells,
-    omission_reason,
+    mechanism_for,
     run_point,
 )
 from eree.mechanisms.noise import FloatArray, SeededNoise
@@ -165,22 +165,15 @@ def _releases(
     ).noisy  # fmt: skip
     for p in points:
         label = p.label
-        reason = omission_reason(p, p.epsilon, 1.0)
-        if reason is not None:
-            skipped[label] = reason
+        try:  # ε per cell; Smooth Laplace at its δ_min
+            mech = mechanism_for(p, 1, False, None)
+        except PrivacyParameterError as e:
+            skipped[label] = str(e)
             continue
         src = SeededNoise(derive_seed(seed, f"audit/{tag}/{p.label}"))
-        delta = _dmin(p) if p.mechanism == "smooth_laplace" else 1.0  # δ only for Smooth Laplace
-        res = run_point(p, cells, p.epsilon, trials, src, delta)
+        res = run_point(p, mech, cells, trials, src)
         out[label] = res[p.label]
     return out, skipped
-
-
-def _dmin(p: Point) -> float:
-    from eree.privacy.eree_conditions import smooth_laplace_delta_min
-
-    assert p.alpha is not None
-    return smooth_laplace_delta_min(p.alpha, p.epsilon)
 
 
 def _shape_targets(h: FloatArray, establishments: np.ndarray, small_cell: float) -> np.ndarray:

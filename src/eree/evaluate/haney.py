@@ -88,8 +88,9 @@ from eree.evaluate.metrics import (
     stratified_mean,
     stratum_of,
 )
-from eree.mechanisms.baselines import laplace, truncated_laplace
-from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
+from eree.mechanisms import registry
+from eree.mechanisms.base import Cells, Mechanism
+from eree.mechanisms.eree import LogLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
@@ -97,11 +98,6 @@ from eree.mechanisms.noise_infusion import (
     SMALL_CELL_LIMIT,
     draw_distortion_factors,
     noise_infusion,
-)
-from eree.privacy.eree_conditions import (
-    log_laplace_lambda,
-    smooth_gamma_epsilons,
-    smooth_laplace_delta_min,
 )
 
 PLACE = "tract"
@@ -209,18 +205,37 @@ def grid_points(grid: HaneyGrid) -> Iterator[Point]:
             yield Point("laplace", eps)
 
 
-def per_cell_epsilon(p: Point, d: int, whole_marginal: bool) -> float:
-    """The ε each cell is released with.
+def mechanism_for(p: Point, d: int, whole_marginal: bool, delta: float | None) -> Mechanism:
+    """The registered mechanism object of a grid point.
 
-    For a whole marginal with d worker-attribute combinations the ER-EE mechanisms give
-    each cell ε/d (weak privacy composes sequentially over the d combinations, §8); the
-    DP baselines need no split: edge-DP Laplace because each job is in exactly one cell,
-    node-DP truncated Laplace because an establishment contributes < θ to the whole
-    marginal in L1 (DESIGN.md §3.1).
+    A whole marginal with d worker-attribute combinations is one query: the object splits
+    its ε (and δ) over the combinations where its privacy analysis requires it (the ER-EE
+    mechanisms under weak privacy, §8) and not where it does not (edge-DP Laplace: each job
+    is in one cell; node-DP truncated Laplace: an establishment adds < θ to the marginal).
+    Otherwise ε is per cell. ``delta`` is the per-cell δ of Smooth Laplace (None: δ_min).
+
+    Raises:
+        PrivacyParameterError: the point violates the mechanism's condition.
     """
-    if whole_marginal and p.mechanism in ER_EE_MECHANISMS:
-        return p.epsilon / d
-    return p.epsilon
+    e = registry.entry(p.mechanism)
+    k = d if whole_marginal else 1
+    definition = "eree-weak" if "eree-weak" in e.definitions else e.definitions[0]
+    kwargs: dict[str, Any] = {"query": p.label, "epsilon": p.epsilon, "definition": definition}
+    if k > 1:
+        kwargs.update(worker_cells=k, worker_attributes=("worker attributes",))
+    if "alpha" in e.cls.__dataclass_fields__:
+        kwargs["alpha"] = p.alpha
+    if "delta" in e.settings and delta is not None:
+        kwargs["delta"] = delta * k
+    if "theta" in e.settings:
+        kwargs["theta"] = p.theta
+    return e.cls(**kwargs)
+
+
+def per_cell_epsilon(p: Point, d: int, whole_marginal: bool) -> float:
+    """The ε each cell is released with (the mechanism class's own split of a marginal's ε)."""
+    cls = registry.entry(p.mechanism).cls
+    return cls.cell_epsilon(p.epsilon, d if whole_marginal else 1)  # type: ignore[attr-defined]
 
 
 def omission_rule(p: Point, delta: float = SMOOTH_LAPLACE_DELTA) -> str:
@@ -232,30 +247,12 @@ def omission_rule(p: Point, delta: float = SMOOTH_LAPLACE_DELTA) -> str:
     }.get(p.mechanism, "")
 
 
-def omission_reason(p: Point, eps_cell: float, delta: float) -> str | None:
-    """Why the paper omits a point (None: it is plotted). Uses the per-cell ε."""
-    if p.mechanism == "log_laplace":
-        assert p.alpha is not None
-        lam = log_laplace_lambda(p.alpha, eps_cell)
-        if lam >= 1.0:
-            return (
-                f"Log-Laplace lambda = 2 ln(1+alpha)/eps = {lam:.3g} >= 1: "
-                "unbounded expectation (Lemma 8.2)"
-            )
-    elif p.mechanism == "smooth_gamma":
-        assert p.alpha is not None
-        try:
-            smooth_gamma_epsilons(p.alpha, eps_cell)
-        except PrivacyParameterError:
-            return "Smooth Gamma disallowed: alpha + 1 >= e^(eps/5) (Algorithm 2)"
-    elif p.mechanism == "smooth_laplace":
-        assert p.alpha is not None
-        dmin = smooth_laplace_delta_min(p.alpha, eps_cell)
-        if dmin > delta * (1 + 1e-12):
-            return (
-                f"Smooth Laplace disallowed at delta = {delta:g}: delta_min = {dmin:.3g} "
-                "(Algorithm 3)"
-            )
+def omission_reason(p: Point, d: int, whole_marginal: bool, delta: float | None) -> str | None:
+    """Why the paper omits a point (None: it is plotted): the mechanism object refuses it."""
+    try:
+        mechanism_for(p, d, whole_marginal, delta)
+    except PrivacyParameterError as e:
+        return str(e)
     return None
 
 
@@ -383,30 +380,18 @@ def derive_seed(seed: int, label: str) -> int:
 
 
 def run_point(
-    p: Point, cells: MarginalCells, eps_cell: float, trials: int, source: SeededNoise, delta: float
+    p: Point, mech: Mechanism, cells: MarginalCells, trials: int, source: SeededNoise
 ) -> dict[str, FloatArray]:
     """All trials of one point: ``{mechanism label: (trials, cells) noisy answers}``."""
     shape = (trials, cells.cells)
-    n = np.broadcast_to(cells.n, shape)
-    if p.mechanism == "log_laplace":
-        assert p.alpha is not None
-        out = log_laplace(n, p.alpha, eps_cell, source)
-        res = {p.label: out.noisy}
-        res["log_laplace_unbiased"] = out.estimate
-        return res
-    if p.mechanism == "smooth_gamma":
-        assert p.alpha is not None
-        return {p.label: smooth_gamma(n, cells.x_v, p.alpha, eps_cell, source).noisy}
-    if p.mechanism == "smooth_laplace":
-        assert p.alpha is not None
-        return {p.label: smooth_laplace(n, cells.x_v, p.alpha, eps_cell, source, delta=delta).noisy}
-    if p.mechanism == "laplace":
-        return {p.label: laplace(n, eps_cell, source).noisy}
-    if p.mechanism == "truncated_laplace":
-        assert p.theta is not None
-        nt = np.broadcast_to(cells.count_truncated(p.theta), shape)
-        return {p.label: truncated_laplace(nt, p.theta, eps_cell, source).noisy}
-    raise SpecError(f"unknown mechanism {p.mechanism!r}")
+    columns: dict[str, Any] = {"count": cells.n, "x_v": cells.x_v}
+    if mech.truncate_below is not None:
+        columns["count_truncated"] = cells.count_truncated(mech.truncate_below)
+    out = mech(Cells({c: np.broadcast_to(columns[c], shape) for c in mech.needs}), source)
+    res = {p.label: out.noisy}
+    if isinstance(mech, LogLaplace):  # the bias-corrected n̂ too
+        res[f"{LogLaplace.name}_unbiased"] = out.estimate
+    return res
 
 
 # --------------------------------------------------------------------------------------
@@ -692,9 +677,9 @@ def run_haney(
             run: _Run = run,
             analyses: list[_L1Analysis | _RankAnalysis] = analyses,
         ) -> _Rows:
-            eps_cell = per_cell_epsilon(p, cells.d, run.per_cell_divisor)
+            mech = mechanism_for(p, cells.d, run.per_cell_divisor, grid.delta)
             src = SeededNoise(derive_seed(seed, f"{run.name}/{p.label}/{p.alpha}/{p.epsilon}"))
-            outs = run_point(p, cells, eps_cell, T, src, grid.delta)
+            outs = run_point(p, mech, cells, T, src)
             if not grid.extras:
                 outs.pop("log_laplace_unbiased", None)
             local = _Rows(T)
@@ -706,7 +691,7 @@ def run_haney(
         todo: list[Point] = []
         for p in grid_points(grid):
             eps_cell = per_cell_epsilon(p, cells.d, run.per_cell_divisor)
-            reason = omission_reason(p, eps_cell, grid.delta)
+            reason = omission_reason(p, cells.d, run.per_cell_divisor, grid.delta)
             if reason is None:
                 todo.append(p)
                 continue

@@ -5,7 +5,7 @@ establishments each, every establishment with 10 employees; three queries — ID
 identity), County (group-by county), Total — each answered by the ψ-mechanism
 (:math:`\omega = \psi(x) + N(0, \sigma^2)`, σ = γ/μ, μ = 1, γ = 0.5 for both ψ = √ and
 ψ = log) and turned into unbiased estimates x̃ with Thm 6.6
-(:mod:`eree.postprocess.estimators`). The microdata are then reconstructed with Eq. 1
+(:mod:`eree.mechanisms.estimators`). The microdata are then reconstructed with Eq. 1
 (:func:`eree.postprocess.wls.solve_wls`, exact tree solver) using
 
 * **Est** — the published variance estimates v̂ for every query;
@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from eree.postprocess.estimators import (
+from eree.mechanisms.estimators import (
     log_shift_estimate,
     log_shift_true_variance,
     log_shift_variance_estimate,

@@ -75,8 +75,8 @@ from eree.evaluate.haney import (
     marginal_cells,
 )
 from eree.evaluate.metrics import ALL, POPULATION_BINS, TIDY_SCHEMA, l1_ratio, stratified_mean
-from eree.mechanisms.base import MechanismOutput
-from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
+from eree.mechanisms import registry
+from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
@@ -85,17 +85,9 @@ from eree.mechanisms.noise_infusion import (
     draw_distortion_factors,
     noise_infusion,
 )
-from eree.mechanisms.workshop import (
-    workshop_log_laplace,
-    workshop_smooth_gamma,
-    workshop_smooth_laplace,
-)
 from eree.privacy.blowfish import (
-    check_workshop_log_laplace,
-    check_workshop_smooth_gamma,
     workshop_smooth_laplace_delta_min,
 )
-from eree.privacy.eree_conditions import check_log_laplace, smooth_gamma_epsilons
 
 __all__ = [
     "EXPERIMENT",
@@ -188,21 +180,24 @@ class WorkshopResult:
 # --------------------------------------------------------------------------- one point
 
 
+def mechanism_for(
+    mechanism: str, variant: str, alpha: float, epsilon: float, additive: float = 1.0
+) -> Mechanism:
+    """The registered mechanism object of one plotted point (ε per cell, Blowfish policy)."""
+    e = registry.entry(mechanism, variant)
+    kwargs: dict[str, Any] = {"query": f"{mechanism}/{variant}", "alpha": alpha,
+                              "epsilon": epsilon, "definition": "blowfish"}  # fmt: skip
+    if "additive" in e.settings:
+        kwargs["additive"] = additive
+    return e.cls(**kwargs)
+
+
 def omission_reason(
     mechanism: str, variant: str, alpha: float, epsilon: float, additive: float = 1.0
 ) -> str | None:
-    """Why a point is not plotted (None: it is), from the mechanism's own parameter check."""
+    """Why a point is not plotted (None: it is), from the mechanism object's own checks."""
     try:
-        if variant == "workshop":
-            if mechanism == "log_laplace":
-                check_workshop_log_laplace(alpha, epsilon, additive)
-            elif mechanism == "smooth_gamma":
-                check_workshop_smooth_gamma(alpha, epsilon)
-        else:
-            if mechanism == "log_laplace":
-                check_log_laplace(alpha, epsilon)
-            elif mechanism == "smooth_gamma":
-                smooth_gamma_epsilons(alpha, epsilon)
+        mechanism_for(mechanism, variant, alpha, epsilon, additive)
     except PrivacyParameterError as e:
         return str(e)
     return None
@@ -217,18 +212,9 @@ def _draw(
     epsilon: float,
     source: SeededNoise,
     additive: float,
-) -> MechanismOutput:
-    if variant == "workshop":
-        if mechanism == "log_laplace":
-            return workshop_log_laplace(n, alpha, epsilon, source, additive=additive)
-        if mechanism == "smooth_gamma":
-            return workshop_smooth_gamma(n, x_v, alpha, epsilon, source)
-        return workshop_smooth_laplace(n, x_v, alpha, epsilon, source)
-    if mechanism == "log_laplace":
-        return log_laplace(n, alpha, epsilon, source)
-    if mechanism == "smooth_gamma":
-        return smooth_gamma(n, x_v, alpha, epsilon, source)
-    return smooth_laplace(n, x_v, alpha, epsilon, source)
+) -> Measurement:
+    mech = mechanism_for(mechanism, variant, alpha, epsilon, additive)
+    return mech(Cells({"count": n, "x_v": x_v}), source)
 
 
 def _blocks(trials: int, cells: int) -> list[tuple[int, int]]:

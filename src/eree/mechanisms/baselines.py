@@ -1,69 +1,140 @@
 r"""Differential-privacy baselines of Haney et al. §6 (DESIGN.md §4.1).
 
-* :func:`laplace` — edge-DP: ñ = n + Lap(1/ε). Each job is in exactly one cell of a
-  marginal, so a marginal costs ε (parallel composition).
-* :func:`truncated_laplace` — node-DP: establishments with total employment ≥ θ are
-  dropped, ñ = n_trunc + Lap(θ/ε).
+* :class:`EdgeLaplace` — edge-DP: ñ = n + Lap(1/ε). Each job is in exactly one cell of a
+  marginal, so a marginal costs ε (parallel composition), whatever its attributes.
+* :class:`TruncatedLaplace` — node-DP: establishments with total employment ≥ θ are
+  dropped, ñ = n_trunc + Lap(θ/ε); an establishment's contribution to a marginal is at
+  most θ in L1, so a marginal costs ε.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import MechanismOutput
+from eree.mechanisms.base import Cells, Measurement
+from eree.mechanisms.eree import CountMechanism
 from eree.mechanisms.noise import NoiseSource
+from eree.privacy.definitions import EdgeDP, NodeDP
+
+__all__ = ["EdgeLaplace", "TruncatedLaplace", "laplace", "truncated_laplace"]
 
 
-def _check_epsilon(epsilon: float) -> None:
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise PrivacyParameterError(f"epsilon must be a finite number > 0 (got {epsilon!r})")
+@dataclass(frozen=True, kw_only=True)
+class EdgeLaplace(CountMechanism):
+    r"""Edge-DP Laplace mechanism: :math:`\tilde n = n + \mathrm{Lap}(1/\varepsilon)`.
+
+    The noise scale is public, so the standard error √2/ε and the exact interval
+    ñ ± ln(1/(1−c))/ε are published. Worker attributes change nothing: each job is in
+    exactly one cell of any marginal.
+    """
+
+    name: ClassVar[str] = "laplace"
+    allowed_definitions: ClassVar[tuple[str, ...]] = ("edge-dp",)
+    definition: str = "edge-dp"
+    scale: float = field(init=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        # parallel composition over all cells: the worker attributes do not split ε
+        object.__setattr__(self, "worker_cells", 1)
+        super().__post_init__()
+
+    @classmethod
+    def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
+        """Each job is in exactly one cell: every cell gets the marginal's ε."""
+        return epsilon
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "scale", 1.0 / self.epsilon_cell)
+
+    def public_params(self) -> dict[str, Any]:
+        return {"scale": self.scale}
+
+    def guarantee(self) -> str:
+        return f"{EdgeDP(self.epsilon)}; each job is in exactly one cell"
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        noisy = source.add_laplace(cells["count"], self.scale)
+        half = self.scale * math.log(1.0 / (1.0 - self.confidence))
+        std = np.full(noisy.shape, math.sqrt(2.0) * self.scale)
+        return Measurement(
+            noisy, noisy, std, noisy - half, noisy + half,
+            f"public Laplace scale 1/epsilon: sd sqrt(2)/epsilon, exact {self.confidence:.0%} "
+            "interval",
+            "public", self.name,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class TruncatedLaplace(CountMechanism):
+    r"""Node-DP truncated Laplace: :math:`\tilde n = n_{trunc} + \mathrm{Lap}(\theta/\varepsilon)`.
+
+    ``count_truncated`` counts only jobs of establishments with total employment < θ. The
+    estimate is biased downward by the dropped establishments, an amount that depends on
+    confidential data, so no standard error or interval for the true count is published.
+    """
+
+    name: ClassVar[str] = "truncated_laplace"
+    needs: ClassVar[tuple[str, ...]] = ("count_truncated",)
+    allowed_definitions: ClassVar[tuple[str, ...]] = ("node-dp",)
+    definition: str = "node-dp"
+    theta: float | None = None
+    scale: float = field(init=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "worker_cells", 1)
+        super().__post_init__()
+
+    @classmethod
+    def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
+        """An establishment contributes < θ to the whole marginal in L1: ε per marginal."""
+        return epsilon
+
+    def _derive(self) -> None:
+        if self.theta is None:
+            raise self._fail(
+                "truncated_laplace needs theta (establishments with total employment >= "
+                "theta are dropped)"
+            )
+        if isinstance(self.theta, bool) or not (math.isfinite(self.theta) and self.theta > 0):
+            raise self._fail(f"theta must be a finite number > 0 (got {self.theta!r})")
+        object.__setattr__(self, "scale", self.theta / self.epsilon_cell)
+        # θ: the engine counts only establishments with total employment < θ
+        object.__setattr__(self, "truncate_below", self.theta)
+
+    def public_params(self) -> dict[str, Any]:
+        return {"theta": self.theta, "scale": self.scale}
+
+    def guarantee(self) -> str:
+        return f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        noisy = source.add_laplace(cells["count_truncated"], self.scale)
+        return Measurement(
+            noisy, noisy, None, None, None,
+            "withheld: the truncation bias (jobs in establishments of size >= theta) is "
+            "confidential",
+            "withheld", self.name,
+        )  # fmt: skip
 
 
 def laplace(
     n: ArrayLike, epsilon: float, source: NoiseSource, *, confidence: float = 0.95
-) -> MechanismOutput:
-    r"""Edge-DP Laplace mechanism: :math:`\tilde n = n + \mathrm{Lap}(1/\varepsilon)`.
-
-    The noise scale is public, so the standard error √2/ε and the exact interval
-    ñ ± ln(1/(1−c))/ε are published.
-    """
-    _check_epsilon(epsilon)
-    b = 1.0 / epsilon
-    noisy = source.add_laplace(n, b)
-    half = b * math.log(1.0 / (1.0 - confidence))
-    std = np.full(noisy.shape, math.sqrt(2.0) * b)
-    return MechanismOutput(
-        noisy,
-        noisy,
-        std,
-        noisy - half,
-        noisy + half,
-        f"public Laplace scale 1/epsilon: sd sqrt(2)/epsilon, exact {confidence:.0%} interval",
+) -> Measurement:
+    """Convenience: :class:`EdgeLaplace` at ``epsilon`` on the counts ``n``."""
+    return EdgeLaplace(query="cells", epsilon=epsilon, confidence=confidence)(
+        Cells({"count": n}), source
     )
 
 
 def truncated_laplace(
     n_truncated: ArrayLike, theta: float, epsilon: float, source: NoiseSource
-) -> MechanismOutput:
-    r"""Node-DP truncated Laplace: :math:`\tilde n = n_{trunc} + \mathrm{Lap}(\theta/\varepsilon)`.
-
-    ``n_truncated`` counts only jobs of establishments with total employment < θ. The
-    estimate is biased downward by the dropped establishments, an amount that depends on
-    confidential data, so no standard error or interval for the true count is published.
-    """
-    _check_epsilon(epsilon)
-    if not (math.isfinite(theta) and theta > 0):
-        raise PrivacyParameterError(f"theta must be a finite number > 0 (got {theta!r})")
-    noisy = source.add_laplace(n_truncated, theta / epsilon)
-    return MechanismOutput(
-        noisy,
-        noisy,
-        None,
-        None,
-        None,
-        "withheld: the truncation bias (jobs in establishments of size >= theta) is confidential",
+) -> Measurement:
+    """Convenience: :class:`TruncatedLaplace` at ``epsilon``, θ on truncated counts."""
+    return TruncatedLaplace(query="cells", epsilon=epsilon, theta=theta)(
+        Cells({"count_truncated": n_truncated}), source
     )

@@ -1,95 +1,273 @@
 r"""ER-EE mechanisms of Haney et al., SIGMOD 2017 (``papers/001_*``), SIGMOD version.
 
 Notation for one cell v: n = true count, x_v = the largest number of matching workers in
-any single establishment of the cell (Lemma 8.5). All functions are vectorised over
-cells and take the per-cell privacy parameters (for a worker-attribute marginal under
-weak privacy that is ε/d; the accountant works that out, not the mechanism).
+any single establishment of the cell (Lemma 8.5).
 
-* :func:`log_laplace` — Algorithm 1.
-* :func:`smooth_gamma` — Algorithm 2.
-* :func:`smooth_laplace` — Algorithm 3.
+Each mechanism is a frozen object built with the **query's** parameters: its whole ε (and
+δ), α, and d, the number of worker-attribute combinations of the marginal (1 when it has
+none). The object works out, once, the per-cell ε = ε/d (rounded down to a float, so that
+d·ε_cell never exceeds the ε charged) and every scale derived from it; the cost it reports
+and the noise it draws come from those same fields.
+
+* :class:`LogLaplace` — Algorithm 1.
+* :class:`SmoothGamma` — Algorithm 2.
+* :class:`SmoothLaplace` — Algorithm 3.
+
+Privacy definitions (§7, §8): a cell over establishment attributes only gets strong
+(α, ε)-ER-EE privacy and the cells of a marginal partition the establishments (parallel
+composition, Thm 7.4), so a marginal costs ε. A marginal with worker attributes gets weak
+privacy only and costs d·ε_cell (sequential over the d combinations, §8); asking for
+strong privacy there is refused. Under the workshop's Blowfish policy
+(``definition = "blowfish"``) the same d·ε_cell is charged.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from eree.mechanisms.base import MechanismOutput
+from eree.errors import PrivacyParameterError
+from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.samplers import smooth_gamma_standard
+from eree.privacy.composition import Composition, Cost, EpsilonDeltaComposition, float_down
 from eree.privacy.eree_conditions import (
+    check_alpha_epsilon,
     check_log_laplace,
     check_smooth_laplace,
-    log_laplace_lambda,
     smooth_gamma_epsilons,
+    smooth_laplace_delta_min,
 )
+
+__all__ = [
+    "CountMechanism",
+    "LogLaplace",
+    "SmoothGamma",
+    "SmoothLaplace",
+    "log_laplace",
+    "log_laplace_expectation",
+    "smooth_gamma",
+    "smooth_laplace",
+    "smooth_sensitivity",
+]
 
 SMOOTH_WITHHELD = (
     "withheld: the noise scale of a smooth-sensitivity mechanism depends on x_v, "
     "which is confidential (DESIGN.md §4.4)"
 )
 
+#: definitions under which the count mechanisms of this module may run
+EREE_DEFINITIONS = ("eree", "eree-weak", "blowfish")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CountMechanism(Mechanism):
+    """Common fields of the ε-δ count mechanisms (ER-EE and the DP baselines).
+
+    Attributes:
+        query: the query's name (error messages name it).
+        epsilon: the query's whole ε.
+        worker_cells: d, the number of worker-attribute combinations (1 if none).
+        worker_attributes: the query's worker attributes (empty: establishment only).
+        definition: the privacy definition of the release.
+        confidence: level of the published confidence intervals.
+    """
+
+    epsilon: float
+    worker_cells: int = 1
+    worker_attributes: tuple[str, ...] = ()
+    definition: str = "eree-weak"
+    confidence: float = 0.95
+
+    allowed_definitions: ClassVar[tuple[str, ...]] = EREE_DEFINITIONS
+
+    def __post_init__(self) -> None:
+        if self.definition not in self.allowed_definitions:
+            raise self._fail(
+                f"mechanism {self.name!r} does not satisfy definition {self.definition!r}"
+            )
+        if isinstance(self.epsilon, bool) or not (
+            isinstance(self.epsilon, int | float)
+            and math.isfinite(self.epsilon)
+            and self.epsilon > 0
+        ):
+            raise self._fail(f"epsilon must be a finite number > 0 (got {self.epsilon!r})")
+        if self.worker_cells < 1:
+            raise self._fail("the number of worker-attribute combinations must be ≥ 1")
+        if not self.worker_attributes and self.worker_cells != 1:
+            raise self._fail("d > 1 needs worker attributes")
+        if self.worker_attributes and self.definition == "eree":
+            raise self._fail(
+                f"has worker attributes: {self.name} gives only weak ER-EE privacy for such "
+                "cells (Haney et al. Thm 8.1, Lemmas 8.7, 9.2); strong ER-EE cannot be "
+                'claimed. Use definition = "eree-weak".'
+            )
+        if not 0 < self.confidence < 1:
+            raise self._fail(f"confidence must lie in (0, 1) (got {self.confidence!r})")
+        eps_cell = self.cell_epsilon(self.epsilon, self.worker_cells)
+        if not eps_cell > 0:
+            raise self._fail("epsilon / d underflows to 0")
+        object.__setattr__(self, "epsilon_cell", eps_cell)
+        self._derive()
+
+    @classmethod
+    def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
+        """The ε each cell's noise is drawn with: ε/d, rounded down to a float.
+
+        The one place a marginal's ε is split over its d worker-attribute combinations
+        (weak ER-EE, §8); rounding down keeps d·ε_cell ≤ the ε charged.
+        """
+        return float_down(Fraction(epsilon) / worker_cells)
+
+    #: ε each cell's noise is drawn with (set in __post_init__ by :meth:`cell_epsilon`)
+    epsilon_cell: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        """Validate the mechanism's own parameters and fix its derived scales."""
+
+    @property
+    def multiplicity(self) -> int:
+        return self.worker_cells
+
+    def composition(self) -> Composition:
+        return EpsilonDeltaComposition(getattr(self, "alpha", None))
+
+    def per_cell_cost(self) -> Cost:
+        return Cost(epsilon=self.epsilon_cell, delta=0)
+
+    def cost(self) -> Cost:
+        """The query's cost: the ε asked for (≥ d·ε_cell, since ε_cell is rounded down)."""
+        per = self.per_cell_cost()
+        d = self.multiplicity
+        delta = (per.exact_delta or 0) * d
+        return Cost(epsilon=self.epsilon, delta=delta)
+
+    def _query_level(self, message: str, min_query_epsilon: float | None) -> PrivacyParameterError:
+        """A parameter error; for d > 1 it states the query-level ε needed."""
+        if self.worker_cells > 1:
+            message += (
+                f" (per cell: the query's epsilon = {self.epsilon:g} is split over d = "
+                f"{self.worker_cells} worker-attribute combinations, ε_cell = "
+                f"{self.epsilon_cell:.6g}"
+            )
+            if min_query_epsilon is not None:
+                message += f"; the query needs epsilon > {min_query_epsilon:.6g}"
+            message += ")"
+        return self._fail(message)
+
+    def _strength(self) -> str:
+        return "weak " if self.worker_attributes else ""
+
+    def _composition_words(self) -> str:
+        if self.worker_cells > 1:
+            return f"; d = {self.worker_cells} worker-attribute combinations composed sequentially"
+        return "; cells partition the establishments (parallel composition)"
+
+    def _definition_words(self, eps_delta: str) -> str:
+        alpha = getattr(self, "alpha", None)
+        if self.definition == "blowfish":
+            v = "workshop" if self.variant == "workshop" else "sigmod"
+            mech = f"{v} {self.name}"
+            if getattr(self, "additive", None) is not None:
+                mech += f", Δ={self.additive:g}"  # type: ignore[attr-defined]
+            return f"(α={alpha:g}, {eps_delta}, G)-Blowfish privacy per cell ({mech})"
+        return f"{self._strength()}(α={alpha:g}, {eps_delta})-ER-EE privacy per cell"
+
+    def guarantee(self) -> str:
+        per = self.per_cell_cost()
+        ed = f"ε={self.epsilon_cell:.6g}"
+        if per.exact_delta:
+            ed += f", δ={float(per.exact_delta):.6g}"
+        return self._definition_words(ed) + self._composition_words()
+
+    def _base_params(self) -> dict[str, Any]:
+        p: dict[str, Any] = {"alpha": getattr(self, "alpha", None)}
+        if self.definition == "blowfish":
+            p["variant"] = self.variant or "sigmod"
+        return p
+
+
+# --------------------------------------------------------------------------- Log-Laplace
+
 
 def log_laplace_expectation(n: ArrayLike, alpha: float, epsilon: float) -> FloatArray:
     r"""Lemma 8.2: :math:`E[\tilde n] = (n+\gamma)/(1-\lambda^2) - \gamma`, γ = 1/α."""
-    lam = log_laplace_lambda(alpha, epsilon)
+    check_alpha_epsilon(alpha, epsilon)
+    lam = 2.0 * math.log1p(alpha) / epsilon
     if lam >= 1:
         return np.full(np.shape(n), np.inf)
     gamma = 1.0 / alpha
     return (np.asarray(n, dtype=np.float64) + gamma) / (1.0 - lam * lam) - gamma
 
 
-def log_laplace(
-    n: ArrayLike,
-    alpha: float,
-    epsilon: float,
-    source: NoiseSource,
-    *,
-    force: bool = False,
-    confidence: float = 0.95,
-) -> MechanismOutput:
-    r"""Log-Laplace mechanism (Haney et al. Algorithm 1).
+def log_laplace_release(
+    n: FloatArray, gamma: float, lam: float, source: NoiseSource, confidence: float, who: str
+) -> Measurement:
+    r"""The Log-Laplace draw and its published estimate, std and CI (Alg 1; workshop Alg 1).
 
-    :math:`\gamma = 1/\alpha`, :math:`\lambda = 2\ln(1+\alpha)/\varepsilon`,
     :math:`\tilde n = \exp(\ln(n+\gamma)+\eta) - \gamma`, :math:`\eta\sim\mathrm{Lap}(\lambda)`.
-
-    Published estimate: the bias-corrected :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`
-    (unbiased by Lemma 8.2). The confidence interval is exact, from the pivot
-    :math:`\ln(n+\gamma) = \ln(\tilde n+\gamma) - \eta` and the Laplace quantile
-    :math:`q=\lambda\ln(1/(1-c))`:
-    :math:`[(\tilde n+\gamma)e^{-q}-\gamma,\,(\tilde n+\gamma)e^{q}-\gamma]`.
-    The standard error is the plug-in estimate
-    :math:`(\max(\hat n,0)+\gamma)\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}`, finite for λ < 1/2.
-    Both depend on the data only through ñ and the public λ.
+    Estimate :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma` (unbiased, Lemma 8.2); CI
+    from the pivot :math:`\ln(n+\gamma) = \ln(\tilde n+\gamma) - \eta` and the Laplace quantile
+    :math:`q=\lambda\ln(1/(1-c))`; plug-in std
+    :math:`(\max(\hat n,0)+\gamma)\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}` for λ < 1/2.
     """
-    lam = check_log_laplace(alpha, epsilon, force=force)
-    gamma = 1.0 / alpha
-    n_arr = np.asarray(n, dtype=np.float64)
-    log_noisy = source.add_laplace(np.log(n_arr + gamma), lam)
-    noisy = np.exp(log_noisy) - gamma
-    # Lemma 8.2 bias correction; with λ >= 1 (forced) there is none
+    noisy = np.exp(source.add_laplace(np.log(n + gamma), lam)) - gamma
     estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma if lam < 1 else noisy.copy()
     q = lam * math.log(1.0 / (1.0 - confidence))
     ci_low = (noisy + gamma) * math.exp(-q) - gamma
     ci_high = (noisy + gamma) * math.exp(q) - gamma
     if lam < 0.5:
         factor = math.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0)
-        std: FloatArray | None = (np.maximum(estimate, 0.0) + gamma) * factor
+        std = (np.maximum(estimate, 0.0) + gamma) * factor
         method = (
-            f"exact {confidence:.0%} CI from the Laplace pivot ln(n+1/alpha) = ln(noisy+1/alpha)"
+            f"exact {confidence:.0%} CI from the Laplace pivot ln(n+gamma) = ln(noisy+gamma)"
             f" - eta with public lambda; std: plug-in estimate of the sd of the "
-            f"bias-corrected estimate (Lemma 8.2)"
+            f"bias-corrected estimate ({who})"
         )
-    else:
-        std = None
-        method = (
-            f"exact {confidence:.0%} CI from the Laplace pivot with public lambda; std withheld: "
-            "the variance is infinite for lambda >= 1/2"
+        return Measurement(noisy, estimate, std, ci_low, ci_high, method, "estimated")
+    method = (
+        f"exact {confidence:.0%} CI from the Laplace pivot with public lambda; std withheld: "
+        "the variance is infinite for lambda >= 1/2"
+    )
+    return Measurement(noisy, estimate, None, ci_low, ci_high, method, "withheld")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogLaplace(CountMechanism):
+    r"""Log-Laplace mechanism (Haney et al. Algorithm 1): γ = 1/α, λ = 2 ln(1+α)/ε_cell.
+
+    λ ≥ 1 (unbounded expectation, Lemma 8.2) is refused unless ``force``.
+    """
+
+    name: ClassVar[str] = "log_laplace"
+    variant: ClassVar[str] = "sigmod"
+    alpha: float
+    force: bool = False
+    lam: float = field(init=False, default=0.0)
+    gamma: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        try:
+            lam = check_log_laplace(self.alpha, self.epsilon_cell, force=self.force)
+        except PrivacyParameterError as e:
+            need = 2 * math.log1p(self.alpha) * self.worker_cells
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "gamma", 1.0 / self.alpha)
+
+    def public_params(self) -> dict[str, Any]:
+        return {**self._base_params(), "gamma": self.gamma, "lambda": self.lam}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        m = log_laplace_release(
+            cells["count"], self.gamma, self.lam, source, self.confidence, "Lemma 8.2"
         )
-    return MechanismOutput(noisy, estimate, std, ci_low, ci_high, method)
+        return _labelled(m, self.name)
 
 
 # --------------------------------------------------------------------------- smooth sensitivity
@@ -100,22 +278,128 @@ def smooth_sensitivity(x_v: ArrayLike, alpha: float) -> FloatArray:
     return np.maximum(alpha * np.asarray(x_v, dtype=np.float64), 1.0)
 
 
-def smooth_gamma(
-    n: ArrayLike, x_v: ArrayLike, alpha: float, epsilon: float, source: NoiseSource
-) -> MechanismOutput:
+def _withheld(noisy: FloatArray, name: str, why: str = SMOOTH_WITHHELD) -> Measurement:
+    return Measurement(noisy, noisy, None, None, None, why, "withheld", name)
+
+
+def _labelled(m: Measurement, name: str) -> Measurement:
+    return Measurement(
+        m.noisy, m.estimate, m.std, m.ci_low, m.ci_high, m.uncertainty_method,
+        m.variance_kind, name,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmoothGamma(CountMechanism):
     r"""Smooth Gamma mechanism (Haney et al. Algorithm 2).
 
-    :math:`\varepsilon_2 = 5\ln(1+\alpha)`, :math:`\varepsilon_1 = \varepsilon-\varepsilon_2`,
-    :math:`S=\max(\alpha x_v,1)`, :math:`\tilde n = n + (5S/\varepsilon_1) Z`, Z with density
-    :math:`(\sqrt2/\pi)/(1+z^4)`. Unbiased; Var = (5S/ε₁)², E|err| = 5S/(ε₁√2).
-    No standard error is published (it would reveal x_v).
+    Requires α+1 < e^{ε_cell/5}; ε₂ = 5 ln(1+α), ε₁ = ε_cell − ε₂, S = max(α·x_v, 1),
+    :math:`\tilde n = n + (5S/\varepsilon_1) Z`, Z with density :math:`(\sqrt2/\pi)/(1+z^4)`.
+    Unbiased; Var = (5S/ε₁)², E|err| = 5S/(ε₁√2). No standard error is published.
     """
-    eps1, _ = smooth_gamma_epsilons(alpha, epsilon)
-    n_arr = np.asarray(n, dtype=np.float64)
-    scale = 5.0 * smooth_sensitivity(x_v, alpha) / eps1
-    z = smooth_gamma_standard(source, n_arr.size).reshape(n_arr.shape)
-    noisy = n_arr + scale * z
-    return MechanismOutput(noisy, noisy, None, None, None, SMOOTH_WITHHELD)
+
+    name: ClassVar[str] = "smooth_gamma"
+    variant: ClassVar[str] = "sigmod"
+    needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
+    alpha: float
+    epsilon1: float = field(init=False, default=0.0)
+    epsilon2: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        try:
+            eps1, eps2 = smooth_gamma_epsilons(self.alpha, self.epsilon_cell)
+        except PrivacyParameterError as e:
+            need = 5 * math.log1p(self.alpha) * self.worker_cells
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "epsilon1", eps1)
+        object.__setattr__(self, "epsilon2", eps2)
+
+    def public_params(self) -> dict[str, Any]:
+        return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        n = cells["count"]
+        scale = 5.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon1
+        z = smooth_gamma_standard(source, n.size).reshape(n.shape)
+        return _withheld(n + scale * z, self.name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmoothLaplace(CountMechanism):
+    r"""Smooth Laplace mechanism (Haney et al. Algorithm 3), (α, ε, δ)-ER-EE private.
+
+    Requires δ_cell ≥ δ_min = exp(−ε_cell/(2 ln(1+α))); δ defaults to d·δ_min (each cell
+    at δ_min). S = max(α·x_v, 1), :math:`\tilde n = n + (2S/\varepsilon_{cell})\eta`,
+    η ~ Lap(1). Unbiased; E|err| = 2S/ε_cell (Lemma 9.3); the noise does not depend on δ.
+
+    Attributes:
+        delta: the query's whole δ, or None for d·δ_min.
+    """
+
+    name: ClassVar[str] = "smooth_laplace"
+    variant: ClassVar[str] = "sigmod"
+    needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
+    alpha: float
+    delta: float | None = None
+    delta_cell: float = field(init=False, default=0.0)
+    delta_min: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        d = self.worker_cells
+        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
+        try:
+            dcell = check_smooth_laplace(self.alpha, self.epsilon_cell, cell_delta)
+        except PrivacyParameterError as e:
+            need = None
+            if cell_delta is not None and 0 < cell_delta < 1:
+                need = 2 * math.log1p(self.alpha) * math.log(1 / cell_delta) * d
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "delta_cell", dcell)
+        object.__setattr__(
+            self, "delta_min", smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
+        )
+
+    def per_cell_cost(self) -> Cost:
+        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
+
+    def cost(self) -> Cost:
+        d = self.worker_cells
+        delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
+        return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
+
+    def public_params(self) -> dict[str, Any]:
+        return {**self._base_params(), "delta_min": self.delta_min}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        scale = 2.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon_cell
+        return _withheld(source.add_laplace(cells["count"], scale), self.name)
+
+
+# --------------------------------------------------------------------------- per-cell helpers
+
+
+def log_laplace(
+    n: ArrayLike,
+    alpha: float,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    force: bool = False,
+    confidence: float = 0.95,
+) -> Measurement:
+    """One-cell-parameter convenience: :class:`LogLaplace` at ``epsilon`` per cell, d = 1."""
+    mech = LogLaplace(query="cells", alpha=alpha, epsilon=epsilon, force=force,
+                      confidence=confidence)  # fmt: skip
+    return mech(Cells({"count": n}), source)
+
+
+def smooth_gamma(
+    n: ArrayLike, x_v: ArrayLike, alpha: float, epsilon: float, source: NoiseSource
+) -> Measurement:
+    """One-cell-parameter convenience: :class:`SmoothGamma` at ``epsilon`` per cell, d = 1."""
+    return SmoothGamma(query="cells", alpha=alpha, epsilon=epsilon)(
+        Cells({"count": n, "x_v": x_v}), source
+    )
 
 
 def smooth_laplace(
@@ -126,14 +410,8 @@ def smooth_laplace(
     source: NoiseSource,
     *,
     delta: float | None = None,
-) -> MechanismOutput:
-    r"""Smooth Laplace mechanism (Haney et al. Algorithm 3), (α, ε, δ)-ER-EE private.
-
-    :math:`S=\max(\alpha x_v,1)`, :math:`\tilde n = n + (2S/\varepsilon)\eta`,
-    :math:`\eta\sim\mathrm{Lap}(1)`. Unbiased; E|err| = 2S/ε (Lemma 9.3); the error does not
-    depend on δ, which only has to satisfy the condition of :func:`check_smooth_laplace`.
-    """
-    check_smooth_laplace(alpha, epsilon, delta)
-    scale = 2.0 * smooth_sensitivity(x_v, alpha) / epsilon
-    noisy = source.add_laplace(n, scale)
-    return MechanismOutput(noisy, noisy, None, None, None, SMOOTH_WITHHELD)
+) -> Measurement:
+    """One-cell-parameter convenience: :class:`SmoothLaplace` at ``epsilon`` per cell, d = 1."""
+    return SmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta)(
+        Cells({"count": n, "x_v": x_v}), source
+    )

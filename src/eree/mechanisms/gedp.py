@@ -8,7 +8,7 @@ comes from :meth:`NoiseSource.add_gaussian`.
   variance is data-independent and public.
 * :func:`psi_mechanism` — Def 6.4: per group :math:`\omega_g = \psi(gsum_g) + N(0,\sigma^2)`,
   σ = γ/μ, with the Thm 6.6 estimate x̃, the *estimated* variance v̂ and the CI of §6.1
-  (:mod:`eree.postprocess.estimators`). The true variance depends on x and is never
+  (:mod:`eree.mechanisms.estimators`). The true variance depends on x and is never
   returned.
 * pnc (Thm 6.7, Def 6.8): :func:`pnc_tau_hat`, :func:`pnc_upper_bounds` (from the noisy
   identity answers only), :func:`pnc_sensitivity` (Δ_ℓ from the public u*_ℓ) and
@@ -18,21 +18,25 @@ comes from :meth:`NoiseSource.add_gaussian`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import MechanismOutput
+from eree.mechanisms.base import Cells, Measurement, Mechanism
+from eree.mechanisms.estimators import psi_estimates, z_value
 from eree.mechanisms.noise import FloatArray, NoiseSource
-from eree.postprocess.estimators import psi_estimates, z_value
+from eree.privacy.composition import Composition, Cost, GaussianComposition
 from eree.privacy.neighbors import NeighborFunction
 
 __all__ = [
-    "PsiOutput",
-    "PublicVarianceOutput",
+    "EstabGaussian",
+    "GedpMechanism",
+    "Pnc",
+    "PsiMechanism",
     "estab_gaussian",
     "pnc_mechanism",
     "pnc_sensitivity",
@@ -40,31 +44,6 @@ __all__ = [
     "pnc_upper_bounds",
     "psi_mechanism",
 ]
-
-
-@dataclass(frozen=True)
-class PsiOutput(MechanismOutput):
-    """ψ-mechanism output. ``noisy`` is ω (in ψ-space); ``estimate`` is x̃.
-
-    Attributes:
-        sigma: the public noise scale γ/μ.
-        variance_estimate: v̂, the published variance *estimate* (None when ψ has none).
-            The true variance is not part of the output.
-    """
-
-    sigma: float
-    variance_estimate: FloatArray | None
-
-
-@dataclass(frozen=True)
-class PublicVarianceOutput(MechanismOutput):
-    """Output of a mechanism whose variance is public (Estab-Gaussian, pnc).
-
-    Attributes:
-        variance: the exact noise variance per cell, a function of public quantities only.
-    """
-
-    variance: FloatArray
 
 
 def _check_mu(mu: float) -> None:
@@ -84,7 +63,7 @@ def estab_gaussian(
     source: NoiseSource,
     *,
     confidence: float = 0.95,
-) -> PublicVarianceOutput:
+) -> Measurement:
     r"""Estab-Gaussian mechanism (Def 6.2, Thm 6.3): :math:`q(D)+N(0,(\Delta_\psi(q)/\mu)^2)`.
 
     Args:
@@ -105,7 +84,7 @@ def estab_gaussian(
     noisy = source.add_gaussian(values, sd)
     std = np.full(noisy.shape, sd)
     z = z_value(confidence)
-    return PublicVarianceOutput(
+    return Measurement(
         noisy=noisy,
         estimate=noisy.copy(),
         std=std,
@@ -115,7 +94,8 @@ def estab_gaussian(
             f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {sd:.6g}, exact "
             f"and public; {confidence:.0%} CI = answer ± z·std, clamped at 0"
         ),
-        variance=std * std,
+        variance_kind="public",
+        mechanism="estab_gaussian",
     )
 
 
@@ -127,7 +107,7 @@ def psi_mechanism(
     source: NoiseSource,
     *,
     confidence: float = 0.95,
-) -> PsiOutput:
+) -> Measurement:
     r"""ψ-mechanism (Def 6.4, Thm 6.5) for one attribute's group sums.
 
     :math:`\omega_g = \psi(gsum_g) + N(0,\sigma^2)`, σ = γ/μ. The identity query is the
@@ -143,15 +123,16 @@ def psi_mechanism(
     x = np.asarray(gsum, dtype=np.float64)
     omega = source.add_gaussian(neighbor.psi(x), sigma)
     est = psi_estimates(omega, neighbor, sigma, confidence)
-    return PsiOutput(
+    return Measurement(
         noisy=omega,
         estimate=est.estimate,
         std=None if est.variance is None else np.sqrt(est.variance),
         ci_low=est.ci_low,
         ci_high=est.ci_high,
         uncertainty_method=est.method,
-        sigma=sigma,
-        variance_estimate=est.variance,
+        variance_kind="withheld" if est.variance is None else est.variance_kind,
+        mechanism="psi",
+        extra={"sigma": sigma},
     )
 
 
@@ -210,7 +191,7 @@ def pnc_mechanism(
     source: NoiseSource,
     *,
     confidence: float = 0.95,
-) -> PublicVarianceOutput:
+) -> Measurement:
     r"""pnc-mechanism release (Def 6.8 step 4, Thm 6.9).
 
     Args:
@@ -230,7 +211,7 @@ def pnc_mechanism(
     sd = d / mu
     noisy = source.add_gaussian(clipped_sums, sd)
     z = z_value(confidence)
-    return PublicVarianceOutput(
+    return Measurement(
         noisy=noisy,
         estimate=noisy.copy(),
         std=sd.copy(),
@@ -242,5 +223,173 @@ def pnc_mechanism(
             "(Δ_ℓ from the group's bound u*_ℓ, computed from the noisy identity answers); "
             f"{confidence:.0%} CI = answer ± z·std, clamped at 0"
         ),
-        variance=sd * sd,
+        variance_kind="public",
+        mechanism="pnc",
     )
+
+
+# --------------------------------------------------------------------------------------
+# Mechanism objects: one per (query, confidential attribute) measurement
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GedpMechanism(Mechanism):
+    """Common fields of the μ-GEDP mechanisms: one confidential attribute of one query.
+
+    Attributes:
+        query: the query's name; attribute: the confidential attribute measured.
+        neighbor: ψ of the attribute; gamma: its distance γ; mu: the measurement's μ.
+        confidence: level of the published confidence intervals.
+
+    Cells: ``value`` (the attribute's group sums, identity values or clipped sums).
+    """
+
+    needs: ClassVar[tuple[str, ...]] = ("value",)
+    #: the paper's name for the mechanism (the accountant's guarantee sentence)
+    description: ClassVar[str] = ""
+    attribute: str
+    neighbor: NeighborFunction
+    gamma: float
+    mu: float
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        where = f"attribute {self.attribute!r}: "
+        if isinstance(self.mu, bool) or not (
+            isinstance(self.mu, int | float) and math.isfinite(self.mu) and self.mu > 0
+        ):
+            raise self._fail(f"{where}mu must be a finite number > 0 (got {self.mu!r})")
+        if not (math.isfinite(self.gamma) and self.gamma > 0):
+            raise self._fail(f"{where}distance gamma must be a finite number > 0")
+        if not 0 < self.confidence < 1:
+            raise self._fail(f"confidence must lie in (0, 1) (got {self.confidence!r})")
+        self._derive()
+
+    def _derive(self) -> None:
+        """Fix the derived public scales."""
+
+    def composition(self) -> Composition:
+        return GaussianComposition()
+
+    def per_cell_cost(self) -> Cost:
+        return Cost(mu=self.mu)
+
+    def guarantee(self) -> str:
+        return f"{self.mu:g}-GEDP (Def 5.6) for {self.attribute} by the {self.description}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PsiMechanism(GedpMechanism):
+    r"""ψ-mechanism (Def 6.4, Thm 6.5): :math:`\omega_g = \psi(gsum_g) + N(0,\sigma^2)`, σ = γ/μ.
+
+    Published: the Thm 6.6 estimate x̃, the variance *estimated* from ω (the true
+    variance depends on x and is never published), the §6.1 CI.
+    """
+
+    name: ClassVar[str] = "psi"
+    description: ClassVar[str] = "ψ-mechanism (Def 6.4, Thm 6.5)"
+    sigma: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "sigma", self.gamma / self.mu)
+
+    def public_params(self) -> dict[str, Any]:
+        return {"mu": self.mu, "sigma": self.sigma}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        x = cells["value"]
+        omega = source.add_gaussian(self.neighbor.psi(x), self.sigma)
+        est = psi_estimates(omega, self.neighbor, self.sigma, self.confidence)
+        std = None if est.variance is None else np.sqrt(est.variance)
+        return Measurement(
+            omega, est.estimate, std, est.ci_low, est.ci_high, est.method,
+            "withheld" if std is None else est.variance_kind, self.name,
+            extra={"sigma": self.sigma},
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class EstabGaussian(GedpMechanism):
+    r"""Estab-Gaussian (Def 6.2, Thm 6.3): :math:`q(D)+N(0,(\Delta_\psi(q)/\mu)^2)`.
+
+    The sensitivity Δ_ψ of a sum of one attribute (Def 6.1) must be finite.
+    """
+
+    name: ClassVar[str] = "estab_gaussian"
+    description: ClassVar[str] = "Estab-Gaussian mechanism (Def 6.2, Thm 6.3)"
+    sensitivity: float = field(init=False, default=0.0)
+    sd: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        sens = self.neighbor.sensitivity(self.gamma)
+        if not (math.isfinite(sens) and sens > 0):
+            raise self._fail(
+                f"estab_gaussian needs a finite ψ-neighbor sensitivity (Def 6.1) for "
+                f"{self.attribute!r}, but with {self.neighbor.describe()} one establishment's "
+                "value can move by an unbounded amount; use the psi or pnc mechanism, or a ψ "
+                "with linear growth (dp, heterogeneous with dp)"
+            )
+        object.__setattr__(self, "sensitivity", float(sens))
+        object.__setattr__(self, "sd", float(sens) / self.mu)
+
+    def public_params(self) -> dict[str, Any]:
+        return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        noisy = source.add_gaussian(cells["value"], self.sd)
+        std = np.full(noisy.shape, self.sd)
+        z = z_value(self.confidence)
+        return Measurement(
+            noisy, noisy.copy(), std, np.maximum(noisy - z * self.sd, 0.0),
+            noisy + z * self.sd,
+            f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {self.sd:.6g}, "
+            f"exact and public; {self.confidence:.0%} CI = answer ± z·std, clamped at 0",
+            "public", self.name,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pnc(GedpMechanism):
+    r"""pnc-mechanism (Def 6.8, Thm 6.9) with bounds from the noisy identity answers (Thm 6.7).
+
+    Attributes:
+        zeta: probability of any clipping over the release.
+        bounds_from: the ψ identity query whose noisy answers give the bounds.
+        bounds_mu: that query's μ for this attribute, μᵢ⁽ᵃ⁾.
+        bounded_attributes: k_c, the number of attributes the identity query bounds.
+
+    Cells: ``value`` = clipped group sums :math:`T_\ell`, ``bound`` = the group's public
+    bound :math:`u^*_\ell`.
+    """
+
+    name: ClassVar[str] = "pnc"
+    needs: ClassVar[tuple[str, ...]] = ("value", "bound")
+    description: ClassVar[str] = (
+        "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "
+        "query, Thm 6.7)"
+    )
+    zeta: float = 0.01
+    bounds_from: str | None = None
+    bounds_mu: float = 1.0
+    bounded_attributes: int = 1
+
+    def _derive(self) -> None:
+        if not (0 < self.zeta < 1):
+            raise self._fail(f"zeta must lie in (0, 1) (got {self.zeta!r})")
+        if not (math.isfinite(self.bounds_mu) and self.bounds_mu > 0):
+            raise self._fail("the identity query's mu must be a finite number > 0")
+        if self.bounded_attributes < 1:
+            raise self._fail("pnc needs at least one bounded attribute")
+
+    def public_params(self) -> dict[str, Any]:
+        return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from}
+
+    def upper_bounds(self, omega_identity: ArrayLike, n_establishments: int) -> FloatArray:
+        r"""Thm 6.7: :math:`u_{j,i} = \psi^{-1}(\omega_{j,i} + \gamma_i\hat\tau/\mu_i^{(a)})`."""
+        tau = pnc_tau_hat(self.zeta, n_establishments, self.bounded_attributes)
+        return pnc_upper_bounds(omega_identity, self.neighbor, self.gamma, self.bounds_mu, tau)
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
+        return pnc_mechanism(cells["value"], delta, self.mu, source, confidence=self.confidence)

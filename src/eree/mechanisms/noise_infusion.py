@@ -50,13 +50,16 @@ factors and s, t).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import MechanismOutput
+from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.privacy.composition import Composition, Cost, NoGuarantee
 
 #: default inner edge of the distortion (|f − 1| ≥ s); confidential in practice
 DEFAULT_S = 0.05
@@ -190,7 +193,7 @@ def noise_infusion(
     source: NoiseSource,
     *,
     small_cell: float = SMALL_CELL_LIMIT,
-) -> MechanismOutput:
+) -> Measurement:
     """Input noise infusion of one marginal (Haney et al. §5.1).
 
     Args:
@@ -219,4 +222,74 @@ def noise_infusion(
         u = source.uniform(int(mask.sum()))
         out[mask] = 1.0 + np.minimum(np.floor(u * k), k - 1)
     out[np.broadcast_to(n_arr == 0, out.shape)] = 0.0
-    return MechanismOutput(out, out, None, None, None, NOISE_INFUSION_WITHHELD)
+    return Measurement(
+        out, out, None, None, None, NOISE_INFUSION_WITHHELD, "withheld", NoiseInfusion.name
+    )
+
+
+#: context key of the release-wide cache of distortion factors, keyed by (s, t)
+FACTOR_CACHE = "distortion_factors"
+#: context key of a query's (cell, establishment, h) incidence arrays
+INCIDENCE = "establishment_cells"
+#: context key of the number of establishments
+N_ESTABLISHMENTS = "n_establishments"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoiseInfusion(Mechanism):
+    """Input noise infusion of one marginal (§5.1) — no formal guarantee, no cost.
+
+    Attributes:
+        s, t: the confidential distortion range (never in :meth:`public_params`).
+        small_cell: S: true counts in (0, S) are replaced by a draw from {1, …, ⌊S⌋}.
+
+    ``cells.context`` must hold the query's (cell, establishment, h) incidence under
+    :data:`INCIDENCE`, the number of establishments under :data:`N_ESTABLISHMENTS` and a
+    release-wide dict under :data:`FACTOR_CACHE`, so that one factor per establishment is
+    drawn once and shared by every query of the release.
+    """
+
+    name: ClassVar[str] = "noise_infusion"
+    uses_establishment_incidence: ClassVar[bool] = True
+    s: float = DEFAULT_S
+    t: float = DEFAULT_T
+    small_cell: float = SMALL_CELL_LIMIT
+    definition: str = "none"
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.definition != "none":
+            raise self._fail(
+                f'noise_infusion has no formal guarantee; it runs under definition "none" '
+                f"(got {self.definition!r})"
+            )
+        try:
+            check_ramp(self.s, self.t)
+            check_small_cell(self.small_cell)
+        except PrivacyParameterError as e:
+            raise self._fail(str(e)) from None
+
+    def composition(self) -> Composition:
+        return NoGuarantee()
+
+    def per_cell_cost(self) -> Cost:
+        return Cost()
+
+    def public_params(self) -> dict[str, Any]:
+        # s and t are confidential in SDL practice: withheld
+        return {"small_cell": self.small_cell}
+
+    def guarantee(self) -> str:
+        return "no formal guarantee (input noise infusion, the current SDL baseline)"
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        cache = cells.context[FACTOR_CACHE]
+        key = (self.s, self.t)
+        if key not in cache:  # drawn once per release, shared by every query
+            cache[key] = draw_distortion_factors(
+                int(cells.context[N_ESTABLISHMENTS]), source, s=self.s, t=self.t
+            )
+        cell, est, h = cells.context[INCIDENCE]
+        return noise_infusion(
+            cells["count"], cell, est, h, cache[key], source, small_cell=self.small_cell
+        )

@@ -37,21 +37,31 @@ E|ñ − n| is the mean absolute value of :math:`bZ + \eta'` with b the smooth s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from eree.mechanisms.base import MechanismOutput
+from eree.errors import PrivacyParameterError
+from eree.mechanisms.base import Cells, Measurement
+from eree.mechanisms.eree import CountMechanism, log_laplace_release
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.samplers import smooth_gamma_standard
 from eree.privacy.blowfish import (
     check_workshop_log_laplace,
     check_workshop_smooth_gamma,
     check_workshop_smooth_laplace,
+    workshop_smooth_laplace_delta_min,
 )
+from eree.privacy.composition import Cost, float_down
 
 __all__ = [
     "WORKSHOP_WITHHELD",
+    "WorkshopLogLaplace",
+    "WorkshopSmoothGamma",
+    "WorkshopSmoothLaplace",
     "workshop_log_laplace",
     "workshop_log_laplace_expectation",
     "workshop_smooth_gamma",
@@ -95,6 +105,153 @@ def workshop_log_laplace_expectation(
     return (np.asarray(n, dtype=np.float64) + gamma) / (1.0 - lam * lam) - gamma
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Workshop(CountMechanism):
+    """The workshop variants run only under the Blowfish policy (``definition = "blowfish"``)."""
+
+    variant: ClassVar[str] = "workshop"
+    allowed_definitions: ClassVar[tuple[str, ...]] = ("blowfish",)
+    definition: str = "blowfish"
+    alpha: float
+
+    def __post_init__(self) -> None:
+        if self.definition != "blowfish":
+            raise self._fail(
+                'the workshop variants (variant = "workshop", additive) are analysed under '
+                'the Blowfish policy; use definition = "blowfish"'
+            )
+        super().__post_init__()
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkshopLogLaplace(_Workshop):
+    r"""Log-Laplace mechanism, workshop Algorithm 1: γ = Δ/α, λ = 2 ln(1+α)/ε_cell.
+
+    Published estimate :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`, unbiased by
+    Lemma 5.2 (the paper's Thm 5.3 writes :math:`1-\lambda/2`; its proof gives
+    :math:`1-\lambda^2`, DESIGN.md §10). CI from the Laplace pivot, plug-in std for λ < 1/2.
+    """
+
+    name: ClassVar[str] = "log_laplace"
+    additive: float = 1.0
+    force: bool = False
+    lam: float = field(init=False, default=0.0)
+    gamma: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        try:
+            gamma, lam = check_workshop_log_laplace(
+                self.alpha, self.epsilon_cell, self.additive, force=self.force
+            )
+        except PrivacyParameterError as e:
+            need = 2 * math.log1p(self.alpha) * self.worker_cells
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "gamma", gamma)
+        object.__setattr__(self, "lam", lam)
+
+    def public_params(self) -> dict[str, Any]:
+        return {**self._base_params(), "additive": self.additive, "gamma": self.gamma,
+                "lambda": self.lam}  # fmt: skip
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        m = log_laplace_release(
+            cells["count"], self.gamma, self.lam, source, self.confidence, "workshop Lemma 5.2"
+        )
+        return Measurement(m.noisy, m.estimate, m.std, m.ci_low, m.ci_high,
+                           m.uncertainty_method, m.variance_kind, self.name)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkshopSmoothLaplace(_Workshop):
+    r"""Smooth Laplace mechanism, workshop Algorithm 2 ((ε, δ, G)-Blowfish as claimed).
+
+    Requires :math:`\alpha+1 \le e^{\varepsilon/(2\ln(1/\delta))}` per cell (δ defaults to
+    the smallest such δ; the noise does not depend on δ).
+    :math:`\tilde n = n + \frac{\alpha x_V}{\varepsilon/2}\eta + \eta'`,
+    :math:`\eta\sim\mathrm{Lap}(1)`, :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`.
+    Unbiased (Lemma 5.7); no standard error is published (it would reveal x_V).
+    """
+
+    name: ClassVar[str] = "smooth_laplace"
+    needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
+    delta: float | None = None
+    delta_cell: float = field(init=False, default=0.0)
+    delta_min: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        d = self.worker_cells
+        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
+        try:
+            dcell = check_workshop_smooth_laplace(self.alpha, self.epsilon_cell, cell_delta)
+        except PrivacyParameterError as e:
+            need = None
+            if cell_delta is not None and 0 < cell_delta < 1:
+                need = 2 * math.log1p(self.alpha) * math.log(1 / cell_delta) * d
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "delta_cell", dcell)
+        object.__setattr__(
+            self, "delta_min", workshop_smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
+        )
+
+    def per_cell_cost(self) -> Cost:
+        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
+
+    def cost(self) -> Cost:
+        d = self.worker_cells
+        delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
+        return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
+
+    def public_params(self) -> dict[str, Any]:
+        beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
+        return {**self._base_params(), "delta_min": self.delta_min, "beta": beta}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        eps = self.epsilon_cell
+        with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)
+        noisy = source.add_laplace(
+            with_eta_prime, workshop_smooth_laplace_scale(cells["x_v"], self.alpha, eps)
+        )
+        return Measurement(noisy, noisy, None, None, None, WORKSHOP_WITHHELD, "withheld",
+                           self.name)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkshopSmoothGamma(_Workshop):
+    r"""Smooth Gamma mechanism, workshop Algorithm 3 ((ε, G)-Blowfish as claimed).
+
+    Requires :math:`\alpha+1 \le e^{\varepsilon/4}` per cell.
+    :math:`\tilde n = n + \frac{\alpha x_V}{\varepsilon/16}\eta + \eta'`, η with density
+    :math:`(\sqrt2/\pi)/(1+z^4)`, :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`. Unbiased
+    (Lemma 5.7); Var = (16αx_V/ε)² + 2/ε². No standard error is published.
+    """
+
+    name: ClassVar[str] = "smooth_gamma"
+    needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
+    beta: float = field(init=False, default=0.0)
+
+    def _derive(self) -> None:
+        try:
+            beta = check_workshop_smooth_gamma(self.alpha, self.epsilon_cell)
+        except PrivacyParameterError as e:
+            need = 4 * math.log1p(self.alpha) * self.worker_cells
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "beta", beta)
+
+    def public_params(self) -> dict[str, Any]:
+        return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16}
+
+    def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
+        eps = self.epsilon_cell
+        with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)
+        z = smooth_gamma_standard(source, with_eta_prime.size).reshape(with_eta_prime.shape)
+        noisy = with_eta_prime + workshop_smooth_gamma_scale(cells["x_v"], self.alpha, eps) * z
+        return Measurement(noisy, noisy, None, None, None, WORKSHOP_WITHHELD, "withheld",
+                           self.name)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- per-cell helpers
+
+
 def workshop_log_laplace(
     n: ArrayLike,
     alpha: float,
@@ -104,44 +261,11 @@ def workshop_log_laplace(
     additive: float = 1.0,
     force: bool = False,
     confidence: float = 0.95,
-) -> MechanismOutput:
-    r"""Log-Laplace mechanism, workshop Algorithm 1.
-
-    :math:`\gamma = \Delta/\alpha` (``additive`` = Δ, default 1 as in the paper's
-    experiments), :math:`\lambda = 2\ln(1+\alpha)/\varepsilon`,
-    :math:`\tilde n = \exp(\ln(n+\gamma)+\eta)-\gamma`, :math:`\eta\sim\mathrm{Lap}(\lambda)`.
-
-    Published estimate: :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`, unbiased by
-    Lemma 5.2 (the paper's Thm 5.3 writes :math:`1-\lambda/2`; its proof gives
-    :math:`1-\lambda^2`, DESIGN.md §10). CI from the Laplace pivot, plug-in std for
-    λ < 1/2 — as for the SIGMOD mechanism, with γ = Δ/α.
-
-    Raises:
-        PrivacyParameterError: λ ≥ 1 without ``force``, Δ < 1, α or ε not positive.
-    """
-    gamma, lam = check_workshop_log_laplace(alpha, epsilon, additive, force=force)
-    n_arr = np.asarray(n, dtype=np.float64)
-    noisy = np.exp(source.add_laplace(np.log(n_arr + gamma), lam)) - gamma
-    estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma if lam < 1 else noisy.copy()
-    q = lam * math.log(1.0 / (1.0 - confidence))
-    ci_low = (noisy + gamma) * math.exp(-q) - gamma
-    ci_high = (noisy + gamma) * math.exp(q) - gamma
-    std: FloatArray | None
-    if lam < 0.5:
-        factor = math.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0)
-        std = (np.maximum(estimate, 0.0) + gamma) * factor
-        method = (
-            f"exact {confidence:.0%} CI from the Laplace pivot ln(n+Delta/alpha) = "
-            "ln(noisy+Delta/alpha) - eta with public lambda; std: plug-in estimate of the sd "
-            "of the bias-corrected estimate (workshop Lemma 5.2)"
-        )
-    else:
-        std = None
-        method = (
-            f"exact {confidence:.0%} CI from the Laplace pivot with public lambda; std "
-            "withheld: the variance is infinite for lambda >= 1/2"
-        )
-    return MechanismOutput(noisy, estimate, std, ci_low, ci_high, method)
+) -> Measurement:
+    """Convenience: :class:`WorkshopLogLaplace` at ``epsilon`` per cell (d = 1)."""
+    m = WorkshopLogLaplace(query="cells", alpha=alpha, epsilon=epsilon, additive=additive,
+                           force=force, confidence=confidence)  # fmt: skip
+    return m(Cells({"count": n}), source)
 
 
 def workshop_smooth_laplace(
@@ -152,33 +276,15 @@ def workshop_smooth_laplace(
     source: NoiseSource,
     *,
     delta: float | None = None,
-) -> MechanismOutput:
-    r"""Smooth Laplace mechanism, workshop Algorithm 2 ((ε, δ, G)-Blowfish as claimed).
-
-    Requires :math:`\alpha+1 \le e^{\varepsilon/(2\ln(1/\delta))}` (δ defaults to the
-    smallest such δ, as in the workshop's evaluation; the noise does not depend on δ).
-    :math:`\tilde n = n + \frac{\alpha x_V}{\varepsilon/2}\eta + \eta'`,
-    :math:`\eta\sim\mathrm{Lap}(1)`, :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`.
-    Unbiased (Lemma 5.7); no standard error is published (it would reveal x_V).
-    """
-    check_workshop_smooth_laplace(alpha, epsilon, delta)
-    with_eta_prime = source.add_laplace(n, 1.0 / epsilon)
-    noisy = source.add_laplace(with_eta_prime, workshop_smooth_laplace_scale(x_v, alpha, epsilon))
-    return MechanismOutput(noisy, noisy, None, None, None, WORKSHOP_WITHHELD)
+) -> Measurement:
+    """Convenience: :class:`WorkshopSmoothLaplace` at ``epsilon`` per cell; any array shape."""
+    m = WorkshopSmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta)
+    return m(Cells({"count": n, "x_v": x_v}), source)
 
 
 def workshop_smooth_gamma(
     n: ArrayLike, x_v: ArrayLike, alpha: float, epsilon: float, source: NoiseSource
-) -> MechanismOutput:
-    r"""Smooth Gamma mechanism, workshop Algorithm 3 ((ε, G)-Blowfish as claimed).
-
-    Requires :math:`\alpha+1 \le e^{\varepsilon/4}`.
-    :math:`\tilde n = n + \frac{\alpha x_V}{\varepsilon/16}\eta + \eta'`, η with density
-    :math:`(\sqrt2/\pi)/(1+z^4)`, :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`. Unbiased
-    (Lemma 5.7); Var = (16αx_V/ε)² + 2/ε². No standard error is published.
-    """
-    check_workshop_smooth_gamma(alpha, epsilon)
-    with_eta_prime = source.add_laplace(n, 1.0 / epsilon)
-    z = smooth_gamma_standard(source, with_eta_prime.size).reshape(with_eta_prime.shape)
-    noisy = with_eta_prime + workshop_smooth_gamma_scale(x_v, alpha, epsilon) * z
-    return MechanismOutput(noisy, noisy, None, None, None, WORKSHOP_WITHHELD)
+) -> Measurement:
+    """Convenience: :class:`WorkshopSmoothGamma` at ``epsilon`` per cell; any array shape."""
+    m = WorkshopSmoothGamma(query="cells", alpha=alpha, epsilon=epsilon)
+    return m(Cells({"count": n, "x_v": x_v}), source)

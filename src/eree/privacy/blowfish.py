@@ -62,13 +62,12 @@ from eree.privacy.eree_conditions import check_alpha_epsilon
 from eree.privacy.semantics import exp_or_none, fmt_exp
 
 if TYPE_CHECKING:
-    from eree.privacy.accountant import CountQueryRequest, PrivacyReport, QueryCharge
+    from eree.privacy.accountant import PrivacyReport, QueryCharge
 
 __all__ = [
     "EstablishmentRecord",
     "PolicyGraph",
     "alpha_close",
-    "blowfish_charge",
     "blowfish_notes",
     "blowfish_semantics",
     "check_workshop_log_laplace",
@@ -388,77 +387,6 @@ _COMPOSITION_NOTE = (
     "charges d * epsilon_cell for a marginal with d worker-attribute combinations "
     "(as SIGMOD §8 does for weak ER-EE)"
 )
-
-
-def blowfish_charge(q: CountQueryRequest, alpha: float) -> QueryCharge:
-    """The accountant's charge of one count query under ``definition = "blowfish"``.
-
-    Per cell the query's mechanism runs with ε/d (δ/d), d the number of worker-attribute
-    combinations, and the query costs its whole ε (see :data:`_COMPOSITION_NOTE`). Both
-    variants are allowed: a SIGMOD mechanism is weak-ER-EE private, and every nested
-    Eq. 4 edge is a pair of weak α-neighbors, so it is (ε, G)-Blowfish private too.
-    """
-    from eree.privacy.accountant import Cost, QueryCharge
-    from eree.privacy.eree_conditions import (
-        check_log_laplace,
-        check_smooth_laplace,
-        smooth_gamma_epsilons,
-    )
-
-    variant = q.params.get("variant", "sigmod")
-    additive = q.params.get("additive")
-    if additive is not None and not (variant == "workshop" and q.mechanism == "log_laplace"):
-        raise PrivacyParameterError(
-            f"query {q.name!r}: additive (Delta) applies to the workshop Log-Laplace only"
-        )
-    d = q.worker_cells if q.has_worker_attributes else 1
-    if q.epsilon is None:
-        raise PrivacyParameterError(f"query {q.name!r}: epsilon is required")
-    eps_cell = q.epsilon / d
-    force = bool(q.params.get("force", False))
-    params: dict[str, Any] = {"alpha": alpha, "variant": variant}
-    delta_cell = 0.0
-    if variant == "workshop":
-        if q.mechanism == "log_laplace":
-            dlt = 1.0 if additive is None else float(additive)
-            gamma, lam = check_workshop_log_laplace(alpha, eps_cell, dlt, force=force)
-            params.update(additive=dlt, gamma=gamma, **{"lambda": lam})
-        elif q.mechanism == "smooth_laplace":
-            dmin = workshop_smooth_laplace_delta_min(alpha, eps_cell)
-            delta_cell = check_workshop_smooth_laplace(
-                alpha, eps_cell, None if q.delta is None else q.delta / d
-            )
-            params.update(delta_min=dmin, beta=eps_cell / (2 * math.log(1 / delta_cell)))
-        elif q.mechanism == "smooth_gamma":
-            params.update(beta=check_workshop_smooth_gamma(alpha, eps_cell), a=eps_cell / 16)
-        else:
-            raise PrivacyParameterError(f"{q.mechanism} has no workshop variant")
-    else:
-        if q.mechanism == "log_laplace":
-            lam = check_log_laplace(alpha, eps_cell, force=force)
-            params.update(gamma=1.0 / alpha, **{"lambda": lam})
-        elif q.mechanism == "smooth_laplace":
-            delta_cell = check_smooth_laplace(
-                alpha, eps_cell, None if q.delta is None else q.delta / d
-            )
-            params.update(delta_min=check_smooth_laplace(alpha, eps_cell, None))
-        elif q.mechanism == "smooth_gamma":
-            eps1, eps2 = smooth_gamma_epsilons(alpha, eps_cell)
-            params.update(epsilon1=eps1, epsilon2=eps2)
-        else:
-            raise PrivacyParameterError(f"{q.mechanism} is not a Blowfish (ER-EE) mechanism")
-    per_cell = Cost(epsilon=eps_cell, delta=delta_cell)
-    dpart = f", δ={delta_cell:.6g}" if delta_cell else ""
-    mech = f"{variant} {q.mechanism}"
-    if "additive" in params:
-        mech += f", Δ={params['additive']:g}"
-    guarantee = f"(α={alpha:g}, ε={eps_cell:.6g}{dpart}, G)-Blowfish privacy per cell ({mech})"
-    if d > 1:
-        guarantee += f"; d = {d} worker-attribute combinations composed sequentially"
-    else:
-        guarantee += "; cells partition the establishments (parallel composition)"
-    total = Cost(epsilon=q.epsilon, delta=delta_cell * d)
-    return QueryCharge(q.name, q.mechanism, guarantee, d, per_cell, total, params)
 
 
 def blowfish_notes(charges: Sequence[QueryCharge]) -> list[str]:

@@ -31,8 +31,8 @@ from eree.errors import BudgetExceededError, PrivacyParameterError
 Exact = Fraction | int | float
 
 __all__ = [
-    "Cost",
     "Composition",
+    "Cost",
     "EpsilonDeltaComposition",
     "GaussianComposition",
     "NoGuarantee",
@@ -98,6 +98,9 @@ class Cost:
     """
 
     __slots__ = ("_delta", "_epsilon", "_mu2")
+    _epsilon: Fraction | None
+    _delta: Fraction | None
+    _mu2: Fraction | None
 
     def __init__(
         self,

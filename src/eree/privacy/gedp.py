@@ -8,10 +8,9 @@ Webb et al. (``papers/004_*``), DESIGN.md §3.2–3.3.
   (Def 5.5): same public attributes and :math:`|\psi(c_j)-\psi(c'_j)|\le\gamma_j` for all j.
   A mechanism is μ-GEDP when :math:`\Phi^{-1}(P(M(D_2)\in S))\le\Phi^{-1}(P(M(D_1)\in S))+\mu`
   for all ψ-neighbors and all S.
-* :func:`account_gedp` — composition (Thm 5.7): every (query, attribute) measurement is a
-  separate mechanism; :math:`\mu_{total}=\sqrt{\sum\mu^2}` over all of them, the identity
-  query included. It sees only the plan (names, mechanisms, μ's), never data, and returns
-  the same :class:`~eree.privacy.accountant.PrivacyReport` type as the ER-EE accountant.
+* composition (Thm 5.7): every (query, attribute) measurement is a separate mechanism
+  (:mod:`eree.mechanisms.gedp`); :class:`~eree.privacy.composition.GaussianComposition`
+  adds them, :math:`\mu_{total}=\sqrt{\sum\mu^2}`, the identity query included.
 * :func:`allocate_mu` — a total μ and shares of μ² (as in Table 7) → per-query,
   per-attribute μ; :func:`budget_table` goes the other way (Table 7's columns).
 * :func:`gedp_semantics` / :func:`explain_gedp_lines` — what the guarantee means:
@@ -34,18 +33,16 @@ from typing import Any
 from scipy.special import ndtr, ndtri
 
 from eree.errors import PrivacyParameterError, SpecError
-from eree.privacy.accountant import Cost, PrivacyReport, QueryCharge, gaussian_composition
+from eree.privacy.accountant import PrivacyReport
 from eree.privacy.neighbors import NeighborFunction, neighbor_from_spec
 
 __all__ = [
-    "GEDP_MECHANISMS",
     "SEMANTICS_SIZES",
     "GEDPDefinition",
-    "Measurement",
-    "account_gedp",
     "allocate_mu",
     "budget_table",
     "explain_gedp_lines",
+    "gedp_notes",
     "gedp_semantics",
     "make_gedp_definition",
     "person_interval",
@@ -53,14 +50,10 @@ __all__ = [
     "semantics_tables",
 ]
 
-GEDP_MECHANISMS = ("psi", "pnc", "estab_gaussian")
 #: representative sizes of the semantics table (DESIGN.md §3.3)
 SEMANTICS_SIZES: tuple[float, ...] = (1, 3, 10, 36, 100, 360, 1_000, 36_000)
 _FPRS = (0.01, 0.05, 0.1)
 _FIRM_SIZES = (1, 2, 5, 10)
-
-#: one accountant input: (query name, mechanism, {attribute: μ})
-Measurement = tuple[str, str, Mapping[str, float]]
 
 
 # --------------------------------------------------------------------------------------
@@ -181,107 +174,19 @@ def make_gedp_definition(
 # --------------------------------------------------------------------------------------
 
 
-def _query_mu(mus: Mapping[str, float]) -> float:
-    return gaussian_composition(list(mus.values())).mu or 0.0
-
-
-def account_gedp(
-    neighbor: Any,
-    distance: Mapping[str, float] | None,
-    measurements: Sequence[Measurement],
-    *,
-    zeta: float | None = None,
-    bounds_from: str | None = None,
-) -> PrivacyReport:
-    """Charge every (query, attribute) measurement and compose them (Thm 5.7).
-
-    Args:
-        neighbor, distance: as for :func:`make_gedp_definition`.
-        measurements: (query name, mechanism ∈ {psi, pnc, estab_gaussian},
-            {attribute: μ}) in plan order, the identity query included.
-        zeta, bounds_from: the pnc settings (recorded in the pnc charges).
-
-    Returns:
-        A :class:`PrivacyReport` with definition ``"gedp"``, one charge per query whose
-        cost is :math:`\\mu_q=\\sqrt{\\sum_a\\mu_{q,a}^2}` (``params["mu"]`` holds the
-        per-attribute μ, ``params["sigma"]`` the public noise scales of psi/estab_gaussian),
-        and ``total.mu`` = sqrt of the sum of every μ². ``extra`` carries the neighbor
-        spec, the distances and the flat list of measurements.
-
-    Raises:
-        PrivacyParameterError: unknown mechanism, μ ≤ 0 or not finite, an attribute
-            without distance, an estab_gaussian query whose ψ-sensitivity is infinite.
-    """
-    if not measurements:
-        raise PrivacyParameterError("a GEDP release needs at least one query")
-    attrs: list[str] = []
-    for name, mech, mus in measurements:
-        if mech not in GEDP_MECHANISMS:
-            raise PrivacyParameterError(
-                f"query {name!r}: mechanism {mech!r} does not satisfy GEDP; "
-                f"allowed: {', '.join(GEDP_MECHANISMS)}"
-            )
-        if not mus:
-            raise PrivacyParameterError(
-                f"query {name!r}: give mu per confidential attribute, e.g. mu = {{ m1emp = 0.7 }}"
-            )
-        for a, m in mus.items():
-            if isinstance(m, bool) or not (math.isfinite(float(m)) and float(m) > 0):
-                raise PrivacyParameterError(f"query {name!r}: mu of {a!r} must be finite and > 0")
-            attrs.append(a)
-    definition = make_gedp_definition(neighbor, distance, attrs)
-    charges: list[QueryCharge] = []
-    flat: list[dict[str, Any]] = []
-    all_mu: list[float] = []
-    for name, mech, mus in measurements:
-        mu_q = _query_mu(mus)
-        params: dict[str, Any] = {"mu": {a: float(m) for a, m in mus.items()}}
-        if mech == "psi":
-            params["sigma"] = {a: definition.gamma(a) / float(m) for a, m in mus.items()}
-            what = "ψ-mechanism (Def 6.4, Thm 6.5)"
-        elif mech == "estab_gaussian":
-            sens: dict[str, float] = {}
-            for a in mus:
-                s = definition.neighbor(a).sensitivity(definition.gamma(a))
-                if not math.isfinite(s):
-                    raise PrivacyParameterError(
-                        f"query {name!r}: estab_gaussian needs a finite ψ-neighbor sensitivity "
-                        f"(Def 6.1) for {a!r}, but with {definition.neighbor(a).describe()} one "
-                        "establishment's value can move by an unbounded amount; use the psi or "
-                        "pnc mechanism, or a ψ with linear growth (dp, heterogeneous with dp)"
-                    )
-                sens[a] = s
-            params["sensitivity"] = sens
-            params["sigma"] = {a: sens[a] / float(m) for a, m in mus.items()}
-            what = "Estab-Gaussian mechanism (Def 6.2, Thm 6.3)"
-        else:
-            params["zeta"] = zeta
-            params["bounds_from"] = bounds_from
-            what = (
-                "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "
-                "query, Thm 6.7)"
-            )
-        attrs_s = ", ".join(f"{a}: μ={float(m):g}" for a, m in mus.items())
-        guarantee = f"{mu_q:.4g}-GEDP (Def 5.6) by the {what}; per attribute {attrs_s}"
-        cost = Cost(mu=mu_q)
-        charges.append(QueryCharge(name, mech, guarantee, 1, cost, cost, params))
-        for a, m in mus.items():
-            all_mu.append(float(m))
-            flat.append({"query": name, "attribute": a, "mu": float(m)})
-    total = gaussian_composition(all_mu)
+def gedp_notes(measurements: int, zeta: float | None) -> list[str]:
+    """The accountant's notes on a μ-GEDP release (composition; pnc clipping)."""
     notes = [
-        f"μ-GEDP composition (Webb et al. Thm 5.7): μ_total = √(Σ μ²) over {len(all_mu)} "
+        f"μ-GEDP composition (Webb et al. Thm 5.7): μ_total = √(Σ μ²) over {measurements} "
         "(query, attribute) measurements, the identity query included",
     ]
-    if any(m == "pnc" for _, m, _ in measurements):
+    if zeta is not None:
         notes.append(
             "pnc upper bounds are computed from the noisy identity answers only (Thm 6.7); "
-            f"with probability ≥ 1 − ζ (ζ = {zeta if zeta is not None else 0.01:g}) no value "
-            "is clipped — clipping affects accuracy, never privacy"
+            f"with probability ≥ 1 − ζ (ζ = {zeta:g}) no value is clipped — clipping affects "
+            "accuracy, never privacy"
         )
-    extra = definition.to_dict()
-    extra["measurements"] = flat
-    return PrivacyReport("gedp", None, tuple(charges), total, tuple(notes), extra)
+    return notes
 
 
 # --------------------------------------------------------------------------------------
@@ -534,7 +439,7 @@ def explain_gedp_lines(
     """Human-readable lines for ``eree explain`` of a GEDP plan.
 
     Args:
-        report: :func:`account_gedp`'s report.
+        report: the accountant's report of a GEDP plan.
         definition: the definition (rebuilt from ``report.extra`` when omitted; needed for
             user-defined ψ, which have no spec form).
         tables: include the per-attribute interval and person rows (leave them out when

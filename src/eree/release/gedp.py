@@ -3,9 +3,9 @@
 * :func:`validate_gedp_plan` — spec-level checks before any data is read: mechanisms,
   μ per confidential attribute, a distance for each, groups over public attributes only,
   pnc's ``bounds_from`` naming a psi identity query that covers the pnc attributes.
-* :func:`gedp_requests_from_plan` / :func:`account_gedp_plan` — the accountant's inputs
-  and report (:func:`eree.privacy.gedp.account_gedp`), from the plan alone.
-* :func:`release_gedp` — runs the plan's queries on loaded data: the ``bounds_from``
+* :func:`account_gedp_plan` — the accountant's report, from the plan's mechanism objects
+  (:func:`eree.release.build.build`) alone.
+* :func:`release_gedp` — runs the plan's mechanism objects on loaded data: the ``bounds_from``
   identity query first (its noisy answers give the pnc upper bounds, Thm 6.7), then the
   others in plan order. Every query yields a :class:`QueryTable`: the key columns (the
   ``by`` attributes; the establishment id for the identity query — ids and public
@@ -20,8 +20,7 @@ variances come from the noisy identity answers, Estab-Gaussian variances are pub
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -34,22 +33,13 @@ from eree.engine.establishments import (
     identity_values,
 )
 from eree.errors import PrivacyParameterError, SpecError
-from eree.mechanisms.base import MechanismOutput
-from eree.mechanisms.gedp import (
-    estab_gaussian,
-    pnc_mechanism,
-    pnc_sensitivity,
-    pnc_tau_hat,
-    pnc_upper_bounds,
-    psi_mechanism,
-)
+from eree.mechanisms.base import Cells, Measurement
+from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.mechanisms.registry import entries_for
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.gedp import (
-    GEDP_MECHANISMS,
     GEDPDefinition,
-    Measurement,
-    account_gedp,
     explain_gedp_lines,
     gedp_semantics,
     make_gedp_definition,
@@ -58,25 +48,14 @@ from eree.privacy.gedp import (
 from eree.release.tables import QueryTable, statistic_columns
 
 __all__ = [
-    "GedpRequests",
     "QueryTable",
+    "account_gedp",
     "account_gedp_plan",
     "gedp_definition_from_plan",
     "gedp_plan_semantics",
-    "gedp_requests_from_plan",
     "release_gedp",
     "validate_gedp_plan",
 ]
-
-
-class GedpRequests(NamedTuple):
-    """The accountant's inputs for a GEDP plan: ``account_gedp(**r._asdict())``."""
-
-    neighbor: Any
-    distance: dict[str, float] | None
-    measurements: list[Measurement]
-    zeta: float | None
-    bounds_from: str | None
 
 
 # --------------------------------------------------------------------------------------
@@ -103,10 +82,11 @@ def validate_gedp_plan(plan: Any) -> None:
     id_col = data.id
     for q in plan.queries:
         where = f"query {q.name!r}"
-        if q.mechanism not in GEDP_MECHANISMS:
+        gedp_names = [e.name for e in entries_for("gedp")]
+        if q.mechanism not in gedp_names:
             raise SpecError(
                 f"{where}: mechanism {q.mechanism!r} is not a GEDP mechanism; use one of "
-                f"{', '.join(GEDP_MECHANISMS)}"
+                f"{', '.join(gedp_names)}"
             )
         if q.epsilon is not None or q.delta is not None:
             raise SpecError(
@@ -165,25 +145,44 @@ def gedp_definition_from_plan(plan: Any) -> GEDPDefinition:
     return make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
 
 
-def gedp_requests_from_plan(plan: Any) -> GedpRequests:
-    """The accountant's inputs: every (query, attribute) μ, the identity query included."""
-    measurements: list[Measurement] = [
-        (q.name, q.mechanism, dict(q.mu or {})) for q in plan.queries
-    ]
-    has_pnc = any(q.mechanism == "pnc" for q in plan.queries)
-    return GedpRequests(
-        neighbor=plan.privacy.neighbor,
-        distance=None if plan.privacy.distance is None else dict(plan.privacy.distance),
-        measurements=measurements,
-        zeta=plan.pnc.zeta if has_pnc else None,
-        bounds_from=plan.pnc.bounds_from if has_pnc else None,
-    )
-
-
 def account_gedp_plan(plan: Any) -> PrivacyReport:
     """Validate a GEDP plan and return its privacy report (no data read)."""
-    validate_gedp_plan(plan)
-    return account_gedp(**gedp_requests_from_plan(plan)._asdict())
+    from eree.release.build import build
+
+    return build(plan).report()
+
+
+def account_gedp(
+    neighbor: Any,
+    distance: dict[str, float] | None,
+    measurements: list[tuple[str, str, dict[str, float]]],
+    *,
+    zeta: float | None = None,
+    bounds_from: str | None = None,
+) -> PrivacyReport:
+    """The report of a GEDP plan given as (query, mechanism, {attribute: μ}) triples.
+
+    Builds the same mechanism objects a release does (every identity-like query of a
+    psi measurement is taken as a group-by over a public attribute ``g``).
+    """
+    from eree.data.config import EstablishmentDataConfig
+    from eree.release.spec import Plan, PncSpec, PrivacySpec, QuerySpec
+
+    if not measurements:
+        raise PrivacyParameterError("a GEDP release needs at least one query")
+    conf = tuple(dict.fromkeys(a for _, _, mus in measurements for a in mus))
+    queries = tuple(
+        QuerySpec(name, "identity" if name == bounds_from else ("g",), mech, mu=dict(mus))
+        for name, mech, mus in measurements
+    )
+    plan = Plan(
+        name="accounting",
+        data=EstablishmentDataConfig(path=None, public=("g",), confidential=conf),  # type: ignore[arg-type]
+        privacy=PrivacySpec("gedp", None, neighbor, distance),
+        queries=queries,
+        pnc=PncSpec(0.01 if zeta is None else zeta, bounds_from),
+    )
+    return account_gedp_plan(plan)
 
 
 def gedp_plan_semantics(plan: Any, report: PrivacyReport) -> dict[str, Any]:
@@ -206,17 +205,19 @@ def gedp_plan_semantics(plan: Any, report: PrivacyReport) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
-def _check_report(plan: Any, report: PrivacyReport) -> None:
+def _check_report(built: Any, report: PrivacyReport) -> None:
+    """The report given must be the one the plan's mechanism objects produce."""
     if report.definition != "gedp":
         raise PrivacyParameterError("the privacy report is not a GEDP report")
-    for q in plan.queries:
+    mine = built.report()
+    for q in built.queries:
         try:
             charge = report.charge(q.name)
         except KeyError:
             raise PrivacyParameterError(
                 f"query {q.name!r} was not charged by the accountant"
             ) from None
-        if charge.mechanism != q.mechanism or charge.params.get("mu") != dict(q.mu or {}):
+        if charge.to_dict() != mine.charge(q.name).to_dict():
             raise PrivacyParameterError(
                 f"query {q.name!r}: the privacy report does not match the plan"
             )
@@ -232,92 +233,91 @@ def _check_data(plan: Any, data: EstablishmentData) -> None:
 
 
 def release_gedp(
-    plan: Any, data: EstablishmentData, source: NoiseSource, report: PrivacyReport
+    plan: Any,
+    data: EstablishmentData,
+    source: NoiseSource,
+    report: PrivacyReport | None = None,
 ) -> list[QueryTable]:
-    """Run the plan's GEDP queries on ``data``; return the tables in plan order.
+    """Run the plan's GEDP mechanism objects on ``data``; return the tables in plan order.
 
     Args:
-        plan: a :class:`~eree.release.spec.Plan` with ``definition = "gedp"``.
+        plan: a :class:`~eree.release.build.BuiltPlan` (or a GEDP
+            :class:`~eree.release.spec.Plan`, built here).
         data: the loaded establishments.
         source: the noise source (all noise is drawn from it, queries in run order —
             the ``bounds_from`` query first — attributes in ``mu`` order).
-        report: the accountant's report for ``plan`` (:func:`account_gedp_plan`); the
-            release refuses to run queries the report does not cover.
+        report: if given, it must be the report of ``plan`` (a release refuses to run
+            queries the report does not cover).
 
     Raises:
         SpecError, PrivacyParameterError: the plan is invalid or does not match the report.
     """
-    validate_gedp_plan(plan)
-    _check_report(plan, report)
-    _check_data(plan, data)
-    definition = gedp_definition_from_plan(plan)
-    confidence = float(plan.output.confidence)
+    from eree.release.build import BuiltPlan, build
+
+    built = plan if isinstance(plan, BuiltPlan) else build(plan)
+    spec = built.plan
+    if report is not None:
+        _check_report(built, report)
+    _check_data(spec, data)
     frame = data.frame
     id_col = data.id_column
-    order = list(plan.queries)
-    src = plan.pnc.bounds_from
-    if src is not None and any(q.mechanism == "pnc" for q in order):
+    order = list(built.queries)
+    src = spec.pnc.bounds_from
+    has_pnc = any(isinstance(m, Pnc) for q in order for m in q.mechanisms)
+    if src is not None and has_pnc:
         order.sort(key=lambda q: q.name != src)  # stable: bounds query first
     omegas: dict[str, FloatArray] = {}
     ids: pl.Series | None = None
     bounds: pl.DataFrame | None = None
     results: dict[str, QueryTable] = {}
     for q in order:
-        attrs = list((q.mu or {}).keys())
+        attrs = list(q.statistics)
         uncertainty: dict[str, str] = {}
         series: dict[str, Any] = {}
-        if q.by == "identity":
+        measurements: list[Measurement] = []
+        uses_bounds = any(isinstance(m, Pnc) for m in q.mechanisms)
+        if q.spec.by == "identity":
             cells = identity_values(frame, id_col, attrs)
             keys: list[str] = [id_col]
         else:
-            keys = list(q.by)
-            if q.mechanism == "pnc":
+            keys = list(q.spec.by)
+            if uses_bounds:
                 if bounds is None:
-                    bounds = _pnc_bounds(plan, definition, omegas, ids, data)
+                    bounds = _pnc_bounds(built, omegas, ids, data)
                 cells = clipped_group_sums(frame, keys, id_col, bounds, attrs)
             else:
                 cells = group_sums(frame, keys, attrs)
-        for a in attrs:
-            mu = float((q.mu or {})[a])
-            psi, gamma = definition.neighbor(a), definition.gamma(a)
-            values = cells.get_column(a).to_numpy().astype(np.float64)
-            out: MechanismOutput
-            if q.mechanism == "psi":
-                out = psi_mechanism(values, psi, gamma, mu, source, confidence=confidence)
-                if q.by == "identity" and q.name == src:
-                    omegas[a] = out.noisy
-                    ids = cells.get_column(id_col)
-            elif q.mechanism == "estab_gaussian":
-                out = estab_gaussian(
-                    values, psi.sensitivity(gamma), mu, source, confidence=confidence
-                )
-            else:
-                ustar = cells.get_column(bound_column(a)).to_numpy().astype(np.float64)
-                delta = pnc_sensitivity(ustar, psi, gamma)
-                out = pnc_mechanism(values, delta, mu, source, confidence=confidence)
-            uncertainty[a] = out.uncertainty_method
-            series.update(statistic_columns(a, out))
+        for a, mech in zip(attrs, q.mechanisms, strict=True):
+            columns = {"value": cells.get_column(a).to_numpy()}
+            if uses_bounds:
+                columns["bound"] = cells.get_column(bound_column(a)).to_numpy()
+            m = mech(Cells(columns), source).named(q.name, a)
+            if q.spec.by == "identity" and q.name == src and isinstance(mech, PsiMechanism):
+                omegas[a] = m.noisy
+                ids = cells.get_column(id_col)
+            uncertainty[a] = m.uncertainty_method
+            series.update(statistic_columns(a, m))
+            measurements.append(m)
         table = cells.select(keys).with_columns(**series) if keys else pl.DataFrame(series)
-        note = f"mechanism {q.mechanism}; keys: {', '.join(keys) if keys else '(total)'}"
-        results[q.name] = QueryTable(q.name, table, uncertainty, (note,))
-    return [results[q.name] for q in plan.queries]
+        note = f"mechanism {q.spec.mechanism}; keys: {', '.join(keys) if keys else '(total)'}"
+        results[q.name] = QueryTable(q.name, table, uncertainty, (note,), tuple(measurements))
+    return [results[q.name] for q in built.queries]
 
 
 def _pnc_bounds(
-    plan: Any,
-    definition: GEDPDefinition,
-    omegas: Mapping[str, FloatArray],
+    built: Any,
+    omegas: dict[str, FloatArray],
     ids: pl.Series | None,
     data: EstablishmentData,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""
-    src = plan.query(plan.pnc.bounds_from)
-    mu_a = dict(src.mu or {})
-    if ids is None or any(a not in omegas for a in mu_a):  # pragma: no cover - ordering bug
+    pnc = {m.attribute: m for q in built.queries for m in q.mechanisms if isinstance(m, Pnc)}
+    src = built.query(built.plan.pnc.bounds_from)
+    if ids is None or any(a not in omegas for a in src.statistics):  # pragma: no cover
         raise RuntimeError("pnc bounds requested before the identity query ran")
-    tau = pnc_tau_hat(float(plan.pnc.zeta), data.n, len(mu_a))
     cols = [ids.cast(pl.Utf8)]
-    for a, mu in mu_a.items():
-        u = pnc_upper_bounds(omegas[a], definition.neighbor(a), definition.gamma(a), float(mu), tau)
+    for a in src.statistics:
+        # an attribute measured by the identity query but by no pnc query needs no bound
+        u = pnc[a].upper_bounds(omegas[a], data.n) if a in pnc else np.zeros(len(ids))
         cols.append(pl.Series(a, u, dtype=pl.Float64))
     return pl.DataFrame(cols)

@@ -27,7 +27,7 @@ frame of public columns). Any grouping can then be tabulated from it
 sector, NAICS-3 … NAICS-6).
 
 A ψ without a published variance estimate (``combine``, ``heterogeneous``, user-defined
-ψ: no unbiased estimator is known, :mod:`eree.postprocess.estimators`) cannot weight
+ψ: no unbiased estimator is known, :mod:`eree.mechanisms.estimators`) cannot weight
 Eq. 1: :func:`check_microdata_plan` refuses such plans before any data is read.
 """
 
@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from eree.errors import SpecError
-from eree.postprocess.estimators import psi_estimates
+from eree.mechanisms.estimators import psi_estimates
 from eree.postprocess.wls import (
     LEVEL_TITLES,
     QCEW_AGGREGATION_LEVELS,

@@ -6,45 +6,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EreeDataConfig
 from eree.engine.base import Engine
 from eree.mechanisms.noise import NoiseSource
-from eree.privacy.accountant import CONFIDENTIAL_PARAMS, Cost, PrivacyReport
+from eree.privacy.accountant import PrivacyReport
+from eree.privacy.composition import Cost
 from eree.privacy.ledger import Ledger, check_budget
-from eree.privacy.semantics import eree_semantics
-from eree.release.counts import account_count_plan, release_counts, split_by
+from eree.release.build import BuiltPlan, build
 from eree.release.output import base_manifest, dataset_sha256, write_release
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
 
 def account(plan: Plan) -> PrivacyReport:
-    """The privacy cost of a plan, computed from the plan alone (no data read)."""
-    if plan.privacy.definition == "gedp":
-        from eree.release.gedp import account_gedp_plan
-
-        return account_gedp_plan(plan)
-    if not isinstance(plan.data, EreeDataConfig):
-        from eree.errors import SpecError
-
-        raise SpecError(
-            f"definition {plan.privacy.definition!r} applies to ER-EE data; establishment "
-            'data use definition = "gedp"'
-        )
-    return account_count_plan(plan)
+    """The privacy cost of a plan, from its mechanism objects alone (no data read)."""
+    return build(plan).report()
 
 
 def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     """What the release guarantees, in words (DESIGN.md §3.3)."""
-    if plan.privacy.definition == "gedp":
-        from eree.release.gedp import gedp_plan_semantics
+    from eree.release.family import family_of
 
-        return gedp_plan_semantics(plan, report)
-    if plan.privacy.definition == "blowfish":
-        from eree.privacy.blowfish import blowfish_semantics
-
-        return blowfish_semantics(report)
-    return eree_semantics(report)
+    return family_of(plan).semantics(plan, report)
 
 
 def explain(plan: Plan) -> dict[str, Any]:
@@ -63,6 +45,10 @@ class ReleaseResult:
 def _query_by(plan: Plan, name: str) -> list[str] | str:
     q = plan.query(name)
     return q.by if isinstance(q.by, str) else list(q.by)
+
+
+#: spec settings that are confidential (noise infusion's distortion range)
+CONFIDENTIAL_PARAMS = ("s", "t")
 
 
 def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
@@ -146,12 +132,13 @@ def protect(
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
-    The plan is charged before any data is read: a plan the accountant refuses never
-    touches the data. With a ledger, the release is reserved against the dataset's
-    lifetime budget (``[privacy].budget``) before any noise is drawn and committed once
+    The plan's mechanism objects are built and charged before any data is read: a plan
+    the accountant refuses never touches the data. With a ledger, the release is reserved
+    against the dataset's lifetime budget before any noise is drawn and committed once
     the output is in place (DESIGN.md §3.4).
     """
-    report = account(plan)
+    built = build(plan)
+    report = built.report()
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
         check_budget(plan.name, Cost(), report.total, budget)
@@ -164,7 +151,7 @@ def protect(
             budget, out_dir,
         )  # fmt: skip
     try:
-        result = _run(plan, out_dir, source, engine, report, sha, rid)
+        result = _run(built, out_dir, source, engine, report, sha, rid)
     except BaseException:
         if book is not None and rid is not None and not Path(out_dir, "manifest.json").exists():
             book.abort(rid)
@@ -175,7 +162,7 @@ def protect(
 
 
 def _run(
-    plan: Plan,
+    built: BuiltPlan,
     out_dir: str | Path,
     source: NoiseSource,
     engine: Engine | None,
@@ -183,47 +170,17 @@ def _run(
     sha: str,
     rid: str | None,
 ) -> ReleaseResult:
-    microdata: dict[str, Any] | None = None
-    if isinstance(plan.data, EreeDataConfig):
-        from eree.data.eree_tables import load_eree
+    from eree.release.family import family_of
 
-        if plan.postprocess.microdata:
-            from eree.errors import SpecError
-
-            raise SpecError(
-                "[postprocess] microdata = true applies to establishment (GEDP) releases; "
-                "ER-EE count releases have no microdata reconstruction"
-            )
-        for q in plan.queries:  # attribute roles are checked before loading
-            split_by(q, plan.data)
-        data = load_eree(plan.data)
-        if engine is None:
-            from eree.engine.polars_engine import PolarsEngine
-
-            engine = PolarsEngine()
-        tables = release_counts(plan, data, engine, source, report)
-    else:
-        from eree.data.establishments import load_establishments
-        from eree.release.gedp import release_gedp
-
-        if plan.postprocess.microdata:  # refuse before reading data
-            from eree.release.microdata import check_microdata_plan
-
-            check_microdata_plan(plan)
-        edata = load_establishments(plan.data)
-        tables = release_gedp(plan, edata, source, report)
-        if plan.postprocess.microdata:  # post-processing of the published tables only
-            from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
-
-            md = build_microdata(plan, tables, public_frame(edata))
-            microdata = {"entry": md.manifest_entry(), "files": {MICRODATA_FILE: md.frame}}
+    plan = built.plan
+    family = family_of(plan)
+    family.check_before_load(plan)
+    data = family.load(plan)
+    tables = family.release(built, data, engine, source)
+    extra_files, extra_manifest = family.postprocess(built, data, tables)
     manifest = build_manifest(plan, report, tables, source, sha)
     if rid is not None:
         manifest["ledger"] = {"id": rid}
-    if microdata is not None:
-        manifest["microdata"] = microdata["entry"]
-    write_release(
-        Path(out_dir), tables, manifest, csv=plan.output.csv,
-        extra=None if microdata is None else microdata["files"],
-    )  # fmt: skip
+    manifest.update(extra_manifest)
+    write_release(Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None)
     return ReleaseResult(Path(out_dir), manifest, tables)

@@ -15,11 +15,9 @@ from typing import Any
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.schema import WORKER_DOMAINS
 from eree.errors import SpecError
+from eree.mechanisms import registry
 
 DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "blowfish", "none")
-EREE_MECHANISMS = ("log_laplace", "smooth_gamma", "smooth_laplace")
-BASELINE_MECHANISMS = ("laplace", "truncated_laplace", "noise_infusion")
-GEDP_MECHANISMS = ("psi", "pnc", "estab_gaussian")
 
 _TOP_KEYS = ("name", "data", "privacy", "query", "pnc", "postprocess", "output")
 _EREE_DATA_KEYS = (
@@ -256,6 +254,37 @@ def _parse_mu(value: Any, where: str) -> dict[str, float]:
     return {str(k): _number(v, f"{where}.{k}") for k, v in value.items()}
 
 
+#: [[query]] keys every mechanism accepts
+_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete")
+
+
+def _check_settings(q: dict[str, Any], mech: str, where: str) -> None:
+    """Refuse settings that do not apply to the mechanism (from the registry)."""
+    variants = [v for v in registry.variants(mech) if v]
+    if "variant" in q:
+        if not variants:
+            raise SpecError(f"{where}: variant does not apply to {mech}")
+        if q["variant"] not in variants:
+            raise SpecError(
+                f"{where}: variant must be one of {', '.join(map(repr, variants))} "
+                f"(got {q['variant']!r})"
+            )
+    e = registry.entry(mech, q.get("variant") if variants else None)
+    for key in q:
+        if key in _COMMON_QUERY_KEYS or key in e.settings:
+            continue
+        users = [
+            f"{x.name}" + (f' (variant = "{x.variant}")' if x.variant == "workshop" else "")
+            for x in registry.REGISTRY
+            if key in x.settings
+        ]
+        raise SpecError(
+            f"{where}: {key} does not apply to {mech}"
+            + (f' (variant = "{e.variant}")' if e.variant == "workshop" else "")
+            + (f"; it applies to: {', '.join(dict.fromkeys(users))}" if users else "")
+        )
+
+
 def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     where = f"[[query]] #{i + 1}"
     _check_keys(q, _QUERY_KEYS, where)
@@ -276,11 +305,9 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     else:
         raise SpecError(f'{where}: by must be a list of attributes ([] for a total) or "identity"')
     mech = q.get("mechanism")
-    known = EREE_MECHANISMS + BASELINE_MECHANISMS + GEDP_MECHANISMS
-    if mech not in known:
-        close = difflib.get_close_matches(str(mech), known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
-        raise SpecError(f"{where}: unknown mechanism {mech!r}{hint}")
+    if mech not in registry.mechanism_names():
+        raise SpecError(f"{where}: unknown mechanism {mech!r}{registry.suggest(str(mech))}")
+    _check_settings(q, str(mech), where)
     epsilon = _number(q["epsilon"], f"{where}: epsilon") if "epsilon" in q else None
     delta = _number(q["delta"], f"{where}: delta") if "delta" in q else None
     mu = _parse_mu(q["mu"], f"{where}: mu") if "mu" in q else None
@@ -293,8 +320,6 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
             raise SpecError(f"{where}: force must be true or false")
         params["force"] = q["force"]
     if "variant" in q:
-        if q["variant"] not in ("sigmod", "workshop"):
-            raise SpecError(f'{where}: variant must be "sigmod" or "workshop"')
         params["variant"] = q["variant"]
     complete = q.get("complete", False)
     if not isinstance(complete, bool):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.mechanisms.base import MechanismOutput
+from eree.mechanisms.base import Measurement
 
 
 @dataclass(frozen=True)
@@ -21,19 +21,22 @@ class QueryTable:
             ``s_ci_high`` (null where not publishable).
         uncertainty: statistic → how its std/CI were obtained (or why withheld).
         notes: public remarks (warnings, defaults used).
+        measurements: the mechanisms' Measurements behind the table, one per statistic
+            (what post-processing consumes; never written as such).
     """
 
     name: str
     table: pl.DataFrame
     uncertainty: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    measurements: tuple[Measurement, ...] = ()
 
     @property
     def cells(self) -> int:
         return self.table.height
 
 
-def statistic_columns(stat: str, out: MechanismOutput) -> dict[str, Any]:
+def statistic_columns(stat: str, out: Measurement) -> dict[str, Any]:
     """The four published columns of statistic ``stat`` from a mechanism output."""
     n = out.estimate.shape[0]
     null = pl.Series([None] * n, dtype=pl.Float64)

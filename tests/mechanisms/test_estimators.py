@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from eree.mechanisms.noise import SeededNoise
-from eree.postprocess.estimators import (
+from eree.mechanisms.estimators import (
     log_shift_estimate,
     log_shift_true_variance,
     log_shift_variance_estimate,
@@ -24,6 +23,7 @@ from eree.postprocess.estimators import (
     sqrt_variance_estimate,
     z_value,
 )
+from eree.mechanisms.noise import SeededNoise
 from eree.privacy.neighbors import (
     DPNeighbor,
     LogShift,

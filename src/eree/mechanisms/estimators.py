@@ -130,6 +130,8 @@ class PsiEstimates:
     ci_low: FloatArray
     ci_high: FloatArray
     method: str
+    #: "public" (ψ = x: σ² is exact), "estimated" (v̂ from ω) or "withheld" (no variance)
+    variance_kind: str = "estimated"
 
 
 def psi_estimates(
@@ -170,10 +172,10 @@ def psi_estimates(
     if isinstance(neighbor, DPNeighbor):
         var = np.full(w.shape, sigma * sigma)
         m = "estimate x̃ = ω (unbiased); std = σ = γ/μ, exact and public; " + ci
-        return PsiEstimates(w.copy(), var, lo, hi, m)
+        return PsiEstimates(w.copy(), var, lo, hi, m, "public")
     est = np.asarray(neighbor.inverse(np.maximum(neighbor.psi0, w)), dtype=np.float64)
     m = (
         "estimate ψ⁻¹(max(ω, ψ(0))) (maximum likelihood, biased: no unbiased estimator is "
         f"known for {neighbor.describe()}); no standard error published; " + ci
     )
-    return PsiEstimates(est, None, lo, hi, m)
+    return PsiEstimates(est, None, lo, hi, m, "withheld")

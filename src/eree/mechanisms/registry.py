@@ -1,0 +1,104 @@
+"""The one registry of mechanisms (DESIGN.md §1.1).
+
+Read by the spec parser (names, did-you-mean, which settings apply), the release (which
+class to build), the evaluation and ``eree explain``. Adding a mechanism is one class and
+one line here; the contract suite (``tests/mechanisms/test_contract.py``) then covers it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from eree.mechanisms.base import Mechanism
+from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism
+from eree.mechanisms.noise_infusion import NoiseInfusion
+from eree.mechanisms.workshop import WorkshopLogLaplace, WorkshopSmoothGamma, WorkshopSmoothLaplace
+
+__all__ = ["REGISTRY", "Entry", "entry", "mechanism_names", "suggest"]
+
+_EREE = ("eree", "eree-weak", "blowfish")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered mechanism.
+
+    Attributes:
+        name: the spec's ``mechanism = ...``.
+        variant: "sigmod" / "workshop" for the ER-EE mechanisms, "" otherwise.
+        cls: the mechanism class.
+        definitions: the privacy definitions it may run under.
+        settings: the ``[[query]]`` keys (besides name, by, mechanism, complete) that apply
+            to it; any other key on such a query is an error.
+        summary: one line for ``eree explain`` and the docs.
+    """
+
+    name: str
+    variant: str
+    cls: type[Mechanism]
+    definitions: tuple[str, ...]
+    settings: tuple[str, ...]
+    summary: str
+
+
+REGISTRY: tuple[Entry, ...] = (
+    Entry("log_laplace", "sigmod", LogLaplace, _EREE, ("epsilon", "force", "variant"),
+          "Log-Laplace (Haney et al. Alg 1)"),
+    Entry("smooth_gamma", "sigmod", SmoothGamma, _EREE, ("epsilon", "variant"),
+          "Smooth Gamma (Haney et al. Alg 2)"),
+    Entry("smooth_laplace", "sigmod", SmoothLaplace, _EREE, ("epsilon", "delta", "variant"),
+          "Smooth Laplace (Haney et al. Alg 3)"),
+    Entry("log_laplace", "workshop", WorkshopLogLaplace, ("blowfish",),
+          ("epsilon", "force", "variant", "additive"), "Log-Laplace, workshop Alg 1"),
+    Entry("smooth_gamma", "workshop", WorkshopSmoothGamma, ("blowfish",),
+          ("epsilon", "variant"), "Smooth Gamma, workshop Alg 3"),
+    Entry("smooth_laplace", "workshop", WorkshopSmoothLaplace, ("blowfish",),
+          ("epsilon", "delta", "variant"), "Smooth Laplace, workshop Alg 2"),
+    Entry("laplace", "", EdgeLaplace, ("edge-dp",), ("epsilon",),
+          "edge-DP Laplace (Haney et al. §6)"),
+    Entry("truncated_laplace", "", TruncatedLaplace, ("node-dp",), ("epsilon", "theta"),
+          "node-DP truncated Laplace (Haney et al. §6)"),
+    Entry("noise_infusion", "", NoiseInfusion, ("none",), ("s", "t", "small_cell"),
+          "input noise infusion, today's SDL (Haney et al. §5.1), no formal guarantee"),
+    Entry("psi", "", PsiMechanism, ("gedp",), ("mu",), "ψ-mechanism (Webb et al. Def 6.4)"),
+    Entry("pnc", "", Pnc, ("gedp",), ("mu",), "pnc-mechanism (Webb et al. Def 6.8)"),
+    Entry("estab_gaussian", "", EstabGaussian, ("gedp",), ("mu",),
+          "Estab-Gaussian (Webb et al. Def 6.2)"),
+)  # fmt: skip
+
+
+def mechanism_names() -> tuple[str, ...]:
+    """Every registered mechanism name, in registry order, once."""
+    return tuple(dict.fromkeys(e.name for e in REGISTRY))
+
+
+def suggest(name: str) -> str:
+    """A did-you-mean hint for an unknown mechanism name."""
+    known = mechanism_names()
+    close = difflib.get_close_matches(str(name), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+
+
+def variants(name: str) -> tuple[str, ...]:
+    """The variants registered under ``name`` ("" when it has none)."""
+    return tuple(e.variant for e in REGISTRY if e.name == name)
+
+
+def entry(name: str, variant: str | None = None) -> Entry:
+    """The registry entry of ``name`` (and ``variant``; default: the first registered).
+
+    Raises:
+        KeyError: no such mechanism or variant.
+    """
+    for e in REGISTRY:
+        if e.name == name and (variant is None or e.variant == variant):
+            return e
+    raise KeyError((name, variant))
+
+
+def entries_for(definition: str) -> tuple[Entry, ...]:
+    """The entries allowed under ``definition``."""
+    return tuple(e for e in REGISTRY if definition in e.definitions)

@@ -1,0 +1,227 @@
+"""From a plan to mechanism objects, once per release (DESIGN.md §1.1).
+
+:func:`build` reads the plan (no data) and returns a :class:`BuiltPlan`: for each query
+the mechanism object of each published statistic, built from the one registry
+(:mod:`eree.mechanisms.registry`) with the query's parameters. The accountant's report
+(:meth:`BuiltPlan.report`), ``eree explain``, the manifest and the noise of the release
+all read these same objects: the cost charged and the scale drawn are computed once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from eree.data.config import EreeDataConfig
+from eree.errors import PrivacyParameterError, SpecError
+from eree.mechanisms.base import Mechanism
+from eree.mechanisms.gedp import Pnc
+from eree.mechanisms.registry import entries_for, entry
+from eree.privacy.accountant import PrivacyReport, QueryCharge, account, charge_query
+from eree.privacy.gedp import GEDPDefinition, gedp_notes, make_gedp_definition
+from eree.release.spec import Plan, QuerySpec
+
+__all__ = ["BuiltPlan", "QueryPlan", "build", "split_by"]
+
+#: the statistic of an ER-EE count marginal
+COUNT_STATISTIC = "jobs"
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One query with its mechanism objects.
+
+    Attributes:
+        spec: the query as given.
+        mechanisms: one per published statistic.
+        statistics: the statistics' names (``jobs``, or the confidential attributes).
+        workplace_by, worker_by: the ER-EE marginal's attributes by role (empty for GEDP).
+    """
+
+    spec: QuerySpec
+    mechanisms: tuple[Mechanism, ...]
+    statistics: tuple[str, ...]
+    workplace_by: tuple[str, ...] = ()
+    worker_by: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def charge(self) -> QueryCharge:
+        attrs = None if self.statistics == (COUNT_STATISTIC,) else self.statistics
+        return charge_query(self.name, self.mechanisms, attrs)
+
+
+@dataclass(frozen=True)
+class BuiltPlan:
+    """A plan with every query's mechanism objects; the definition built once."""
+
+    plan: Plan
+    queries: tuple[QueryPlan, ...]
+    gedp_definition: GEDPDefinition | None = None
+
+    def query(self, name: str) -> QueryPlan:
+        for q in self.queries:
+            if q.name == name:
+                return q
+        raise SpecError(f"no query named {name!r}")
+
+    def report(self) -> PrivacyReport:
+        """The accountant's report, from the mechanism objects alone (no data)."""
+        p = self.plan.privacy
+        charges = [q.charge() for q in self.queries]
+        notes: list[str] = []
+        extra: dict[str, Any] = {}
+        if self.gedp_definition is not None:
+            notes = gedp_notes(len([m for q in self.queries for m in q.mechanisms]),
+                               self.plan.pnc.zeta if self._has_pnc() else None)  # fmt: skip
+            extra = self.gedp_definition.to_dict()
+            extra["measurements"] = [
+                {"query": q.name, "attribute": a, "mu": m.per_cell_cost().mu}
+                for q in self.queries
+                for a, m in zip(q.statistics, q.mechanisms, strict=True)
+            ]
+        elif p.definition == "blowfish":
+            from eree.privacy.blowfish import blowfish_notes
+
+            notes = blowfish_notes(charges)
+        weak = any(q.worker_by for q in self.queries)
+        return account(p.definition, p.alpha, charges, weak=weak, notes=notes, extra=extra)
+
+    def _has_pnc(self) -> bool:
+        return any(isinstance(m, Pnc) for q in self.queries for m in q.mechanisms)
+
+
+def split_by(query: QuerySpec, cfg: EreeDataConfig) -> tuple[list[str], list[str]]:
+    """Split a query's ``by`` into (workplace attributes, worker attributes)."""
+    if isinstance(query.by, str):
+        raise SpecError(f"query {query.name!r}: by = {query.by!r} is not a count marginal")
+    wp, wk = [], []
+    for a in query.by:
+        if a in cfg.workplace_attributes:
+            wp.append(a)
+        elif a in cfg.worker_attributes:
+            wk.append(a)
+        else:
+            raise SpecError(
+                f"query {query.name!r}: {a!r} is neither a workplace attribute "
+                f"({', '.join(cfg.workplace_attributes)}) nor a worker attribute "
+                f"({', '.join(cfg.worker_attributes)})"
+            )
+    return wp, wk
+
+
+def _entry(plan: Plan, q: QuerySpec) -> Any:
+    definition = plan.privacy.definition
+    variant = q.params.get("variant") if "variant" in q.params else None
+    try:
+        e = entry(q.mechanism, variant) if variant else entry(q.mechanism)
+    except KeyError:
+        raise SpecError(
+            f"query {q.name!r}: mechanism {q.mechanism!r} has no variant {variant!r}"
+        ) from None
+    if definition not in e.definitions:
+        allowed = ", ".join(dict.fromkeys(x.name for x in entries_for(definition)))
+        raise PrivacyParameterError(
+            f"query {q.name!r}: mechanism {q.mechanism!r}"
+            + (f' (variant = "{variant}")' if variant else "")
+            + f" does not satisfy definition {definition!r}; allowed: {allowed}"
+            + (
+                "; the workshop variants are analysed under the Blowfish policy: use "
+                'definition = "blowfish"'
+                if variant == "workshop"
+                else ""
+            )
+        )
+    return e
+
+
+def _build_counts(plan: Plan) -> BuiltPlan:
+    cfg = plan.data
+    if not isinstance(cfg, EreeDataConfig):
+        raise SpecError(
+            f"definition {plan.privacy.definition!r} applies to ER-EE data; establishment "
+            'data use definition = "gedp"'
+        )
+    out = []
+    for q in plan.queries:
+        if q.mu is not None:
+            raise SpecError(f"query {q.name!r}: mu belongs to GEDP queries, not count marginals")
+        e = _entry(plan, q)
+        wp, wk = split_by(q, cfg)
+        d = math.prod(len(cfg.domains[a]) for a in wk) if wk else 1
+        kwargs: dict[str, Any] = {
+            "query": q.name,
+            "definition": plan.privacy.definition,
+            "confidence": plan.output.confidence,
+        }
+        if "epsilon" in e.settings:
+            if q.epsilon is None:
+                raise PrivacyParameterError(f"query {q.name!r}: epsilon is required")
+            kwargs.update(epsilon=q.epsilon, worker_cells=d, worker_attributes=tuple(wk))
+            if "alpha" in e.cls.__dataclass_fields__:
+                if plan.privacy.alpha is None:
+                    raise PrivacyParameterError(f"query {q.name!r}: {q.mechanism} needs alpha")
+                kwargs["alpha"] = plan.privacy.alpha
+        if q.delta is not None:
+            kwargs["delta"] = q.delta
+        kwargs.update({k: v for k, v in q.params.items() if k != "variant"})
+        mech = e.cls(**kwargs)
+        out.append(QueryPlan(q, (mech,), (COUNT_STATISTIC,), tuple(wp), tuple(wk)))
+    return BuiltPlan(plan, tuple(out))
+
+
+def _build_gedp(plan: Plan) -> BuiltPlan:
+    from eree.release.gedp import validate_gedp_plan
+
+    validate_gedp_plan(plan)
+    attrs = [a for q in plan.queries for a in (q.mu or {})]
+    definition = make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
+    src = plan.pnc.bounds_from
+    bounds_mu = dict(plan.query(src).mu or {}) if src else {}
+    out = []
+    for q in plan.queries:
+        e = _entry(plan, q)
+        mechs = []
+        for a, mu in (q.mu or {}).items():
+            kwargs: dict[str, Any] = {
+                "query": q.name,
+                "attribute": a,
+                "neighbor": definition.neighbor(a),
+                "gamma": definition.gamma(a),
+                "mu": mu,
+                "confidence": plan.output.confidence,
+            }
+            if e.cls is Pnc:
+                kwargs.update(
+                    zeta=plan.pnc.zeta, bounds_from=src, bounds_mu=bounds_mu[a],
+                    bounded_attributes=len(bounds_mu),
+                )  # fmt: skip
+            mechs.append(e.cls(**kwargs))
+        out.append(QueryPlan(q, tuple(mechs), tuple(q.mu or {})))
+    return BuiltPlan(plan, tuple(out), definition)
+
+
+_BUILDERS: dict[str, Callable[[Plan], BuiltPlan]] = {
+    "eree": _build_counts,
+    "establishments": _build_gedp,
+}
+
+
+def build(plan: Plan) -> BuiltPlan:
+    """Build every query's mechanism objects (validating all parameters); reads no data.
+
+    Raises:
+        SpecError, PrivacyParameterError: the message names the query.
+    """
+    if (plan.privacy.definition == "gedp") != (plan.kind == "establishments"):
+        if plan.kind == "establishments":
+            raise SpecError('establishment data use definition = "gedp"')
+        raise SpecError(
+            f"definition {plan.privacy.definition!r} applies to ER-EE data; establishment "
+            'data use definition = "gedp"'
+        )
+    return _BUILDERS[plan.kind](plan)

@@ -1,0 +1,134 @@
+"""The two kinds of release, as objects: what differs between ER-EE counts and GEDP sums.
+
+:func:`eree.release.protect.protect` runs the same steps for every release (build the
+mechanism objects, charge, load, measure, post-process, write); each step that differs by
+data kind is a method here, chosen once by the plan's data kind — no family if-chains in
+the release path.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from eree.engine.base import Engine
+from eree.errors import SpecError
+from eree.mechanisms.noise import NoiseSource
+from eree.privacy.accountant import PrivacyReport
+from eree.release.build import BuiltPlan, split_by
+from eree.release.spec import Plan
+from eree.release.tables import QueryTable
+
+
+class ReleaseFamily(ABC):
+    """The data-kind-specific steps of a release."""
+
+    @abstractmethod
+    def check_before_load(self, plan: Plan) -> None:
+        """Refuse what can be refused before any confidential byte is read."""
+
+    @abstractmethod
+    def load(self, plan: Plan) -> Any:
+        """Load and validate the data (DESIGN.md §2.3)."""
+
+    @abstractmethod
+    def release(
+        self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
+    ) -> list[QueryTable]:
+        """Run the mechanism objects; return the published tables."""
+
+    def postprocess(
+        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Extra files and manifest entries from published values only (default: none)."""
+        return {}, {}
+
+    @abstractmethod
+    def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
+        """What the release guarantees, in words (DESIGN.md §3.3)."""
+
+
+class CountRelease(ReleaseFamily):
+    """ER-EE data: count marginals (ER-EE mechanisms, DP baselines, noise infusion)."""
+
+    def check_before_load(self, plan: Plan) -> None:
+        if plan.postprocess.microdata:
+            raise SpecError(
+                "[postprocess] microdata = true applies to establishment (GEDP) releases; "
+                "ER-EE count releases have no microdata reconstruction"
+            )
+        for q in plan.queries:  # attribute roles are checked before loading
+            split_by(q, plan.data)  # type: ignore[arg-type]
+
+    def load(self, plan: Plan) -> Any:
+        from eree.data.eree_tables import load_eree
+
+        return load_eree(plan.data)  # type: ignore[arg-type]
+
+    def release(
+        self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
+    ) -> list[QueryTable]:
+        from eree.release.counts import release_counts
+
+        if engine is None:
+            from eree.engine.polars_engine import PolarsEngine
+
+            engine = PolarsEngine()
+        return release_counts(built, data, engine, source)
+
+    def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
+        if plan.privacy.definition == "blowfish":
+            from eree.privacy.blowfish import blowfish_semantics
+
+            return blowfish_semantics(report)
+        from eree.privacy.semantics import eree_semantics
+
+        return eree_semantics(report)
+
+
+class EstablishmentRelease(ReleaseFamily):
+    """Establishment data: μ-GEDP group-by and identity queries, optional WLS microdata."""
+
+    def check_before_load(self, plan: Plan) -> None:
+        if plan.postprocess.microdata:
+            from eree.release.microdata import check_microdata_plan
+
+            check_microdata_plan(plan)
+
+    def load(self, plan: Plan) -> Any:
+        from eree.data.establishments import load_establishments
+
+        return load_establishments(plan.data)  # type: ignore[arg-type]
+
+    def release(
+        self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
+    ) -> list[QueryTable]:
+        from eree.release.gedp import release_gedp
+
+        return release_gedp(built, data, source)
+
+    def postprocess(
+        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        if not built.plan.postprocess.microdata:
+            return {}, {}
+        from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
+
+        md = build_microdata(built.plan, tables, public_frame(data))
+        return {MICRODATA_FILE: md.frame}, {"microdata": md.manifest_entry()}
+
+    def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
+        from eree.release.gedp import gedp_plan_semantics
+
+        return gedp_plan_semantics(plan, report)
+
+
+_FAMILIES: dict[str, ReleaseFamily] = {
+    "eree": CountRelease(),
+    "establishments": EstablishmentRelease(),
+}
+
+
+def family_of(plan: Plan) -> ReleaseFamily:
+    """The release family of ``plan``'s data kind."""
+    return _FAMILIES[plan.kind]
