@@ -198,17 +198,27 @@ def protect(
     ledger: Annotated[
         Path | None, typer.Option(help="budget ledger (SQLite); refuses overspending")
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(help="polars | spark (default: the spec's [engine] kind, else polars)"),
+    ] = None,
 ) -> None:
     """Run one release: protected tables and a manifest in OUT.
 
     Example: eree protect release.toml --out release-2026q1
     """
+    from dataclasses import replace
+
     from eree.release.protect import protect as run
-    from eree.release.spec import load_spec
+    from eree.release.spec import ENGINE_KINDS, load_spec
 
     source = _noise(seed, random_mode)
     try:
         plan = load_spec(spec)
+        if engine is not None:
+            if engine not in ENGINE_KINDS:
+                _fail(ValueError(f"--engine must be one of {', '.join(ENGINE_KINDS)}"))
+            plan = replace(plan, engine=replace(plan.engine, kind=engine))
         with console.status("releasing…"):
             result = run(plan, out, source, ledger=ledger)
     except EreeError as e:

@@ -184,14 +184,28 @@ class PolarsEngine:
         F = max(frame.height, 1)
         sizes = [len(data.domains[a]) for a in worker_by]
         D = int(np.prod(sizes)) if worker_by else 1
-        wcode = np.zeros(prep.widx.size, dtype=np.int64)
-        for a, size in zip(worker_by, sizes, strict=True):
-            wcode = wcode * size + prep.codes[a]
-        # each establishment's contribution n to each of its cells
-        pair = prep.widx * D + wcode
-        contrib = pl.DataFrame({"k": pair}).group_by("k").agg(pl.len().alias("n"))
-        k = contrib["k"].to_numpy()
-        n = contrib["n"].to_numpy().astype(np.int64)
+        # each establishment's contribution n to each of its cells, keyed by
+        # k = establishment row · D + worker code
+        n_wp = data.workplaces.height
+        if worker_by:
+            # worker code: the first attribute varies slowest (declared-domain order)
+            steps = np.cumprod([1, *sizes[::-1]])[::-1][1:]
+            pair = prep.widx * D
+            for a, step in zip(worker_by, steps, strict=True):
+                pair += prep.codes[a].astype(np.int64) * int(step)
+        else:
+            pair = prep.widx
+        if n_wp * D <= 4 * max(pair.size, 1):
+            # dense: one counting pass (as much memory as the key array, no hashing)
+            dense = np.bincount(pair, minlength=n_wp * D)
+            k = np.flatnonzero(dense)
+            n = dense[k].astype(np.int64)
+            del dense
+        else:
+            contrib = pl.DataFrame({"k": pair}).group_by("k").agg(pl.len().alias("n"))
+            k = contrib["k"].to_numpy()
+            n = contrib["n"].to_numpy().astype(np.int64)
+        del pair
         est = k // D
         cell = fidx[est] * D + k % D
         count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.special import ndtr, ndtri
+from eree._scipy import ndtr, ndtri
 
 from eree.errors import PrivacyParameterError, SpecError
 from eree.privacy.accountant import PrivacyReport

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
+from eree._scipy import brentq
 
 from eree.errors import PrivacyParameterError, SpecError
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+import polars as pl
+
 from eree.engine.base import Engine
 from eree.errors import SpecError
 from eree.mechanisms.noise import NoiseSource
@@ -28,8 +30,12 @@ class ReleaseFamily(ABC):
         """Refuse what can be refused before any confidential byte is read."""
 
     @abstractmethod
-    def load(self, plan: Plan) -> Any:
-        """Load and validate the data (DESIGN.md §2.3)."""
+    def load(self, plan: Plan, engine: Any) -> Any:
+        """Load and validate the data with ``engine`` (DESIGN.md §2.3).
+
+        With the Spark engine, Spark reads and validates the data; the result stays
+        in Spark.
+        """
 
     @abstractmethod
     def release(
@@ -60,10 +66,13 @@ class CountRelease(ReleaseFamily):
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)  # type: ignore[arg-type]
 
-    def load(self, plan: Plan) -> Any:
-        from eree.data.eree_tables import load_eree
-
-        return load_eree(plan.data)  # type: ignore[arg-type]
+    def load(self, plan: Plan, engine: Any) -> Any:
+        # only the attributes the queries use are read and validated
+        used: set[str] = set()
+        for q in plan.queries:
+            wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
+            used.update(wp, wk)
+        return engine.load_eree(plan.data, sorted(used))
 
     def release(
         self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
@@ -95,17 +104,15 @@ class EstablishmentRelease(ReleaseFamily):
 
             check_microdata_plan(plan)
 
-    def load(self, plan: Plan) -> Any:
-        from eree.data.establishments import load_establishments
-
-        return load_establishments(plan.data)  # type: ignore[arg-type]
+    def load(self, plan: Plan, engine: Any) -> Any:
+        return engine.load_establishments(plan.data)
 
     def release(
         self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
     ) -> list[QueryTable]:
         from eree.release.gedp import release_gedp
 
-        return release_gedp(built, data, source)
+        return release_gedp(built, data, source, engine=engine)
 
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
@@ -114,13 +121,29 @@ class EstablishmentRelease(ReleaseFamily):
             return {}, {}
         from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
 
-        md = build_microdata(built.plan, tables, public_frame(data))
+        if isinstance(data.frame, pl.DataFrame):
+            public = public_frame(data)
+        else:  # Spark-side data: only the public columns come to the driver
+            public = _public_on_driver(data)
+        md = build_microdata(built.plan, tables, public)
         return {MICRODATA_FILE: md.frame}, {"microdata": md.manifest_entry()}
 
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         from eree.release.gedp import gedp_plan_semantics
 
         return gedp_plan_semantics(plan, report)
+
+
+def _public_on_driver(data: Any) -> pl.DataFrame:
+    """The id and public columns of Spark-side establishment data, on the driver.
+
+    The WLS microdata have one row per establishment with its public attributes, so
+    these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does.
+    """
+    from eree.engine.spark_engine import _to_polars
+
+    cfg = data.config
+    return _to_polars(data.frame.select(cfg.id, *cfg.public))
 
 
 _FAMILIES: dict[str, ReleaseFamily] = {

@@ -26,12 +26,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
-from eree.engine.establishments import (
-    bound_column,
-    clipped_group_sums,
-    group_sums,
-    identity_values,
-)
+from eree.engine.establishments import bound_column
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import Pnc, PsiMechanism
@@ -237,8 +232,13 @@ def release_gedp(
     data: EstablishmentData,
     source: NoiseSource,
     report: PrivacyReport | None = None,
+    *,
+    engine: Any = None,
 ) -> list[QueryTable]:
     """Run the plan's GEDP mechanism objects on ``data``; return the tables in plan order.
+
+    The cell statistics (identity answers, group sums, clipped sums) come from
+    ``engine`` (default: the Polars engine); ``data`` is what that engine loaded.
 
     Args:
         plan: a :class:`~eree.release.build.BuiltPlan` (or a GEDP
@@ -259,7 +259,10 @@ def release_gedp(
     if report is not None:
         _check_report(built, report)
     _check_data(spec, data)
-    frame = data.frame
+    if engine is None:
+        from eree.engine.polars_engine import PolarsEngine
+
+        engine = PolarsEngine()
     id_col = data.id_column
     order = list(built.queries)
     src = spec.pnc.bounds_from
@@ -277,16 +280,16 @@ def release_gedp(
         measurements: list[Measurement] = []
         uses_bounds = any(isinstance(m, Pnc) for m in q.mechanisms)
         if q.spec.by == "identity":
-            cells = identity_values(frame, id_col, attrs)
+            cells = engine.identity_values(data, attrs)
             keys: list[str] = [id_col]
         else:
             keys = list(q.spec.by)
             if uses_bounds:
                 if bounds is None:
                     bounds = _pnc_bounds(built, omegas, ids, data)
-                cells = clipped_group_sums(frame, keys, id_col, bounds, attrs)
+                cells = engine.clipped_group_sums(data, keys, bounds, attrs)
             else:
-                cells = group_sums(frame, keys, attrs)
+                cells = engine.group_sums(data, keys, attrs)
         for a, mech in zip(attrs, q.mechanisms, strict=True):
             columns = {"value": cells.get_column(a).to_numpy()}
             if uses_bounds:

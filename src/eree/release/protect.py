@@ -175,7 +175,12 @@ def _run(
     plan = built.plan
     family = family_of(plan)
     family.check_before_load(plan)
-    data = family.load(plan)
+    if engine is None:
+        from eree.engine.select import make_engine
+
+        e = plan.engine
+        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
+    data = family.load(plan, engine)
     tables = family.release(built, data, engine, source)
     extra_files, extra_manifest = family.postprocess(built, data, tables)
     manifest = build_manifest(plan, report, tables, source, sha)
