@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from eree._scipy import ndtri
 
+from eree._scipy import ndtri
 from eree.errors import PrivacyParameterError
 from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
 

@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from eree._scipy import ndtri
 
+from eree._scipy import ndtri
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.estimators import psi_estimates, z_value

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from eree._scipy import ndtr, ndtri
-
 from eree.errors import PrivacyParameterError, SpecError
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.neighbors import NeighborFunction, neighbor_from_spec

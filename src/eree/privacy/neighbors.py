@@ -41,8 +41,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from eree._scipy import brentq
 
+from eree._scipy import brentq
 from eree.errors import PrivacyParameterError, SpecError
 
 FloatArray = NDArray[np.float64]
