@@ -97,3 +97,24 @@ def test_invalid_input_is_rejected_like_the_eager_loader(tmp_path, tables, corru
     assert (fast.value.rule, fast.value.row, fast.value.column) == (
         slow.value.rule, slow.value.row, slow.value.column,
     )  # fmt: skip
+
+
+def test_partitioned_directories_load_like_single_files(tmp_path, tables) -> None:
+    single = write(tmp_path, tables)
+    parts = {}
+    for name, df in tables.items():
+        d = tmp_path / name
+        d.mkdir()
+        half = df.height // 2
+        df.slice(0, half).write_parquet(d / "part-0.parquet")
+        df.slice(half).write_parquet(d / "part-1.parquet")
+        parts[name] = d
+    cfg = EreeDataConfig(workplace=parts["workplace"], worker=parts["worker"], job=parts["job"])
+    got = PolarsEngine().load_eree(cfg, BY)
+    want = PolarsEngine().load_eree(single, BY)
+    assert got.workplaces.equals(want.workplaces) and got.jobs.equals(want.jobs)
+    # an invalid partitioned input is refused (never loaded with rows dropped)
+    (parts["job"] / "part-1.parquet").unlink()
+    with pytest.raises(DataValidationError) as err:
+        PolarsEngine().load_eree(cfg, BY)
+    assert err.value.rule == "invalid-partitioned-input"

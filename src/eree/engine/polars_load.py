@@ -14,8 +14,9 @@ almost always are. :func:`scan_eree` therefore
 3. reads only the needed columns, and computes in the same pass each job's
    establishment row (which the engine needs anyway).
 
-When a check fails, or the input is not Parquet with text or integer columns,
-it hands over to :func:`~eree.data.eree_tables.load_eree` on the same narrowed
+Tables may be Parquet files or directories of Parquet files (a partitioned table, read
+in sorted file order). When a check fails, or the input is not Parquet with text or
+integer columns, it hands over to :func:`~eree.data.eree_tables.load_eree` on the same narrowed
 configuration, which raises the precise error (file, row, column). So the rules and
 their messages live in one place and the fast path can only be stricter, never looser.
 """
@@ -32,6 +33,7 @@ import polars as pl
 from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import EreeData, _check_config, load_eree
 from eree.data.io import table_format
+from eree.errors import DataValidationError
 
 __all__ = ["narrow_config", "scan_eree"]
 
@@ -63,17 +65,31 @@ def _text_or_int(dtype: pl.DataType) -> bool:
     )
 
 
-def _scan(path: Path, columns: Sequence[str]) -> pl.LazyFrame | None:
-    """A lazy scan of ``columns`` as Utf8, or ``None`` if the fast path does not apply."""
+def parquet_files(path: Path) -> list[Path] | None:
+    """The Parquet files of a table: the file itself, or a directory's ``*.parquet``
+    files in sorted order (a partitioned table); ``None`` if it is neither."""
+    if path.is_dir():
+        files = sorted(path.rglob("*.parquet"))
+        return files or None
     try:
-        if table_format(path) != "parquet":
-            return None
-        schema = pl.read_parquet_schema(path)
+        return [path] if table_format(path) == "parquet" else None
     except Exception:
         return None
-    if any(c not in schema or not _text_or_int(schema[c]) for c in columns):
+
+
+def _scan(path: Path, columns: Sequence[str]) -> pl.LazyFrame | None:
+    """A lazy scan of ``columns`` as Utf8, or ``None`` if the fast path does not apply."""
+    files = parquet_files(path)
+    if files is None:
         return None
-    return pl.scan_parquet(path).select([pl.col(c).cast(pl.Utf8) for c in columns])
+    try:
+        schemas = [pl.read_parquet_schema(f) for f in files]
+    except Exception:
+        return None
+    for schema in schemas:
+        if any(c not in schema or not _text_or_int(schema[c]) for c in columns):
+            return None
+    return pl.scan_parquet(files).select([pl.col(c).cast(pl.Utf8) for c in columns])
 
 
 def _missing(c: str) -> pl.Expr:
@@ -119,6 +135,18 @@ def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
     fast = _scan_three(config) if config.jobs is None else None
     if fast is not None:
         return fast
+    dirs = [p for p in config.input_files() if Path(p).is_dir()]
+    if dirs:
+        # the eager loader reads single files only: say what failed without row numbers
+        raise DataValidationError(
+            "a partitioned (directory) input is not valid Parquet with text or integer "
+            "columns, or fails a rule of DESIGN.md §2.3 (ids missing or duplicated, a job "
+            "at an unknown workplace or worker, a worker without exactly one job, a value "
+            "missing or outside its declared domain); the Spark engine names the rule and "
+            "an offending id",
+            file=", ".join(str(d) for d in dirs),
+            rule="invalid-partitioned-input",
+        )
     data = load_eree(config)
     return data, _workplace_rows(data)
 

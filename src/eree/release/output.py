@@ -19,10 +19,23 @@ from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
 
-def dataset_sha256(files: Iterable[Path]) -> str:
-    """SHA-256 identifying the input: the hash of each file's name and bytes, in order."""
-    h = hashlib.sha256()
+def _expand(files: Iterable[Path]) -> list[Path]:
+    """Files, with each directory (a partitioned table) replaced by its files, sorted."""
+    out: list[Path] = []
     for f in files:
+        p = Path(f)
+        out += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+    return out
+
+
+def dataset_sha256(files: Iterable[Path]) -> str:
+    """SHA-256 identifying the input: the hash of each file's name and bytes, in order.
+
+    A directory (a table written as several Parquet files) stands for its files, in
+    sorted order.
+    """
+    h = hashlib.sha256()
+    for f in _expand(files):
         fh = hashlib.sha256()
         with open(f, "rb") as fp:
             for chunk in iter(lambda: fp.read(1 << 20), b""):
