@@ -195,62 +195,64 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
         v for k, v in wp_checks.items() if k not in ("n", "distinct")
     ):
         return None
-    wk_stats = wk.select(
-        pl.len().alias("n"),
-        _increasing(kid).alias("increasing"),
-        _missing(kid).alias("missing_id"),
-        *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
-    )
-    jb_stats = jb.select(
-        pl.len().alias("n"),
-        _increasing(kid).alias("increasing"),
-        _missing(kid).alias("missing_id"),
-        _missing(wid).alias("missing_wid"),
-    )
-    # each job's establishment row (null: unknown workplace)
-    wp_index = workplaces.lazy().select(wid).with_row_index(_ROW)
-    rows = jb.select(wid).join(wp_index, on=wid, how="left", maintain_order="left").select(_ROW)
-    # same order of workers and jobs (the usual layout): zip instead of a join
-    same_order = pl.concat([jb.select(kid), wk.select(pl.col(kid).alias("__k"))], how="horizontal")
-    same = same_order.select((pl.col(kid) == pl.col("__k")).fill_null(False).all().alias("same"))
-    # one query at a time: peak memory is that of the largest, not of all of them
-    w = wk_stats.collect(engine="streaming").row(0, named=True)
-    j = jb_stats.collect(engine="streaming").row(0, named=True)
-    if (
-        w["n"] != j["n"]
-        or w["missing_id"]
-        or j["missing_id"]
-        or j["missing_wid"]
-        or any(w[f"outside_{a}"] for a in kattrs)
-        or not _unique(wk, kid, w)
-        or not _unique(jb, kid, j)
-    ):
+    # as many jobs as workers (Parquet metadata: no data read)
+    n = wk.select(pl.len()).collect().item()
+    if jb.select(pl.len()).collect().item() != n:
         return None
-    rows_df = rows.collect(engine="streaming")
-    if rows_df.get_column(_ROW).null_count():
+    # one streaming pass over the job table's worker ids beside the worker table
+    jk = "__eree_job_worker"
+    zipped = pl.concat([jb.select(pl.col(kid).alias(jk)), wk], how="horizontal")
+    st = (
+        zipped.select(
+            _missing(kid).alias("missing_id"),
+            _missing(jk).alias("missing_job_id"),
+            _increasing(kid).alias("increasing"),
+            (pl.col(jk) == pl.col(kid)).fill_null(False).all().alias("same"),
+            *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
+        )
+        .collect(engine="streaming")
+        .row(0, named=True)
+    )
+    if st["missing_id"] or st["missing_job_id"] or any(st[f"outside_{a}"] for a in kattrs):
         return None
-    same_df = same.collect(engine="streaming")
-    if not bool(same_df.item()):
-        # unique ids on both sides and as many jobs as workers: the job table's workers
-        # are the worker table's iff every job's worker is known
-        known = jb.select(kid).join(wk.select(kid), on=kid, how="semi").select(pl.len()).collect()
-        if known.item() != j["n"]:
+    if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
+        return None
+    same = bool(st["same"])
+    if not same:
+        # unique worker ids, as many jobs as workers: each worker holds exactly one job
+        # iff the job table's worker ids are unique and all known
+        if not _unique(jb, kid, {"increasing": False, "n": n}):
             return None
-    if kattrs:
-        if bool(same_df.item()):
-            attrs = wk.select(kattrs)
-            jobs = pl.concat([jb.select(wid), attrs], how="horizontal").collect()
-        else:
-            jobs = (
-                jb.join(wk, on=kid, how="left", maintain_order="left")
-                .select(wid, *kattrs)
-                .collect()
-            )
+        known = jb.select(kid).join(wk.select(kid), on=kid, how="semi").select(pl.len())
+        if known.collect().item() != n:
+            return None
+    # the second and last pass: the columns the engine needs
+    if same:
+        jobs = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal").collect()
     else:
-        jobs = jb.select(wid).collect()
+        jobs = (
+            jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs).collect()
+        )
+    if jobs.select(_missing(wid)).item():
+        return None
+    # each job's establishment row (null: unknown workplace)
+    rows = (
+        jobs.lazy()
+        .select(wid)
+        .join(
+            workplaces.lazy().select(wid).with_row_index(_ROW),
+            on=wid,
+            how="left",
+            maintain_order="left",
+        )
+        .collect()
+        .get_column(_ROW)
+    )
+    if rows.null_count():
+        return None
     domains = {a: tuple(config.domains[a]) for a in kattrs}
     for a in wattrs:
         if a in config.domains:
             domains[a] = tuple(config.domains[a])
     data = EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
-    return data, rows_df.get_column(_ROW).to_numpy().astype(np.int64)
+    return data, rows.to_numpy().astype(np.int64)
