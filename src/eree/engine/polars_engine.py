@@ -59,6 +59,8 @@ class PolarsEngine:
             data.jobs.lazy()
             .group_by(["workplace_id", *worker_by])
             .agg(pl.len().cast(pl.Int64).alias("n"))
+            # the fast loader keeps ids and codes as Enums: results are text
+            .with_columns([pl.col(c).cast(pl.Utf8) for c in ["workplace_id", *worker_by]])
         )
         wp = data.workplaces.lazy().select(["workplace_id", *workplace_by])
         return (
@@ -130,7 +132,7 @@ class PolarsEngine:
         wp_index = data.workplaces.select("workplace_id").with_row_index("_w")
         widx = (
             data.jobs.lazy()
-            .select("workplace_id")
+            .select(pl.col("workplace_id").cast(pl.Utf8))
             .join(wp_index.lazy(), on="workplace_id", how="left", maintain_order="left")
             .select("_w")
             .collect()["_w"]
@@ -195,8 +197,8 @@ class PolarsEngine:
                 pair += prep.codes[a].astype(np.int64) * int(step)
         else:
             pair = prep.widx
-        if n_wp * D <= 4 * max(pair.size, 1):
-            # dense: one counting pass (as much memory as the key array, no hashing)
+        if n_wp * D <= max(pair.size, 1):
+            # dense: one counting pass (no more memory than the key array, no hashing)
             dense = np.bincount(pair, minlength=n_wp * D)
             k = np.flatnonzero(dense)
             n = dense[k].astype(np.int64)

@@ -183,9 +183,12 @@ class SparkEreeData:
     @classmethod
     def from_eree(cls, spark: SparkSession, data: EreeData) -> SparkEreeData:
         """Hand an in-memory :class:`EreeData` to Spark (through Arrow)."""
+        jobs = data.jobs.with_columns(  # Enum-coded columns (fast Polars loader) as text
+            [pl.col(c).cast(pl.Utf8) for c, t in data.jobs.schema.items() if t != pl.Utf8]
+        )
         return cls(
             workplaces=_polars_to_spark(spark, data.workplaces),
-            jobs=_polars_to_spark(spark, data.jobs),
+            jobs=_polars_to_spark(spark, jobs),
             domains=dict(data.domains),
         )
 
