@@ -40,7 +40,7 @@ CHILD = """
 import json, resource, time
 import numpy as np
 from eree.synth.qcew import synth_qcew_parametric
-from eree.postprocess.wls import Measurement, group_ids, solve_wls
+from eree.postprocess.wls import GroupSumObservation, group_ids, solve_wls
 
 N, COUNTIES, NONNEG = {n}, {counties}, {nonneg}
 t0 = time.perf_counter()
@@ -68,7 +68,7 @@ for attr, g in gamma.items():
         omega = np.sqrt(truth) + rng.normal(0.0, sigma, truth.size)
         xt = omega * omega - sigma * sigma                              # Thm 6.6
         vhat = 2 * sigma * sigma * (2 * np.maximum(xt, 0) + sigma * sigma)
-        ms.append(Measurement(q, grp, xt, vhat, attr))
+        ms.append(GroupSumObservation(q, grp, xt, vhat, attr))
     meas[attr] = ms
 del est
 t_prep = time.perf_counter() - t0

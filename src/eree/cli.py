@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
@@ -99,7 +100,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(e: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(str(e))}")
+    err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -148,6 +149,16 @@ def print_cost_table(explained: dict[str, Any]) -> None:
         console.print(f"• {escape(note)}")
 
 
+def print_cells(cells: dict[str, Any]) -> None:
+    """One line per count query: its number of cells, or its lower bound without data."""
+    if not cells:
+        return
+    console.print("[bold]Cells per query[/] (limit: [output] max_cells)")
+    for name, c in cells.items():
+        amount = f"{c['cells']:,}" if c["cells"] is not None else f"≥ {c['at_least']:,}"
+        console.print(f"  {escape(name)}: {amount} ({escape(c['how'])})")
+
+
 def print_semantics(sem: dict[str, Any]) -> None:
     for line in sem.get("statements", []):
         console.print(f"  {escape(line)}")
@@ -181,6 +192,7 @@ def explain(
         console.print_json(json.dumps(explained, default=str))
         return
     print_cost_table(explained)
+    print_cells(explained.get("cells", {}))
     console.print("[bold]What this guarantees[/]")
     print_semantics(explained["semantics"])
 
@@ -209,6 +221,7 @@ def protect(
     """
     from dataclasses import replace
 
+    from eree.release.output import check_output_dir
     from eree.release.protect import protect as run
     from eree.release.spec import ENGINE_KINDS, load_spec
 
@@ -219,8 +232,14 @@ def protect(
             if engine not in ENGINE_KINDS:
                 _fail(ValueError(f"--engine must be one of {', '.join(ENGINE_KINDS)}"))
             plan = replace(plan, engine=replace(plan.engine, kind=engine))
-        with console.status("releasing…"):
+        check_output_dir(out)
+        with console.status("releasing…"), warnings.catch_warnings():
+            # numpy's overflow warnings: a non-finite result is refused with an error
+            warnings.simplefilter("ignore", RuntimeWarning)
             result = run(plan, out, source, ledger=ledger)
+    except OSError as e:  # the file system's message names paths, never data values
+        _fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
+        return
     except EreeError as e:
         _fail(e)
         return

@@ -376,12 +376,12 @@ THREE_TABLE_CASES = [
         "missing-column",
     ),
     Case(
-        "unparseable-ragged-row",
+        "ragged-row",
         lambda fr: fr,
         "worker",
         5,
         None,
-        "unparseable",
+        "field-count",
         secret="SECRETFIELD",
         formats=("csv",),
         post=lambda p: _corrupt_csv_row(p / "worker.csv", 5),
@@ -571,5 +571,5 @@ def test_joined_ragged_row(tmp_path: Path) -> None:
     _corrupt_csv_row(p, 2)
     with pytest.raises(DataValidationError) as ei:
         load_eree(EreeDataConfig(jobs=p))
-    assert (ei.value.file, ei.value.row, ei.value.rule) == (str(p), 2, "unparseable")
+    assert (ei.value.file, ei.value.row, ei.value.rule) == (str(p), 2, "field-count")
     assert "SECRETFIELD" not in str(ei.value)

@@ -15,19 +15,18 @@ from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import CSV_COLUMNS
 from eree.evaluate.webb import (
     GROUPINGS,
-    PAPER_TABLE3,
     TABLE7,
     Replicates,
-    error_rows,
     evaluate_webb,
     load_webb_data,
     run_replicates,
     run_webb,
     table11,
-    total_mu,
     webb_plan,
     write_webb_outputs,
 )
+from eree.evaluate.webb.plans import PAPER_TABLE3, total_mu
+from eree.evaluate.webb.replicates import error_rows
 from eree.postprocess.wls import tabulate
 from eree.release.gedp import account_gedp_plan
 from eree.synth.qcew import synth_qcew_parametric
@@ -104,10 +103,10 @@ def test_error_rows_by_hand() -> None:
 def test_table11_chunks() -> None:
     t = table11(3000, seed=2, chunk=1000)
     assert t.height == 18
-    assert set(t["psi"]) == {"sqrt", "log"} and (t["trials"] == 3000).all()
+    assert set(t["neighbor"]) == {"sqrt", "log"} and (t["trials"] == 3000).all()
     assert (t["se"] > 0).all() and t["z"].is_finite().all()
     total = t.filter(
-        pl.col("psi") == "sqrt", pl.col("strategy") == "Act", pl.col("query") == "Total"
+        pl.col("neighbor") == "sqrt", pl.col("strategy") == "Act", pl.col("query") == "Total"
     )
     # the MSE of the total with true variances is ≈ 335 (Table 11); 3,000 trials: ±~7%
     assert abs(total["mse"][0] - 335.2) < 5 * total["se"][0] + 1

@@ -21,7 +21,6 @@ from eree.mechanisms.workshop import (
     workshop_smooth_gamma,
     workshop_smooth_gamma_scale,
     workshop_smooth_laplace,
-    workshop_smooth_laplace_scale,
 )
 from eree.privacy.blowfish import (
     check_workshop_log_laplace,
@@ -163,7 +162,7 @@ def test_smooth_laplace_law_pit(cells, alpha, eps):
     n, x_v = cells
     out = workshop_smooth_laplace(n, x_v, alpha, eps, SeededNoise(21))
     err = out.noisy - n
-    b1 = workshop_smooth_laplace_scale(x_v, alpha, eps)
+    b1 = 2 * alpha * x_v / eps  # Alg 2: αx/(ε/2)
     assert np.allclose(b1, 2 * alpha * x_v / eps)
     b2 = 1 / eps
 
@@ -262,7 +261,7 @@ def test_smooth_gamma_noise_is_the_normalised_1_over_1_plus_z4(cells):
     big = x_v >= 1000
     alpha, eps = 0.1, 1.0
     out = workshop_smooth_gamma(n, x_v, alpha, eps, SeededNoise(8))
-    scale = workshop_smooth_gamma_scale(x_v[big], alpha, eps)
+    scale = 16 * alpha * x_v[big] / eps  # Alg 3: αx/(ε/16)
     z = (out.noisy[big] - n[big]) / scale  # = Z + Lap(1/ε)/scale, scale >= 1600
     assert_mean(z, 0.0, 1.0)  # unbiased, Var Z = 1
 
@@ -277,7 +276,7 @@ def test_smooth_gamma_noise_is_the_normalised_1_over_1_plus_z4(cells):
 def test_workshop_and_sigmod_smooth_gamma_differ_in_scale(cells):
     n, x_v = cells
     alpha, eps = 0.1, 1.0
-    eps1, _ = smooth_gamma_epsilons(alpha, eps)
+    eps1 = eps - 5 * math.log(1 + alpha)  # SIGMOD Alg 2
     big = x_v >= 1000
     w = (workshop_smooth_gamma(n, x_v, alpha, eps, SeededNoise(9)).noisy - n)[big]
     s = (smooth_gamma(n, x_v, alpha, eps, SeededNoise(9)).noisy - n)[big]

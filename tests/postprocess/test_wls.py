@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from eree.postprocess.wls import (
     QCEW_AGGREGATION_LEVELS,
-    Measurement,
+    GroupSumObservation,
     group_ids,
     level_summary,
     reconstruct_microdata,
@@ -21,7 +21,7 @@ from eree.postprocess.wls import (
 )
 
 
-def _closed_form(n: int, ms: list[Measurement]) -> np.ndarray:
+def _closed_form(n: int, ms: list[GroupSumObservation]) -> np.ndarray:
     """Dense normal equations (GᵀWG) x = GᵀWa (identity present: non-singular)."""
     M = np.zeros((n, n))
     b = np.zeros(n)
@@ -35,18 +35,18 @@ def _closed_form(n: int, ms: list[Measurement]) -> np.ndarray:
 
 def _problem(
     rng: np.random.Generator, n: int, *, nested: bool, identity: bool = True
-) -> tuple[np.ndarray, list[Measurement]]:
+) -> tuple[np.ndarray, list[GroupSumObservation]]:
     x = rng.gamma(2.0, 5.0, n)
     county = np.unique(rng.integers(0, 6, n), return_inverse=True)[1]
     ms = []
     if identity:
         v = rng.uniform(0.5, 20.0, n)
-        ms.append(Measurement.identity(x + rng.normal(0, np.sqrt(v)), v))
+        ms.append(GroupSumObservation.identity(x + rng.normal(0, np.sqrt(v)), v))
 
     def add(name: str, g: np.ndarray) -> None:
         m = int(g.max()) + 1
         v = rng.uniform(1.0, 50.0, m)
-        ms.append(Measurement(name, g, np.bincount(g, x, m) + rng.normal(0, np.sqrt(v)), v))
+        ms.append(GroupSumObservation(name, g, np.bincount(g, x, m) + rng.normal(0, np.sqrt(v)), v))
 
     add("county", county)
     add("total", np.zeros(n, dtype=np.intp))
@@ -99,12 +99,16 @@ def test_without_identity_lsqr_gives_minimum_norm() -> None:
 def test_wls_matches_dense_property(n: int, k: int, seed: int, spread: float) -> None:
     """Any identity + up to 3 random groupings, variances over `spread` decades."""
     rng = np.random.default_rng(seed)
-    ms = [Measurement.identity(rng.normal(0, 10, n), 10 ** rng.uniform(-spread / 2, spread / 2, n))]
+    ms = [
+        GroupSumObservation.identity(
+            rng.normal(0, 10, n), 10 ** rng.uniform(-spread / 2, spread / 2, n)
+        )
+    ]
     for i in range(k):
         g = np.unique(rng.integers(0, 1 + rng.integers(1, 6), n), return_inverse=True)[1]
         m = int(g.max()) + 1
         ms.append(
-            Measurement(
+            GroupSumObservation(
                 f"q{i}", g, rng.normal(0, 30, m), 10 ** rng.uniform(-spread / 2, spread / 2, m)
             )
         )
@@ -116,7 +120,7 @@ def test_wls_matches_dense_property(n: int, k: int, seed: int, spread: float) ->
 
 def test_identity_only_returns_identity_answers() -> None:
     a = np.array([3.0, -1.0, 7.5])
-    r = solve_wls(3, [Measurement.identity(a, [1.0, 2.0, 3.0])])
+    r = solve_wls(3, [GroupSumObservation.identity(a, [1.0, 2.0, 3.0])])
     np.testing.assert_array_equal(r.x, a)
     assert r.objective == 0.0
 
@@ -125,50 +129,59 @@ def test_inverse_variance_weights_matter() -> None:
     # one establishment, identity answer 10 (variance 1), total answer 20 (variance 4):
     # x̂ = (10/1 + 20/4) / (1/1 + 1/4) = 12
     one = np.zeros(1, dtype=np.intp)
-    ms = [Measurement.identity([10.0], [1.0]), Measurement("total", one, [20.0], [4.0])]
+    ms = [
+        GroupSumObservation.identity([10.0], [1.0]),
+        GroupSumObservation("total", one, [20.0], [4.0]),
+    ]
     assert solve_wls(1, ms).x[0] == pytest.approx(12.0)
-    ms2 = [Measurement.identity([10.0], [4.0]), Measurement("total", one, [20.0], [1.0])]
+    ms2 = [
+        GroupSumObservation.identity([10.0], [4.0]),
+        GroupSumObservation("total", one, [20.0], [1.0]),
+    ]
     assert solve_wls(1, ms2).x[0] == pytest.approx(18.0)
     # scaling every variance by the same factor changes nothing
-    ms3 = [Measurement.identity([10.0], [7.0]), Measurement("total", one, [20.0], [28.0])]
+    ms3 = [
+        GroupSumObservation.identity([10.0], [7.0]),
+        GroupSumObservation("total", one, [20.0], [28.0]),
+    ]
     assert solve_wls(1, ms3).x[0] == pytest.approx(12.0)
     # two establishments in one group: the discrepancy goes to the noisier one
     g = np.zeros(2, dtype=np.intp)
-    r = solve_wls(2, [Measurement.identity([5.0, 5.0], [1.0, 9.0]),
-                      Measurement("total", g, [20.0], [1e-12])])  # fmt: skip
+    r = solve_wls(2, [GroupSumObservation.identity([5.0, 5.0], [1.0, 9.0]),
+                      GroupSumObservation("total", g, [20.0], [1e-12])])  # fmt: skip
     np.testing.assert_allclose(r.x, [6.0, 14.0], rtol=1e-6)
 
 
 def test_repeated_measurements_merge_and_infinite_variance_is_unmeasured() -> None:
-    a = Measurement.identity([2.0, 4.0], [1.0, 1.0], name="a")
-    b = Measurement.identity([4.0, 8.0], [1.0, np.inf], name="b")
+    a = GroupSumObservation.identity([2.0, 4.0], [1.0, 1.0], name="a")
+    b = GroupSumObservation.identity([4.0, 8.0], [1.0, np.inf], name="b")
     r = solve_wls(2, [a, b])
     np.testing.assert_allclose(r.x, [3.0, 4.0])
 
 
 def test_measurement_validation() -> None:
     with pytest.raises(ValueError, match="variances"):
-        Measurement.identity([1.0], [0.0])
+        GroupSumObservation.identity([1.0], [0.0])
     with pytest.raises(ValueError, match="variances"):
-        Measurement.identity([1.0], [-1.0])
+        GroupSumObservation.identity([1.0], [-1.0])
     with pytest.raises(ValueError, match="length"):
-        Measurement.identity([1.0, 2.0], [1.0])
+        GroupSumObservation.identity([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="group ids"):
-        Measurement("q", np.array([0, 2]), [1.0, 2.0], [1.0, 1.0])
+        GroupSumObservation("q", np.array([0, 2]), [1.0, 2.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="NaN"):
-        Measurement.identity([np.nan], [1.0])
+        GroupSumObservation.identity([np.nan], [1.0])
     with pytest.raises(ValueError, match="n = 3"):
-        solve_wls(3, [Measurement.identity([1.0], [1.0])])
+        solve_wls(3, [GroupSumObservation.identity([1.0], [1.0])])
     with pytest.raises(ValueError, match="one id per"):
-        solve_wls(3, [Measurement.identity([1.0] * 3, [1.0] * 3),
-                      Measurement("q", np.zeros(2, dtype=int), [1.0], [1.0])])  # fmt: skip
+        solve_wls(3, [GroupSumObservation.identity([1.0] * 3, [1.0] * 3),
+                      GroupSumObservation("q", np.zeros(2, dtype=int), [1.0], [1.0])])  # fmt: skip
 
 
 @pytest.mark.parametrize("nested", [True, False])
 def test_nonnegative_exact_and_active_set(nested: bool) -> None:
     rng = np.random.default_rng(3)
     x, ms = _problem(rng, 300, nested=nested)
-    ms[0] = Measurement.identity(ms[0].values - 8.0, ms[0].variances)  # push some below 0
+    ms[0] = GroupSumObservation.identity(ms[0].values - 8.0, ms[0].variances)  # push some below 0
     free = solve_wls(300, ms)
     assert (free.x < 0).sum() > 10
     exact = solve_wls(300, ms, nonnegative=True, nonnegative_method="exact")
@@ -187,9 +200,9 @@ def test_nonnegative_exact_and_active_set(nested: bool) -> None:
 def test_reconstruct_microdata_by_attribute() -> None:
     g = np.array([0, 0, 1])
     ms = [
-        Measurement.identity([1.0, 2.0, 3.0], [1.0] * 3, attribute="m3emp"),
-        Measurement("county", g, [6.0, 3.0], [1.0, 1.0], attribute="m3emp"),
-        Measurement.identity([10.0, 20.0, 30.0], [1.0] * 3, attribute="wage"),
+        GroupSumObservation.identity([1.0, 2.0, 3.0], [1.0] * 3, attribute="m3emp"),
+        GroupSumObservation("county", g, [6.0, 3.0], [1.0, 1.0], attribute="m3emp"),
+        GroupSumObservation.identity([10.0, 20.0, 30.0], [1.0] * 3, attribute="wage"),
     ]
     out = reconstruct_microdata(3, ms)
     assert list(out) == ["m3emp", "wage"]
@@ -233,8 +246,8 @@ def test_wls_solution_tabulates_back_to_exact_answers() -> None:
     truth = rng.gamma(2.0, 3.0, n)
     sums = np.bincount(g, truth, 20)
     ms = [
-        Measurement.identity(truth + rng.normal(0, 2, n), np.full(n, 4.0)),
-        Measurement("county", g, sums, np.full(20, 1e-9)),
+        GroupSumObservation.identity(truth + rng.normal(0, 2, n), np.full(n, 4.0)),
+        GroupSumObservation("county", g, sums, np.full(20, 1e-9)),
     ]
     x = solve_wls(n, ms).x
     np.testing.assert_allclose(np.bincount(g, x, 20), sums, rtol=1e-6)
@@ -252,7 +265,7 @@ def test_appendix_h_ablation_matches_table11(psi: str) -> None:
     Tolerance from theory: 4 Monte Carlo standard errors of our estimate and of the
     paper's (1,000,000 trials), plus the paper's rounding to 0.05.
     """
-    from eree.evaluate.webb_ablation import PAPER_TABLE11, webb_table11
+    from eree.evaluate.webb.ablation import PAPER_TABLE11, webb_table11
 
     trials = 10_000
     r = webb_table11(psi, trials=trials, seed=2024)  # type: ignore[arg-type]
@@ -267,7 +280,7 @@ def test_appendix_h_ablation_matches_table11(psi: str) -> None:
 
 def test_appendix_h_power_100_counties_fails() -> None:
     """The paper's text (100 counties) doubles the Total MSE: the check would catch it."""
-    from eree.evaluate.webb_ablation import PAPER_TABLE11, webb_table11
+    from eree.evaluate.webb.ablation import PAPER_TABLE11, webb_table11
 
     r = webb_table11("sqrt", trials=4_000, seed=7, n_counties=100)
     paper = PAPER_TABLE11["sqrt"]["Act"]["Total"]

@@ -14,17 +14,10 @@ def test_frozen():
         g.epsilon = 2.0  # type: ignore[misc]
 
 
-def test_sequential_composition_same_alpha():
-    g = EreePrivacy(0.1, 1.0, 0.01) + EreePrivacy(0.1, 0.5)
-    assert g == EreePrivacy(0.1, 1.5, 0.01)
-    with pytest.raises(PrivacyParameterError, match="same alpha"):
-        EreePrivacy(0.1, 1.0) + EreePrivacy(0.2, 1.0)
-
-
-def test_weak_is_contagious_and_times_d():
-    g = EreePrivacy(0.1, 1.0) + EreePrivacy(0.1, 1.0, weak=True)
-    assert g.weak and "weak" in str(g)
-    assert EreePrivacy(0.1, 0.5, 0.001, weak=True).times(6) == EreePrivacy(0.1, 3.0, 0.006, True)
+def test_weak_is_said():
+    # composition lives in eree.privacy.composition; the definition only states the guarantee
+    assert "weak" in str(EreePrivacy(0.1, 1.0, weak=True))
+    assert "weak" not in str(EreePrivacy(0.1, 1.0))
 
 
 @pytest.mark.parametrize(

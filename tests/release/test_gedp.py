@@ -15,11 +15,11 @@ from numpy.typing import ArrayLike
 from eree.data.establishments import EstablishmentData, load_establishments
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.noise import FloatArray, NoiseSource, SeededNoise
+from eree.release.build import validate_gedp_plan
 from eree.release.gedp import (
     account_gedp_plan,
     gedp_plan_semantics,
     release_gedp,
-    validate_gedp_plan,
 )
 from eree.release.spec import parse_spec
 

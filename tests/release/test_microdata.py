@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -155,10 +156,15 @@ def test_zero_variance_pnc_cells_are_left_out(small: tuple[Any, Path]) -> None:
     tables = release_gedp(plan, data, SeededNoise(2), account_gedp_plan(plan))
     patched = []
     for t in tables:
-        if t.name == "county":
-            std = t.table["m1emp_std"].to_numpy().copy()
-            std[0] = 0.0
-            t = QueryTable(t.name, t.table.with_columns(pl.Series("m1emp_std", std)))
+        if t.name == "county":  # a pnc group whose Δ_ℓ = 0: published variance 0
+            ms = []
+            for m in t.measurements:
+                if m.statistic == "m1emp":
+                    std = m.std.copy()
+                    std[0] = 0.0
+                    m = dataclasses.replace(m, std=std)
+                ms.append(m)
+            t = dataclasses.replace(t, measurements=tuple(ms))
         patched.append(t)
     meas, notes = microdata_measurements(plan, patched, public_frame(data))
     cm = next(m for m in meas if m.name == "county" and m.attribute == "m1emp")

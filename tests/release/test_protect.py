@@ -68,54 +68,64 @@ def _confidential_numbers(plan):
     return vals
 
 
-def test_no_confidential_value_in_tables_or_manifest(small_spec, tmp_path):
-    plan = load_spec(small_spec)
-    res = protect(plan, tmp_path / "out", SeededNoise(4))
-    secret = _confidential_numbers(plan)
-    assert 1103 in secret  # the distinctive establishment's size is x_v somewhere
-    published = []
-    for t in res.tables:
-        for c in STAT_COLS:
-            published += [v for v in t.table[c].to_list() if v is not None]
-    pub = np.array(published)
-    for s in secret:
-        assert not np.any(np.isclose(pub, s, rtol=1e-12, atol=0)), "a confidential value leaked"
-    # the manifest: every number in it, and every number written inside its strings.
-    # Values <= 100 collide with public parameters (ε, cells) and are skipped; 1103 and
-    # the smooth noise scales are far above.
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    numbers = set(_numbers_in(manifest))
-    distinctive = {s for s in secret if s > 100}
-    assert 1103 in distinctive
-    for s in distinctive:
-        assert not any(math.isclose(n, s, rel_tol=1e-9) for n in numbers), "manifest leaks"
-
-
-def _numbers_in(obj):
+def _numbers_in_file(path):
+    """Every number in a written file: all columns of a Parquet table, all tokens of text."""
     import re
 
-    if isinstance(obj, bool):
-        return
-    if isinstance(obj, int | float):
-        yield float(obj)
-    elif isinstance(obj, str):
-        for tok in re.findall(r"\d+(?:\.\d+)?", obj):
-            yield float(tok)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _numbers_in(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _numbers_in(v)
+    if path.suffix == ".parquet":
+        df = pl.read_parquet(path)
+        for c in df.columns:
+            col = df[c]
+            if col.dtype.is_numeric():
+                yield from (float(v) for v in col.drop_nulls().to_list())
+            else:
+                for v in col.drop_nulls().cast(pl.Utf8).to_list():
+                    yield from (float(t) for t in re.findall(r"\d+(?:\.\d+)?", v))
+    else:
+        text = path.read_text(errors="replace")
+        yield from (float(t) for t in re.findall(r"\d+(?:\.\d+)?", text))
 
 
-def test_leak_check_would_catch_a_leak(small_spec, tmp_path):
-    # power of the check above: publishing the true counts is detected
+def leaked(out_dir, secret):
+    """The confidential values (> 100: smaller ones collide with public parameters) that
+    appear in any file of a release directory, with the file they appear in."""
+    distinctive = np.array(sorted(s for s in secret if s > 100))
+    hits = []
+    for f in sorted(p for p in out_dir.rglob("*") if p.is_file()):
+        nums = np.fromiter(_numbers_in_file(f), dtype=float)
+        if nums.size == 0:
+            continue
+        nums = np.unique(nums)
+        i = np.clip(np.searchsorted(distinctive, nums), 1, len(distinctive) - 1)
+        near = np.minimum(np.abs(distinctive[i] - nums), np.abs(distinctive[i - 1] - nums))
+        hit = near <= 1e-9 * np.maximum(np.abs(nums), 1.0)
+        hits += [(f.name, float(v)) for v in nums[hit]]
+    return hits
+
+
+def test_no_confidential_value_in_any_written_file(small_spec, tmp_path):
     plan = load_spec(small_spec)
+    protect(plan, tmp_path / "out", SeededNoise(4))
     secret = _confidential_numbers(plan)
-    data = load_eree(plan.data)
-    truth = PolarsEngine().cell_statistics(data, ["county"], [])["count"].to_numpy()
-    assert any(np.any(np.isclose(truth.astype(float), s, rtol=1e-12)) for s in secret)
+    assert 1103 in secret  # the distinctive establishment's size is x_v somewhere
+    assert leaked(tmp_path / "out", secret) == []
+
+
+def test_leak_detector_fires_on_a_planted_true_value(small_spec, tmp_path):
+    # power of the check above: the same release with one true count planted in a table
+    import shutil
+
+    plan = load_spec(small_spec)
+    protect(plan, tmp_path / "out", SeededNoise(4))
+    secret = _confidential_numbers(plan)
+    shutil.copytree(tmp_path / "out", tmp_path / "planted")
+    f = tmp_path / "planted" / "tables" / "county_industry.parquet"
+    df = pl.read_parquet(f)
+    jobs = df["jobs"].to_list()
+    jobs[0] = 1103.0  # the distinctive establishment's true size
+    df.with_columns(pl.Series("jobs", jobs)).write_parquet(f)
+    assert ("county_industry.parquet", 1103.0) in leaked(tmp_path / "planted", secret)
+    assert leaked(tmp_path / "out", secret) == []
 
 
 def test_plan_is_refused_before_data_is_read(tmp_path):

@@ -221,7 +221,8 @@ def load_establishments(config: EstablishmentDataConfig) -> EstablishmentData:
     path = Path(config.path)
     file = str(path)
     _role_errors(config, file)
-    header = read_header(path)  # file-level problems (missing, unreadable) first
+    # file-level problems (missing, unreadable, no header) first
+    header = read_header(path, expected=[config.id, *config.public, *config.confidential])
     present = set(header) - {""}  # the Syn-RI row-number column is never read
     to_derive = tuple(c for c in config.public if c in NAICS_DERIVED and c not in present)
     columns: dict[str, type[pl.DataType]] = {config.id: pl.Utf8}

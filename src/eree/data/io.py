@@ -19,6 +19,7 @@ import csv
 import difflib
 import gzip
 import io
+import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -30,6 +31,7 @@ from eree.errors import DataValidationError
 __all__ = [
     "TableFormat",
     "check_domain",
+    "check_input_file",
     "check_nonnegative_finite",
     "check_not_missing",
     "check_unique",
@@ -69,17 +71,77 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8-sig", newline="")
 
 
-def read_header(path: str | Path) -> list[str]:
-    """Column names of a CSV (first line) or Parquet (schema) file, exactly as stored.
+#: what reading a CSV or gzip stream can raise on a corrupt, truncated or non-UTF-8 file
+_CSV_READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error)
+
+
+def _unreadable_csv(path: Path, exc: BaseException, row: int | None = None) -> DataValidationError:
+    """The error for a CSV that cannot be read; says why by exception type, never by content."""
+    gz = path.name.lower().endswith(".gz")
+    if isinstance(exc, EOFError | zlib.error | gzip.BadGzipFile):
+        why = "corrupt or truncated gzip stream"
+    elif isinstance(exc, UnicodeDecodeError):
+        why = "not UTF-8 text"
+    elif isinstance(exc, csv.Error):
+        why = "malformed CSV (check quoting)"
+    elif gz and isinstance(exc, OSError):
+        why = "corrupt or truncated gzip stream"
+    else:
+        why = f"cannot be read ({type(exc).__name__})"
+    return DataValidationError(why, file=str(path), row=row, rule="unparseable")
+
+
+def check_input_file(p: Path) -> None:
+    """Refuse a data path that is missing or not a regular file (e.g. a directory).
 
     Raises:
-        DataValidationError: the file is missing, empty, unreadable or has duplicated
-            column names.
+        DataValidationError: ``rule`` ``file-missing``.
+    """
+    if p.is_dir():
+        raise DataValidationError(
+            "is a directory, not a data file", file=str(p), rule="file-missing"
+        )
+    if not p.is_file():
+        raise DataValidationError("file not found", file=str(p), rule="file-missing")
+
+
+def _looks_like_number(field: str) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(names: Sequence[str], expected: Collection[str] | None) -> bool:
+    """Whether a CSV's first line may be printed as a header.
+
+    A first line is taken for a header (and its names may appear in messages) only when
+    it names at least one expected column and no field of it reads as a number; anything
+    else may be a data row, whose fields are confidential (DESIGN.md §2.3).
+    """
+    if expected is None or not any(n in expected for n in names):
+        return False
+    return not any(_looks_like_number(n) for n in names if n.strip())
+
+
+def read_header(path: str | Path, expected: Collection[str] | None = None) -> list[str]:
+    """Column names of a CSV (first line) or Parquet (schema) file, exactly as stored.
+
+    Args:
+        path: the file.
+        expected: column names the caller needs. With them, a CSV whose first line names
+            none of them is refused as having no header, without printing any field of
+            that line (it may be a data row). Without them, duplicated names are reported
+            without the name.
+
+    Raises:
+        DataValidationError: the file is missing, a directory, empty, unreadable, has no
+            header or has duplicated column names.
     """
     p = Path(path)
     fmt = table_format(p)
-    if not p.is_file():
-        raise DataValidationError("file not found", file=str(p), rule="file-missing")
+    check_input_file(p)
     if fmt == "parquet":
         try:
             names = list(pl.read_parquet_schema(p))
@@ -89,26 +151,34 @@ def read_header(path: str | Path) -> list[str]:
                 file=str(p),
                 rule="unparseable",
             ) from None
+        header_ok = True
     else:
         try:
             with _open_text(p) as fh:
-                first = next(csv.reader(fh), None)
-        except (OSError, UnicodeDecodeError, csv.Error) as exc:
-            raise DataValidationError(
-                f"not a readable UTF-8 CSV file ({type(exc).__name__})",
-                file=str(p),
-                rule="unparseable",
-            ) from None
+                first = next(csv.reader(fh, strict=True), None)
+        except _CSV_READ_ERRORS as exc:
+            raise _unreadable_csv(p, exc) from None
         if first is None:
             raise DataValidationError("file is empty (no header)", file=str(p), rule="empty")
         names = first
+        header_ok = _is_header(names, expected)
+        if expected is not None and not header_ok:
+            wanted = sorted(expected)
+            raise DataValidationError(
+                "the first line does not look like a header (it names none of the required "
+                f"columns {', '.join(repr(c) for c in wanted)}, or holds numbers); is the "
+                "header line missing? (its fields are not shown: it may be a data row)",
+                file=str(p),
+                row=None,
+                rule="no-header",
+            )
     seen: set[str] = set()
     for name in names:
         if name in seen:
             raise DataValidationError(
                 "column name appears more than once in the header",
                 file=str(p),
-                column=name,
+                column=name if header_ok else None,
                 rule="duplicate-column",
             )
         seen.add(name)
@@ -125,18 +195,38 @@ def _missing_column_error(path: Path, missing: Sequence[str], present: Sequence[
     raise DataValidationError(msg, file=str(path), column=first, rule="missing-column")
 
 
-def _find_ragged_row(path: Path, width: int) -> int | None:
-    """1-based data row of the first CSV record whose field count is not ``width``."""
+def _scan_csv(path: Path, width: int) -> int:
+    """Check every CSV record has ``width`` fields; return the number of data records.
+
+    The whole file is read once with Python's strict CSV reader, so a corrupt or
+    truncated gzip stream, bad UTF-8, bad quoting or a record with more or fewer fields
+    than the header is found here and reported by its 1-based data row (header
+    excluded), never by content. A blank line counts as a record (of missing values,
+    which the callers' checks reject), as it does for the reader that loads the data.
+
+    Raises:
+        DataValidationError: ``rule`` ``field-count`` or ``unparseable``.
+    """
+    row = 0
     try:
         with _open_text(path) as fh:
-            reader = csv.reader(fh)
+            reader = csv.reader(fh, strict=True)
             next(reader, None)
-            for i, rec in enumerate(reader, start=1):
+            for rec in reader:
+                row += 1
                 if rec and len(rec) != width:
-                    return i
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return None
-    return None
+                    raise DataValidationError(
+                        f"row has {'more' if len(rec) > width else 'fewer'} fields "
+                        f"({len(rec)}) than the header ({width})",
+                        file=str(path),
+                        row=row,
+                        rule="field-count",
+                    )
+    except _CSV_READ_ERRORS as exc:
+        raise _unreadable_csv(
+            path, exc, row=row + 1 if isinstance(exc, csv.Error) else None
+        ) from None
+    return row
 
 
 def _read_raw(path: Path, columns: list[str], header: list[str]) -> pl.DataFrame:
@@ -144,12 +234,15 @@ def _read_raw(path: Path, columns: list[str], header: list[str]) -> pl.DataFrame
     if table_format(path) == "parquet":
         try:
             return pl.read_parquet(path, columns=columns)
-        except Exception as exc:
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
             raise DataValidationError(
                 f"could not read Parquet data ({type(exc).__name__})",
                 file=str(path),
                 rule="unparseable",
             ) from None
+    n_records = _scan_csv(path, len(header))
     try:
         df = pl.read_csv(
             path,
@@ -158,21 +251,22 @@ def _read_raw(path: Path, columns: list[str], header: list[str]) -> pl.DataFrame
             encoding="utf8",
             raise_if_empty=False,
         )
-    except Exception as exc:
+    except BaseException as exc:  # a Rust panic is a BaseException
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
         # Polars' message may quote the offending line: never pass it on.
-        row = _find_ragged_row(path, len(header))
-        if row is not None:
-            raise DataValidationError(
-                f"row has a different number of fields than the header ({len(header)})",
-                file=str(path),
-                row=row,
-                rule="unparseable",
-            ) from None
         raise DataValidationError(
             f"could not be parsed as CSV ({type(exc).__name__}; check quoting and encoding)",
             file=str(path),
             rule="unparseable",
         ) from None
+    if df.height != n_records:
+        raise DataValidationError(
+            "the CSV reader and the strict check disagree on the number of rows; check "
+            "quoting and line endings",
+            file=str(path),
+            rule="unparseable",
+        )
     return df.select(columns)
 
 
@@ -196,6 +290,16 @@ def _cast_column(s: pl.Series, target: pl.DataType, path: Path) -> pl.Series:
             return s.cast(pl.Utf8)
         raise DataValidationError(
             f"column is stored as {src}, expected text or integer codes",
+            file=str(path),
+            column=s.name,
+            rule="type",
+        )
+    if not (
+        src.is_numeric() or src in (pl.Utf8, pl.Categorical, pl.Null) or isinstance(src, pl.Enum)
+    ):
+        # booleans, dates, times and nested types are never numbers (DESIGN.md §2.3)
+        raise DataValidationError(
+            f"column is stored as {src}, expected {_describe(target)}",
             file=str(path),
             column=s.name,
             rule="type",
@@ -233,6 +337,7 @@ def read_table(
     columns: Mapping[str, pl.DataType | type[pl.DataType]],
     *,
     optional: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    allow_empty: bool = False,
 ) -> pl.DataFrame:
     """Read the declared columns of a CSV, CSV.gz or Parquet file with their types.
 
@@ -247,6 +352,8 @@ def read_table(
         path: the file.
         columns: required columns and their types, e.g. ``{"workplace_id": pl.Utf8}``.
         optional: columns read (and type-checked) only when the file has them.
+        allow_empty: accept a file with a header and no data rows (refused by default:
+            a release of nothing is a mistake in the input).
 
     Returns:
         A frame with the required columns, then the optional ones present, in the order
@@ -254,11 +361,13 @@ def read_table(
 
     Raises:
         DataValidationError: file missing/unreadable (``rule`` ``file-missing``,
-            ``unparseable``), required column missing (``missing-column``), value that
-            does not parse (``type``).
+            ``unparseable``), no header (``no-header``), a CSV row with more or fewer
+            fields than the header (``field-count``), no data rows (``no-rows``),
+            required column missing (``missing-column``), value that does not parse or
+            a column of the wrong type (``type``).
     """
     p = Path(path)
-    header = read_header(p)
+    header = read_header(p, expected=[*columns, *(optional or {})])
     present = set(header)
     missing = [c for c in columns if c not in present]
     if missing:
@@ -268,6 +377,8 @@ def read_table(
         if c in present and c not in wanted:
             wanted[c] = _as_dtype(t)
     df = _read_raw(p, list(wanted), header)
+    if df.height == 0 and not allow_empty:
+        raise DataValidationError("file has a header but no data rows", file=str(p), rule="no-rows")
     return pl.DataFrame([_cast_column(df.get_column(c), t, p) for c, t in wanted.items()])
 
 

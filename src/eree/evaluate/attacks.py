@@ -62,11 +62,14 @@ from eree.evaluate.haney import (
     mechanism_for,
     run_point,
 )
+from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
     DEFAULT_T,
     SMALL_CELL_LIMIT,
+    NoiseInfusion,
     draw_distortion_factors,
     noise_infusion,
 )
@@ -124,11 +127,11 @@ class AuditResult:
 
 def default_points(alpha: float, epsilon: float, theta: float) -> list[Point]:
     return [
-        Point("log_laplace", epsilon, alpha),
-        Point("smooth_gamma", epsilon, alpha),
-        Point("smooth_laplace", epsilon, alpha),
-        Point("laplace", epsilon),
-        Point("truncated_laplace", epsilon, None, theta),
+        Point(LogLaplace.name, epsilon, alpha),
+        Point(SmoothGamma.name, epsilon, alpha),
+        Point(SmoothLaplace.name, epsilon, alpha),
+        Point(EdgeLaplace.name, epsilon),
+        Point(TruncatedLaplace.name, epsilon, None, theta),
     ]
 
 
@@ -159,7 +162,7 @@ def _releases(
     out: dict[str, FloatArray] = {}
     skipped: dict[str, str] = {}
     src = SeededNoise(derive_seed(seed, f"audit/{tag}/noise_infusion"))
-    out["noise_infusion"] = noise_infusion(
+    out[NoiseInfusion.name] = noise_infusion(
         cells.n, cells.pair_cell, cells.pair_est, cells.pair_h, factors, src,
         small_cell=small_cell,
     ).noisy  # fmt: skip
@@ -239,7 +242,7 @@ def shape_and_size(
                 },
             )
         )  # fmt: skip
-        if mech == "noise_infusion":
+        if mech == NoiseInfusion.name:
             i = int(np.argmax(total))  # the largest target, first trial
             keys = cells.keys.slice(int(targets[i]) * d, d)
             example = keys.with_columns(
@@ -284,11 +287,11 @@ def preserved_zeros(
         outcomes.append(
             AttackOutcome(
                 "zeros", mech, int(targets.size), trials, float(ok.mean()), chance,
-                None if mech == "noise_infusion" else bound,
+                None if mech == NoiseInfusion.name else bound,
                 {"share_with_one_nonzero_cell": unique_nonzero},
             )
         )  # fmt: skip
-        if mech == "noise_infusion":
+        if mech == NoiseInfusion.name:
             i = 0
             keys = cells.keys.slice(int(targets[i]) * d, d).filter(pl.Series(in_known))
             example = keys.with_columns(
@@ -361,7 +364,7 @@ def run_attacks(
         "theta": theta,
         "trials": trials,
         "seed": seed,
-        "noise_infusion": {"s": s, "t": t, "small_cell": small_cell},
+        NoiseInfusion.name: {"s": s, "t": t, "small_cell": small_cell},
         "skipped": skipped,
         "dataset": dataset.description if isinstance(dataset, Dataset) else {},
         "random": "seeded: reproducible, NOT FOR PUBLICATION",

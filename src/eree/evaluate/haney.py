@@ -90,12 +90,14 @@ from eree.evaluate.metrics import (
 )
 from eree.mechanisms import registry
 from eree.mechanisms.base import Cells, Mechanism
-from eree.mechanisms.eree import LogLaplace
+from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
     DEFAULT_T,
     SMALL_CELL_LIMIT,
+    NoiseInfusion,
     draw_distortion_factors,
     noise_infusion,
 )
@@ -112,8 +114,8 @@ THETAS: tuple[float, ...] = (2, 20, 50, 100, 200, 500)
 TRIALS = 20
 SMOOTH_LAPLACE_DELTA = 0.05
 
-ER_EE_MECHANISMS = ("log_laplace", "smooth_gamma", "smooth_laplace")
-NOISE_INFUSION = "noise_infusion"
+ER_EE_MECHANISMS = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name)
+NOISE_INFUSION = NoiseInfusion.name
 
 EXPERIMENTS: dict[str, str] = {
     "haney-workload1": "Workload 1: L1 error ratio, tract x sector x ownership",
@@ -200,9 +202,9 @@ def grid_points(grid: HaneyGrid) -> Iterator[Point]:
             for a in grid.alphas:
                 yield Point(mech, eps, a)
         for th in grid.thetas:
-            yield Point("truncated_laplace", eps, None, th)
+            yield Point(TruncatedLaplace.name, eps, None, th)
         if grid.extras:
-            yield Point("laplace", eps)
+            yield Point(EdgeLaplace.name, eps)
 
 
 def mechanism_for(p: Point, d: int, whole_marginal: bool, delta: float | None) -> Mechanism:
@@ -241,9 +243,9 @@ def per_cell_epsilon(p: Point, d: int, whole_marginal: bool) -> float:
 def omission_rule(p: Point, delta: float = SMOOTH_LAPLACE_DELTA) -> str:
     """The short name of the rule that can omit a point of this mechanism."""
     return {
-        "log_laplace": "unbounded expectation, lambda >= 1 (Lemma 8.2)",
-        "smooth_gamma": "disallowed: alpha + 1 >= e^(eps/5) (Algorithm 2)",
-        "smooth_laplace": f"disallowed at delta = {delta:g} (Algorithm 3)",
+        LogLaplace.name: "unbounded expectation, lambda >= 1 (Lemma 8.2)",
+        SmoothGamma.name: "disallowed: alpha + 1 >= e^(eps/5) (Algorithm 2)",
+        SmoothLaplace.name: f"disallowed at delta = {delta:g} (Algorithm 3)",
     }.get(p.mechanism, "")
 
 
@@ -645,7 +647,7 @@ def run_haney(
             small_cell=grid.small_cell,
         ).noisy
     del factors
-    timings["noise_infusion"] = time.perf_counter() - t0
+    timings[NoiseInfusion.name] = time.perf_counter() - t0
 
     rows = _Rows(T)
     omitted: list[dict[str, Any]] = []

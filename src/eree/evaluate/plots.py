@@ -21,17 +21,20 @@ import polars as pl
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from eree.evaluate.metrics import ALL, POPULATION_BINS
+from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.noise_infusion import NoiseInfusion
 
 NAMES = {
-    "log_laplace": "Log-Laplace",
-    "smooth_gamma": "Smooth Gamma",
-    "smooth_laplace": "Smooth Laplace",
-    "truncated_laplace": "Truncated Laplace",
-    "laplace": "edge-DP Laplace",
+    LogLaplace.name: "Log-Laplace",
+    SmoothGamma.name: "Smooth Gamma",
+    SmoothLaplace.name: "Smooth Laplace",
+    TruncatedLaplace.name: "Truncated Laplace",
+    EdgeLaplace.name: "edge-DP Laplace",
     "log_laplace_unbiased": "Log-Laplace (bias-corrected)",
-    "noise_infusion": "noise infusion (SDL)",
+    NoiseInfusion.name: "noise infusion (SDL)",
 }
-ROWS = ("log_laplace", "smooth_gamma", "smooth_laplace", "truncated_laplace")
+ROWS = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name, TruncatedLaplace.name)
 METRIC_LABEL = {
     "l1_ratio": "L1 error ratio to SDL",
     "spearman_sdl": "Spearman vs SDL ranking",
@@ -64,7 +67,7 @@ def plot_experiment(
     cells = (
         results.filter(
             pl.col("experiment") == experiment,
-            pl.col("mechanism") == "noise_infusion",
+            pl.col("mechanism") == NoiseInfusion.name,
             pl.col("metric") == "cells",
         )
         .select("stratum", "value")
@@ -78,7 +81,7 @@ def plot_experiment(
     alphas = sorted(df.filter(pl.col("alpha").is_not_null())["alpha"].unique().to_list())
     a_col = {a: plt.cm.viridis(i / max(len(alphas) - 1, 1)) for i, a in enumerate(alphas)}
     trunc = sorted(
-        {m for m in df["mechanism"].unique().to_list() if m.startswith("truncated_laplace")},
+        {m for m in df["mechanism"].unique().to_list() if m.startswith(TruncatedLaplace.name)},
         key=_theta,
     )
     t_col = {m: plt.cm.plasma(i / max(len(trunc) - 1, 1) * 0.9) for i, m in enumerate(trunc)}
@@ -87,11 +90,11 @@ def plot_experiment(
         for c, stratum in enumerate(strata):
             ax = axes[r][c]
             sub = df.filter(pl.col("stratum") == stratum)
-            if mech == "truncated_laplace":
+            if mech == TruncatedLaplace.name:
                 series: list[tuple[str, str, Any, str]] = [
                     (m, f"θ={_theta(m):g}", t_col[m], "-") for m in trunc
                 ]
-                series.append(("laplace", "edge-DP Lap", "black", "--"))
+                series.append((EdgeLaplace.name, "edge-DP Lap", "black", "--"))
                 for m, lab, col, ls in series:
                     s = sub.filter(pl.col("mechanism") == m).sort("epsilon")
                     if not s.is_empty():

@@ -16,11 +16,13 @@ import polars as pl
 from eree.evaluate.haney import CSV_COLUMNS, EXPERIMENTS, HaneyResult
 from eree.evaluate.metrics import ALL, POPULATION_BINS
 from eree.evaluate.plots import FIGURE_OF, NAMES, plot_all
+from eree.mechanisms.baselines import TruncatedLaplace
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.release.report import html_page
 
 BASELINE_EPSILON = 2.0
 BASELINE_ALPHA = 0.1
-_ER_EE = ("log_laplace", "smooth_gamma", "smooth_laplace")
+_ER_EE = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name)
 
 
 def value(
@@ -79,7 +81,7 @@ def reading(results: pl.DataFrame, experiment: str) -> list[str]:
         pl.col("experiment") == experiment,
         pl.col("metric") == metric,
         pl.col("stratum") == ALL,
-        pl.col("mechanism").str.starts_with("truncated_laplace"),
+        pl.col("mechanism").str.starts_with(TruncatedLaplace.name),
     )
     if trunc.height:
         best = trunc.sort("value", descending=metric != "l1_ratio").row(0, named=True)
@@ -104,7 +106,7 @@ def reading(results: pl.DataFrame, experiment: str) -> list[str]:
     strata = _strata_present(results, experiment)
     if strata:
         sl = [
-            (s, value(results, experiment, "smooth_laplace", metric, alpha=BASELINE_ALPHA,
+            (s, value(results, experiment, SmoothLaplace.name, metric, alpha=BASELINE_ALPHA,
                       epsilon=e_hi, stratum=s))
             for s in strata
         ]  # fmt: skip

@@ -77,11 +77,13 @@ from eree.evaluate.haney import (
 from eree.evaluate.metrics import ALL, POPULATION_BINS, TIDY_SCHEMA, l1_ratio, stratified_mean
 from eree.mechanisms import registry
 from eree.mechanisms.base import Cells, Measurement, Mechanism
+from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
     DEFAULT_T,
     SMALL_CELL_LIMIT,
+    NoiseInfusion,
     draw_distortion_factors,
     noise_infusion,
 )
@@ -116,9 +118,9 @@ PAPER_CELLS: dict[str, int] = {
     "workplace*age*sex": 566_178,
     "workplace*age*sex*race": 3_397_068,
 }
-MECHANISMS: tuple[str, ...] = ("log_laplace", "smooth_gamma", "smooth_laplace")
+MECHANISMS: tuple[str, ...] = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name)
 VARIANTS: tuple[str, ...] = ("workshop", "sigmod")
-NOISE_INFUSION = "noise_infusion"
+NOISE_INFUSION = NoiseInfusion.name
 #: cells × trials drawn in one vectorised call (bounds memory to a few hundred MB)
 BLOCK_ELEMENTS = 8_000_000
 
@@ -245,7 +247,7 @@ def point_errors(
         n = np.broadcast_to(cells.n, (t1 - t0, cells.cells))
         out = _draw(mechanism, variant, n, cells.x_v, alpha, epsilon, source, additive)
         outs = {label: out.noisy}
-        if mechanism == "log_laplace":
+        if mechanism == LogLaplace.name:
             outs[f"log_laplace_unbiased/{variant}"] = out.estimate
         for k, v in outs.items():
             err = np.abs(v - n).sum(axis=0)
@@ -369,7 +371,7 @@ def run_workshop_figure1(
         src = SeededNoise(derive_seed(seed, f"noise_infusion/small_cells/{'*'.join(WORKLOADS[w])}"))
         ni[w] = noise_infusion_errors(cells, factors, src, grid.small_cell)
     del factors
-    timings["noise_infusion"] = time.perf_counter() - t0
+    timings[NoiseInfusion.name] = time.perf_counter() - t0
 
     rows: list[dict[str, Any]] = []
     omitted: list[dict[str, Any]] = []
@@ -396,7 +398,7 @@ def run_workshop_figure1(
                                  "epsilon": eps, "reason": reason}
                             )  # fmt: skip
                             continue
-                        if mech == "smooth_laplace":
+                        if mech == SmoothLaplace.name:
                             dmin = workshop_smooth_laplace_delta_min(a, eps)
                             rows.append(_row(w, label, a, eps, ALL, "delta", dmin, T))
                         src = SeededNoise(derive_seed(seed, f"{EXPERIMENT}/{w}/{label}/{a}/{eps}"))
@@ -447,9 +449,9 @@ def run_workshop_figure1(
 # --------------------------------------------------------------------------- figure and files
 
 _TITLES = {
-    "log_laplace": "Log-Laplace",
-    "smooth_gamma": "Smooth Gamma",
-    "smooth_laplace": "Smooth Laplace",
+    LogLaplace.name: "Log-Laplace",
+    SmoothGamma.name: "Smooth Gamma",
+    SmoothLaplace.name: "Smooth Laplace",
 }
 
 

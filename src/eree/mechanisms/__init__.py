@@ -1,1 +1,7 @@
-"""Mechanisms: pure functions of cell statistics, parameters and a noise source (DESIGN.md §4)."""
+"""Mechanisms: frozen objects over cell statistics, parameters and a noise source (DESIGN.md §4).
+
+Importing the package loads :mod:`eree.mechanisms.registry`, which gives every mechanism
+class its registry name.
+"""
+
+from eree.mechanisms import registry as registry

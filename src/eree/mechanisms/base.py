@@ -146,9 +146,9 @@ class Mechanism(ABC):
     derived scale once.
     """
 
-    #: registry name (the spec's ``mechanism = ...``)
-    name: ClassVar[str]
-    #: "sigmod" or "workshop" (ER-EE variants); "" elsewhere
+    #: registry name (the spec's ``mechanism = ...``), set by :mod:`eree.mechanisms.registry`
+    name: ClassVar[str] = ""
+    #: "sigmod" or "workshop" (ER-EE variants), "" elsewhere; set by the registry
     variant: ClassVar[str] = ""
     #: cell statistics the mechanism reads
     needs: ClassVar[tuple[str, ...]] = ("count",)

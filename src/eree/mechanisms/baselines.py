@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.eree import CountMechanism
@@ -33,7 +34,6 @@ class EdgeLaplace(CountMechanism):
     exactly one cell of any marginal.
     """
 
-    name: ClassVar[str] = "laplace"
     allowed_definitions: ClassVar[tuple[str, ...]] = ("edge-dp",)
     definition: str = "edge-dp"
     scale: float = field(init=False, default=0.0)
@@ -43,6 +43,7 @@ class EdgeLaplace(CountMechanism):
         object.__setattr__(self, "worker_cells", 1)
         super().__post_init__()
 
+    @override
     @classmethod
     def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
         """Each job is in exactly one cell: every cell gets the marginal's ε."""
@@ -51,9 +52,11 @@ class EdgeLaplace(CountMechanism):
     def _derive(self) -> None:
         object.__setattr__(self, "scale", 1.0 / self.epsilon_cell)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"scale": self.scale}
 
+    @override
     def guarantee(self) -> str:
         return f"{EdgeDP(self.epsilon)}; each job is in exactly one cell"
 
@@ -78,7 +81,6 @@ class TruncatedLaplace(CountMechanism):
     confidential data, so no standard error or interval for the true count is published.
     """
 
-    name: ClassVar[str] = "truncated_laplace"
     needs: ClassVar[tuple[str, ...]] = ("count_truncated",)
     allowed_definitions: ClassVar[tuple[str, ...]] = ("node-dp",)
     definition: str = "node-dp"
@@ -89,6 +91,7 @@ class TruncatedLaplace(CountMechanism):
         object.__setattr__(self, "worker_cells", 1)
         super().__post_init__()
 
+    @override
     @classmethod
     def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
         """An establishment contributes < θ to the whole marginal in L1: ε per marginal."""
@@ -106,9 +109,11 @@ class TruncatedLaplace(CountMechanism):
         # θ: the engine counts only establishments with total employment < θ
         object.__setattr__(self, "truncate_below", self.theta)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"theta": self.theta, "scale": self.scale}
 
+    @override
     def guarantee(self) -> str:
         return f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
 

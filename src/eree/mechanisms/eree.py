@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -130,16 +131,20 @@ class CountMechanism(Mechanism):
     def _derive(self) -> None:
         """Validate the mechanism's own parameters and fix its derived scales."""
 
+    @override
     @property
     def multiplicity(self) -> int:
         return self.worker_cells
 
+    @override
     def composition(self) -> Composition:
         return EpsilonDeltaComposition(getattr(self, "alpha", None))
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=0)
 
+    @override
     def cost(self) -> Cost:
         """The query's cost: the ε asked for (≥ d·ε_cell, since ε_cell is rounded down)."""
         per = self.per_cell_cost()
@@ -178,6 +183,7 @@ class CountMechanism(Mechanism):
             return f"(α={alpha:g}, {eps_delta}, G)-Blowfish privacy per cell ({mech})"
         return f"{self._strength()}(α={alpha:g}, {eps_delta})-ER-EE privacy per cell"
 
+    @override
     def guarantee(self) -> str:
         per = self.per_cell_cost()
         ed = f"ε={self.epsilon_cell:.6g}"
@@ -244,8 +250,6 @@ class LogLaplace(CountMechanism):
     λ ≥ 1 (unbounded expectation, Lemma 8.2) is refused unless ``force``.
     """
 
-    name: ClassVar[str] = "log_laplace"
-    variant: ClassVar[str] = "sigmod"
     alpha: float
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -260,6 +264,7 @@ class LogLaplace(CountMechanism):
         object.__setattr__(self, "lam", lam)
         object.__setattr__(self, "gamma", 1.0 / self.alpha)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "gamma": self.gamma, "lambda": self.lam}
 
@@ -298,8 +303,6 @@ class SmoothGamma(CountMechanism):
     Unbiased; Var = (5S/ε₁)², E|err| = 5S/(ε₁√2). No standard error is published.
     """
 
-    name: ClassVar[str] = "smooth_gamma"
-    variant: ClassVar[str] = "sigmod"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     alpha: float
     epsilon1: float = field(init=False, default=0.0)
@@ -314,6 +317,7 @@ class SmoothGamma(CountMechanism):
         object.__setattr__(self, "epsilon1", eps1)
         object.__setattr__(self, "epsilon2", eps2)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
 
@@ -336,8 +340,6 @@ class SmoothLaplace(CountMechanism):
         delta: the query's whole δ, or None for d·δ_min.
     """
 
-    name: ClassVar[str] = "smooth_laplace"
-    variant: ClassVar[str] = "sigmod"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     alpha: float
     delta: float | None = None
@@ -359,14 +361,17 @@ class SmoothLaplace(CountMechanism):
             self, "delta_min", smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
         )
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
 
+    @override
     def cost(self) -> Cost:
         d = self.worker_cells
         delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
         return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "delta_min": self.delta_min}
 

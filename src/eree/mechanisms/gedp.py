@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree._scipy import ndtri
 from eree.errors import PrivacyParameterError
@@ -95,7 +96,7 @@ def estab_gaussian(
             f"and public; {confidence:.0%} CI = answer ± z·std, clamped at 0"
         ),
         variance_kind="public",
-        mechanism="estab_gaussian",
+        mechanism=EstabGaussian.name,
     )
 
 
@@ -131,7 +132,7 @@ def psi_mechanism(
         ci_high=est.ci_high,
         uncertainty_method=est.method,
         variance_kind="withheld" if est.variance is None else est.variance_kind,
-        mechanism="psi",
+        mechanism=PsiMechanism.name,
         extra={"sigma": sigma},
     )
 
@@ -224,7 +225,7 @@ def pnc_mechanism(
             f"{confidence:.0%} CI = answer ± z·std, clamped at 0"
         ),
         variance_kind="public",
-        mechanism="pnc",
+        mechanism=Pnc.name,
     )
 
 
@@ -269,12 +270,15 @@ class GedpMechanism(Mechanism):
     def _derive(self) -> None:
         """Fix the derived public scales."""
 
+    @override
     def composition(self) -> Composition:
         return GaussianComposition()
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(mu=self.mu)
 
+    @override
     def guarantee(self) -> str:
         return f"{self.mu:g}-GEDP (Def 5.6) for {self.attribute} by the {self.description}"
 
@@ -287,13 +291,13 @@ class PsiMechanism(GedpMechanism):
     variance depends on x and is never published), the §6.1 CI.
     """
 
-    name: ClassVar[str] = "psi"
     description: ClassVar[str] = "ψ-mechanism (Def 6.4, Thm 6.5)"
     sigma: float = field(init=False, default=0.0)
 
     def _derive(self) -> None:
         object.__setattr__(self, "sigma", self.gamma / self.mu)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sigma": self.sigma}
 
@@ -316,7 +320,6 @@ class EstabGaussian(GedpMechanism):
     The sensitivity Δ_ψ of a sum of one attribute (Def 6.1) must be finite.
     """
 
-    name: ClassVar[str] = "estab_gaussian"
     description: ClassVar[str] = "Estab-Gaussian mechanism (Def 6.2, Thm 6.3)"
     sensitivity: float = field(init=False, default=0.0)
     sd: float = field(init=False, default=0.0)
@@ -333,6 +336,7 @@ class EstabGaussian(GedpMechanism):
         object.__setattr__(self, "sensitivity", float(sens))
         object.__setattr__(self, "sd", float(sens) / self.mu)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
 
@@ -363,7 +367,6 @@ class Pnc(GedpMechanism):
     bound :math:`u^*_\ell`.
     """
 
-    name: ClassVar[str] = "pnc"
     needs: ClassVar[tuple[str, ...]] = ("value", "bound")
     description: ClassVar[str] = (
         "pnc-mechanism (Def 6.8, Thm 6.9; bounds are post-processing of the identity "
@@ -382,6 +385,7 @@ class Pnc(GedpMechanism):
         if self.bounded_attributes < 1:
             raise self._fail("pnc needs at least one bounded attribute")
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from}
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import override
 
 _TWO52 = float(2**52)
 
@@ -94,6 +95,7 @@ class SecureNoise(NoiseSource):
 
     mode = "secure"
 
+    @override
     def uniform(self, size: int) -> FloatArray:
         if size == 0:
             return np.empty(0, dtype=np.float64)
@@ -111,6 +113,7 @@ class SeededNoise(NoiseSource):
         self.seed = int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
 
+    @override
     def uniform(self, size: int) -> FloatArray:
         bits = self._rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
         return _uniform_from_bits(bits)
@@ -120,6 +123,7 @@ class SeededNoise(NoiseSource):
         seeds = self._rng.integers(0, 2**63 - 1, size=n)
         return [SeededNoise(int(s)) for s in seeds]
 
+    @override
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["seed"] = self.seed
@@ -154,19 +158,22 @@ class ExactNoise(SecureNoise):
         uniq, inverse = np.unique(scales, return_inverse=True)
         for j, s in enumerate(uniq):
             idx = np.flatnonzero(inverse == j)
-            if kind == "laplace":
+            if kind == "L1":
                 meas = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=float(s))
             else:
                 meas = dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=float(s))
             out[idx] = np.asarray(meas(flat[idx].tolist()), dtype=np.float64)
         return out.reshape(v.shape)
 
+    @override
     def add_laplace(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        return self._add(values, scale, "laplace")
+        return self._add(values, scale, "L1")
 
+    @override
     def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        return self._add(values, scale, "gaussian")
+        return self._add(values, scale, "L2")
 
+    @override
     def note_fallback(self, what: str) -> None:
         self.fallbacks.add(what)
 

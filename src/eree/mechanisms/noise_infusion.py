@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -249,7 +250,6 @@ class NoiseInfusion(Mechanism):
     drawn once and shared by every query of the release.
     """
 
-    name: ClassVar[str] = "noise_infusion"
     uses_establishment_incidence: ClassVar[bool] = True
     s: float = DEFAULT_S
     t: float = DEFAULT_T
@@ -269,16 +269,20 @@ class NoiseInfusion(Mechanism):
         except PrivacyParameterError as e:
             raise self._fail(str(e)) from None
 
+    @override
     def composition(self) -> Composition:
         return NoGuarantee()
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost()
 
+    @override
     def public_params(self) -> dict[str, Any]:
         # s and t are confidential in SDL practice: withheld
         return {"small_cell": self.small_cell}
 
+    @override
     def guarantee(self) -> str:
         return "no formal guarantee (input noise infusion, the current SDL baseline)"
 

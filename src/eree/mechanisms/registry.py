@@ -44,28 +44,42 @@ class Entry:
     summary: str
 
 
+def _register(
+    name: str,
+    variant: str,
+    cls: type[Mechanism],
+    definitions: tuple[str, ...],
+    settings: tuple[str, ...],
+    summary: str,
+) -> Entry:
+    """One registry line: the class learns its name (and variant) here, nowhere else."""
+    cls.name = name
+    cls.variant = variant
+    return Entry(name, variant, cls, definitions, settings, summary)
+
+
 REGISTRY: tuple[Entry, ...] = (
-    Entry("log_laplace", "sigmod", LogLaplace, _EREE, ("epsilon", "force", "variant"),
+    _register("log_laplace", "sigmod", LogLaplace, _EREE, ("epsilon", "force", "variant"),
           "Log-Laplace (Haney et al. Alg 1)"),
-    Entry("smooth_gamma", "sigmod", SmoothGamma, _EREE, ("epsilon", "variant"),
+    _register("smooth_gamma", "sigmod", SmoothGamma, _EREE, ("epsilon", "variant"),
           "Smooth Gamma (Haney et al. Alg 2)"),
-    Entry("smooth_laplace", "sigmod", SmoothLaplace, _EREE, ("epsilon", "delta", "variant"),
+    _register("smooth_laplace", "sigmod", SmoothLaplace, _EREE, ("epsilon", "delta", "variant"),
           "Smooth Laplace (Haney et al. Alg 3)"),
-    Entry("log_laplace", "workshop", WorkshopLogLaplace, ("blowfish",),
+    _register("log_laplace", "workshop", WorkshopLogLaplace, ("blowfish",),
           ("epsilon", "force", "variant", "additive"), "Log-Laplace, workshop Alg 1"),
-    Entry("smooth_gamma", "workshop", WorkshopSmoothGamma, ("blowfish",),
+    _register("smooth_gamma", "workshop", WorkshopSmoothGamma, ("blowfish",),
           ("epsilon", "variant"), "Smooth Gamma, workshop Alg 3"),
-    Entry("smooth_laplace", "workshop", WorkshopSmoothLaplace, ("blowfish",),
+    _register("smooth_laplace", "workshop", WorkshopSmoothLaplace, ("blowfish",),
           ("epsilon", "delta", "variant"), "Smooth Laplace, workshop Alg 2"),
-    Entry("laplace", "", EdgeLaplace, ("edge-dp",), ("epsilon",),
+    _register("laplace", "", EdgeLaplace, ("edge-dp",), ("epsilon",),
           "edge-DP Laplace (Haney et al. §6)"),
-    Entry("truncated_laplace", "", TruncatedLaplace, ("node-dp",), ("epsilon", "theta"),
+    _register("truncated_laplace", "", TruncatedLaplace, ("node-dp",), ("epsilon", "theta"),
           "node-DP truncated Laplace (Haney et al. §6)"),
-    Entry("noise_infusion", "", NoiseInfusion, ("none",), ("s", "t", "small_cell"),
+    _register("noise_infusion", "", NoiseInfusion, ("none",), ("s", "t", "small_cell"),
           "input noise infusion, today's SDL (Haney et al. §5.1), no formal guarantee"),
-    Entry("psi", "", PsiMechanism, ("gedp",), ("mu",), "ψ-mechanism (Webb et al. Def 6.4)"),
-    Entry("pnc", "", Pnc, ("gedp",), ("mu",), "pnc-mechanism (Webb et al. Def 6.8)"),
-    Entry("estab_gaussian", "", EstabGaussian, ("gedp",), ("mu",),
+    _register("psi", "", PsiMechanism, ("gedp",), ("mu",), "ψ-mechanism (Webb et al. Def 6.4)"),
+    _register("pnc", "", Pnc, ("gedp",), ("mu",), "pnc-mechanism (Webb et al. Def 6.8)"),
+    _register("estab_gaussian", "", EstabGaussian, ("gedp",), ("mu",),
           "Estab-Gaussian (Webb et al. Def 6.2)"),
 )  # fmt: skip
 

@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement
@@ -109,7 +110,6 @@ def workshop_log_laplace_expectation(
 class _Workshop(CountMechanism):
     """The workshop variants run only under the Blowfish policy (``definition = "blowfish"``)."""
 
-    variant: ClassVar[str] = "workshop"
     allowed_definitions: ClassVar[tuple[str, ...]] = ("blowfish",)
     definition: str = "blowfish"
     alpha: float
@@ -132,7 +132,6 @@ class WorkshopLogLaplace(_Workshop):
     :math:`1-\lambda^2`, DESIGN.md §10). CI from the Laplace pivot, plug-in std for λ < 1/2.
     """
 
-    name: ClassVar[str] = "log_laplace"
     additive: float = 1.0
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -149,6 +148,7 @@ class WorkshopLogLaplace(_Workshop):
         object.__setattr__(self, "gamma", gamma)
         object.__setattr__(self, "lam", lam)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "additive": self.additive, "gamma": self.gamma,
                 "lambda": self.lam}  # fmt: skip
@@ -172,7 +172,6 @@ class WorkshopSmoothLaplace(_Workshop):
     Unbiased (Lemma 5.7); no standard error is published (it would reveal x_V).
     """
 
-    name: ClassVar[str] = "smooth_laplace"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     delta: float | None = None
     delta_cell: float = field(init=False, default=0.0)
@@ -193,14 +192,17 @@ class WorkshopSmoothLaplace(_Workshop):
             self, "delta_min", workshop_smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
         )
 
+    @override
     def per_cell_cost(self) -> Cost:
         return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
 
+    @override
     def cost(self) -> Cost:
         d = self.worker_cells
         delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
         return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
 
+    @override
     def public_params(self) -> dict[str, Any]:
         beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
         return {**self._base_params(), "delta_min": self.delta_min, "beta": beta}
@@ -225,7 +227,6 @@ class WorkshopSmoothGamma(_Workshop):
     (Lemma 5.7); Var = (16αx_V/ε)² + 2/ε². No standard error is published.
     """
 
-    name: ClassVar[str] = "smooth_gamma"
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     beta: float = field(init=False, default=0.0)
 
@@ -237,6 +238,7 @@ class WorkshopSmoothGamma(_Workshop):
             raise self._query_level(str(e), need) from None
         object.__setattr__(self, "beta", beta)
 
+    @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16}
 

@@ -2,7 +2,7 @@ r"""Establishment microdata by weighted least squares (DESIGN.md §6; Webb et al
 
 The unknowns are the establishments' values of one confidential attribute,
 :math:`x \in \mathbb{R}^n` (each attribute is solved on its own). Every
-:class:`Measurement` is a group-by sum query — one group per establishment for the
+:class:`GroupSumObservation` is a group-by sum query — one group per establishment for the
 identity query — answered with noisy values :math:`a_g` and variances :math:`v_g`
 (estimated, e.g. ψ-mechanism's v̂, or public, e.g. pnc's). Eq. 1:
 
@@ -89,7 +89,7 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "LEVEL_TITLES",
     "QCEW_AGGREGATION_LEVELS",
-    "Measurement",
+    "GroupSumObservation",
     "WLSResult",
     "group_ids",
     "level_summary",
@@ -118,7 +118,7 @@ def _bsum(groups: IntArray, weights: FloatArray, m: int) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class Measurement:
+class GroupSumObservation:
     """One noisy group-by sum query of one attribute (private-pgm style).
 
     Attributes:
@@ -178,7 +178,7 @@ class Measurement:
         *,
         name: str = "identity",
         attribute: str | None = None,
-    ) -> Measurement:
+    ) -> GroupSumObservation:
         """The identity query: one noisy value per establishment."""
         return cls(name, None, np.asarray(values), np.asarray(variances), attribute)
 
@@ -230,13 +230,13 @@ class _Grouping:
         return v if self.groups is None else v[self.groups]
 
 
-def _prepare(n: int, measurements: Sequence[Measurement]) -> list[_Grouping]:
+def _prepare(n: int, observations: Sequence[GroupSumObservation]) -> list[_Grouping]:
     if n < 1:
         raise ValueError("n (number of establishments) must be at least 1")
-    if not measurements:
+    if not observations:
         raise ValueError("at least one measurement is needed")
     out: list[_Grouping] = []
-    for meas in measurements:
+    for meas in observations:
         if meas.groups is None:
             if meas.n_groups != n:
                 raise ValueError(f"identity measurement {meas.name!r} must have n = {n} values")
@@ -646,7 +646,7 @@ def _residual(
 
 def solve_wls(
     n: int,
-    measurements: Sequence[Measurement],
+    observations: Sequence[GroupSumObservation],
     *,
     method: Method = "auto",
     nonnegative: bool = False,
@@ -659,7 +659,7 @@ def solve_wls(
 
     Args:
         n: number of establishments (unknowns).
-        measurements: the noisy group-by answers of this attribute (identity
+        observations: the noisy group-by answers of this attribute (identity
             included, when available).
         method: solver (module docstring): ``auto``, ``tree``, ``pcg``, ``lsqr``,
             ``dense``.
@@ -675,7 +675,7 @@ def solve_wls(
     """
     if not (math.isfinite(rtol) and rtol > 0):
         raise ValueError("rtol must be > 0")
-    groupings = _prepare(n, measurements)
+    groupings = _prepare(n, observations)
     if not groupings:
         raise ValueError("no measurement has a finite variance")
     if not nonnegative:
@@ -770,21 +770,21 @@ def _active_set(
 
 def reconstruct_microdata(
     n: int,
-    measurements: Sequence[Measurement],
+    observations: Sequence[GroupSumObservation],
     **options: object,
 ) -> dict[str, WLSResult]:
-    """Solve Eq. 1 per attribute: measurements are grouped by their ``attribute``.
+    """Solve Eq. 1 per attribute: observations are grouped by their ``attribute``.
 
     Args:
         n: number of establishments.
-        measurements: measurements of every attribute (``attribute`` set).
+        observations: observations of every attribute (``attribute`` set).
         **options: passed to :func:`solve_wls`.
 
     Returns:
         ``{attribute: WLSResult}`` in the order attributes first appear.
     """
-    by_attr: dict[str, list[Measurement]] = {}
-    for m in measurements:
+    by_attr: dict[str, list[GroupSumObservation]] = {}
+    for m in observations:
         if m.attribute is None:
             raise ValueError(f"measurement {m.name!r} has no attribute")
         by_attr.setdefault(m.attribute, []).append(m)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from typing_extensions import override
+
 from eree.errors import BudgetExceededError, PrivacyParameterError
 
 Exact = Fraction | int | float
@@ -255,6 +257,7 @@ class EpsilonDeltaComposition(Composition):
     family: ClassVar[str] = "eree"
     budget_keys: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "alpha")
 
+    @override
     def compose(self, costs: Iterable[Cost]) -> Cost:
         eps = Fraction(0)
         dl = Fraction(0)
@@ -265,6 +268,7 @@ class EpsilonDeltaComposition(Composition):
             dl += c.exact_delta or 0
         return Cost(epsilon=eps, delta=dl)
 
+    @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         out = [
             _over("epsilon", total.exact_epsilon, budget.get("epsilon")),
@@ -283,6 +287,7 @@ class GaussianComposition(Composition):
     family: ClassVar[str] = "gedp"
     budget_keys: ClassVar[tuple[str, ...]] = ("mu",)
 
+    @override
     def compose(self, costs: Iterable[Cost]) -> Cost:
         m2 = Fraction(0)
         for c in costs:
@@ -291,6 +296,7 @@ class GaussianComposition(Composition):
             m2 += c.exact_mu_squared or 0
         return Cost(mu_squared=m2)
 
+    @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         limit = budget.get("mu")
         if limit is None or total.exact_mu_squared is None:
@@ -307,11 +313,13 @@ class NoGuarantee(Composition):
     family: ClassVar[str] = "none"
     budget_keys: ClassVar[tuple[str, ...]] = ()
 
+    @override
     def compose(self, costs: Iterable[Cost]) -> Cost:
         for _ in costs:
             pass
         return Cost()
 
+    @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         return []
 

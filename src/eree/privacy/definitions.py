@@ -42,24 +42,6 @@ class EreePrivacy:
             raise PrivacyParameterError(f"alpha must be a finite number > 0 (got {self.alpha!r})")
         _check(self.epsilon, self.delta)
 
-    def __add__(self, other: EreePrivacy) -> EreePrivacy:
-        if not isinstance(other, EreePrivacy):
-            return NotImplemented
-        if self.alpha != other.alpha:
-            raise PrivacyParameterError(
-                f"ER-EE guarantees compose only for the same alpha ({self.alpha} vs {other.alpha})"
-            )
-        return EreePrivacy(
-            self.alpha,
-            self.epsilon + other.epsilon,
-            min(self.delta + other.delta, 1 - 1e-300),
-            self.weak or other.weak,
-        )
-
-    def times(self, d: int) -> EreePrivacy:
-        """d-fold sequential composition (a marginal with d worker-attribute combinations)."""
-        return EreePrivacy(self.alpha, self.epsilon * d, self.delta * d, self.weak)
-
     def __str__(self) -> str:
         kind = "weak " if self.weak else ""
         params = f"α={self.alpha:g}, ε={self.epsilon:.6g}"

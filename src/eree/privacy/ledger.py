@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from eree.errors import BudgetExceededError, PrivacyParameterError
+from eree.errors import BudgetExceededError, EreeError, PrivacyParameterError
 from eree.privacy.accountant import Cost
 
 _SCHEMA = """
@@ -67,9 +67,15 @@ class Ledger:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as con:
-            con.executescript(_SCHEMA)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as con:
+                con.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as e:
+            raise EreeError(
+                f"ledger {self.path} cannot be opened as a budget ledger (SQLite database): "
+                f"{type(e).__name__}"
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import override
 
 from eree._scipy import brentq
 from eree.errors import PrivacyParameterError, SpecError
@@ -190,13 +191,16 @@ class SqrtShift(NeighborFunction):
         with np.errstate(divide="ignore"):
             return 0.5 / np.sqrt(x + self.a)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return 0.0
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return "sqrt" if self.a == 0 else {"kind": "sqrt_shift", "a": self.a}
 
+    @override
     def describe(self) -> str:
         return "ψ(x) = √x" if self.a == 0 else f"ψ(x) = √(x + {self.a:g})"
 
@@ -228,13 +232,16 @@ class LogShift(NeighborFunction):
         with np.errstate(divide="ignore"):
             return 1.0 / (x + self.a)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return 0.0
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return {"kind": "log_shift", "a": self.a}
 
+    @override
     def describe(self) -> str:
         return "ψ(x) = log(x)" if self.a == 0 else f"ψ(x) = log(x + {self.a:g})"
 
@@ -255,6 +262,7 @@ class DPNeighbor(NeighborFunction):
         if self.d is not None and not (math.isfinite(self.d) and self.d > 0):
             raise PrivacyParameterError(f"dp needs a contribution bound d > 0 (got {self.d!r})")
 
+    @override
     @property
     def default_gamma(self) -> float | None:
         return self.d
@@ -268,13 +276,16 @@ class DPNeighbor(NeighborFunction):
     def _derivative(self, x: FloatArray) -> FloatArray:
         return np.ones_like(x)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return 1.0
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return "dp" if self.d is None else {"kind": "dp", "d": self.d}
 
+    @override
     def describe(self) -> str:
         return "ψ(x) = x (person-level DP)"
 
@@ -325,6 +336,7 @@ class CombinedNeighbor(NeighborFunction):
     _active: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _offsets: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
+    @override
     @property
     def kind(self) -> str:  # type: ignore[override]
         return "combine" if self.mode == "min" else "heterogeneous"
@@ -379,6 +391,7 @@ class CombinedNeighbor(NeighborFunction):
     def _scaled_derivatives(self, x: FloatArray) -> FloatArray:
         return np.vstack([_arr(f.derivative(x)) / g for f, g in self.parts])
 
+    @override
     @property
     def default_gamma(self) -> float | None:
         return 1.0
@@ -418,11 +431,13 @@ class CombinedNeighbor(NeighborFunction):
         s = self._scaled_derivatives(x)
         return s.min(axis=0) if self.mode == "min" else s.max(axis=0)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         slopes = [f.asymptotic_slope / g for f, g in self.parts]
         return min(slopes) if self.mode == "min" else max(slopes)
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         parts = []
         for f, g in self.parts:
@@ -436,6 +451,7 @@ class CombinedNeighbor(NeighborFunction):
             parts.append(d)
         return {"kind": self.kind, "parts": parts}
 
+    @override
     def describe(self) -> str:
         op = "min" if self.mode == "min" else "max"
         inner = ", ".join(f"[{f.describe()}]′/{g:g}" for f, g in self.parts)
@@ -609,13 +625,16 @@ class CustomNeighbor(NeighborFunction):
         lo = np.maximum(x - h, 0.0)
         return (self._psi(x + h) - self._psi(lo)) / (x + h - lo)
 
+    @override
     @property
     def asymptotic_slope(self) -> float:
         return self.slope_at_infinity
 
+    @override
     def to_spec(self) -> str | dict[str, Any]:
         return {"kind": "custom", "name": self.name}
 
+    @override
     def describe(self) -> str:
         return f"ψ = {self.name} (user-defined)"
 

@@ -9,6 +9,7 @@ all read these same objects: the cost charged and the scale drawn are computed o
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,13 +18,20 @@ from typing import Any
 from eree.data.config import EreeDataConfig
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Mechanism
-from eree.mechanisms.gedp import Pnc
+from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.mechanisms.registry import entries_for, entry
 from eree.privacy.accountant import PrivacyReport, QueryCharge, account, charge_query
 from eree.privacy.gedp import GEDPDefinition, gedp_notes, make_gedp_definition
 from eree.release.spec import Plan, QuerySpec
 
-__all__ = ["BuiltPlan", "QueryPlan", "build", "split_by"]
+__all__ = [
+    "BuiltPlan",
+    "QueryPlan",
+    "build",
+    "gedp_definition_from_plan",
+    "split_by",
+    "validate_gedp_plan",
+]
 
 #: the statistic of an ER-EE count marginal
 COUNT_STATISTIC = "jobs"
@@ -106,10 +114,14 @@ def split_by(query: QuerySpec, cfg: EreeDataConfig) -> tuple[list[str], list[str
         elif a in cfg.worker_attributes:
             wk.append(a)
         else:
+            close = difflib.get_close_matches(
+                a, (*cfg.workplace_attributes, *cfg.worker_attributes), n=1
+            )
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SpecError(
                 f"query {query.name!r}: {a!r} is neither a workplace attribute "
                 f"({', '.join(cfg.workplace_attributes)}) nor a worker attribute "
-                f"({', '.join(cfg.worker_attributes)})"
+                f"({', '.join(cfg.worker_attributes)}){hint}"
             )
     return wp, wk
 
@@ -175,8 +187,6 @@ def _build_counts(plan: Plan) -> BuiltPlan:
 
 
 def _build_gedp(plan: Plan) -> BuiltPlan:
-    from eree.release.gedp import validate_gedp_plan
-
     validate_gedp_plan(plan)
     attrs = [a for q in plan.queries for a in (q.mu or {})]
     definition = make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
@@ -203,6 +213,89 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
             mechs.append(e.cls(**kwargs))
         out.append(QueryPlan(q, tuple(mechs), tuple(q.mu or {})))
     return BuiltPlan(plan, tuple(out), definition)
+
+
+def validate_gedp_plan(plan: Plan) -> None:
+    """Spec-level checks of a GEDP plan (no data read).
+
+    Raises:
+        SpecError: wrong definition or data kind, an attribute in ``mu`` that is not a
+            declared confidential column, ``by`` naming a non-public column, ER-EE
+            parameters on a GEDP query, pnc without a valid ``[pnc].bounds_from``.
+        PrivacyParameterError: a missing distance or invalid ψ (via the definition).
+    """
+    if plan.privacy.definition != "gedp":
+        raise SpecError(f"not a GEDP plan (definition {plan.privacy.definition!r})")
+    data = plan.establishment_data
+    conf = tuple(data.confidential)
+    public = tuple(data.public)
+    id_col = data.id
+    for q in plan.queries:
+        where = f"query {q.name!r}"
+        gedp_names = [e.name for e in entries_for("gedp")]
+        if q.mechanism not in gedp_names:
+            raise SpecError(
+                f"{where}: mechanism {q.mechanism!r} is not a GEDP mechanism; use one of "
+                f"{', '.join(gedp_names)}"
+            )
+        if q.epsilon is not None or q.delta is not None:
+            raise SpecError(
+                f"{where}: epsilon/delta are not GEDP parameters; give mu per attribute"
+            )
+        if q.params:
+            raise SpecError(f"{where}: parameters {sorted(q.params)} do not apply to {q.mechanism}")
+        if not q.mu:
+            raise SpecError(
+                f"{where}: give mu per confidential attribute, e.g. mu = {{ m1emp = 0.7 }}"
+            )
+        bad = [a for a in q.mu if a not in conf]
+        if bad:
+            raise SpecError(
+                f"{where}: mu names {bad}, which are not confidential columns "
+                f"([data].confidential = {list(conf)})"
+            )
+        if q.complete:
+            raise SpecError(f"{where}: complete = true is not supported for GEDP queries")
+        if q.by != "identity":
+            bad_by = [b for b in q.by if b not in public]
+            if bad_by:
+                close = difflib.get_close_matches(bad_by[0], list(public), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close and bad_by != [id_col] else ""
+                raise SpecError(
+                    f"{where}: groups must be over public attributes; {bad_by} "
+                    f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
+                    f"{hint}"
+                )
+        if q.mechanism == Pnc.name:
+            if q.by == "identity":
+                raise SpecError(
+                    f"{where}: the identity query must use the psi mechanism (its answers give "
+                    "the pnc bounds, §6.2); pnc answers group-by queries"
+                )
+            src = plan.pnc.bounds_from
+            if src is None:
+                raise SpecError(
+                    f"{where}: pnc needs [pnc] bounds_from = the psi identity query whose "
+                    "answers give the upper bounds (Thm 6.7)"
+                )
+            b = plan.query(src)
+            if b.mechanism != PsiMechanism.name or b.by != "identity":
+                raise SpecError(
+                    f'[pnc].bounds_from = {src!r} must be a psi query with by = "identity"'
+                )
+            missing = [a for a in q.mu if a not in (b.mu or {})]
+            if missing:
+                raise SpecError(
+                    f"{where}: pnc attributes {missing} have no bounds: the identity query "
+                    f"{src!r} does not measure them"
+                )
+    gedp_definition_from_plan(plan)
+
+
+def gedp_definition_from_plan(plan: Plan) -> GEDPDefinition:
+    """The μ-GEDP definition of a plan (neighbor functions and distances)."""
+    attrs = [a for q in plan.queries for a in (q.mu or {})]
+    return make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
 
 
 _BUILDERS: dict[str, Callable[[Plan], BuiltPlan]] = {

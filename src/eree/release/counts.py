@@ -7,6 +7,7 @@ import polars as pl
 
 from eree.data.eree_tables import EreeData
 from eree.engine.base import Engine
+from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.noise_infusion import FACTOR_CACHE, INCIDENCE, N_ESTABLISHMENTS
@@ -58,7 +59,14 @@ def measure_marginal(
         }
     cells = Cells({c: stats[c].to_numpy() for c in mech.needs}, context)
     public_zero = ~stats["has_establishment"].to_numpy()
-    m = mech(cells, source).named(q.name, COUNT_STATISTIC).with_values(public_zero, 0.0)
+    try:
+        m = mech(cells, source)
+    except (OverflowError, ZeroDivisionError):
+        raise PrivacyParameterError(
+            f"query {q.name!r}: the mechanism's arithmetic overflows at these parameters "
+            "([privacy].alpha, the query's epsilon/delta); choose less extreme values"
+        ) from None
+    m = m.named(q.name, COUNT_STATISTIC).with_values(public_zero, 0.0)
     keys = stats.select([*q.workplace_by, *q.worker_by])
     return keys, m, public_zero
 

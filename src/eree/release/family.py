@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import polars as pl
+from typing_extensions import override
 
 from eree.engine.base import Engine
 from eree.errors import SpecError
@@ -57,6 +58,7 @@ class ReleaseFamily(ABC):
 class CountRelease(ReleaseFamily):
     """ER-EE data: count marginals (ER-EE mechanisms, DP baselines, noise infusion)."""
 
+    @override
     def check_before_load(self, plan: Plan) -> None:
         if plan.postprocess.microdata:
             raise SpecError(
@@ -66,14 +68,23 @@ class CountRelease(ReleaseFamily):
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)  # type: ignore[arg-type]
 
+    @override
     def load(self, plan: Plan, engine: Any) -> Any:
+        from eree.release.cells import check_plan_cells
+
         # only the attributes the queries use are read and validated
         used: set[str] = set()
         for q in plan.queries:
             wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
             used.update(wp, wk)
-        return engine.load_eree(plan.data, sorted(used))
+        data = engine.load_eree(plan.data, sorted(used))
+        # exact cell counts before cells are allocated (Polars-side data; with Spark
+        # the lower bounds checked before loading stand)
+        workplaces = data.workplaces if isinstance(data.workplaces, pl.DataFrame) else None
+        check_plan_cells(plan, workplaces)
+        return data
 
+    @override
     def release(
         self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
     ) -> list[QueryTable]:
@@ -85,6 +96,7 @@ class CountRelease(ReleaseFamily):
             engine = PolarsEngine()
         return release_counts(built, data, engine, source)
 
+    @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         if plan.privacy.definition == "blowfish":
             from eree.privacy.blowfish import blowfish_semantics
@@ -98,15 +110,18 @@ class CountRelease(ReleaseFamily):
 class EstablishmentRelease(ReleaseFamily):
     """Establishment data: μ-GEDP group-by and identity queries, optional WLS microdata."""
 
+    @override
     def check_before_load(self, plan: Plan) -> None:
         if plan.postprocess.microdata:
             from eree.release.microdata import check_microdata_plan
 
             check_microdata_plan(plan)
 
+    @override
     def load(self, plan: Plan, engine: Any) -> Any:
         return engine.load_establishments(plan.data)
 
+    @override
     def release(
         self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
     ) -> list[QueryTable]:
@@ -114,6 +129,7 @@ class EstablishmentRelease(ReleaseFamily):
 
         return release_gedp(built, data, source, engine=engine)
 
+    @override
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -128,6 +144,7 @@ class EstablishmentRelease(ReleaseFamily):
         md = build_microdata(built.plan, tables, public)
         return {MICRODATA_FILE: md.frame}, {"microdata": md.manifest_entry()}
 
+    @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         from eree.release.gedp import gedp_plan_semantics
 

@@ -1,8 +1,8 @@
 """The Gaussian Establishment DP release path (DESIGN.md §3.2, §4.2, §7.2–7.3).
 
-* :func:`validate_gedp_plan` — spec-level checks before any data is read: mechanisms,
-  μ per confidential attribute, a distance for each, groups over public attributes only,
-  pnc's ``bounds_from`` naming a psi identity query that covers the pnc attributes.
+Spec-level checks (:func:`eree.release.build.validate_gedp_plan`) and the mechanism
+objects come from :mod:`eree.release.build`.
+
 * :func:`account_gedp_plan` — the accountant's report, from the plan's mechanism objects
   (:func:`eree.release.build.build`) alone.
 * :func:`release_gedp` — runs the plan's mechanism objects on loaded data: the ``bounds_from``
@@ -31,25 +31,22 @@ from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import Pnc, PsiMechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
-from eree.mechanisms.registry import entries_for
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.gedp import (
-    GEDPDefinition,
     explain_gedp_lines,
     gedp_semantics,
-    make_gedp_definition,
     semantics_tables,
 )
+from eree.release.build import BuiltPlan, build, gedp_definition_from_plan
+from eree.release.spec import Plan
 from eree.release.tables import QueryTable, statistic_columns
 
 __all__ = [
     "QueryTable",
     "account_gedp",
     "account_gedp_plan",
-    "gedp_definition_from_plan",
     "gedp_plan_semantics",
     "release_gedp",
-    "validate_gedp_plan",
 ]
 
 
@@ -58,92 +55,8 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def validate_gedp_plan(plan: Any) -> None:
-    """Spec-level checks of a GEDP plan (no data read).
-
-    Raises:
-        SpecError: wrong definition or data kind, an attribute in ``mu`` that is not a
-            declared confidential column, ``by`` naming a non-public column, ER-EE
-            parameters on a GEDP query, pnc without a valid ``[pnc].bounds_from``.
-        PrivacyParameterError: a missing distance or invalid ψ (via the definition).
-    """
-    if plan.privacy.definition != "gedp":
-        raise SpecError(f"not a GEDP plan (definition {plan.privacy.definition!r})")
-    data = plan.data
-    if not hasattr(data, "confidential"):
-        raise SpecError('GEDP needs establishment data: [data] kind = "establishments"')
-    conf = tuple(data.confidential)
-    public = tuple(data.public)
-    id_col = data.id
-    for q in plan.queries:
-        where = f"query {q.name!r}"
-        gedp_names = [e.name for e in entries_for("gedp")]
-        if q.mechanism not in gedp_names:
-            raise SpecError(
-                f"{where}: mechanism {q.mechanism!r} is not a GEDP mechanism; use one of "
-                f"{', '.join(gedp_names)}"
-            )
-        if q.epsilon is not None or q.delta is not None:
-            raise SpecError(
-                f"{where}: epsilon/delta are not GEDP parameters; give mu per attribute"
-            )
-        if q.params:
-            raise SpecError(f"{where}: parameters {sorted(q.params)} do not apply to {q.mechanism}")
-        if not q.mu:
-            raise SpecError(
-                f"{where}: give mu per confidential attribute, e.g. mu = {{ m1emp = 0.7 }}"
-            )
-        bad = [a for a in q.mu if a not in conf]
-        if bad:
-            raise SpecError(
-                f"{where}: mu names {bad}, which are not confidential columns "
-                f"([data].confidential = {list(conf)})"
-            )
-        if q.complete:
-            raise SpecError(f"{where}: complete = true is not supported for GEDP queries")
-        if q.by != "identity":
-            bad_by = [b for b in q.by if b not in public]
-            if bad_by:
-                raise SpecError(
-                    f"{where}: groups must be over public attributes; {bad_by} "
-                    f"{'is the id column' if bad_by == [id_col] else 'not in [data].public'}"
-                )
-        if q.mechanism == "pnc":
-            if q.by == "identity":
-                raise SpecError(
-                    f"{where}: the identity query must use the psi mechanism (its answers give "
-                    "the pnc bounds, §6.2); pnc answers group-by queries"
-                )
-            src = plan.pnc.bounds_from
-            if src is None:
-                raise SpecError(
-                    f"{where}: pnc needs [pnc] bounds_from = the psi identity query whose "
-                    "answers give the upper bounds (Thm 6.7)"
-                )
-            b = plan.query(src)
-            if b.mechanism != "psi" or b.by != "identity":
-                raise SpecError(
-                    f'[pnc].bounds_from = {src!r} must be a psi query with by = "identity"'
-                )
-            missing = [a for a in q.mu if a not in (b.mu or {})]
-            if missing:
-                raise SpecError(
-                    f"{where}: pnc attributes {missing} have no bounds: the identity query "
-                    f"{src!r} does not measure them"
-                )
-    gedp_definition_from_plan(plan)
-
-
-def gedp_definition_from_plan(plan: Any) -> GEDPDefinition:
-    """The μ-GEDP definition of a plan (neighbor functions and distances)."""
-    attrs = [a for q in plan.queries for a in (q.mu or {})]
-    return make_gedp_definition(plan.privacy.neighbor, plan.privacy.distance, attrs)
-
-
-def account_gedp_plan(plan: Any) -> PrivacyReport:
+def account_gedp_plan(plan: Plan) -> PrivacyReport:
     """Validate a GEDP plan and return its privacy report (no data read)."""
-    from eree.release.build import build
-
     return build(plan).report()
 
 
@@ -180,7 +93,7 @@ def account_gedp(
     return account_gedp_plan(plan)
 
 
-def gedp_plan_semantics(plan: Any, report: PrivacyReport) -> dict[str, Any]:
+def gedp_plan_semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     """What the release guarantees (DESIGN.md §3.3), from the plan alone.
 
     The dict of :func:`eree.privacy.gedp.gedp_semantics` plus ``statements`` (the
@@ -200,7 +113,7 @@ def gedp_plan_semantics(plan: Any, report: PrivacyReport) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
-def _check_report(built: Any, report: PrivacyReport) -> None:
+def _check_report(built: BuiltPlan, report: PrivacyReport) -> None:
     """The report given must be the one the plan's mechanism objects produce."""
     if report.definition != "gedp":
         raise PrivacyParameterError("the privacy report is not a GEDP report")
@@ -218,7 +131,7 @@ def _check_report(built: Any, report: PrivacyReport) -> None:
             )
 
 
-def _check_data(plan: Any, data: EstablishmentData) -> None:
+def _check_data(plan: Plan, data: EstablishmentData) -> None:
     cols = set(data.frame.columns)
     for q in plan.queries:
         need = [*(q.mu or {})] + ([] if q.by == "identity" else list(q.by))
@@ -228,7 +141,7 @@ def _check_data(plan: Any, data: EstablishmentData) -> None:
 
 
 def release_gedp(
-    plan: Any,
+    plan: BuiltPlan | Plan,
     data: EstablishmentData,
     source: NoiseSource,
     report: PrivacyReport | None = None,
@@ -252,8 +165,6 @@ def release_gedp(
     Raises:
         SpecError, PrivacyParameterError: the plan is invalid or does not match the report.
     """
-    from eree.release.build import BuiltPlan, build
-
     built = plan if isinstance(plan, BuiltPlan) else build(plan)
     spec = built.plan
     if report is not None:
@@ -308,14 +219,14 @@ def release_gedp(
 
 
 def _pnc_bounds(
-    built: Any,
+    built: BuiltPlan,
     omegas: dict[str, FloatArray],
     ids: pl.Series | None,
     data: EstablishmentData,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""
     pnc = {m.attribute: m for q in built.queries for m in q.mechanisms if isinstance(m, Pnc)}
-    src = built.query(built.plan.pnc.bounds_from)
+    src = built.query(str(built.plan.pnc.bounds_from))
     if ids is None or any(a not in omegas for a in src.statistics):  # pragma: no cover
         raise RuntimeError("pnc bounds requested before the identity query ran")
     cols = [ids.cast(pl.Utf8)]

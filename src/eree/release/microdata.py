@@ -6,13 +6,14 @@ one column per measured confidential attribute — obtained by inverse-variance 
 least squares (Eq. 1 of the QCEW paper, :func:`eree.postprocess.wls.solve_wls`) from the
 **published tables only**:
 
-* every table of the release is one measurement per attribute
-  (:class:`~eree.postprocess.wls.Measurement`): the published estimate ``s`` of each cell
+* every (query, attribute) of the release is one mechanism
+  :class:`~eree.mechanisms.base.Measurement`, turned into one WLS observation
+  (:class:`~eree.postprocess.wls.GroupSumObservation`): its published estimate per cell
   (the ψ-mechanism's unbiased x̃ of Thm 6.6 — for the identity query one value per
-  establishment —, pnc's noisy clipped sum, Estab-Gaussian's noisy answer) with the
-  square of the published standard error ``s_std`` as its variance: the *estimated*
-  v̂ for the ψ-mechanism (its true variance depends on x and is never published, §4.4),
-  the exact public (Δ_ℓ/μ)² for pnc, (Δ_ψ/μ)² for Estab-Gaussian;
+  establishment —, pnc's noisy clipped sum, Estab-Gaussian's noisy answer) with its
+  published variance: the *estimated* v̂ for the ψ-mechanism (its true variance depends
+  on x and is never published, §4.4), the exact public (Δ_ℓ/μ)² for pnc, (Δ_ψ/μ)² for
+  Estab-Gaussian;
 * establishments are mapped to the cells of each table through their public attributes;
 * a pnc cell with Δ_ℓ = 0 (every bound u_{j,i} in the group is 0, so the clipped sum is 0
   exactly whatever the true values) carries no information about the true sum and is left
@@ -40,16 +41,19 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from eree.data.establishments import EstablishmentData
 from eree.errors import SpecError
 from eree.mechanisms.estimators import psi_estimates
+from eree.mechanisms.gedp import PsiMechanism
 from eree.postprocess.wls import (
     LEVEL_TITLES,
     QCEW_AGGREGATION_LEVELS,
-    Measurement,
+    GroupSumObservation,
     WLSResult,
     reconstruct_microdata,
     tabulate,
 )
+from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
 __all__ = [
@@ -68,21 +72,16 @@ __all__ = [
 #: file name of the microdata inside a release directory
 MICRODATA_FILE = "microdata.parquet"
 
-_VARIANCE_OF = {
-    "pnc": "public: (Δ_ℓ/μ)², exact (Def 6.8)",
-    "estab_gaussian": "public: (Δ_ψ/μ)², exact (Def 6.2)",
+#: how a Measurement's published variance came about, in the manifest's words
+_VARIANCE_WORDS = {
+    "public": "public: exact, a function of public parameters only (Def 6.2, Def 6.8; ψ = x)",
+    "estimated": (
+        "estimated: v̂ from the noisy answer (Thm 6.6); the true variance is not published"
+    ),
 }
 
 
-def _psi_variance_note(neighbor: Any) -> str:
-    from eree.privacy.neighbors import DPNeighbor
-
-    if isinstance(neighbor, DPNeighbor):
-        return "public: σ² = (γ/μ)², exact (ψ(x) = x)"
-    return "estimated: v̂ from the noisy answer (Thm 6.6); the true variance is not published"
-
-
-def check_microdata_plan(plan: Any) -> None:
+def check_microdata_plan(plan: Plan) -> None:
     """Refuse, before any data is read, a plan whose microdata cannot be computed.
 
     Raises:
@@ -94,11 +93,11 @@ def check_microdata_plan(plan: Any) -> None:
             "[postprocess] microdata = true is available for establishment (GEDP) releases "
             'only ([data] kind = "establishments", definition = "gedp")'
         )
-    from eree.release.gedp import gedp_definition_from_plan
+    from eree.release.build import gedp_definition_from_plan
 
     definition = gedp_definition_from_plan(plan)
     for q in plan.queries:
-        if q.mechanism != "psi":
+        if q.mechanism != PsiMechanism.name:
             continue
         for a in q.mu or {}:
             nb = definition.neighbor(a)
@@ -111,7 +110,7 @@ def check_microdata_plan(plan: Any) -> None:
                 )
 
 
-def public_frame(data: Any) -> pl.DataFrame:
+def public_frame(data: EstablishmentData) -> pl.DataFrame:
     """The id and public columns of loaded establishments (no confidential column)."""
     return data.frame.select([data.id_column, *data.public])
 
@@ -143,74 +142,70 @@ def _group_index(
 
 
 def microdata_measurements(
-    plan: Any, tables: Sequence[QueryTable], public: pl.DataFrame
-) -> tuple[list[Measurement], dict[str, list[dict[str, Any]]]]:
-    """The WLS measurements of a GEDP release, from its published tables only.
+    plan: Plan, tables: Sequence[QueryTable], public: pl.DataFrame
+) -> tuple[list[GroupSumObservation], dict[str, list[dict[str, Any]]]]:
+    """The WLS observations of a GEDP release, from the mechanisms' Measurements.
+
+    Each published table carries the :class:`~eree.mechanisms.base.Measurement` of each
+    attribute (its published estimate and published variance, or ``None`` when withheld);
+    the table itself only supplies the cells' public keys.
 
     Args:
-        plan: the release plan (queries, mechanisms, neighbor functions).
+        plan: the release plan (queries and their groupings).
         tables: the published tables (:func:`eree.release.gedp.release_gedp`).
         public: one row per establishment with the id column and the public columns the
             queries group by (:func:`public_frame`); its row order is the microdata's.
 
     Returns:
-        ``(measurements, notes)``: one :class:`Measurement` per (query, attribute), and per
-        attribute a list of ``{query, mechanism, cells, cells_used, variance}`` describing
-        how each measurement was weighted (for the manifest).
+        ``(observations, notes)``: one :class:`GroupSumObservation` per (query, attribute),
+        and per attribute a list of ``{query, mechanism, cells, cells_used, variance}``
+        describing how each measurement was weighted (for the manifest).
 
     Raises:
-        SpecError: a table lacks a published standard error, or its cells do not match the
-            public frame.
+        SpecError: a measurement has no published variance, or a table's cells do not
+            match the public frame.
     """
-    from eree.release.gedp import gedp_definition_from_plan
-
-    definition = gedp_definition_from_plan(plan)
-    id_col = plan.data.id
+    id_col = plan.establishment_data.id
     by_name = {t.name: t for t in tables}
-    measurements: list[Measurement] = []
+    observations: list[GroupSumObservation] = []
     notes: dict[str, list[dict[str, Any]]] = {}
     for q in plan.queries:
         if q.name not in by_name:
             raise SpecError(f"no published table for query {q.name!r}")
-        t = by_name[q.name].table
+        t = by_name[q.name]
         keys = [id_col] if q.by == "identity" else list(q.by)
-        idx = _group_index(public, t, keys, q.name)
+        idx = _group_index(public, t.table, keys, q.name)
         groups: np.ndarray | None = idx
         if q.by == "identity":
-            if t.height != public.height:
+            if t.table.height != public.height:
                 raise SpecError(f"identity table {q.name!r} must have one row per establishment")
             groups = None
-        for a in q.mu or {}:
-            val = t.get_column(a).cast(pl.Float64).to_numpy()
-            std = t.get_column(f"{a}_std").cast(pl.Float64)
-            if std.null_count():
+        for m in t.measurements:
+            a = m.statistic
+            if m.variance is None:
                 raise SpecError(
-                    f"table {q.name!r}: attribute {a!r} has no published standard error; "
-                    "the microdata's weighted least squares needs one per cell"
+                    f"table {q.name!r}: attribute {a!r} has no published variance "
+                    f"({m.uncertainty_method}); the microdata's weighted least squares needs one "
+                    "per cell"
                 )
-            var = std.to_numpy() ** 2
+            var = np.asarray(m.variance, dtype=np.float64)
             unused = ~(var > 0)
             var = np.where(unused, np.inf, var)
-            values = np.where(unused, 0.0, val)
+            values = np.where(unused, 0.0, m.estimate)
             if groups is None:  # identity: put the values in the public frame's order
                 values, var = values[idx], var[idx]
-            measurements.append(Measurement(q.name, groups, values, var, a))
-            how = (
-                _psi_variance_note(definition.neighbor(a))
-                if q.mechanism == "psi"
-                else _VARIANCE_OF.get(q.mechanism, "published standard error squared")
-            )
+            observations.append(GroupSumObservation(q.name, groups, values, var, a))
             note: dict[str, Any] = {
                 "query": q.name,
-                "mechanism": q.mechanism,
-                "cells": int(t.height),
-                "cells_used": int(t.height - unused.sum()),
-                "variance": how,
+                "mechanism": m.mechanism,
+                "cells": int(t.table.height),
+                "cells_used": int(t.table.height - unused.sum()),
+                "variance": _VARIANCE_WORDS[m.variance_kind],
             }
             if unused.any():
                 note["left_out"] = "cells with variance 0 (pnc: Δ_ℓ = 0, the sum is clipped to 0)"
             notes.setdefault(a, []).append(note)
-    return measurements, notes
+    return observations, notes
 
 
 @dataclass(frozen=True)
@@ -220,14 +215,14 @@ class MicrodataResult:
     Attributes:
         frame: the id, the public columns, then one Float64 column per attribute.
         results: attribute → the WLS solution (:class:`~eree.postprocess.wls.WLSResult`).
-        measurements: the measurements the solution is computed from.
+        observations: the observations the solution is computed from.
         nonnegative: whether x ≥ 0 was imposed.
         notes: attribute → how each measurement was weighted.
     """
 
     frame: pl.DataFrame
     results: dict[str, WLSResult]
-    measurements: list[Measurement]
+    observations: list[GroupSumObservation]
     nonnegative: bool
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -262,7 +257,7 @@ class MicrodataResult:
 
 
 def build_microdata(
-    plan: Any,
+    plan: Plan,
     tables: Sequence[QueryTable],
     public: pl.DataFrame,
     *,
@@ -285,14 +280,14 @@ def build_microdata(
         release measures).
     """
     check_microdata_plan(plan)
-    conf = set(plan.data.confidential)
+    conf = set(plan.establishment_data.confidential)
     public = public.select([c for c in public.columns if c not in conf])
     nonneg = bool(plan.postprocess.nonnegative if nonnegative is None else nonnegative)
-    measurements, notes = microdata_measurements(plan, tables, public)
-    solved = reconstruct_microdata(public.height, measurements, nonnegative=nonneg, **options)
-    attrs = [a for a in plan.data.confidential if a in solved]
+    observations, notes = microdata_measurements(plan, tables, public)
+    solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
+    attrs = [a for a in plan.establishment_data.confidential if a in solved]
     frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
-    return MicrodataResult(frame, {a: solved[a] for a in attrs}, measurements, nonneg, notes)
+    return MicrodataResult(frame, {a: solved[a] for a in attrs}, observations, nonneg, notes)
 
 
 #: the aggregation levels of the QCEW paper's evaluation (ownership ignored, as in its

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from eree import __version__
+from eree.data.io import check_input_file
 from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
@@ -36,6 +37,7 @@ def dataset_sha256(files: Iterable[Path]) -> str:
     """
     h = hashlib.sha256()
     for f in _expand(files):
+        check_input_file(Path(f))
         fh = hashlib.sha256()
         with open(f, "rb") as fp:
             for chunk in iter(lambda: fp.read(1 << 20), b""):
@@ -53,6 +55,56 @@ def base_manifest() -> dict[str, Any]:
     return {"eree_version": __version__, "created": utc_now()}
 
 
+def check_output_dir(out_dir: str | Path) -> Path:
+    """Refuse an output path a release cannot be written to, before anything is done.
+
+    The path must be absent or an empty directory; a file, a device such as
+    ``/dev/null``, a symbolic link (dangling or not) or a non-empty directory is refused.
+
+    Raises:
+        EreeError: naming the path and what is wrong with it.
+    """
+    out = Path(out_dir)
+    if out.is_symlink():
+        raise EreeError(f"output path {out} is a symbolic link; give a new directory")
+    if out.exists():
+        if not out.is_dir():
+            raise EreeError(f"output path {out} exists and is not a directory; give a new one")
+        if any(out.iterdir()):
+            raise EreeError(f"output directory {out} exists and is not empty; choose a new one")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise EreeError(f"output path {out}: {parent} is not a directory")
+    return out
+
+
+def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | None = None) -> None:
+    """Refuse to publish a non-finite number (DESIGN.md §2.3, §4.4).
+
+    An infinite or NaN published value means a scale or a sum overflowed (for example
+    ε so small that 1/ε is infinite, or sums past the largest double); it is refused
+    before any file is written. The message names the table and the column, never a
+    value.
+
+    Raises:
+        EreeError: naming the first table and column holding a non-finite value.
+    """
+    frames = [(f"table {qt.name!r}", qt.table) for qt in tables]
+    frames += [(f"file {rel!r}", frame) for rel, frame in (extra or {}).items()]
+    for what, frame in frames:
+        for name, dtype in frame.schema.items():
+            if dtype.is_float() and not bool(
+                frame.get_column(name).is_finite().fill_null(True).all()
+            ):
+                raise EreeError(
+                    f"{what}, column {name!r}: the release would publish a non-finite value "
+                    "(a noise scale or a sum overflowed; check epsilon, alpha and the data's "
+                    "magnitudes); nothing was written"
+                )
+
+
 def write_release(
     out_dir: Path,
     tables: list[QueryTable],
@@ -65,16 +117,16 @@ def write_release(
 
     Everything is written to a temporary sibling directory that is renamed into place at
     the end, so a failed run leaves no partial output. An existing non-empty ``out_dir``
-    is never overwritten.
+    is never overwritten, and nothing is written when a table holds a non-finite value
+    (:func:`check_finite`).
 
     Args:
         extra: further files of the release, relative path → frame (``.parquet`` or
             ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``; written with the
             rest, atomically.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise EreeError(f"output directory {out_dir} exists and is not empty; choose a new one")
+    out_dir = check_output_dir(out_dir)
+    check_finite(tables, extra)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     try:

@@ -12,7 +12,7 @@ from eree.privacy.accountant import PrivacyReport
 from eree.privacy.composition import Cost
 from eree.privacy.ledger import Ledger, check_budget
 from eree.release.build import BuiltPlan, build
-from eree.release.output import base_manifest, dataset_sha256, write_release
+from eree.release.output import base_manifest, check_output_dir, dataset_sha256, write_release
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -31,8 +31,16 @@ def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
 
 def explain(plan: Plan) -> dict[str, Any]:
     """Everything ``eree explain`` shows: per-query cost and the semantics. Reads no data."""
+    from eree.release.cells import check_plan_cells
+
+    cells = {name: qc.to_dict() for name, qc in check_plan_cells(plan).items()}
     report = account(plan)
-    return {"plan": plan.name, "privacy": report.to_dict(), "semantics": semantics(plan, report)}
+    return {
+        "plan": plan.name,
+        "privacy": report.to_dict(),
+        "semantics": semantics(plan, report),
+        "cells": cells,
+    }
 
 
 @dataclass(frozen=True)
@@ -137,8 +145,12 @@ def protect(
     against the dataset's lifetime budget before any noise is drawn and committed once
     the output is in place (DESIGN.md §3.4).
     """
+    from eree.release.cells import check_plan_cells
+
+    check_plan_cells(plan)  # lower bounds from the declared domains, before any data
     built = build(plan)
     report = built.report()
+    check_output_dir(out_dir)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
         check_budget(plan.name, Cost(), report.total, budget)

@@ -7,6 +7,7 @@ computed by the accountant from the plan alone, before any confidential data is 
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,13 @@ _QUERY_KEYS = (
 )
 _PNC_KEYS = ("zeta", "bounds_from")
 _POSTPROCESS_KEYS = ("microdata", "nonnegative")
-_OUTPUT_KEYS = ("confidence", "csv")
+_OUTPUT_KEYS = ("confidence", "csv", "max_cells")
+
+#: longest query name: it becomes a file name (``tables/<name>.parquet``)
+MAX_QUERY_NAME = 100
+
+#: default refusal limit on the number of cells of one query (DESIGN.md §2.3)
+DEFAULT_MAX_CELLS = 5_000_000
 
 
 def _check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -69,6 +76,8 @@ def _number(value: Any, where: str, *, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(f"{where} must be a number (got {type(value).__name__})")
     v = float(value)
+    if not math.isfinite(v):
+        raise SpecError(f"{where} must be a finite number")
     if positive and not v > 0:
         raise SpecError(f"{where} must be > 0")
     return v
@@ -78,6 +87,25 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise SpecError(f"{where} must be a list of strings")
     return tuple(value)
+
+
+def _domain(value: Any, where: str) -> tuple[str, ...]:
+    """A declared domain: a non-empty list of distinct strings."""
+    values = _str_list(value, where)
+    if not values:
+        raise SpecError(f"{where} must list at least one value")
+    seen: set[str] = set()
+    for v in values:
+        if v in seen:
+            raise SpecError(f"{where} lists the value {v!r} more than once")
+        seen.add(v)
+    return values
+
+
+def _unknown_attribute(attr: str, known: tuple[str, ...], where: str) -> SpecError:
+    close = difflib.get_close_matches(attr, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+    return SpecError(f"{where}: {attr!r} is not an attribute of the data{hint}")
 
 
 @dataclass(frozen=True)
@@ -167,8 +195,18 @@ class EngineSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
+    """``[output]``: publication settings.
+
+    Attributes:
+        confidence: level of the published confidence intervals.
+        csv: also write each table as CSV.
+        max_cells: refuse a query with more cells than this, before allocating them
+            (DESIGN.md §2.3).
+    """
+
     confidence: float = 0.95
     csv: bool = True
+    max_cells: int = DEFAULT_MAX_CELLS
 
 
 @dataclass(frozen=True)
@@ -189,6 +227,13 @@ class Plan:
     @property
     def kind(self) -> str:
         return "eree" if isinstance(self.data, EreeDataConfig) else "establishments"
+
+    @property
+    def establishment_data(self) -> EstablishmentDataConfig:
+        """The establishment data of a GEDP plan (refused for ER-EE data)."""
+        if not isinstance(self.data, EstablishmentDataConfig):
+            raise SpecError('GEDP needs establishment data: [data] kind = "establishments"')
+        return self.data
 
     def query(self, name: str) -> QuerySpec:
         for q in self.queries:
@@ -233,7 +278,7 @@ def _parse_eree_data(d: dict[str, Any], base: Path) -> EreeDataConfig:
         if not isinstance(d["domains"], dict):
             raise SpecError("[data.domains] must be a table of attribute = [values]")
         for attr, values in d["domains"].items():
-            domains[attr] = _str_list(values, f"[data.domains].{attr}")
+            domains[attr] = _domain(values, f"[data.domains].{attr}")
     if "worker_attributes" in d:
         wa = _str_list(d["worker_attributes"], "[data].worker_attributes")
         missing = [a for a in wa if a not in domains]
@@ -243,7 +288,12 @@ def _parse_eree_data(d: dict[str, Any], base: Path) -> EreeDataConfig:
             )
         kwargs["worker_attributes"] = wa
     kwargs["domains"] = domains
-    return EreeDataConfig(**kwargs)
+    cfg = EreeDataConfig(**kwargs)
+    attributes = (*cfg.workplace_attributes, *cfg.worker_attributes)
+    for attr in d.get("domains", {}):
+        if attr not in attributes:
+            raise _unknown_attribute(attr, attributes, f"[data.domains].{attr}")
+    return cfg
 
 
 def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
@@ -261,10 +311,14 @@ def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
     if "domains" in d:
         if not isinstance(d["domains"], dict):
             raise SpecError("[data.domains] must be a table of attribute = [values]")
-        kwargs["domains"] = {
-            a: _str_list(v, f"[data.domains].{a}") for a, v in d["domains"].items()
-        }
-    return EstablishmentDataConfig(**kwargs)
+        kwargs["domains"] = {a: _domain(v, f"[data.domains].{a}") for a, v in d["domains"].items()}
+    cfg = EstablishmentDataConfig(**kwargs)
+    for attr in cfg.domains:
+        if attr not in cfg.public:
+            raise _unknown_attribute(
+                attr, cfg.public, f"[data.domains].{attr} (not in [data].public)"
+            )
+    return cfg
 
 
 def _parse_mu(value: Any, where: str) -> dict[str, float]:
@@ -310,7 +364,9 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     name = q.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{where}: name is required")
-    if not name.replace("_", "").replace("-", "").isalnum():
+    if len(name) > MAX_QUERY_NAME:
+        raise SpecError(f"{where}: name is longer than {MAX_QUERY_NAME} characters")
+    if not name.replace("_", "").replace("-", "").isalnum() or not name.isascii():
         raise SpecError(f"{where}: name {name!r} may only use letters, digits, '_' and '-'")
     where = f"query {name!r}"
     by_raw = q.get("by")
@@ -424,6 +480,12 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         raise SpecError(f'[engine].kind must be "polars" or "spark" (got {engine.kind!r})')
     if not isinstance(engine.cores, int) or engine.cores < 1:
         raise SpecError("[engine].cores must be a positive integer")
+    csv = out_raw.get("csv", True)
+    if not isinstance(csv, bool):
+        raise SpecError("[output].csv must be true or false")
+    max_cells = out_raw.get("max_cells", DEFAULT_MAX_CELLS)
+    if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
+        raise SpecError("[output].max_cells must be a positive integer")
     return Plan(
         name=name,
         data=data_cfg,
@@ -431,7 +493,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         queries=queries,
         pnc=PncSpec(zeta, bounds_from),
         postprocess=PostprocessSpec(**pp_raw),
-        output=OutputSpec(confidence, bool(out_raw.get("csv", True))),
+        output=OutputSpec(confidence, csv, max_cells),
         engine=engine,
         source=source,
         raw=raw,
@@ -441,10 +503,18 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
 def load_spec(path: str | Path) -> Plan:
     """Read and validate a TOML spec file."""
     p = Path(path)
+    if p.is_dir():
+        raise SpecError(f"spec {p} is a directory, not a TOML file")
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise SpecError(f"spec file not found: {p}") from e
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"spec file not found: {p}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"spec {p} is not UTF-8 text (TOML files are UTF-8)") from None
+    except OSError as e:
+        raise SpecError(f"spec {p} cannot be read ({e.strerror or type(e).__name__})") from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{p}: not valid TOML: {e}") from e
+        raise SpecError(f"{p}: not valid TOML: {e}") from None
     return parse_spec(raw, p.resolve().parent, source=p.resolve())

@@ -36,7 +36,7 @@ from eree.mechanisms.estimators import (
     sqrt_true_variance,
     sqrt_variance_estimate,
 )
-from eree.postprocess.wls import Measurement, solve_wls
+from eree.postprocess.wls import GroupSumObservation, solve_wls
 
 __all__ = ["PAPER_TABLE11", "STRATEGIES", "AblationResult", "webb_table11"]
 
@@ -79,7 +79,7 @@ class AblationResult:
         """Tidy rows: psi, strategy, query, mse, se, paper (Table 11), trials."""
         rows = [
             {
-                "psi": self.psi,
+                "neighbor": self.psi,
                 "strategy": s,
                 "query": q,
                 "mse": self.mse[s][q],
@@ -154,7 +154,7 @@ def webb_table11(
         for q in QUERIES:
             est, v_hat, v_true = answers[q]
             use_true = strategy == "Act" or (strategy == "Hybrid" and q != "ID")
-            meas.append(Measurement(q, groups[q], est, v_true if use_true else v_hat))
+            meas.append(GroupSumObservation(q, groups[q], est, v_true if use_true else v_hat))
         x = solve_wls(n, meas, method="tree").x
         rec = {
             "ID": x,

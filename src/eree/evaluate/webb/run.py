@@ -1,0 +1,245 @@
+"""Running the QCEW paper's experiments: ``eree evaluate webb-…`` (tidy CSV, figures, report)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import polars as pl
+import typer
+
+from eree.data.establishments import EstablishmentData
+from eree.evaluate.metrics import TIDY_SCHEMA
+from eree.evaluate.webb.figures import _attrs
+from eree.evaluate.webb.plans import (
+    BUDGETS,
+    EXPERIMENTS,
+    FIGURE9_GROUPINGS,
+    FIGURE9_MU,
+    GAMMA_EMP,
+    GAMMA_WAGE,
+    GROUPINGS,
+    PAPER_TABLE3,
+    TABLE11_TRIALS,
+    TRIALS,
+    ZETA,
+    Progress,
+    _noop,
+    load_webb_data,
+    total_mu,
+)
+from eree.evaluate.webb.replicates import (
+    Replicates,
+    _table11_rows,
+    cell_frame,
+    error_rows,
+    run_replicates,
+    table11,
+)
+from eree.evaluate.webb.report import (
+    reading_figures,
+    reading_table3,
+    reading_table11,
+    write_webb_outputs,
+)
+from eree.evaluate.webb.results import WebbResult
+
+# --------------------------------------------------------------------------------------
+# running experiments
+# --------------------------------------------------------------------------------------
+
+
+def experiments_of(experiment: str) -> list[str]:
+    """The experiments an argument runs (``webb-all`` → all)."""
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {experiment!r}; available: {', '.join(EXPERIMENTS)}")
+    if experiment == "webb-all":
+        return [e for e in EXPERIMENTS if e != "webb-all"]
+    return [experiment]
+
+
+def run_webb(
+    experiment: str,
+    data: EstablishmentData | None = None,
+    *,
+    trials: int = TRIALS,
+    seed: int = 0,
+    budget: str = "table7",
+    table11_trials: int = TABLE11_TRIALS,
+    sweep_mu: Sequence[float] = FIGURE9_MU,
+    progress: Progress = _noop,
+) -> WebbResult:
+    """Run one ``webb-…`` experiment (or ``webb-all``).
+
+    Args:
+        experiment: a key of :data:`EXPERIMENTS`.
+        data: the establishments (default: Syn-RI; not needed for ``webb-table11``).
+        trials: replicates per workflow (the paper: 34).
+        seed: root seed (seeded noise: NOT FOR PUBLICATION).
+        budget: ``table7`` (default) or ``section8.2`` (:data:`BUDGETS`).
+        table11_trials: trials of the Table 11 ablation.
+        sweep_mu: Figure 9's overall budgets (the baseline μ ≈ 2.31 is added).
+    """
+    exps = experiments_of(experiment)
+    if budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {', '.join(BUDGETS)}, not {budget!r}")
+    bud = BUDGETS[budget]
+    t_start = time.perf_counter()
+    secs: dict[str, float] = {}
+    rows: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {
+        "experiments": exps,
+        "trials": trials,
+        "seed": seed,
+        "budget": budget,
+        "budgets": {q: {"employment_month": e, "wage": w} for q, (e, w) in bud.items()},
+        "gamma": {"employment": GAMMA_EMP, "wage": GAMMA_WAGE},
+        "zeta": ZETA,
+        "random": "seeded (NOT FOR PUBLICATION)",
+    }
+    rep: Replicates | None = None
+    cells: pl.DataFrame | None = None
+    sweep: dict[float, Replicates] = {}
+    t11: pl.DataFrame | None = None
+    needs_data = any(e != "webb-table11" for e in exps)
+    if needs_data:
+        if data is None:
+            data = load_webb_data()
+        meta["dataset"] = {
+            "file": str(data.config.path),
+            "establishments": data.n,
+            "attributes": list(data.confidential),
+        }
+        meta["mu_total"] = total_mu(bud, data.confidential)
+    if "webb-table3" in exps or "webb-figures" in exps:
+        assert data is not None
+        t0 = time.perf_counter()
+        rep = run_replicates(data, trials=trials, seed=seed, budget=bud, progress=progress)
+        secs["replicates"] = time.perf_counter() - t0
+        meta["seconds_per_workflow"] = rep.seconds
+        if "webb-figures" in exps:
+            rows += error_rows(rep, "webb-figures")
+        if "webb-table3" in exps:
+            rows += error_rows(rep, "webb-table3", list(PAPER_TABLE3), signed=True)
+        cells = cell_frame(rep)
+    if "webb-figure9" in exps:
+        assert data is not None
+        t0 = time.perf_counter()
+        base = total_mu(bud, data.confidential)
+        mus = sorted({*(float(m) for m in sweep_mu), base})
+        for mu in mus:
+            if rep is not None and math.isclose(mu, base):
+                r = rep
+            else:
+                r = run_replicates(
+                    data,
+                    trials=trials,
+                    seed=seed,
+                    budget=bud,
+                    scale=mu / base,
+                    groupings={g: GROUPINGS[g] for g in FIGURE9_GROUPINGS},
+                    progress=progress,
+                )
+            sweep[mu] = r
+            rows += error_rows(r, "webb-figure9", FIGURE9_GROUPINGS)
+        secs["figure9"] = time.perf_counter() - t0
+    if "webb-table11" in exps:
+        t0 = time.perf_counter()
+        t11 = table11(table11_trials, seed, progress=progress)
+        rows += _table11_rows(t11)
+        secs["table11"] = time.perf_counter() - t0
+        meta["table11"] = {
+            "trials": table11_trials,
+            "setting": "50 counties × 2 establishments of 10, γ = 0.5 (sqrt and log), μ = 1 "
+            "(DESIGN.md §6, §10 errata)",
+        }
+    secs["total"] = time.perf_counter() - t_start
+    meta["seconds"] = secs
+    results = pl.DataFrame(rows, schema=TIDY_SCHEMA) if rows else pl.DataFrame(schema=TIDY_SCHEMA)
+    return WebbResult(results, cells, rep, sweep, t11, meta)
+
+
+def evaluate_webb(
+    experiment: Annotated[
+        str,
+        typer.Argument(help="webb-table11 | webb-table3 | webb-figures | webb-figure9 | webb-all"),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="output directory")],
+    trials: Annotated[int, typer.Option(help="replicates per workflow (the paper: 34)")] = TRIALS,
+    seed: Annotated[int, typer.Option(help="root seed (seeded noise: NOT FOR PUBLICATION)")] = 0,
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="establishment file in the Syn-RI schema (default: Syn-RI)"),
+    ] = None,
+    table11_trials: Annotated[
+        int, typer.Option(help="trials of the Table 11 ablation (the paper: 1,000,000)")
+    ] = TABLE11_TRIALS,
+    budget: Annotated[
+        str,
+        typer.Option(help="table7 (Table 7, default) | section8.2 (the budgets in §8.2's text)"),
+    ] = "table7",
+) -> None:
+    """Reproduce Webb et al. (QCEW paper) §8: Tables 3 and 11, Figures 2, 3, 8 and 9.
+
+    pnc-mechanism vs √-mechanism workflows on Syn-RI with the Table 7 budgets, γ_emp = 0.5,
+    γ_wage = 50, ζ = 0.01: protected microdata by WLS from the published tables, tabulated at
+    QCEW aggregation levels and compared with the truth. Writes results.csv (tidy),
+    cells.csv, table11.csv, run.json, figures/*.png and report.html to OUT.
+
+    Example: eree evaluate webb-all --out webb-ri --trials 34
+    """
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import Progress as Bar
+    from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console()
+    t0 = time.perf_counter()
+    try:
+        exps = experiments_of(experiment)
+        ds = None
+        if any(e != "webb-table11" for e in exps):
+            with console.status("loading data…"):
+                ds = load_webb_data(data)
+            console.print(f"dataset: {ds.n:,} establishments ({escape(str(ds.config.path))})")
+        with Bar(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task(experiment)
+            res = run_webb(
+                experiment,
+                ds,
+                trials=trials,
+                seed=seed,
+                budget=budget,
+                table11_trials=table11_trials,
+                progress=lambda m: bar.update(task, description=escape(m)),
+            )
+        paths = write_webb_outputs(res, out)
+    except (ValueError, OSError) as e:
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}")
+        raise typer.Exit(code=2) from None
+    except Exception as e:  # EreeError and friends
+        from eree.errors import EreeError
+
+        if not isinstance(e, EreeError):
+            raise
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}")
+        raise typer.Exit(code=2) from None
+    console.print(f"[bold yellow]seeded randomness (seed {seed}): NOT FOR PUBLICATION[/]")
+    attrs = _attrs(res.replicates) if res.replicates is not None else []
+    for line in reading_figures(res.results, attrs) + reading_table3(res.results, attrs):
+        console.print("• " + escape(line))
+    if res.table11 is not None:
+        for line in reading_table11(res.table11):
+            console.print("• " + escape(line))
+    console.print(f"results: {paths['results']}")
+    console.print(f"report:  {paths['report']}")
+    console.print(f"done in {time.perf_counter() - t0:.1f} s")

@@ -1,0 +1,129 @@
+"""How many cells each query of a plan publishes, and the guard against too many.
+
+DESIGN.md §2.3: before cells are allocated, the plan's cell count is computed from the
+declared domains and the public frame, and refused past a configurable limit
+(``[output] max_cells``) with a message that names the query.
+
+An ER-EE count query over workplace attributes W and worker attributes K has
+:math:`F \\cdot D` cells, where :math:`D=\\prod_{a\\in K}|\\mathrm{dom}(a)|` comes from the
+declared domains and :math:`F` is the number of workplace combinations: the product of
+the declared domains of W with ``complete = true``, otherwise the number of distinct
+combinations in the (public) workplace table. Without the data (``eree explain``),
+:math:`F` is known only with ``complete = true`` or when W is empty; :math:`D` alone is
+still a lower bound. Both numbers are public: domains are declared in the spec, and the
+public attributes of establishments are not confidential (§2.1).
+
+Establishment (GEDP) queries publish at most one cell per establishment (group-by cells
+come from the public frame), so they are not counted here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from eree.data.config import EreeDataConfig
+from eree.errors import SpecError
+from eree.release.spec import Plan, QuerySpec
+
+__all__ = ["QueryCells", "check_plan_cells", "plan_cells"]
+
+
+@dataclass(frozen=True)
+class QueryCells:
+    """The cell count of one query.
+
+    Attributes:
+        query: the query name.
+        cells: the exact number of cells, or None when it depends on the data.
+        at_least: a lower bound known without the data (equal to ``cells`` when exact).
+        how: how the number was obtained, in words.
+    """
+
+    query: str
+    cells: int | None
+    at_least: int
+    how: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"cells": self.cells, "at_least": self.at_least, "how": self.how}
+
+
+def _query_cells(
+    q: QuerySpec, cfg: EreeDataConfig, workplaces: pl.DataFrame | None
+) -> QueryCells | None:
+    if isinstance(q.by, str):
+        return None
+    wp = [a for a in q.by if a in cfg.workplace_attributes]
+    wk = [a for a in q.by if a in cfg.worker_attributes]
+    if len(wp) + len(wk) != len(q.by):  # an unknown attribute: the spec checks report it
+        return None
+    d = math.prod(len(cfg.domains[a]) for a in wk)
+    if not wp:
+        return QueryCells(q.name, d, d, "product of the declared worker-attribute domains")
+    if q.complete:
+        undeclared = [a for a in wp if a not in cfg.domains]
+        if undeclared:
+            raise SpecError(
+                f"query {q.name!r}: complete = true needs a declared domain for "
+                f"{', '.join(repr(a) for a in undeclared)} in [data.domains]"
+            )
+        f = math.prod(len(cfg.domains[a]) for a in wp)
+        return QueryCells(q.name, f * d, f * d, "product of the declared domains (complete)")
+    if workplaces is None:
+        return QueryCells(
+            q.name, None, d, "workplace combinations in the data × declared worker domains"
+        )
+    f = workplaces.select(wp).n_unique()
+    return QueryCells(
+        q.name, f * d, f * d, "workplace combinations in the data × declared worker domains"
+    )
+
+
+def plan_cells(plan: Plan, workplaces: pl.DataFrame | None = None) -> dict[str, QueryCells]:
+    """The cell count of each ER-EE count query of ``plan``.
+
+    Args:
+        plan: the release plan.
+        workplaces: the loaded (public) workplace table, or None before any data is read.
+
+    Returns:
+        Query name → its cell count; establishment plans give an empty mapping.
+
+    Raises:
+        SpecError: ``complete = true`` over a workplace attribute without a domain.
+    """
+    if not isinstance(plan.data, EreeDataConfig):
+        return {}
+    out = {}
+    for q in plan.queries:
+        qc = _query_cells(q, plan.data, workplaces)
+        if qc is not None:
+            out[q.name] = qc
+    return out
+
+
+def check_plan_cells(plan: Plan, workplaces: pl.DataFrame | None = None) -> dict[str, QueryCells]:
+    """Refuse a query whose cell count (or its lower bound) exceeds ``[output] max_cells``.
+
+    Called before any data is read (with the lower bounds) and again once the public
+    workplace table is loaded, before the engine allocates cells.
+
+    Returns:
+        The cell counts of :func:`plan_cells`.
+
+    Raises:
+        SpecError: naming the query, its cell count and the limit.
+    """
+    limit = plan.output.max_cells
+    counts = plan_cells(plan, workplaces)
+    for qc in counts.values():
+        if qc.at_least > limit:
+            amount = f"{qc.at_least:,}" if qc.cells is not None else f"at least {qc.at_least:,}"
+            raise SpecError(
+                f"query {qc.query!r} has {amount} cells ({qc.how}), more than "
+                f"[output] max_cells = {limit:,}; publish fewer attributes or raise the limit"
+            )
+    return counts
