@@ -354,7 +354,7 @@ def demo(
     from eree.demo import run_demo
 
     try:
-        summary = run_demo(out, seed=seed, console=console)
+        summary = run_demo(out, seed=seed, console=console, on_release=_print_release)
     except EreeError as e:
         _fail(e)
         return

@@ -9,6 +9,7 @@ shareable) truth, and one HTML report.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,22 @@ def _gedp_half(out: Path, seed: int | None, console: Console) -> dict[str, Any]:
     return {"spec": spec_path, "result": result, "accuracy": accuracy}
 
 
-def run_demo(out: str | Path, *, seed: int | None = None, console: Console | None = None) -> dict:
-    """Run the demo into ``out`` (must not exist or be empty); return a summary."""
+def run_demo(
+    out: str | Path,
+    *,
+    seed: int | None = None,
+    console: Console | None = None,
+    on_release: Callable[[dict[str, Any], Path], None] | None = None,
+) -> dict:
+    """Run the demo into ``out`` (must not exist or be empty); return a summary.
+
+    Args:
+        out: the demo's output directory.
+        seed: seeded randomness (NOT FOR PUBLICATION); None for the secure source.
+        console: where progress is printed.
+        on_release: called with each release's manifest and directory (the CLI prints
+            the cost table there).
+    """
     from eree.release.report import html_page, release_section
 
     console = console or Console()
@@ -190,9 +205,8 @@ def run_demo(out: str | Path, *, seed: int | None = None, console: Console | Non
     t0 = time.perf_counter()
     lodes = _lodes_half(out, seed, console)
     res = lodes["result"]
-    from eree.cli import _print_release
-
-    _print_release(res.manifest, res.out_dir)
+    if on_release is not None:
+        on_release(res.manifest, res.out_dir)
     sections = [
         release_section(res.manifest, {t.name: t.table for t in res.tables}),
         "<h3>Accuracy against the synthetic truth</h3>"
@@ -204,7 +218,8 @@ def run_demo(out: str | Path, *, seed: int | None = None, console: Console | Non
     }
     gedp = _gedp_half(out, seed, console)
     gres = gedp["result"]
-    _print_release(gres.manifest, gres.out_dir)
+    if on_release is not None:
+        on_release(gres.manifest, gres.out_dir)
     sections += [
         release_section(gres.manifest, {t.name: t.table for t in gres.tables}),
         "<h3>Accuracy against the synthetic truth</h3>"

@@ -60,6 +60,7 @@ class EdgeLaplace(CountMechanism):
     def guarantee(self) -> str:
         return f"{EdgeDP(self.epsilon)}; each job is in exactly one cell"
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         noisy = source.add_laplace(cells["count"], self.scale)
         half = self.scale * math.log(1.0 / (1.0 - self.confidence))
@@ -117,6 +118,7 @@ class TruncatedLaplace(CountMechanism):
     def guarantee(self) -> str:
         return f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         noisy = source.add_laplace(cells["count_truncated"], self.scale)
         return Measurement(

@@ -268,6 +268,7 @@ class LogLaplace(CountMechanism):
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "gamma": self.gamma, "lambda": self.lam}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
             cells["count"], self.gamma, self.lam, source, self.confidence, "Lemma 8.2"
@@ -321,6 +322,7 @@ class SmoothGamma(CountMechanism):
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         n = cells["count"]
         scale = 5.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon1
@@ -375,6 +377,7 @@ class SmoothLaplace(CountMechanism):
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "delta_min": self.delta_min}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         scale = 2.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon_cell
         return _withheld(source.add_laplace(cells["count"], scale), self.name)

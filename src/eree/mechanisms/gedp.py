@@ -175,7 +175,7 @@ def pnc_upper_bounds(
 
 
 def pnc_sensitivity(u_star: ArrayLike, neighbor: NeighborFunction, gamma: float) -> FloatArray:
-    r"""Def 6.8 step 2, the per-group sensitivity from the public bound u*_ℓ:
+    r"""Def 6.8 step 2: the per-group sensitivity from the public bound u*_ℓ.
 
     :math:`\Delta_\ell = u^*_\ell - \psi^{-1}(\max(\psi(0), \psi(u^*_\ell)-\gamma))`.
     """
@@ -301,6 +301,7 @@ class PsiMechanism(GedpMechanism):
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sigma": self.sigma}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         x = cells["value"]
         omega = source.add_gaussian(self.neighbor.psi(x), self.sigma)
@@ -340,6 +341,7 @@ class EstabGaussian(GedpMechanism):
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         noisy = source.add_gaussian(cells["value"], self.sd)
         std = np.full(noisy.shape, self.sd)
@@ -394,6 +396,7 @@ class Pnc(GedpMechanism):
         tau = pnc_tau_hat(self.zeta, n_establishments, self.bounded_attributes)
         return pnc_upper_bounds(omega_identity, self.neighbor, self.gamma, self.bounds_mu, tau)
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
         return pnc_mechanism(cells["value"], delta, self.mu, source, confidence=self.confidence)

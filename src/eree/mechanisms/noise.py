@@ -83,6 +83,7 @@ class NoiseSource(ABC):
 
     @property
     def for_publication(self) -> bool:
+        """Whether releases drawn from this source may be published (not seeded)."""
         return self.mode != "seeded"
 
     def describe(self) -> dict[str, Any]:

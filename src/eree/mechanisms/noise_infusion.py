@@ -85,6 +85,7 @@ def check_ramp(s: float, t: float) -> None:
 
 
 def check_small_cell(small_cell: float) -> None:
+    """Validate the small-cell limit S of noise infusion (S ≥ 1)."""
     if not (math.isfinite(small_cell) and small_cell >= 1.0):
         raise PrivacyParameterError(
             f"the small-cell limit S must be a finite number >= 1 (got {small_cell!r})"
@@ -286,6 +287,7 @@ class NoiseInfusion(Mechanism):
     def guarantee(self) -> str:
         return "no formal guarantee (input noise infusion, the current SDL baseline)"
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         cache = cells.context[FACTOR_CACHE]
         key = (self.s, self.t)

@@ -1,5 +1,6 @@
-r"""The workshop variants of the ER-EE mechanisms (Haney et al., workshop version,
-``papers/002_*``, §5 and Appendix A), for the Blowfish policy of
+r"""The workshop variants of the ER-EE mechanisms, for the Blowfish policy.
+
+Haney et al., workshop version (``papers/002_*``, §5 and Appendix A); the policy is in
 :mod:`eree.privacy.blowfish`.
 
 The SIGMOD versions (:mod:`eree.mechanisms.eree`) are normative (DESIGN.md §10); these
@@ -153,6 +154,7 @@ class WorkshopLogLaplace(_Workshop):
         return {**self._base_params(), "additive": self.additive, "gamma": self.gamma,
                 "lambda": self.lam}  # fmt: skip
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
             cells["count"], self.gamma, self.lam, source, self.confidence, "workshop Lemma 5.2"
@@ -207,6 +209,7 @@ class WorkshopSmoothLaplace(_Workshop):
         beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
         return {**self._base_params(), "delta_min": self.delta_min, "beta": beta}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         eps = self.epsilon_cell
         with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)
@@ -242,6 +245,7 @@ class WorkshopSmoothGamma(_Workshop):
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16}
 
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         eps = self.epsilon_cell
         with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)

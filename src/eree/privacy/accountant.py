@@ -30,20 +30,34 @@ class Costed(Protocol):
     """What the accountant reads of a mechanism object."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The mechanism's registry name."""
+        ...
 
     @property
-    def multiplicity(self) -> int: ...
+    def multiplicity(self) -> int:
+        """How many per-cell costs compose into the query's cost."""
+        ...
 
-    def composition(self) -> Composition: ...
+    def composition(self) -> Composition:
+        """The composition object of the mechanism's family."""
+        ...
 
-    def cost(self) -> Cost: ...
+    def cost(self) -> Cost:
+        """The query's whole privacy cost, without data."""
+        ...
 
-    def per_cell_cost(self) -> Cost: ...
+    def per_cell_cost(self) -> Cost:
+        """The cost each cell's noise is drawn for."""
+        ...
 
-    def public_params(self) -> dict[str, Any]: ...
+    def public_params(self) -> dict[str, Any]:
+        """What may be published about the mechanism."""
+        ...
 
-    def guarantee(self) -> str: ...
+    def guarantee(self) -> str:
+        """The guarantee in words."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,7 @@ class QueryCharge:
     params: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (floats rounded toward more privacy loss)."""
         return {
             "query": self.query,
             "mechanism": self.mechanism,
@@ -93,12 +108,14 @@ class PrivacyReport:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def charge(self, query: str) -> QueryCharge:
+        """The charge of one query."""
         for c in self.charges:
             if c.query == query:
                 return c
         raise KeyError(query)
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (floats rounded toward more privacy loss)."""
         d: dict[str, Any] = {
             "definition": self.definition,
             "alpha": self.alpha,

@@ -129,7 +129,7 @@ class EstablishmentRecord:
 
     @property
     def h(self) -> Counter[Any]:
-        """The histogram h(S)."""
+        """The histogram of the employment S."""
         return Counter(dict(self.workforce))
 
     @property
@@ -230,7 +230,7 @@ class PolicyGraph:
         return None
 
     def is_edge(self, u: EstablishmentRecord, v: EstablishmentRecord) -> bool:
-        """u ~ v in G (undirected: a rule holds for (u, v) or for (v, u))."""
+        """Whether u ~ v in G (undirected: a rule holds for (u, v) or for (v, u))."""
         return self.edge_rule(u, v) is not None
 
     def distance(
@@ -304,8 +304,9 @@ def paper_size_steps(x: float, y: float, alpha: float) -> int:
 def check_workshop_log_laplace(
     alpha: float, epsilon: float, additive: float = 1.0, *, force: bool = False
 ) -> tuple[float, float]:
-    r"""Workshop Alg 1 (Log-Laplace): return :math:`(\gamma, \lambda) = (\Delta/\alpha,
-    2\ln(1+\alpha)/\varepsilon)`.
+    r"""Workshop Alg 1 (Log-Laplace): return (γ, λ).
+
+    :math:`(\gamma, \lambda) = (\Delta/\alpha, 2\ln(1+\alpha)/\varepsilon)`.
 
     Refuses λ ≥ 1 unless ``force`` (Lemma 5.2: E[ñ] is unbounded) and Δ < 1 (adding one
     worker, Eq. 4, moves :math:`\ln(n+\gamma)` by :math:`\ln(1+1/\gamma) \le \ln(1+\alpha)`

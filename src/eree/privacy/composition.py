@@ -127,30 +127,37 @@ class Cost:
     # exact views
     @property
     def exact_epsilon(self) -> Fraction | None:
+        """ε as an exact fraction."""
         return self._epsilon
 
     @property
     def exact_delta(self) -> Fraction | None:
+        """δ as an exact fraction."""
         return self._delta
 
     @property
     def exact_mu_squared(self) -> Fraction | None:
+        """μ² as an exact fraction."""
         return self._mu2
 
     # float views, rounded toward more privacy loss
     @property
     def epsilon(self) -> float | None:
+        """ε as a float, rounded up."""
         return None if self._epsilon is None else float_up(self._epsilon)
 
     @property
     def delta(self) -> float | None:
+        """δ as a float, rounded up."""
         return None if self._delta is None else float_up(self._delta)
 
     @property
     def mu(self) -> float | None:
+        """μ as a float, rounded up."""
         return None if self._mu2 is None else _sqrt_up(self._mu2)
 
     def to_dict(self) -> dict[str, float | None]:
+        """A JSON-ready dict (floats rounded toward more privacy loss)."""
         return {"epsilon": self.epsilon, "delta": self.delta, "mu": self.mu}
 
     def exact_dict(self) -> dict[str, str | None]:
@@ -163,6 +170,8 @@ class Cost:
 
     @classmethod
     def from_exact_dict(cls, d: Mapping[str, Any]) -> Cost:
+        """The cost written by :meth:`exact_dict`."""
+
         def f(k: str) -> Fraction | None:
             v = d.get(k)
             return None if v is None else Fraction(v)
@@ -202,6 +211,7 @@ class Composition(ABC):
         return self.compose([cost] * k)
 
     def zero(self) -> Cost:
+        """The cost of releasing nothing."""
         return self.compose([])
 
     def check_budget_keys(self, budget: Mapping[str, Any], where: str) -> None:

@@ -1,5 +1,6 @@
-"""Parameter conditions of the ER-EE mechanisms (Haney et al. 2017) — privacy theorems,
-so they live here and both the accountant and the mechanisms use them.
+"""Parameter conditions of the ER-EE mechanisms (Haney et al. 2017).
+
+They are privacy theorems, so they live here, below the mechanisms that check them.
 
 * Log-Laplace (Alg 1, Lemma 8.2): λ = 2 ln(1+α)/ε; λ ≥ 1 refused unless forced.
 * Smooth Gamma (Alg 2, Lemma 8.6): α + 1 < e^{ε/5}; ε₂ = 5 ln(1+α), ε₁ = ε − ε₂.
@@ -17,6 +18,7 @@ _REL_TOL = 1e-12
 
 
 def check_alpha_epsilon(alpha: float, epsilon: float) -> None:
+    """Refuse α or ε that are not finite numbers > 0."""
     if not (math.isfinite(alpha) and alpha > 0):
         raise PrivacyParameterError(f"alpha must be a finite number > 0 (got {alpha!r})")
     if not (math.isfinite(epsilon) and epsilon > 0):

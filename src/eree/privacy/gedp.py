@@ -74,9 +74,11 @@ class GEDPDefinition:
 
     @property
     def attributes(self) -> tuple[str, ...]:
+        """The confidential attributes the definition covers."""
         return tuple(self.distance)
 
     def neighbor(self, attribute: str) -> NeighborFunction:
+        """ψ of ``attribute``."""
         try:
             return self.neighbors[attribute]
         except KeyError:
@@ -85,6 +87,7 @@ class GEDPDefinition:
             ) from None
 
     def gamma(self, attribute: str) -> float:
+        """The distance γ of ``attribute``."""
         try:
             return float(self.distance[attribute])
         except KeyError:
@@ -106,6 +109,7 @@ class GEDPDefinition:
         return specs
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (floats rounded toward more privacy loss)."""
         return {
             "neighbor": self.neighbor_spec(),
             "neighbor_formula": {a: self.neighbors[a].describe() for a in self.attributes},

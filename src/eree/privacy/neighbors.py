@@ -91,6 +91,7 @@ class NeighborFunction(ABC):
 
     @property
     def default_gamma(self) -> float | None:
+        """The distance implied by ψ itself (``dp``: d), or None."""
         return None
 
     @abstractmethod
@@ -476,7 +477,7 @@ def _parts(items: Sequence[Any]) -> tuple[tuple[NeighborFunction, float], ...]:
 
 
 def combine(*parts: tuple[NeighborFunction, float] | NeighborFunction) -> CombinedNeighbor:
-    """Thm 5.10: ψ* whose intervals (γ* = 1) contain each part's intervals.
+    r"""Thm 5.10: ψ* whose intervals (γ* = 1) contain each part's intervals.
 
     Example: ``combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0))`` — §5.4.4's
     :math:`\\psi^*(x)=x/d` for :math:`x\\le d^2/(4\\gamma^2)`, else
@@ -649,7 +650,7 @@ def neighbor_from_callable(
     grid: ArrayLike | None = None,
     slope_at_infinity: float = 0.0,
 ) -> CustomNeighbor:
-    """A neighbor function from a vectorised callable, checked for Def 5.1's conditions.
+    r"""A neighbor function from a vectorised callable, checked for Def 5.1's conditions.
 
     ``slope_at_infinity`` declares :math:`\\lim_{x\\to\\infty}\\psi'(x)` (only Estab-Gaussian
     uses it; 0 = unbounded sensitivity).

@@ -56,9 +56,11 @@ class QueryPlan:
 
     @property
     def name(self) -> str:
+        """The mechanism's registry name."""
         return self.spec.name
 
     def charge(self) -> QueryCharge:
+        """The accountant's charge of this query, from its mechanism objects."""
         attrs = None if self.statistics == (COUNT_STATISTIC,) else self.statistics
         return charge_query(self.name, self.mechanisms, attrs)
 
@@ -72,6 +74,7 @@ class BuiltPlan:
     gedp_definition: GEDPDefinition | None = None
 
     def query(self, name: str) -> QueryPlan:
+        """The query named ``name``."""
         for q in self.queries:
             if q.name == name:
                 return q

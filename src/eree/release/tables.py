@@ -33,6 +33,7 @@ class QueryTable:
 
     @property
     def cells(self) -> int:
+        """Number of published cells."""
         return self.table.height
 
 

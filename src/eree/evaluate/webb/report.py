@@ -85,6 +85,7 @@ def reading_figures(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
 
 
 def reading_table3(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
+    """Sentences reading Table 3 (signed differences) from the results."""
     out = []
     for a in attrs:
         for g in ("state", "county", "naics5"):
@@ -103,6 +104,7 @@ def reading_table3(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
 
 
 def reading_figure9(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
+    """Sentences reading Figure 9 (the budget sweep) from the results."""
     f9 = results.filter(pl.col("experiment") == "webb-figure9")
     if f9.is_empty():
         return []
@@ -123,6 +125,7 @@ def reading_figure9(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
 
 
 def reading_table11(t11: pl.DataFrame) -> list[str]:
+    """Sentences reading Table 11 (the WLS ablation) against the paper."""
     worst = t11.sort("z", descending=True).row(0, named=True)
     n_ok = int((t11["z"] <= 3).sum())
     return [
@@ -166,6 +169,7 @@ def _ul(items: Sequence[str]) -> str:
 
 
 def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
+    """The HTML report: each table and figure with its reading."""
     from eree.release.report import html_page
 
     meta = res.meta

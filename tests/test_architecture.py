@@ -1,0 +1,148 @@
+"""The house's rules, read from the code's own imports (DESIGN.md §1, §1.1).
+
+Every ``import`` in ``src/eree`` counts, including the lazy ones inside functions: no
+module may import itself back through others (no circles), and the layers only point
+down. Run ``python tests/test_architecture.py`` to print the graph's facts.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: what each package may import of eree (besides itself and ``eree.errors``)
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "data": set(),
+    "postprocess": set(),
+    "privacy": set(),
+    "engine": {"data"},
+    "mechanisms": {"privacy"},
+    "synth": {"data"},
+    "suppression": {"data", "postprocess"},
+    "release": {"data", "engine", "mechanisms", "privacy", "postprocess"},
+    "evaluate": {
+        "data",
+        "engine",
+        "mechanisms",
+        "privacy",
+        "postprocess",
+        "release",
+        "synth",
+        "suppression",
+    },
+    "cli": {"*"},
+    "demo": {"data", "engine", "mechanisms", "privacy", "release", "synth", "errors"},
+    "__init__": set(),
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the eree modules it imports (anywhere in the file)."""
+    modules = {_module_name(p): p for p in SRC.joinpath("eree").rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for t in targets:
+                if t.startswith("eree") and t in modules and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports a package's rule in :data:`ALLOWED` does not allow."""
+    bad = []
+    for a, targets in graph.items():
+        pa = _package(a)
+        allowed = ALLOWED[pa]
+        for b in targets:
+            pb = _package(b)
+            if pb in (pa, "errors") or pb == "__init__" or "*" in allowed:
+                continue
+            if pb not in allowed:
+                bad.append((a, b))
+    return sorted(bad)
+
+
+def test_every_package_has_a_rule():
+    assert {_package(m) for m in import_graph()} <= set(ALLOWED)
+
+
+def test_no_import_circles():
+    assert cycles(import_graph()) == []
+
+
+def test_no_upward_imports():
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_checks_can_fail():
+    g = {"eree.a.x": {"eree.b.y"}, "eree.b.y": {"eree.a.x"}, "eree.c.z": set()}
+    assert cycles(g) == [["eree.a.x", "eree.b.y"]]
+    assert upward_imports({"eree.mechanisms.x": {"eree.release.y"}, "eree.release.y": set()}) == [
+        ("eree.mechanisms.x", "eree.release.y")
+    ]
+
+
+if __name__ == "__main__":
+    g = import_graph()
+    print(f"{len(g)} modules, {sum(map(len, g.values()))} imports")
+    print(f"circles: {cycles(g)}")
+    print(f"imports against the layer rules: {upward_imports(g)}")
