@@ -18,6 +18,7 @@ from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import EstablishmentData
 from eree.engine.establishments import bound_column, exact_sums
 from eree.engine.polars_engine import PolarsEngine
+from eree.errors import DataValidationError
 
 ROWS = [  # id, cnty, own, emp, wage
     ("e3", "001", "5", 4.0, 1000.0),
@@ -111,5 +112,7 @@ def test_sums_are_exact_and_order_free(pairs, rnd) -> None:
 def test_exact_sums_refuses_overflowing_totals() -> None:
     import numpy as np
 
-    with pytest.raises(ValueError, match="too large"):
+    with pytest.raises(DataValidationError, match="too large"):
         exact_sums(np.array([2**62]), np.array([0]))
+    with pytest.raises(DataValidationError, match="too large"):
+        exact_sums(np.array([5]), np.array([0]), count=np.array([4]), largest=np.array([2.0**61]))

@@ -178,7 +178,8 @@ def clipped_group_sums(
 
 #: fractional parts are kept in units of 2⁻³² (see :func:`exact_sums`)
 FRACTION_BITS = 32
-#: largest total of integer parts that the exact sums accept (both engines sum in 64 bits)
+#: a group's number of values times its largest value must stay below this bound, so
+#: that the 64-bit sums of :func:`exact_parts` cannot overflow
 MAX_EXACT_TOTAL = 2**62
 
 
@@ -187,14 +188,24 @@ def exact_parts(value: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
     ``hi = floor(v)`` and ``lo = floor((v - hi)·2³²)``: both are computed exactly in
     IEEE arithmetic, so every engine gets the same integers. Their sums are exact and
-    do not depend on the order of summation (see :func:`exact_sums`).
+    do not depend on the order of summation (see :func:`exact_sums`). Values at or
+    above :data:`MAX_EXACT_TOTAL` give 0 here (never a conversion error, whose message
+    would show the value); :func:`exact_sums` refuses their groups.
     """
-    hi = value.floor()
-    lo = ((value - hi) * float(2**FRACTION_BITS)).floor()
+    v = pl.when(value < float(MAX_EXACT_TOTAL)).then(value).otherwise(0.0)
+    hi = v.floor()
+    lo = ((v - hi) * float(2**FRACTION_BITS)).floor()
     return hi.cast(pl.Int64), lo.cast(pl.Int64)
 
 
-def exact_sums(hi: np.ndarray, lo: np.ndarray, what: str = "sum") -> np.ndarray:
+def exact_sums(
+    hi: np.ndarray,
+    lo: np.ndarray,
+    what: str = "sum",
+    *,
+    count: np.ndarray | None = None,
+    largest: np.ndarray | None = None,
+) -> np.ndarray:
     """Per-group sums from the exact integer sums of :func:`exact_parts`.
 
     The result is ``Σhi + Σlo·2⁻³²`` as Float64: exact for values that are multiples of
@@ -204,13 +215,34 @@ def exact_sums(hi: np.ndarray, lo: np.ndarray, what: str = "sum") -> np.ndarray:
     bound). Either way the result is a function of the multiset of values: the same in
     every run, partitioning and engine.
 
+    Args:
+        hi, lo: per group, the sums of the integer and fractional parts.
+        what: the attribute (for the error message).
+        count, largest: per group, the number of values and the largest value; a group
+            with ``count·largest`` at or above :data:`MAX_EXACT_TOTAL` is refused.
+
     Raises:
-        ValueError: a total of integer parts is at or above 2⁶² (64-bit sums could
-            overflow).
+        DataValidationError: a group's values are too large to be summed exactly (its
+            float sum could be inexact or non-finite). The message names the attribute,
+            never a value.
     """
+    from eree.errors import DataValidationError
+
     hi = np.asarray(hi)
-    if hi.size and (np.abs(hi.astype(np.float64)) >= MAX_EXACT_TOTAL).any():
-        raise ValueError(f"{what}: values too large for exact 64-bit summation")
+    too_big = np.abs(hi.astype(np.float64)) >= MAX_EXACT_TOTAL
+    if count is not None and largest is not None:
+        bound = np.asarray(count, dtype=np.float64) * np.nan_to_num(
+            np.asarray(largest, dtype=np.float64), nan=0.0
+        )
+        too_big |= bound >= MAX_EXACT_TOTAL
+    if too_big.any():
+        raise DataValidationError(
+            f"the sums of {what!r} are too large to compute exactly (a group's values reach "
+            "2^62 in total); its sums would be inexact or non-finite",
+            file="(engine)",
+            column=what,
+            rule="too-large",
+        )
     return hi.astype(np.float64) + np.asarray(lo).astype(np.float64) / float(2**FRACTION_BITS)
 
 
@@ -229,7 +261,11 @@ def _exact_group_sums(
     aggs: list[pl.Expr] = []
     for a, v in values.items():
         hi, lo = exact_parts(v)
-        aggs += [hi.sum().alias(f"__hi_{a}"), lo.sum().alias(f"__lo_{a}")]
+        aggs += [
+            hi.sum().alias(f"__hi_{a}"),
+            lo.sum().alias(f"__lo_{a}"),
+            v.max().alias(f"__max_{a}"),
+        ]
     aggs += [*extra, pl.len().cast(pl.Int64).alias(ESTABLISHMENTS)]
     if by:
         out = lf.group_by(list(by)).agg(aggs).sort(list(by)).collect()
@@ -237,7 +273,16 @@ def _exact_group_sums(
         out = lf.select(aggs).collect()
     cols = [out.get_column(k) for k in by]
     cols += [
-        pl.Series(a, exact_sums(out[f"__hi_{a}"].to_numpy(), out[f"__lo_{a}"].to_numpy(), a))
+        pl.Series(
+            a,
+            exact_sums(
+                out[f"__hi_{a}"].to_numpy(),
+                out[f"__lo_{a}"].to_numpy(),
+                a,
+                count=out[ESTABLISHMENTS].to_numpy(),
+                largest=out[f"__max_{a}"].to_numpy(),
+            ),
+        )
         for a in values
     ]
     cols += [out.get_column(e.meta.output_name()) for e in extra]

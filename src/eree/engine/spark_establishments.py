@@ -26,6 +26,7 @@ from eree.data.establishments import NAICS_DERIVED, SUPERSECTOR_OF_SECTOR, Estab
 from eree.engine.establishments import (
     ESTABLISHMENTS,
     FRACTION_BITS,
+    MAX_EXACT_TOTAL,
     bound_column,
     exact_sums,
 )
@@ -70,13 +71,13 @@ class SparkEstablishmentData:
     @classmethod
     def from_polars(cls, spark: SparkSession, data: EstablishmentData) -> SparkEstablishmentData:
         """Hand an in-memory :class:`EstablishmentData` to Spark (through Arrow)."""
-        from eree.engine.spark_engine import _polars_to_spark
+        from eree.engine.spark_common import _polars_to_spark
 
         return cls(_polars_to_spark(spark, data.frame), data.config)
 
 
 def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
-    from eree.engine.spark_engine import _read
+    from eree.engine.spark_common import _read
     from eree.errors import SpecError
 
     name = path.name.lower()
@@ -117,7 +118,7 @@ def load_establishments_spark(
     from pyspark.sql.types import DecimalType, FractionalType, IntegralType, StringType
 
     from eree.data.establishments import _role_errors
-    from eree.engine.spark_engine import _Check, _missing, _outside, _run_checks
+    from eree.engine.spark_common import _Check, _missing, _outside, _run_checks
 
     path = Path(config.path)
     file = str(path)
@@ -228,20 +229,23 @@ def load_establishments_spark(
 
 
 def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
-    from eree.engine.spark_engine import _to_polars as collect
+    from eree.engine.spark_common import _to_polars as collect
 
     return collect(sdf)
 
 
 def _parts(value: Column, a: str) -> list[Column]:
-    """Exact integer and 2⁻³² fractional parts (as :func:`exact_parts`), summed."""
+    """Exact integer and 2⁻³² fractional parts (as :func:`exact_parts`), summed, and the
+    largest value (for the overflow check of :func:`exact_sums`)."""
     from pyspark.sql import functions as sf
 
-    hi = sf.floor(value)
-    lo = sf.floor((value - hi) * sf.lit(float(2**FRACTION_BITS)))
+    v = sf.when(value < sf.lit(float(MAX_EXACT_TOTAL)), value).otherwise(sf.lit(0.0))
+    hi = sf.floor(v)
+    lo = sf.floor((v - hi) * sf.lit(float(2**FRACTION_BITS)))
     return [
         sf.sum(hi.cast("long")).alias(f"__hi_{a}"),
         sf.sum(lo.cast("long")).alias(f"__lo_{a}"),
+        sf.max(value).alias(f"__max_{a}"),
     ]
 
 
@@ -255,7 +259,9 @@ def _finish(
     for a in attrs:
         hi = out.get_column(f"__hi_{a}").fill_null(0).cast(pl.Int64).to_numpy()
         lo = out.get_column(f"__lo_{a}").fill_null(0).cast(pl.Int64).to_numpy()
-        cols.append(pl.Series(a, exact_sums(hi, lo, a)))
+        n = out.get_column(ESTABLISHMENTS).cast(pl.Int64).to_numpy()
+        mx = out.get_column(f"__max_{a}").cast(pl.Float64).to_numpy()
+        cols.append(pl.Series(a, exact_sums(hi, lo, a, count=n, largest=mx)))
     cols += [out.get_column(e).cast(pl.Float64) for e in extra]
     cols.append(out.get_column(ESTABLISHMENTS).cast(pl.Int64))
     return pl.DataFrame(cols)
@@ -302,7 +308,7 @@ def _with_bounds(
 ) -> SparkDataFrame:
     from pyspark.sql import functions as sf
 
-    from eree.engine.spark_engine import _polars_to_spark
+    from eree.engine.spark_common import _polars_to_spark
 
     idc = data.id_column
     b = bounds.select(

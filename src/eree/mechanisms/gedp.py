@@ -25,13 +25,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 from typing_extensions import override
 
-from eree._scipy import ndtri
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.estimators import psi_estimates, z_value
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.composition import Composition, Cost, GaussianComposition
 from eree.privacy.neighbors import NeighborFunction
+from eree.privacy.scipy_lazy import ndtri
 
 __all__ = [
     "EstabGaussian",

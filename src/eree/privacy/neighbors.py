@@ -43,8 +43,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from typing_extensions import override
 
-from eree._scipy import brentq
 from eree.errors import PrivacyParameterError, SpecError
+from eree.privacy.scipy_lazy import brentq
 
 FloatArray = NDArray[np.float64]
 

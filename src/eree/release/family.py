@@ -157,7 +157,7 @@ def _public_on_driver(data: Any) -> pl.DataFrame:
     The WLS microdata have one row per establishment with its public attributes, so
     these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does.
     """
-    from eree.engine.spark_engine import _to_polars
+    from eree.engine.spark_common import _to_polars
 
     cfg = data.config
     return _to_polars(data.frame.select(cfg.id, *cfg.public))
