@@ -7,10 +7,13 @@ by the national size:
 * :func:`national_lodes` — LODES-like ER-EE tables for the 50 states and DC. Each state
   is the LODES-like generator (:func:`eree.synth.lodes._generate`, the core of
   :func:`~eree.synth.lodes.synth_from_wac`) run on a real WAC block table (by default
-  Pennsylvania's) with its state code replaced, its job counts scaled to the state's
-  share of ``jobs`` (:data:`STATE_JOBS_WEIGHT`), in chunks of at most
-  ``max_chunk_jobs`` jobs (a large state is several chunks of the same block table,
-  each with its own seed and establishments). Peak memory ≈ that of
+  Pennsylvania's) with its state code replaced, sized to the state's share of ``jobs``
+  (:data:`STATE_JOBS_WEIGHT`), in chunks of at most ``max_chunk_jobs`` jobs (a large
+  state is several chunks of the same block table, each with its own seed and
+  establishments). A chunk smaller than the template is a random share of its blocks
+  at their real size (each block kept with probability = the share), so that blocks
+  keep their real job counts and establishment sizes; a larger one scales every block
+  (the generator's ``scale``). Peak memory ≈ that of
   ``synth_from_wac`` on ``max_chunk_jobs`` jobs (≈ 1.3 GB for 6M).
 * :func:`national_qcew` — QCEW-like establishments: the real county × ownership ×
   NAICS-6 cells of one state's QCEW by-area files (by default New York's, a large and
@@ -150,7 +153,8 @@ def national_lodes(
         d.mkdir(parents=True, exist_ok=False)
     t0 = time.perf_counter()
     geocodes, sectors, margins = read_wac(wac_path)
-    base = int(sectors.sum())
+    block_jobs = sectors.sum(axis=1)
+    base = int(block_jobs.sum())
     rows = dict.fromkeys(dirs, 0)
     chunks = 0
     for state, n_state in _shares(jobs, todo).items():
@@ -159,7 +163,17 @@ def national_lodes(
         for c in range(k):
             rng = np.random.default_rng([seed, int(state), c])
             scale = n_state / k / base
-            s = _generate(codes, sectors, margins, rng, scale, 35.0, 0.8)
+            if scale < 1.0:
+                # a random share of the blocks at full size, not every block scaled down
+                # (which would cut cells into many one-job establishments)
+                keep = rng.random(block_jobs.size) < scale
+                keep_s = pl.Series(keep)
+                s = _generate(
+                    codes.filter(keep_s), sectors[keep],
+                    {a: m[keep] for a, m in margins.items()}, rng, 1.0, 35.0, 0.8,
+                )  # fmt: skip
+            else:
+                s = _generate(codes, sectors, margins, rng, scale, 35.0, 0.8)
             tag = f"{state}{c:02d}"
             wid = (pl.lit("w" + tag) + pl.col("workplace_id").str.slice(1)).alias("workplace_id")
             kid = (pl.lit("p" + tag) + pl.col("worker_id").str.slice(1)).alias("worker_id")
