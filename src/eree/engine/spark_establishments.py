@@ -29,6 +29,7 @@ from eree.engine.establishments import (
     MAX_EXACT_TOTAL,
     bound_column,
     exact_sums,
+    result_order,
 )
 from eree.errors import DataValidationError
 
@@ -264,7 +265,8 @@ def _finish(
         cols.append(pl.Series(a, exact_sums(hi, lo, a, count=n, largest=mx)))
     cols += [out.get_column(e).cast(pl.Float64) for e in extra]
     cols.append(out.get_column(ESTABLISHMENTS).cast(pl.Int64))
-    return pl.DataFrame(cols)
+    names = [*attrs, *(e.removesuffix("__ustar") for e in extra)]
+    return pl.DataFrame(cols).select(result_order(by, list(dict.fromkeys(names)), cols))
 
 
 def _aggregate(df: SparkDataFrame, by: Sequence[str], aggs: list[Column]) -> pl.DataFrame:
