@@ -94,8 +94,8 @@ MUTATIONS = (
              (CONTRACT, "tests/privacy/test_accountant.py")),
     Mutation("delta of a marginal: delta_cell instead of d x delta_cell",
              "src/eree/mechanisms/eree.py",
-             "return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))",
-             "return Cost(epsilon=self.epsilon, delta=Fraction(self.delta_cell))",
+             "d_delta = Fraction(self.delta_cell) * self.worker_cells",
+             "d_delta = Fraction(self.delta_cell)",
              (CONTRACT, "tests/privacy/test_accountant.py")),
     # the leak detector
     Mutation("release publishes the true count in a column", "src/eree/release/counts.py",

@@ -94,6 +94,11 @@ evaluate_app = _lazy_typer(
 app.add_typer(evaluate_app, name="evaluate")
 audit_app = _lazy_typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
+ledger_app = typer.Typer(
+    help="The privacy-budget ledger: register budgets, show spending, verify the chain.",
+    no_args_is_help=True,
+)
+app.add_typer(ledger_app, name="ledger")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -208,16 +213,24 @@ def protect(
         str, typer.Option("--random", help="secure (default) | exact (OpenDP samplers)")
     ] = "secure",
     ledger: Annotated[
-        Path | None, typer.Option(help="budget ledger (SQLite); refuses overspending")
+        Path | None,
+        typer.Option(help="budget ledger (SQLite): charges the release, refuses overspending"),
     ] = None,
     engine: Annotated[
         str | None,
         typer.Option(help="polars | spark (default: the spec's [engine] kind, else polars)"),
     ] = None,
+    new_version: Annotated[
+        bool,
+        typer.Option("--new-version", help="the data under this name changed on purpose"),
+    ] = False,
 ) -> None:
     """Run one release: protected tables and a manifest in OUT.
 
-    Example: eree protect release.toml --out release-2026q1
+    With --ledger, the dataset must have been registered by an administrator
+    (`eree ledger budget`); the release is charged to its lifetime budget.
+
+    Example: eree protect release.toml --out release-2026q1 --ledger budget.sqlite
     """
     from dataclasses import replace
 
@@ -225,6 +238,11 @@ def protect(
     from eree.release.protect import protect as run
     from eree.release.spec import ENGINE_KINDS, load_spec
 
+    if seed is not None and ledger is not None:
+        _fail(EreeError(
+            "seeded randomness is never charged as a release: --seed cannot be combined with "
+            "--ledger (a seeded release is NOT FOR PUBLICATION)"
+        ))  # fmt: skip
     source = _noise(seed, random_mode)
     try:
         plan = load_spec(spec)
@@ -236,7 +254,7 @@ def protect(
         with console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error
             warnings.simplefilter("ignore", RuntimeWarning)
-            result = run(plan, out, source, ledger=ledger)
+            result = run(plan, out, source, ledger=ledger, new_version=new_version)
     except OSError as e:  # the file system's message names paths, never data values
         _fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
         return
@@ -274,7 +292,110 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
+    led = manifest.get("ledger")
+    if led:
+        for note in led.get("notes", []):
+            console.print(f"[bold yellow]ledger:[/] {escape(note)}")
+        console.print(f"ledger row {led['id']} (dataset {led['dataset']!r}, version "
+                      f"{led['version']})")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
+
+
+def _open_ledger(path: Path, must_exist: bool = True) -> Any:
+    from eree.privacy.ledger import Ledger
+
+    if must_exist and not path.is_file():
+        _fail(EreeError(f"no ledger at {path}"))
+    try:
+        return Ledger(path)
+    except EreeError as e:
+        _fail(e)
+
+
+@ledger_app.command("budget")
+def ledger_budget(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite; created if absent)")],
+    name: Annotated[str, typer.Argument(help="dataset name (the spec's `name`)")],
+    epsilon: Annotated[float | None, typer.Option(help="ER-EE family: lifetime ε")] = None,
+    delta: Annotated[
+        float | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),
+    ] = None,
+    mu: Annotated[float | None, typer.Option(help="GEDP family: lifetime μ")] = None,
+) -> None:
+    """Register a dataset and its lifetime budget (administrators).
+
+    A release with --ledger on an unregistered dataset is refused. Give --epsilon
+    [--delta] [--alpha] for ER-EE data, --mu for establishment (GEDP) data. Running it
+    again changes the budget (recorded in the ledger).
+
+    Example: eree ledger budget budget.sqlite pa-2015 --epsilon 4 --delta 1e-6 --alpha 0.1
+    """
+    book = _open_ledger(ledger, must_exist=False)
+    try:
+        b = book.set_budget(name, epsilon=epsilon, delta=delta, alpha=alpha, mu=mu)
+    except EreeError as e:
+        _fail(e)
+        return
+    from fractions import Fraction
+
+    shown = ", ".join(f"{k}={float(Fraction(v)):g}" for k, v in b.items())
+    console.print(f"dataset {name!r}: lifetime budget {shown} (ledger {ledger})")
+
+
+@ledger_app.command("show")
+def ledger_show(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+) -> None:
+    """Registered datasets, their budgets, versions and running totals.
+
+    Example: eree ledger show budget.sqlite
+    """
+    book = _open_ledger(ledger)
+    entries = book.show()
+    if as_json:
+        console.print_json(json.dumps({"datasets": entries, "releases": book.releases()}))
+        return
+    t = Table(title=f"Ledger {ledger}")
+    for col in ("dataset", "family", "α", "budget", "spent", "versions", "releases"):
+        t.add_column(col, overflow="fold")
+    for e in entries:
+        spent = ", ".join(f"{k}={_fmt(v)}" for k, v in e["spent"].items() if v is not None)
+        budget = ", ".join(f"{k}={v:g}" for k, v in e["budget"].items())
+        versions = " → ".join(f"v{v['version']}" for v in e["versions"]) or "—"
+        rel = ", ".join(f"{n} {s}" for s, n in e["releases"].items() if n)
+        t.add_row(e["dataset"], e["family"], _fmt(e["alpha"]), budget, spent or "—",
+                  versions, rel or "—")  # fmt: skip
+    console.print(t)
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite)")],
+    release: Annotated[
+        list[Path] | None,
+        typer.Option("--release", help="a release directory to check against the ledger"),
+    ] = None,
+) -> None:
+    """Check the ledger's hash chain (an edited or deleted row is detected).
+
+    With --release, also check that each release's manifest names a row of the ledger
+    with its hash. Exit code 1 when a problem is found.
+
+    Example: eree ledger verify budget.sqlite --release release-2026q1
+    """
+    book = _open_ledger(ledger)
+    res = book.verify(list(release or []))
+    if res.ok:
+        console.print(f"[bold green]ok[/]: {res.events} rows, chain intact")
+        return
+    for p in res.problems:
+        err_console.print(f"[bold red]tampered:[/] {escape(p)}")
+    raise typer.Exit(code=1)
 
 
 @synth_app.command("lodes")
@@ -361,6 +482,106 @@ def demo(
     console.print(f"[bold green]demo finished[/] in {summary['seconds']:.1f} s")
     for k, v in summary["outputs"].items():
         console.print(f"  {k}: {v}")
+
+
+@audit_app.command("privacy")
+def audit_privacy(
+    out: Annotated[Path, typer.Option("--out", help="write privacy_audit.csv, report.html here")],
+    quick: Annotated[
+        bool, typer.Option("--quick", help="the CI audit: fewer pairs, 40,000 draws per input")
+    ] = False,
+    n: Annotated[
+        int | None, typer.Option("--n", help="draws per neighbouring input (default 10^6)")
+    ] = None,
+    scale_factor: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--scale-factor",
+            help="noise scale of a weakened copy, audited against the original claim "
+            "(repeatable; 1 = the mechanism as built; default 1 and 0.5)",
+        ),
+    ] = None,
+    mechanism: Annotated[
+        list[str] | None, typer.Option(help="registry name to audit (repeatable; default all)")
+    ] = None,
+    confidence: Annotated[
+        float, typer.Option(help="family-wise confidence of the whole table")
+    ] = 0.95,
+    seed: Annotated[int, typer.Option(help="root seed (seeded noise: an experiment)")] = 0,
+    workers: Annotated[int | None, typer.Option(help="processes (default: CPUs)")] = None,
+) -> None:
+    """Empirical privacy audit: run every registered mechanism on worst-case neighbouring
+    inputs of its definition and lower-bound its privacy loss (ε at its δ, or μ).
+
+    A lower bound above the claim at the stated confidence is a violation.
+    A scale factor of 0.5 audits a copy with half the noise against the original claim.
+
+    Example: eree audit privacy --out audit --scale-factor 1 --scale-factor 0.7 --scale-factor 0.5
+    """
+    import time
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from eree.evaluate.privacy_audit import (
+        N_FULL,
+        N_QUICK,
+        VIOLATION,
+        planned_pairs,
+        run_audit,
+        summary,
+        write_outputs,
+    )
+
+    t0 = time.perf_counter()
+    factors = tuple(scale_factor) if scale_factor else (1.0, 0.5)
+    draws = n if n is not None else (N_QUICK if quick else N_FULL)
+    try:
+        total = len(planned_pairs(quick=quick, scale_factors=factors, mechanisms=mechanism))
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=console, transient=True,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("auditing", total=total)
+            result = run_audit(
+                n=draws, quick=quick, scale_factors=factors, confidence=confidence, seed=seed,
+                workers=workers, mechanisms=mechanism,
+                progress=lambda msg: bar.update(task, advance=1, description=escape(msg)),
+            )  # fmt: skip
+        paths = write_outputs(result, out)
+    except (EreeError, OSError, ValueError) as e:
+        _fail(e)
+        return
+    t = Table(title=f"privacy audit: N = {draws:,} per input, {confidence:.0%} family-wise")
+    for col in ("mechanism", "definition", "scale", "claimed", "max lower bound", "violations"):
+        t.add_column(col)
+    for r in summary(result).iter_rows(named=True):
+        name = r["mechanism"] + (f" ({r['variant']})" if r["variant"] else "")
+        claim = "none" if r["claim_kind"] == "none" else (
+            f"{'μ' if r['claim_kind'] == 'mu' else 'ε'} = {r['claimed']:.4g}")  # fmt: skip
+        bad = f"[bold red]{r['violations']}[/]" if r["violations"] else "0"
+        t.add_row(
+            name,
+            r["definition"],
+            f"{r['scale_factor']:g}",
+            claim,
+            f"{r['max_lower_bound']:.3f}",
+            bad if r["claim_kind"] != "none" else "—",
+        )
+    console.print(t)
+    for f in factors:
+        v = result.violations(f)
+        console.print(f"scale factor {f:g}: {v.height} pair(s) with a lower bound above the claim "
+                      f"({v.select('mechanism', 'variant').unique().height} mechanism(s))"
+                      + (f" [bold red]{VIOLATION}[/]" if v.height else ""))  # fmt: skip
+    console.print(f"results: {paths['results']}")
+    console.print(f"report:  {paths['report']}")
+    console.print(f"done in {time.perf_counter() - t0:.1f} s")
 
 
 def _bound(func: Any, **fixed: Any) -> Any:

@@ -52,3 +52,11 @@ class PrivacyParameterError(EreeError):
 
 class BudgetExceededError(EreeError):
     """A release would take a dataset past its declared lifetime budget."""
+
+
+class LedgerError(EreeError):
+    """The budget ledger refuses a release or an operation.
+
+    For example: an unregistered dataset, changed content without ``--new-version``, a
+    tampered or unreadable ledger.
+    """

@@ -74,8 +74,9 @@ def test_budget_checks_every_key_and_refuses_foreign_keys():
         eree.check("d", Cost(1.5, 0.0), Cost(1.0, 0.0), {"epsilon": 2.0})
     with pytest.raises(BudgetExceededError, match="delta"):
         eree.check("d", Cost(0.1, 1e-5), Cost(0.1, 1e-5), {"epsilon": 2.0, "delta": 1e-5})
-    with pytest.raises(BudgetExceededError, match="alpha"):
-        eree.check("d", Cost(0.1, 0), Cost(0.1, 0), {"alpha": 0.05})
+    with pytest.raises(BudgetExceededError, match="alpha"):  # α = 0.1 hides less than 0.2
+        eree.check("d", Cost(0.1, 0), Cost(0.1, 0), {"alpha": 0.2})
+    eree.check("d", Cost(0.1, 0), Cost(0.1, 0), {"alpha": 0.05})
     with pytest.raises(PrivacyParameterError, match="'mu'"):
         eree.check("d", Cost(0.1, 0), Cost(0.1, 0), {"epsilon": 2.0, "mu": 1.0})
     gedp = GaussianComposition()

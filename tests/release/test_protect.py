@@ -26,7 +26,7 @@ def test_release_writes_tables_and_manifest(small_spec, tmp_path):
                 "semantics"):  # fmt: skip
         assert key in m
     assert m["random"]["mode"] == "seeded" and m["random"]["seed"] == 3
-    assert len(m["dataset"]["sha256"]) == 64
+    assert len(m["dataset"]["fingerprint"]) == 64 and "sha256" not in m["dataset"]
     assert m["privacy"]["total"]["epsilon"] == pytest.approx(10.0)
     assert m["privacy"]["definition"] == "eree-weak" and m["privacy"]["alpha"] == 0.1
     names = [q["name"] for q in m["queries"]]
@@ -83,6 +83,9 @@ def _numbers_in_file(path):
                     yield from (float(t) for t in re.findall(r"\d+(?:\.\d+)?", v))
     else:
         text = path.read_text(errors="replace")
+        # a hex digest (the keyed fingerprint, the ledger's chain hash) is one token, not
+        # numbers: its digit runs are random and would collide with small values
+        text = re.sub(r"\b[0-9a-f]{64}\b", " ", text)
         yield from (float(t) for t in re.findall(r"\d+(?:\.\d+)?", text))
 
 
@@ -180,28 +183,6 @@ def test_explain_reads_no_data(small_spec):
     e = explain(plan)
     assert e["privacy"]["total"]["epsilon"] == pytest.approx(10.0)
     assert e["semantics"]["statements"]
-
-
-def test_ledger_charges_and_refuses_before_noise(small_spec, tmp_path):
-    from eree.errors import BudgetExceededError
-    from eree.privacy.ledger import Ledger
-
-    text = small_spec.read_text().replace("alpha = 0.1", "alpha = 0.1\nbudget = { epsilon = 15.0 }")
-    small_spec.write_text(text)
-    plan = load_spec(small_spec)
-    led = tmp_path / "ledger.sqlite"
-    res = protect(plan, tmp_path / "r1", SeededNoise(1), ledger=led)
-    assert res.manifest["ledger"]["id"]
-    assert Ledger(led).spent("small", "eree-weak").cost.epsilon == pytest.approx(10.0)
-
-    class Exploding(SeededNoise):
-        def uniform(self, size):
-            raise AssertionError("noise drawn for a refused release")
-
-    with pytest.raises(BudgetExceededError):
-        protect(plan, tmp_path / "r2", Exploding(1), ledger=led)
-    assert not (tmp_path / "r2").exists()
-    assert [r["status"] for r in Ledger(led).history()] == ["committed"]
 
 
 def test_budget_without_ledger_checks_the_release_alone(small_spec, tmp_path):

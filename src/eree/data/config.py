@@ -38,6 +38,7 @@ class EreeDataConfig:
     domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(WORKER_DOMAINS))
 
     def input_files(self) -> list[Path]:
+        """The input files the spec names, in order."""
         """The files that identify the dataset (hashed into the manifest and ledger)."""
         return [p for p in (self.workplace, self.worker, self.job, self.jobs) if p is not None]
 
@@ -71,4 +72,5 @@ class EstablishmentDataConfig:
     domains: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def input_files(self) -> list[Path]:
+        """The establishment file."""
         return [self.path]

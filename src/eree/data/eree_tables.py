@@ -58,10 +58,12 @@ class EreeData:
 
     @property
     def n_jobs(self) -> int:
+        """Number of jobs."""
         return self.jobs.height
 
     @property
     def n_workplaces(self) -> int:
+        """Number of workplaces (establishments)."""
         return self.workplaces.height
 
 

@@ -114,14 +114,17 @@ class EstablishmentData:
 
     @property
     def id_column(self) -> str:
+        """The establishment id column."""
         return self.config.id
 
     @property
     def public(self) -> tuple[str, ...]:
+        """The public attribute columns."""
         return tuple(self.config.public)
 
     @property
     def confidential(self) -> tuple[str, ...]:
+        """The confidential attribute columns."""
         return tuple(self.config.confidential)
 
     @property

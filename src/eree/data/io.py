@@ -1,5 +1,6 @@
-"""Reading input tables (CSV, CSV.gz, Parquet) with declared column types, and the
-reusable row-level checks of DESIGN.md §2.3.
+"""Reading input tables (CSV, CSV.gz, Parquet) with declared column types.
+
+Also the reusable row-level checks of DESIGN.md §2.3.
 
 Every problem is a :class:`~eree.errors.DataValidationError` naming the file, the 1-based
 data row (header excluded) and the column. Messages never contain a value read from a

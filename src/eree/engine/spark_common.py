@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -220,3 +220,34 @@ def _run_checks(
         if c.rule != "missing-id" and vals[i]:
             fail(c)
     return n_rows
+
+
+def spark_fingerprint(data: Any, *, structure: bool) -> str:
+    """A fingerprint of Spark-side data, computed in Spark (no row reaches the driver).
+
+    Per table: the row count and the sum, as an exact 38-digit decimal, of each row's
+    64-bit hash of its columns (sorted by name) — independent of row order and
+    partitioning. With ``structure``, only the id columns (the skeleton, as
+    :func:`eree.data.fingerprint.structure_fingerprint`). Not equal to the Polars-side
+    fingerprint of the same data: the ledger sees a change of engine as other content.
+    """
+    import hashlib
+
+    from pyspark.sql import functions as sf
+
+    if hasattr(data, "jobs"):
+        tables = {"workplaces": data.workplaces, "jobs": data.jobs}
+        ids = {"workplaces": ["workplace_id"], "jobs": ["workplace_id"]}
+    else:
+        tables = {"establishments": data.frame}
+        ids = {"establishments": [data.config.id]}
+    h = hashlib.sha256(b"eree-spark-fingerprint-v1" + (b"-structure" if structure else b""))
+    for label, df in tables.items():
+        cols = sorted(ids[label] if structure else df.columns)
+        row = df.agg(
+            sf.count(sf.lit(1)),
+            sf.sum(sf.xxhash64(*[sf.col(c) for c in cols]).cast("decimal(38,0)")),
+        ).first()
+        n, total = (0, 0) if row is None else (row[0], row[1] or 0)
+        h.update(f"{label}|{','.join(cols)}|{n}|{total}".encode())
+    return h.hexdigest()

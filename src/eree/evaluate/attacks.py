@@ -96,6 +96,7 @@ class AttackOutcome:
     detail: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
         d = {
             "attack": self.attack,
             "mechanism": self.mechanism,
@@ -111,14 +112,18 @@ class AttackOutcome:
 
 @dataclass
 class AuditResult:
+    """The success rates of the §5.2 attacks per mechanism."""
+
     outcomes: list[AttackOutcome]
     examples: dict[str, pl.DataFrame]
     meta: dict[str, Any]
 
     def table(self) -> pl.DataFrame:
+        """One row per (attack, mechanism) with its success rate."""
         return pl.DataFrame([o.to_dict() for o in self.outcomes])
 
     def success(self, attack: str, mechanism: str) -> float:
+        """The success rate of ``attack`` against ``mechanism``."""
         for o in self.outcomes:
             if o.attack == attack and o.mechanism == mechanism:
                 return o.success_rate
@@ -126,6 +131,7 @@ class AuditResult:
 
 
 def default_points(alpha: float, epsilon: float, theta: float) -> list[Point]:
+    """The mechanisms the audit attacks at one (α, ε, θ)."""
     return [
         Point(LogLaplace.name, epsilon, alpha),
         Point(SmoothGamma.name, epsilon, alpha),

@@ -1,5 +1,7 @@
-"""Datasets for experiments and audits: LODES-like tables from disk, from a WAC file, or the
-parametric generator."""
+"""Datasets for experiments and audits.
+
+LODES-like tables from disk, from a WAC file, or from the parametric generator.
+"""
 
 from __future__ import annotations
 

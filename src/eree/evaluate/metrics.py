@@ -71,7 +71,7 @@ def stratum_of(
 
 
 def abs_error(noisy: ArrayLike, truth: ArrayLike) -> FloatArray:
-    """:math:`|\\tilde x - x|`, elementwise (broadcast over trials)."""
+    r""":math:`|\tilde x - x|`, elementwise (broadcast over trials)."""
     return np.abs(np.asarray(noisy, dtype=np.float64) - np.asarray(truth, dtype=np.float64))
 
 
@@ -123,12 +123,13 @@ def l1_ratio(mechanism_l1: float, baseline_l1: float) -> float:
 
 
 def mse(noisy: ArrayLike, truth: ArrayLike) -> float:
+    """Mean squared error over cells (and trials)."""
     d = _rows(noisy) - np.asarray(truth, dtype=np.float64)
     return float((d * d).mean())
 
 
 def signed_difference_quartiles(noisy: ArrayLike, truth: ArrayLike) -> tuple[float, float, float]:
-    """Quartiles (25%, 50%, 75%) of :math:`\\tilde x - x` over cells and trials."""
+    r"""Quartiles (25%, 50%, 75%) of :math:`\tilde x - x` over cells and trials."""
     d = (_rows(noisy) - np.asarray(truth, dtype=np.float64)).ravel()
     q = np.quantile(d, [0.25, 0.5, 0.75])
     return float(q[0]), float(q[1]), float(q[2])

@@ -1,6 +1,8 @@
-"""Outputs of ``eree evaluate haney-…``: tidy CSV, omitted points, run record, figures and
-a self-contained HTML report with a short reading of each figure (computed from the
-numbers, not written in advance)."""
+"""Outputs of ``eree evaluate haney-…``.
+
+A tidy CSV, the omitted points, the run record, figures and a self-contained HTML report
+with a short reading of each figure (computed from the numbers, not written in advance).
+"""
 
 from __future__ import annotations
 
@@ -141,6 +143,7 @@ def _omitted_summary(omitted: pl.DataFrame, experiment: str) -> str:
 
 
 def html_report(result: HaneyResult, figures: dict[str, Path]) -> str:
+    """The HTML report of a Haney run: figures, findings and tables."""
     meta = result.meta
     ds = meta.get("dataset", {})
     secs = meta.get("seconds", {})

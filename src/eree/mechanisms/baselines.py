@@ -26,7 +26,27 @@ __all__ = ["EdgeLaplace", "TruncatedLaplace", "laplace", "truncated_laplace"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class EdgeLaplace(CountMechanism):
+class WholeMarginalMechanism(CountMechanism):
+    """A DP baseline whose privacy analysis covers a whole marginal at ε (no split by d).
+
+    Edge-DP: each job is in exactly one cell of any marginal (parallel composition over
+    the cells). Node-DP with truncation at θ: an establishment contributes < θ to the
+    whole marginal in L1.
+    """
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "worker_cells", 1)  # the worker attributes do not split ε
+        super().__post_init__()
+
+    @override
+    @classmethod
+    def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
+        """Every cell gets the marginal's ε."""
+        return epsilon
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeLaplace(WholeMarginalMechanism):
     r"""Edge-DP Laplace mechanism: :math:`\tilde n = n + \mathrm{Lap}(1/\varepsilon)`.
 
     The noise scale is public, so the standard error √2/ε and the exact interval
@@ -37,17 +57,6 @@ class EdgeLaplace(CountMechanism):
     allowed_definitions: ClassVar[tuple[str, ...]] = ("edge-dp",)
     definition: str = "edge-dp"
     scale: float = field(init=False, default=0.0)
-
-    def __post_init__(self) -> None:
-        # parallel composition over all cells: the worker attributes do not split ε
-        object.__setattr__(self, "worker_cells", 1)
-        super().__post_init__()
-
-    @override
-    @classmethod
-    def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
-        """Each job is in exactly one cell: every cell gets the marginal's ε."""
-        return epsilon
 
     def _derive(self) -> None:
         object.__setattr__(self, "scale", 1.0 / self.epsilon_cell)
@@ -74,7 +83,7 @@ class EdgeLaplace(CountMechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TruncatedLaplace(CountMechanism):
+class TruncatedLaplace(WholeMarginalMechanism):
     r"""Node-DP truncated Laplace: :math:`\tilde n = n_{trunc} + \mathrm{Lap}(\theta/\varepsilon)`.
 
     ``count_truncated`` counts only jobs of establishments with total employment < θ. The
@@ -87,16 +96,6 @@ class TruncatedLaplace(CountMechanism):
     definition: str = "node-dp"
     theta: float | None = None
     scale: float = field(init=False, default=0.0)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "worker_cells", 1)
-        super().__post_init__()
-
-    @override
-    @classmethod
-    def cell_epsilon(cls, epsilon: float, worker_cells: int) -> float:
-        """An establishment contributes < θ to the whole marginal in L1: ε per marginal."""
-        return epsilon
 
     def _derive(self) -> None:
         if self.theta is None:

@@ -331,7 +331,56 @@ class SmoothGamma(CountMechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SmoothLaplace(CountMechanism):
+class ApproximateCountMechanism(CountMechanism):
+    """A count mechanism with a δ: the query's δ is split over the d combinations like ε.
+
+    Attributes:
+        delta: the query's whole δ, or None for d·δ_min (each cell at its smallest δ).
+    """
+
+    delta: float | None = None
+    delta_cell: float = field(init=False, default=0.0)
+    delta_min: float = field(init=False, default=0.0)
+
+    @staticmethod
+    def delta_condition(alpha: float, epsilon: float, delta: float | None) -> float:
+        """Check (α, ε_cell, δ_cell) against the mechanism's condition; return δ_cell."""
+        return check_smooth_laplace(alpha, epsilon, delta)
+
+    @staticmethod
+    def smallest_delta(alpha: float, epsilon: float) -> float:
+        """δ_min at (α, ε_cell)."""
+        return smooth_laplace_delta_min(alpha, epsilon)
+
+    @override
+    def _derive(self) -> None:
+        d = self.worker_cells
+        alpha = getattr(self, "alpha")  # noqa: B009 - every subclass defines α
+        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
+        try:
+            dcell = self.delta_condition(alpha, self.epsilon_cell, cell_delta)
+        except PrivacyParameterError as e:
+            need = None
+            if cell_delta is not None and 0 < cell_delta < 1:  # ε_cell ≥ 2 ln(1+α) ln(1/δ_cell)
+                need = 2 * math.log1p(alpha) * math.log(1 / cell_delta) * d
+            raise self._query_level(str(e), need) from None
+        object.__setattr__(self, "delta_cell", dcell)
+        object.__setattr__(self, "delta_min", self.smallest_delta(alpha, self.epsilon_cell))
+
+    @override
+    def per_cell_cost(self) -> Cost:
+        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
+
+    @override
+    def cost(self) -> Cost:
+        """The query's ε and δ: the δ asked for, never less than d·δ_cell."""
+        d_delta = Fraction(self.delta_cell) * self.worker_cells
+        delta = Fraction(self.delta) if self.delta is not None else d_delta
+        return Cost(epsilon=self.epsilon, delta=max(delta, d_delta))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmoothLaplace(ApproximateCountMechanism):
     r"""Smooth Laplace mechanism (Haney et al. Algorithm 3), (α, ε, δ)-ER-EE private.
 
     Requires δ_cell ≥ δ_min = exp(−ε_cell/(2 ln(1+α))); δ defaults to d·δ_min (each cell
@@ -344,34 +393,6 @@ class SmoothLaplace(CountMechanism):
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
     alpha: float
-    delta: float | None = None
-    delta_cell: float = field(init=False, default=0.0)
-    delta_min: float = field(init=False, default=0.0)
-
-    def _derive(self) -> None:
-        d = self.worker_cells
-        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
-        try:
-            dcell = check_smooth_laplace(self.alpha, self.epsilon_cell, cell_delta)
-        except PrivacyParameterError as e:
-            need = None
-            if cell_delta is not None and 0 < cell_delta < 1:
-                need = 2 * math.log1p(self.alpha) * math.log(1 / cell_delta) * d
-            raise self._query_level(str(e), need) from None
-        object.__setattr__(self, "delta_cell", dcell)
-        object.__setattr__(
-            self, "delta_min", smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
-        )
-
-    @override
-    def per_cell_cost(self) -> Cost:
-        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
-
-    @override
-    def cost(self) -> Cost:
-        d = self.worker_cells
-        delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
-        return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
 
     @override
     def public_params(self) -> dict[str, Any]:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,7 +47,7 @@ from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement
-from eree.mechanisms.eree import CountMechanism, log_laplace_release
+from eree.mechanisms.eree import ApproximateCountMechanism, CountMechanism, log_laplace_release
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.samplers import smooth_gamma_standard
 from eree.privacy.blowfish import (
@@ -57,7 +56,6 @@ from eree.privacy.blowfish import (
     check_workshop_smooth_laplace,
     workshop_smooth_laplace_delta_min,
 )
-from eree.privacy.composition import Cost, float_down
 
 __all__ = [
     "WORKSHOP_WITHHELD",
@@ -164,7 +162,7 @@ class WorkshopLogLaplace(_Workshop):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkshopSmoothLaplace(_Workshop):
+class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
     r"""Smooth Laplace mechanism, workshop Algorithm 2 ((ε, δ, G)-Blowfish as claimed).
 
     Requires :math:`\alpha+1 \le e^{\varepsilon/(2\ln(1/\delta))}` per cell (δ defaults to
@@ -175,34 +173,16 @@ class WorkshopSmoothLaplace(_Workshop):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
-    delta: float | None = None
-    delta_cell: float = field(init=False, default=0.0)
-    delta_min: float = field(init=False, default=0.0)
 
-    def _derive(self) -> None:
-        d = self.worker_cells
-        cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
-        try:
-            dcell = check_workshop_smooth_laplace(self.alpha, self.epsilon_cell, cell_delta)
-        except PrivacyParameterError as e:
-            need = None
-            if cell_delta is not None and 0 < cell_delta < 1:
-                need = 2 * math.log1p(self.alpha) * math.log(1 / cell_delta) * d
-            raise self._query_level(str(e), need) from None
-        object.__setattr__(self, "delta_cell", dcell)
-        object.__setattr__(
-            self, "delta_min", workshop_smooth_laplace_delta_min(self.alpha, self.epsilon_cell)
-        )
-
+    @staticmethod
     @override
-    def per_cell_cost(self) -> Cost:
-        return Cost(epsilon=self.epsilon_cell, delta=self.delta_cell)
+    def delta_condition(alpha: float, epsilon: float, delta: float | None) -> float:
+        return check_workshop_smooth_laplace(alpha, epsilon, delta)
 
+    @staticmethod
     @override
-    def cost(self) -> Cost:
-        d = self.worker_cells
-        delta = Fraction(self.delta) if self.delta is not None else Fraction(self.delta_cell) * d
-        return Cost(epsilon=self.epsilon, delta=max(delta, Fraction(self.delta_cell) * d))
+    def smallest_delta(alpha: float, epsilon: float) -> float:
+        return workshop_smooth_laplace_delta_min(alpha, epsilon)
 
     @override
     def public_params(self) -> dict[str, Any]:

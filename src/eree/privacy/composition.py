@@ -285,8 +285,9 @@ class EpsilonDeltaComposition(Composition):
             _over("delta", total.exact_delta, budget.get("delta")),
         ]
         a = budget.get("alpha")
-        if a is not None and self.alpha is not None and self.alpha > a:
-            out.append(f"alpha: {self.alpha:g} > {a:g} (a larger alpha protects less)")
+        if a is not None and self.alpha is not None and self.alpha < a:
+            # (α, ε)-ER-EE hides size changes up to a factor 1+α: a smaller α hides less
+            out.append(f"alpha: {self.alpha:g} < {a:g} (a smaller alpha protects smaller changes)")
         return [o for o in out if o]
 
 

@@ -1,206 +1,814 @@
-"""The persistent privacy-budget ledger (DESIGN.md §3.4).
+r"""The persistent privacy-budget ledger (DESIGN.md §3.4).
 
-One SQLite file records every release of a dataset: dataset identity (name + SHA-256 of
-its input files), definition, α, cost. A release is charged in two steps:
+One SQLite file holds an append-only, hash-chained log of events:
 
-1. :meth:`Ledger.reserve` — inside one ``BEGIN IMMEDIATE`` transaction (so concurrent
-   releases serialise and can never overspend) it adds up everything already spent on
-   the dataset, *including reservations still pending*, refuses the release if it would
-   pass the lifetime budget, and records it as ``pending``. No noise has been drawn yet.
-2. :meth:`Ledger.commit` once the output directory is in place (its manifest names the
-   release id), or :meth:`Ledger.abort` if the release failed before writing anything.
+* ``budget`` — an administrator registers a dataset name and its lifetime budget
+  (``eree ledger budget``). A release on an unregistered dataset is refused.
+* ``version`` — a content fingerprint bound to a dataset name (the first release binds
+  version 1; changed content under a known name needs ``new_version=True`` and is linked
+  to the previous version). Content is identified by the keyed fingerprint of the
+  validated rows (:mod:`eree.data.fingerprint`), never by the name: content already known
+  under another name is charged to that name.
+* ``reserve`` — a release's cost, reserved in one ``BEGIN IMMEDIATE`` transaction before
+  any noise is drawn, with the releasing process's pid, host and start time.
+* ``commit`` / ``void`` — the reservation settled: its output is in place, or it never
+  will be.
 
-A crash between the two leaves a ``pending`` row: it keeps counting against the budget
-(so nothing is ever overspent) until :meth:`Ledger.reconcile` finds its output (→
-committed) or finds none (→ removed). Thus no output exists without its charge, and a
-charge without output is removed only once it is certain no output was written.
+Accounting: every reservation not voided (pending or committed) on any version of a
+dataset counts against the dataset's one running total per family, whatever definition
+it used: ε and δ add across ``eree``, ``eree-weak``, ``edge-dp``, ``node-dp`` and
+``blowfish`` at the dataset's one α; μ-GEDP composes as :math:`\sqrt{\sum \mu^2}`. The
+sums use :mod:`eree.privacy.composition` on exact fractions. Every budget key the family
+uses is checked (an ER-EE budget registered without δ allows δ = 0); a key it does not use
+is an error.
 
-Composition: ε-δ costs add (for ER-EE only at the same α); μ-GEDP costs compose as
-sqrt(Σ μ²).
+Crash safety: every open of the ledger reconciles. A pending reservation whose process is
+gone (same host; pid absent or started at another time) is committed if its complete
+output exists — in the output directory, or in its ``.partial`` directory, which is then
+renamed into place — and voided otherwise; its leftover partial directories are removed.
+Reservations of live processes are never touched. Hence no output exists without its
+charge, and a charge is dropped only when its output can no longer appear.
+
+Tamper evidence: each event's ``hash`` is an HMAC-SHA256, under the secret key kept beside
+the ledger (``LEDGER.key``, mode 0600), of the previous event's hash and every field of
+the event. :meth:`Ledger.verify` recomputes the chain; a reservation is refused on a
+ledger that does not verify. Each manifest records its reservation's id and hash.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import json
-import math
+import os
+import secrets
+import shutil
+import socket
 import sqlite3
-import uuid
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
-from eree.errors import BudgetExceededError, EreeError, PrivacyParameterError
-from eree.privacy.accountant import Cost
+from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
+from eree.privacy.composition import (
+    FAMILY_OF_DEFINITION,
+    Composition,
+    Cost,
+    composition_for,
+)
+
+__all__ = [
+    "Charge",
+    "Ledger",
+    "VerifyResult",
+    "check_spec_budget",
+    "fresh_key",
+    "keyed_fingerprint",
+]
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS releases (
-    id TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
     dataset TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    definition TEXT NOT NULL,
-    alpha REAL,
-    epsilon REAL,
-    delta REAL,
-    mu REAL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'committed')),
-    out_dir TEXT,
-    created TEXT NOT NULL
+    body TEXT NOT NULL,
+    created TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    hash TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS releases_dataset ON releases (dataset);
 """
+_GENESIS = "0" * 64
+#: the budget keys an administrator may register, per family
+_FAMILY_KEYS = {"eree": ("epsilon", "delta", "alpha"), "gedp": ("mu",)}
+#: definitions whose guarantee is stated at an α (edge-/node-DP hold at every α)
+_ALPHA_DEFINITIONS = ("eree", "eree-weak", "blowfish")
+
+
+def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
+    """HMAC-SHA256 of a content fingerprint under a secret key (DESIGN.md §7.2)."""
+    return hmac.new(key, fingerprint.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def fresh_key() -> bytes:
+    """A fresh random fingerprint key (a release without a ledger)."""
+    return secrets.token_bytes(32)
+
+
+def _canonical(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot), or None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces; fields after ')' are fixed
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _me() -> dict[str, Any]:
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "start": _proc_start(pid), "boot": _boot_id()}
+
+
+def _process_gone(owner: Mapping[str, Any]) -> bool:
+    """True when the process that made a reservation is certainly gone.
+
+    A reservation from another host is never judged gone (it stays pending, counting
+    against the budget, until its host reconciles it).
+    """
+    if owner.get("host") != socket.gethostname():
+        return False
+    if owner.get("boot") is not None and owner.get("boot") != _boot_id():
+        return True  # the machine rebooted since
+    pid = int(owner["pid"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, another user's
+    start = owner.get("start")
+    if start is not None:
+        now = _proc_start(pid)
+        if now is not None and now != start:
+            return True  # the pid was reused by another process
+    return False
+
+
+def _partials(out_dir: Path, tag: str) -> list[Path]:
+    """The partial directories a reservation may have left beside its output."""
+    if not out_dir.parent.is_dir():
+        return []
+    return sorted(out_dir.parent.glob(f".{out_dir.name}.partial-{tag}-*"))
+
+
+def _manifest_release(d: Path) -> Any:
+    try:
+        m = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        return m.get("ledger", {}).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _exact_budget(budget: Mapping[str, Any]) -> dict[str, str]:
+    return {k: str(Fraction(float(v))) for k, v in budget.items() if v is not None}
+
+
+def _float_budget(b: Mapping[str, str]) -> dict[str, float]:
+    return {k: float(Fraction(v)) for k, v in b.items()}
+
+
+@dataclass
+class Charge:
+    """A reservation in the ledger (what ``Ledger.release`` yields).
+
+    Attributes:
+        id: the reservation's row id in the ledger.
+        hash: its chain hash (recorded in the manifest).
+        dataset: the dataset it is charged to (may differ from the spec's name).
+        fingerprint: the keyed fingerprint of the content (published in the manifest).
+        version: the dataset version of the content.
+        tag: the prefix of the partial output directory this release must use.
+        notes: what the user must be told (content known under another name, new version).
+        spent: the family's running total after this release.
+    """
+
+    id: int
+    hash: str
+    dataset: str
+    fingerprint: str
+    version: int
+    tag: str
+    notes: list[str] = field(default_factory=list)
+    spent: Cost | None = None
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """What the manifest records of this charge (row id and chain hash)."""
+        return {"id": self.id, "chain_hash": self.hash, "dataset": self.dataset,
+                "version": self.version}  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Spent:
-    """What has been spent on a dataset under one definition (and α)."""
+class VerifyResult:
+    """The result of :meth:`Ledger.verify`: ``ok`` and one line per problem found."""
 
-    cost: Cost
-    releases: int
+    ok: bool
+    events: int
+    problems: tuple[str, ...]
 
 
-def _family(definition: str) -> str:
-    return "eree" if definition in ("eree", "eree-weak") else definition
+class _State:
+    """The ledger's state, replayed from its events."""
+
+    def __init__(self, rows: list[tuple[int, str, str, str]]) -> None:
+        self.budgets: dict[str, dict[str, str]] = {}
+        self.versions: dict[str, list[dict[str, Any]]] = {}  # name → versions in order
+        self.by_fp: dict[str, tuple[str, int]] = {}  # keyed fingerprint → (name, version)
+        self.by_structure: dict[str, str] = {}  # keyed structure fingerprint → name
+        self.reserves: dict[int, dict[str, Any]] = {}
+        self.status: dict[int, str] = {}
+        for rid, kind, dataset, body_s in rows:
+            body = json.loads(body_s)
+            if kind == "budget":
+                self.budgets[dataset] = body["budget"]
+            elif kind == "version":
+                self.versions.setdefault(dataset, []).append(body)
+                self.by_fp[body["fingerprint"]] = (dataset, body["version"])
+                if body.get("structure"):
+                    self.by_structure.setdefault(body["structure"], dataset)
+            elif kind == "reserve":
+                body["dataset"] = dataset
+                self.reserves[rid] = body
+                self.status[rid] = "pending"
+            elif kind in ("commit", "void"):
+                self.status[int(body["release"])] = "committed" if kind == "commit" else "void"
+
+    def charges(self, dataset: str, family: str) -> list[Cost]:
+        return [
+            Cost.from_exact_dict(r["cost"])
+            for rid, r in self.reserves.items()
+            if r["dataset"] == dataset and r["family"] == family and self.status[rid] != "void"
+        ]
+
+    def alpha(self, dataset: str) -> float | None:
+        b = self.budgets.get(dataset, {})
+        if "alpha" in b:
+            return float(Fraction(b["alpha"]))
+        for rid, r in self.reserves.items():
+            if (r["dataset"] == dataset and r["definition"] in _ALPHA_DEFINITIONS
+                    and self.status[rid] != "void"):  # fmt: skip
+                return float(r["alpha"])
+        return None
 
 
 class Ledger:
-    """A budget ledger in one SQLite file."""
+    """A budget ledger in one SQLite file, with its secret key beside it.
 
-    def __init__(self, path: str | Path) -> None:
+    Opening a ledger creates it (and its key) if absent and reconciles it.
+
+    Args:
+        path: the SQLite file.
+        reconcile: settle stale reservations now (every command does).
+    """
+
+    def __init__(self, path: str | Path, *, reconcile: bool = True) -> None:
         self.path = Path(path)
+        if self.path.exists() and not self.path.is_file():
+            raise LedgerError(f"ledger {self.path} is not a file")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as con:
+        except OSError as e:
+            raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
+        self.key_path = self.path.with_name(self.path.name + ".key")
+        try:
+            with contextlib.closing(self._connect()) as con:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+                if "releases" in tables and "events" not in tables:
+                    raise LedgerError(
+                        f"ledger {self.path} was written by an older eree without a hash "
+                        "chain; start a new ledger and register the budgets again"
+                    )
+                fresh = "events" not in tables
                 con.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as e:
-            raise EreeError(
-                f"ledger {self.path} cannot be opened as a budget ledger (SQLite database): "
-                f"{type(e).__name__}"
-            ) from None
+        except sqlite3.DatabaseError as e:
+            raise LedgerError(f"ledger {self.path} is not an eree ledger ({e})") from None
+        self.key = self._load_key(create=fresh or not self._has_events())
+        if reconcile:
+            self.reconcile()
 
+    # ---------------------------------------------------------------- plumbing
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        con = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
+        con.execute("PRAGMA busy_timeout = 120000")
         con.execute("PRAGMA journal_mode=WAL")
         return con
 
+    def _has_events(self) -> bool:
+        with contextlib.closing(self._connect()) as con:
+            return con.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
+
+    def _load_key(self, create: bool) -> bytes:
+        """Read the secret key; create it (mode 0600, atomically) for a new ledger."""
+        if create and not self.key_path.exists():
+            tmp = self.key_path.with_name(f".{self.key_path.name}.{secrets.token_hex(8)}")
+            key_hex = secrets.token_bytes(32).hex().encode()
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as fp:
+                    fp.write(key_hex)
+                try:
+                    os.link(tmp, self.key_path)  # appears complete, or not at all
+                except FileExistsError:
+                    pass  # another process won the race: use its key
+                except OSError:  # no hard links on this file system: create in place
+                    with contextlib.suppress(FileExistsError):
+                        fd2 = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                        with os.fdopen(fd2, "wb") as fp:
+                            fp.write(key_hex)
+            finally:
+                tmp.unlink(missing_ok=True)
+        try:
+            key = bytes.fromhex(self.key_path.read_bytes().strip().decode("ascii"))
+        except FileNotFoundError:
+            raise LedgerError(
+                f"the ledger's secret key {self.key_path} is missing: the ledger cannot be "
+                "verified nor content recognised; restore the key"
+            ) from None
+        except (OSError, ValueError):
+            raise LedgerError(f"the ledger's secret key {self.key_path} is unreadable") from None
+        if len(key) < 16:
+            raise LedgerError(f"the ledger's secret key {self.key_path} is too short")
+        return key
+
+    def fingerprint(self, content_fingerprint: str) -> str:
+        """The keyed fingerprint of content under this ledger's key."""
+        return keyed_fingerprint(content_fingerprint, self.key)
+
+    def _hash(self, prev: str, rid: int, kind: str, dataset: str, body: str, created: str) -> str:
+        import hashlib
+        import hmac
+
+        msg = prev + "\n" + _canonical([rid, kind, dataset, body, created])
+        return hmac.new(self.key, msg.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def _append(
+        self, con: sqlite3.Connection, kind: str, dataset: str, body: Mapping[str, Any]
+    ) -> tuple[int, str]:
+        """Append one chained event (inside the caller's transaction)."""
+        last = con.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        seq = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+        prev = last[1] if last else _GENESIS
+        rid = max(last[0] if last else 0, seq[0] if seq else 0) + 1
+        body_s = _canonical(body)
+        created = datetime.now(UTC).isoformat(timespec="microseconds")
+        h = self._hash(prev, rid, kind, dataset, body_s, created)
+        con.execute(
+            "INSERT INTO events (id, kind, dataset, body, created, prev, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (rid, kind, dataset, body_s, created, prev, h),
+        )
+        return rid, h
+
     @staticmethod
-    def _spent(
-        con: sqlite3.Connection, dataset: str, definition: str, alpha: float | None
-    ) -> Spent:
-        rows = con.execute(
-            "SELECT definition, alpha, epsilon, delta, mu FROM releases WHERE dataset = ?",
-            (dataset,),
-        ).fetchall()
-        fam = _family(definition)
-        eps = dl = mu2 = 0.0
-        n = 0
-        for d, a, e, de, m in rows:
-            if _family(d) != fam:
-                continue
-            if fam in ("eree", "blowfish") and a is not None and alpha is not None and a != alpha:
-                raise PrivacyParameterError(
-                    f"dataset {dataset!r} already has ER-EE releases at alpha={a}; guarantees "
-                    f"compose only for the same alpha (this release: alpha={alpha})"
-                )
-            eps += e or 0.0
-            dl += de or 0.0
-            mu2 += (m or 0.0) ** 2
-            n += 1
-        if fam == "gedp":
-            return Spent(Cost(mu=math.sqrt(mu2)), n)
-        return Spent(Cost(epsilon=eps, delta=dl), n)
+    def _rows(con: sqlite3.Connection) -> list[tuple[int, str, str, str]]:
+        return con.execute("SELECT id, kind, dataset, body FROM events ORDER BY id").fetchall()
 
-    def spent(self, dataset: str, definition: str, alpha: float | None = None) -> Spent:
-        with self._connect() as con:
-            return self._spent(con, dataset, definition, alpha)
-
-    def reserve(
-        self,
-        dataset: str,
-        sha256: str,
-        definition: str,
-        alpha: float | None,
-        cost: Cost,
-        budget: dict[str, float] | None,
-        out_dir: str | Path,
-    ) -> str:
-        """Charge a release as pending, or refuse it if it would pass ``budget``."""
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         con = self._connect()
         try:
             con.execute("BEGIN IMMEDIATE")
-            spent = self._spent(con, dataset, definition, alpha).cost
-            if budget:
-                check_budget(dataset, spent, cost, budget)
-            rid = uuid.uuid4().hex
-            con.execute(
-                "INSERT INTO releases VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                (rid, dataset, sha256, definition, alpha, cost.epsilon, cost.delta, cost.mu,
-                 str(Path(out_dir).resolve()), datetime.now(UTC).isoformat()),
-            )  # fmt: skip
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
             con.execute("COMMIT")
-            return rid
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         finally:
             con.close()
 
-    def commit(self, release_id: str) -> None:
-        with self._connect() as con:
-            con.execute("UPDATE releases SET status = 'committed' WHERE id = ?", (release_id,))
+    # ---------------------------------------------------------------- verify
+    def _verify(self, con: sqlite3.Connection) -> VerifyResult:
+        problems: list[str] = []
+        rows = con.execute(
+            "SELECT id, kind, dataset, body, created, prev, hash FROM events ORDER BY id"
+        ).fetchall()
+        prev = _GENESIS
+        expect_id = 1
+        for rid, kind, dataset, body, created, p, h in rows:
+            if rid != expect_id:
+                problems.append(f"rows {expect_id}..{rid - 1} are missing (deleted)")
+            if p != prev:
+                problems.append(f"row {rid}: does not follow the previous row (a row was "
+                                "deleted or edited before it)")  # fmt: skip
+            if self._hash(p, rid, kind, dataset, body, created) != h:
+                problems.append(f"row {rid} ({kind}, dataset {dataset!r}): its content does "
+                                "not match its hash (edited)")  # fmt: skip
+            prev = h
+            expect_id = rid + 1
+        seq = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+        if seq is not None and seq[0] >= expect_id:
+            problems.append(f"rows {expect_id}..{seq[0]} are missing (deleted at the end)")
+        return VerifyResult(not problems, len(rows), tuple(problems))
 
-    def abort(self, release_id: str) -> None:
-        with self._connect() as con:
-            con.execute("DELETE FROM releases WHERE id = ? AND status = 'pending'", (release_id,))
+    def verify(self, manifests: list[Path] | None = None) -> VerifyResult:
+        """Recompute the hash chain; optionally check release manifests against it.
 
+        Args:
+            manifests: ``manifest.json`` files (or release directories) whose ledger id and
+                chain hash must appear in the ledger.
+        """
+        with contextlib.closing(self._connect()) as con:
+            res = self._verify(con)
+            problems = list(res.problems)
+            for m in manifests or []:
+                mp = Path(m) / "manifest.json" if Path(m).is_dir() else Path(m)
+                try:
+                    entry = json.loads(mp.read_text(encoding="utf-8")).get("ledger") or {}
+                except (OSError, ValueError):
+                    problems.append(f"{mp}: not a readable manifest")
+                    continue
+                row = con.execute(
+                    "SELECT kind, hash FROM events WHERE id = ?", (entry.get("id"),)
+                ).fetchone()
+                if row is None or row[0] != "reserve" or row[1] != entry.get("chain_hash"):
+                    problems.append(f"{mp}: its ledger row {entry.get('id')} is not in the "
+                                    "ledger with that hash")  # fmt: skip
+        return VerifyResult(not problems, res.events, tuple(problems))
+
+    def _require_intact(self, con: sqlite3.Connection) -> None:
+        res = self._verify(con)
+        if not res.ok:
+            raise LedgerError(
+                f"ledger {self.path} fails verification ({res.problems[0]}); nothing can be "
+                "charged to it until an administrator investigates (`eree ledger verify`)"
+            )
+
+    # ---------------------------------------------------------------- administration
+    def set_budget(
+        self,
+        name: str,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        alpha: float | None = None,
+        mu: float | None = None,
+    ) -> dict[str, str]:
+        """Register (or change) the lifetime budget of dataset ``name``.
+
+        An ER-EE budget gives ``epsilon`` (δ defaults to 0; α, if given, is the dataset's
+        one α, else the first release's); a GEDP budget gives ``mu``. Not both.
+        """
+        if not name.strip():
+            raise LedgerError("a dataset name must not be empty")
+        given = {k: v for k, v in {"epsilon": epsilon, "delta": delta, "alpha": alpha,
+                                   "mu": mu}.items() if v is not None}  # fmt: skip
+        for k, v in given.items():
+            Cost(epsilon=v)  # finite and ≥ 0, or PrivacyParameterError naming nothing secret
+            if k == "alpha" and v <= 0:
+                raise PrivacyParameterError(f"budget of {name!r}: alpha must be > 0")
+        if "mu" in given and set(given) - {"mu"}:
+            raise PrivacyParameterError(
+                f"budget of {name!r}: give --mu (GEDP) or --epsilon/--delta/--alpha (ER-EE), "
+                "not both: a dataset has one privacy family"
+            )
+        if "mu" in given:
+            family = "gedp"
+        elif "epsilon" in given:
+            family = "eree"
+            given.setdefault("delta", 0.0)
+        else:
+            raise PrivacyParameterError(
+                f"budget of {name!r}: give --epsilon (ER-EE family) or --mu (GEDP)"
+            )
+        exact = _exact_budget(given)
+        with self._transaction() as con:
+            self._require_intact(con)
+            st = _State(self._rows(con))
+            old = st.budgets.get(name)
+            if old is not None and old.get("family", family) != family:
+                raise PrivacyParameterError(
+                    f"dataset {name!r} has a {old['family']} budget; its family cannot change"
+                )
+            if family == "eree" and "alpha" in exact:
+                a = st.alpha(name)
+                if a is not None and st.charges(name, "eree") and a != float(alpha or 0):
+                    raise PrivacyParameterError(
+                        f"dataset {name!r} already has releases at alpha={a:g}; its alpha "
+                        "cannot change"
+                    )
+            self._append(con, "budget", name, {"budget": {**exact, "family": family}})
+        return exact
+
+    # ---------------------------------------------------------------- releases
+    @contextlib.contextmanager
+    def release(
+        self,
+        *,
+        dataset: str,
+        fingerprint: str,
+        definition: str,
+        alpha: float | None,
+        cost: Cost,
+        out_dir: str | Path,
+        spec_budget: Mapping[str, float] | None = None,
+        new_version: bool = False,
+        structure: str | None = None,
+    ) -> Iterator[Charge]:
+        """Reserve a release on enter; commit on success; void on failure before output.
+
+        Call it after the data are loaded and before any noise is drawn. The body must
+        write its output (with :attr:`Charge.tag` as partial-directory tag) to ``out_dir``
+        and record :meth:`Charge.manifest_entry` as the manifest's ``ledger``.
+
+        Args:
+            dataset: the spec's dataset name.
+            fingerprint: the *content* fingerprint of the validated rows (it is keyed here).
+            definition, alpha: the release's privacy definition and α.
+            cost: the release's total cost.
+            out_dir: the release directory.
+            spec_budget: the spec's ``[privacy] budget`` (may only lower the ledger's).
+            new_version: the content under ``dataset`` changed on purpose.
+            structure: the structure fingerprint (:func:`eree.data.fingerprint.
+                structure_fingerprint`): the same establishments and jobs seen through other
+                columns, or with changed values, are recognised as a known dataset's.
+
+        Raises:
+            LedgerError: unregistered dataset, changed content, tampered ledger, …
+            BudgetExceededError: the release would pass a budget.
+            PrivacyParameterError: a budget key the family does not use; another α.
+        """
+        out = Path(out_dir).resolve()
+        charge = self.reserve(
+            dataset=dataset, fingerprint=fingerprint, definition=definition, alpha=alpha,
+            cost=cost, out_dir=out, spec_budget=spec_budget, new_version=new_version,
+            structure=structure,
+        )  # fmt: skip
+        try:
+            yield charge
+        except BaseException:
+            if _manifest_release(out) == charge.id:  # the output is in place: it counts
+                self._settle(charge.id, "commit", {"how": "output in place after an error"})
+            else:
+                self._settle(charge.id, "void", {"reason": "the release failed before output"})
+                for p in _partials(out, charge.tag):
+                    shutil.rmtree(p, ignore_errors=True)
+            raise
+        if _manifest_release(out) != charge.id:
+            self._settle(charge.id, "void", {"reason": "no output was written"})
+            raise LedgerError(f"release to {out} wrote no output; its charge was voided")
+        self._settle(charge.id, "commit", {"how": "release"})
+
+    def reserve(
+        self,
+        *,
+        dataset: str,
+        fingerprint: str,
+        definition: str,
+        alpha: float | None,
+        cost: Cost,
+        out_dir: str | Path,
+        spec_budget: Mapping[str, float] | None = None,
+        new_version: bool = False,
+        structure: str | None = None,
+    ) -> Charge:
+        """Record a pending charge, or refuse it (see :meth:`release`)."""
+        family = FAMILY_OF_DEFINITION.get(definition)
+        if family not in _FAMILY_KEYS:
+            raise LedgerError(
+                f"definition {definition!r} carries no formal guarantee the ledger can "
+                "account for; release it without --ledger"
+            )
+        comp = composition_for(definition, alpha if definition in _ALPHA_DEFINITIONS else None)
+        if spec_budget:
+            comp.check_budget_keys(spec_budget, f"[privacy] budget of {dataset!r}")
+            if "alpha" in spec_budget:
+                raise PrivacyParameterError(
+                    f"[privacy] budget of {dataset!r}: alpha is set in the ledger, not the spec"
+                )
+        kfp = self.fingerprint(fingerprint)
+        kst = None if structure is None else self.fingerprint(structure)
+        out = Path(out_dir).resolve()
+        notes: list[str] = []
+        with self._transaction() as con:
+            self._require_intact(con)
+            st = _State(self._rows(con))
+            name = dataset
+            known = st.by_fp.get(kfp)
+            related = st.by_structure.get(kst) if kst is not None else None
+            version: int
+            if known is not None:
+                name, version = known
+                if name != dataset:
+                    notes.append(
+                        f"this content is already in the ledger as dataset {name!r}; the "
+                        f"release is charged to {name!r}, not {dataset!r}"
+                    )
+            else:
+                if related is not None:
+                    name = related
+                elif dataset not in st.budgets:
+                    raise LedgerError(
+                        f"dataset {dataset!r} is not registered in ledger {self.path}; an "
+                        f"administrator registers it first: eree ledger budget {self.path} "
+                        f"{dataset} --epsilon … (ER-EE) or --mu … (GEDP)"
+                    )
+                versions = st.versions.get(name, [])
+                if versions and not new_version:
+                    same = (
+                        f"the same establishments and jobs as dataset {name!r} but other values "
+                        "or other columns"
+                        if related is not None
+                        else f"data that differ from every version of dataset {name!r}"
+                    )
+                    raise LedgerError(
+                        f"{dataset!r}: {same} (latest in the ledger: version "
+                        f"{versions[-1]['version']}); if this is a new version of "
+                        f"{name!r}, rerun with --new-version"
+                    )
+                version = len(versions) + 1
+                body = {"fingerprint": kfp, "structure": kst, "version": version,
+                        "previous": versions[-1]["fingerprint"] if versions else None}  # fmt: skip
+                self._append(con, "version", name, body)
+                if name != dataset:
+                    notes.append(
+                        f"these data share their establishments and jobs with dataset "
+                        f"{name!r}; the release is charged to {name!r}, not {dataset!r}"
+                    )
+                if versions:
+                    notes.append(f"recorded as version {version} of dataset {name!r}, "
+                                 f"linked to version {version - 1}")  # fmt: skip
+            if name not in st.budgets:
+                raise LedgerError(f"dataset {name!r} has no registered budget in {self.path}")
+            budget = dict(st.budgets[name])
+            bfam = budget.pop("family", None)
+            if bfam != family:
+                raise LedgerError(
+                    f"dataset {name!r} has a {bfam} budget; a {definition!r} release "
+                    f"({family} family) cannot be charged to it"
+                )
+            limits = _float_budget(budget)
+            if definition in _ALPHA_DEFINITIONS:
+                a = st.alpha(name)
+                if a is not None and alpha != a:
+                    raise PrivacyParameterError(
+                        f"dataset {name!r} is released at alpha={a:g} (ER-EE costs add only "
+                        f"at one alpha); this release has alpha={alpha}"
+                    )
+                limits.pop("alpha", None)
+            else:
+                limits.pop("alpha", None)
+            spent = comp.compose(st.charges(name, family))
+            try:
+                total = _check(comp, name, spent, cost, limits, "lifetime budget")
+                if spec_budget:
+                    _check(comp, name, spent, cost, dict(spec_budget), "[privacy] budget")
+            except BudgetExceededError as e:
+                if notes:
+                    raise BudgetExceededError(f"{e}; note: {' '.join(notes)}") from None
+                raise
+            owner = _me()
+            tag = secrets.token_hex(6)
+            body = {"fingerprint": kfp, "version": version, "definition": definition,
+                    "alpha": alpha, "family": family, "cost": cost.exact_dict(),
+                    "out_dir": str(out), "tag": tag, "owner": owner,
+                    "spec_name": dataset}  # fmt: skip
+            rid, h = self._append(con, "reserve", name, body)
+        return Charge(rid, h, name, kfp, version, tag, notes, total)
+
+    def _settle(self, rid: int, kind: str, extra: Mapping[str, Any]) -> None:
+        with self._transaction() as con:
+            st = _State(self._rows(con))
+            if st.status.get(rid) != "pending":
+                return
+            self._append(con, kind, st.reserves[rid]["dataset"], {"release": rid, **extra})
+
+    # ---------------------------------------------------------------- reconcile
     def reconcile(self) -> dict[str, int]:
-        """Settle pending rows left by a crash: commit those whose output exists, drop others."""
-        done = {"committed": 0, "removed": 0}
-        with self._connect() as con:
-            rows = con.execute(
-                "SELECT id, out_dir FROM releases WHERE status = 'pending'"
-            ).fetchall()
-            for rid, out_dir in rows:
-                manifest = Path(out_dir) / "manifest.json"
-                found = False
-                if manifest.exists():
-                    try:
-                        found = json.loads(manifest.read_text()).get("ledger", {}).get("id") == rid
-                    except (OSError, ValueError):
-                        found = False
-                if found:
-                    con.execute("UPDATE releases SET status='committed' WHERE id=?", (rid,))
+        """Settle reservations whose process is gone; remove their partial directories.
+
+        Returns:
+            counts of ``committed``, ``finished`` (a complete output in a partial
+            directory renamed into place, then committed), ``voided`` and ``live``
+            (pending, process alive or on another host: untouched).
+        """
+        done = {"committed": 0, "finished": 0, "voided": 0, "live": 0}
+        with self._transaction() as con:
+            st = _State(self._rows(con))
+            pending = [rid for rid, s in st.status.items() if s == "pending"]
+            if not pending:
+                return done
+            if not self._verify(con).ok:
+                return done  # never settle on a tampered ledger; verify reports it
+            for rid in pending:
+                r = st.reserves[rid]
+                if not _process_gone(r.get("owner", {})):
+                    done["live"] += 1
+                    continue
+                out = Path(r["out_dir"])
+                partials = _partials(out, r["tag"])
+                if _manifest_release(out) == rid:
+                    self._append(con, "commit", r["dataset"], {"release": rid,
+                                 "how": "reconcile: output in place"})  # fmt: skip
                     done["committed"] += 1
-                elif not Path(out_dir).exists():
-                    con.execute("DELETE FROM releases WHERE id=?", (rid,))
-                    done["removed"] += 1
+                else:
+                    complete = [p for p in partials if _manifest_release(p) == rid]
+                    finished = False
+                    if complete:
+                        try:
+                            if out.is_dir() and not any(out.iterdir()):
+                                out.rmdir()
+                            if not out.exists():
+                                os.replace(complete[0], out)
+                                finished = True
+                        except OSError:
+                            finished = False
+                    if finished:
+                        self._append(con, "commit", r["dataset"], {"release": rid,
+                                     "how": "reconcile: finished the rename of a complete "
+                                            "partial output"})  # fmt: skip
+                        done["finished"] += 1
+                    else:
+                        reason = "reconcile: process gone, no complete output"
+                        self._append(con, "void", r["dataset"], {"release": rid,
+                                     "reason": reason})  # fmt: skip
+                        done["voided"] += 1
+                for p in _partials(out, r["tag"]):
+                    shutil.rmtree(p, ignore_errors=True)
         return done
 
-    def history(self, dataset: str | None = None) -> list[dict[str, object]]:
-        with self._connect() as con:
-            con.row_factory = sqlite3.Row
-            q = "SELECT * FROM releases" + (" WHERE dataset = ?" if dataset else "")
-            return [dict(r) for r in con.execute(q, (dataset,) if dataset else ())]
+    # ---------------------------------------------------------------- reading
+    def spent(self, dataset: str, family: str = "eree") -> Cost:
+        """The running total of ``family`` on ``dataset`` (pending and committed charges)."""
+        with contextlib.closing(self._connect()) as con:
+            st = _State(self._rows(con))
+        comp = composition_for("gedp" if family == "gedp" else "eree")
+        return comp.compose(st.charges(dataset, family))
+
+    def releases(self, dataset: str | None = None) -> list[dict[str, Any]]:
+        """Every reservation (id, dataset, definition, alpha, cost, status, out_dir)."""
+        with contextlib.closing(self._connect()) as con:
+            st = _State(self._rows(con))
+        out = []
+        for rid, r in st.reserves.items():
+            if dataset is not None and r["dataset"] != dataset:
+                continue
+            c = Cost.from_exact_dict(r["cost"])
+            out.append({"id": rid, "dataset": r["dataset"], "version": r["version"],
+                        "definition": r["definition"], "alpha": r["alpha"],
+                        "cost": c.to_dict(), "status": st.status[rid],
+                        "out_dir": r["out_dir"], "spec_name": r.get("spec_name")})  # fmt: skip
+        return out
+
+    def show(self) -> list[dict[str, Any]]:
+        """One entry per registered dataset: budget, versions, running total, releases."""
+        with contextlib.closing(self._connect()) as con:
+            st = _State(self._rows(con))
+        out = []
+        for name in sorted(set(st.budgets) | set(st.versions)):
+            b = dict(st.budgets.get(name, {}))
+            fam = b.pop("family", "eree")
+            comp = composition_for("gedp" if fam == "gedp" else "eree")
+            total = comp.compose(st.charges(name, fam))
+            rel = [rid for rid, r in st.reserves.items() if r["dataset"] == name]
+            out.append({
+                "dataset": name,
+                "family": fam,
+                "budget": _float_budget(b),
+                "alpha": st.alpha(name),
+                "spent": total.to_dict(),
+                "versions": [{"version": v["version"], "fingerprint": v["fingerprint"][:16]}
+                             for v in st.versions.get(name, [])],
+                "releases": {s: sum(1 for r in rel if st.status[r] == s)
+                             for s in ("committed", "pending", "void")},
+            })  # fmt: skip
+        return out
 
 
-def check_budget(dataset: str, spent: Cost, cost: Cost, budget: dict[str, float]) -> None:
-    if cost.mu is not None or "mu" in budget:
-        total = math.sqrt((spent.mu or 0.0) ** 2 + (cost.mu or 0.0) ** 2)
-        limit = budget.get("mu")
-        if limit is not None and total > limit * (1 + 1e-12):
-            raise BudgetExceededError(
-                f"dataset {dataset!r}: this release (mu={cost.mu:.4g}) would bring the total to "
-                f"mu={total:.4g}, past the lifetime budget mu={limit:g} (already spent "
-                f"mu={spent.mu or 0.0:.4g})"
-            )
-        return
-    for key in ("epsilon", "delta"):
-        limit = budget.get(key)
-        if limit is None:
-            continue
-        total = (getattr(spent, key) or 0.0) + (getattr(cost, key) or 0.0)
-        if total > limit * (1 + 1e-12):
-            raise BudgetExceededError(
-                f"dataset {dataset!r}: this release ({key}={getattr(cost, key) or 0.0:.4g}) would "
-                f"bring the total to {key}={total:.4g}, past the lifetime budget {key}={limit:g} "
-                f"(already spent {key}={getattr(spent, key) or 0.0:.4g})"
-            )
+def _check(
+    comp: Composition, name: str, spent: Cost, cost: Cost, limits: Mapping[str, float], what: str
+) -> Cost:
+    """``comp.check`` with a message that says which budget refused."""
+    try:
+        return comp.check(name, spent, cost, limits)
+    except BudgetExceededError as e:
+        raise BudgetExceededError(f"{e} ({what}; already spent: {_fmt(spent)})") from None
+
+
+def _fmt(c: Cost) -> str:
+    parts = []
+    for k in ("epsilon", "delta", "mu"):
+        v = getattr(c, k)
+        if v is not None:
+            parts.append(f"{k}={v:.6g}")
+    return ", ".join(parts) or "nothing"
+
+
+def check_spec_budget(dataset: str, definition: str, alpha: float | None, cost: Cost,
+                      budget: Mapping[str, float]) -> None:  # fmt: skip
+    """Without a ledger: the release alone must fit the spec's budget; every key checked.
+
+    Raises:
+        PrivacyParameterError: a budget key the definition's family does not use.
+        BudgetExceededError: the release passes the budget.
+    """
+    comp = composition_for(definition, alpha)
+    where = f"[privacy] budget of {dataset!r}"
+    comp.check_budget_keys(budget, where)
+    if "alpha" in budget:
+        raise PrivacyParameterError(f"{where}: alpha is not a budget key of a spec")
+    _check(comp, dataset, comp.zero(), cost, budget, "[privacy] budget")

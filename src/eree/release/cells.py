@@ -1,4 +1,4 @@
-"""How many cells each query of a plan publishes, and the guard against too many.
+r"""How many cells each query of a plan publishes, and the guard against too many.
 
 DESIGN.md §2.3: before cells are allocated, the plan's cell count is computed from the
 declared domains and the public frame, and refused past a configurable limit
@@ -48,6 +48,7 @@ class QueryCells:
     how: str
 
     def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
         return {"cells": self.cells, "at_least": self.at_least, "how": self.how}
 
 

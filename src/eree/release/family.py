@@ -31,8 +31,11 @@ class ReleaseFamily(ABC):
         """Refuse what can be refused before any confidential byte is read."""
 
     @abstractmethod
-    def load(self, plan: Plan, engine: Any) -> Any:
+    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
         """Load and validate the data with ``engine`` (DESIGN.md §2.3).
+
+        With ``narrow``, only the columns the queries use are read (a release with a
+        ledger reads every configured column, so that its fingerprint covers them).
 
         With the Spark engine, Spark reads and validates the data; the result stays
         in Spark.
@@ -69,15 +72,14 @@ class CountRelease(ReleaseFamily):
             split_by(q, plan.data)  # type: ignore[arg-type]
 
     @override
-    def load(self, plan: Plan, engine: Any) -> Any:
+    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
         from eree.release.cells import check_plan_cells
 
-        # only the attributes the queries use are read and validated
         used: set[str] = set()
         for q in plan.queries:
             wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
             used.update(wp, wk)
-        data = engine.load_eree(plan.data, sorted(used))
+        data = engine.load_eree(plan.data, sorted(used) if narrow else None)
         # exact cell counts before cells are allocated (Polars-side data; with Spark
         # the lower bounds checked before loading stand)
         workplaces = data.workplaces if isinstance(data.workplaces, pl.DataFrame) else None
@@ -118,7 +120,7 @@ class EstablishmentRelease(ReleaseFamily):
             check_microdata_plan(plan)
 
     @override
-    def load(self, plan: Plan, engine: Any) -> Any:
+    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
         return engine.load_establishments(plan.data)
 
     @override

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,43 +14,21 @@ from typing import Any
 import polars as pl
 
 from eree import __version__
-from eree.data.io import check_input_file
 from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
-
-def _expand(files: Iterable[Path]) -> list[Path]:
-    """Files, with each directory (a partitioned table) replaced by its files, sorted."""
-    out: list[Path] = []
-    for f in files:
-        p = Path(f)
-        out += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
-    return out
-
-
-def dataset_sha256(files: Iterable[Path]) -> str:
-    """SHA-256 identifying the input: the hash of each file's name and bytes, in order.
-
-    A directory (a table written as several Parquet files) stands for its files, in
-    sorted order.
-    """
-    h = hashlib.sha256()
-    for f in _expand(files):
-        check_input_file(Path(f))
-        fh = hashlib.sha256()
-        with open(f, "rb") as fp:
-            for chunk in iter(lambda: fp.read(1 << 20), b""):
-                fh.update(chunk)
-        h.update(Path(f).name.encode())
-        h.update(fh.digest())
-    return h.hexdigest()
+#: Parquet metadata and file marking a seeded (reproducible) release (DESIGN.md §7.2)
+SEEDED_MARK = "seeded: NOT FOR PUBLICATION"
+NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"
 
 
 def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def base_manifest() -> dict[str, Any]:
+    """The manifest fields every release has (version, creation time)."""
     return {"eree_version": __version__, "created": utc_now()}
 
 
@@ -66,10 +43,10 @@ def check_output_dir(out_dir: str | Path) -> Path:
     """
     out = Path(out_dir)
     if out.is_symlink():
-        raise EreeError(f"output path {out} is a symbolic link; give a new directory")
+        raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
     if out.exists():
         if not out.is_dir():
-            raise EreeError(f"output path {out} exists and is not a directory; give a new one")
+            raise EreeError(f"output path {out} exists and is not a directory; choose a new one")
         if any(out.iterdir()):
             raise EreeError(f"output directory {out} exists and is not empty; choose a new one")
     parent = out.parent
@@ -112,6 +89,8 @@ def write_release(
     *,
     csv: bool = True,
     extra: Mapping[str, pl.DataFrame] | None = None,
+    seeded: bool = False,
+    tag: str | None = None,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
@@ -124,15 +103,28 @@ def write_release(
         extra: further files of the release, relative path → frame (``.parquet`` or
             ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``; written with the
             rest, atomically.
+        seeded: the noise was seeded: every Parquet file carries the metadata
+            ``eree.random = "seeded: NOT FOR PUBLICATION"`` and a ``NOT_FOR_PUBLICATION``
+            file is written in the release directory.
+        tag: the ledger reservation's tag, put in the partial directory's name so that
+            the ledger can find (and finish or remove) it after a crash.
     """
     out_dir = check_output_dir(out_dir)
     check_finite(tables, extra)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    prefix = f".{out_dir.name}.partial-" + (f"{tag}-" if tag else "")
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir.parent))
+    meta = {"eree.random": SEEDED_MARK} if seeded else None
     try:
         (tmp / "tables").mkdir()
+        if seeded:
+            (tmp / NOT_FOR_PUBLICATION).write_text(
+                "This release was made with seeded (reproducible) noise: anyone who knows the "
+                "seed can subtract the noise. It must not be published.\n",
+                encoding="utf-8",
+            )
         for qt in tables:
-            qt.table.write_parquet(tmp / "tables" / f"{qt.name}.parquet")
+            qt.table.write_parquet(tmp / "tables" / f"{qt.name}.parquet", metadata=meta)
             if csv:
                 qt.table.write_csv(tmp / "tables" / f"{qt.name}.csv")
         for rel, frame in (extra or {}).items():
@@ -141,7 +133,7 @@ def write_release(
                 raise EreeError(f"extra release file {rel!r} must be a path inside the release")
             dest.parent.mkdir(parents=True, exist_ok=True)
             if rel.endswith(".parquet"):
-                frame.write_parquet(dest)
+                frame.write_parquet(dest, metadata=meta)
             elif rel.endswith(".csv"):
                 frame.write_csv(dest)
             else:

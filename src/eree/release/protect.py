@@ -6,13 +6,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
+from eree.data.fingerprint import content_fingerprint, structure_fingerprint
 from eree.engine.base import Engine
+from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
-from eree.privacy.composition import Cost
-from eree.privacy.ledger import Ledger, check_budget
+from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key, keyed_fingerprint
 from eree.release.build import BuiltPlan, build
-from eree.release.output import base_manifest, check_output_dir, dataset_sha256, write_release
+from eree.release.output import base_manifest, check_output_dir, write_release
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -45,6 +48,8 @@ def explain(plan: Plan) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReleaseResult:
+    """A written release: its directory, manifest and tables."""
+
     out_dir: Path
     manifest: dict[str, Any]
     tables: list[QueryTable]
@@ -79,14 +84,14 @@ def build_manifest(
     report: PrivacyReport,
     tables: list[QueryTable],
     source: NoiseSource,
-    sha256: str,
+    fingerprint: str,
 ) -> dict[str, Any]:
     """The manifest of §7.3. Contains public information only (no data-dependent scale)."""
     m = base_manifest()
     m["random"] = source.describe()
     m["dataset"] = {
         "name": plan.name,
-        "sha256": sha256,
+        "fingerprint": fingerprint,
         "files": [p.name for p in plan.data.input_files()],
     }
     m["spec"] = _redacted_spec(plan.raw)
@@ -137,15 +142,26 @@ def protect(
     *,
     engine: Engine | None = None,
     ledger: Ledger | str | Path | None = None,
+    new_version: bool = False,
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
     The plan's mechanism objects are built and charged before any data is read: a plan
-    the accountant refuses never touches the data. With a ledger, the release is reserved
-    against the dataset's lifetime budget before any noise is drawn and committed once
-    the output is in place (DESIGN.md §3.4).
+    the accountant refuses never touches the data. With a ledger (DESIGN.md §3.4), the
+    data are loaded and fingerprinted, then the release is reserved against the dataset's
+    registered lifetime budget (a spec's ``[privacy] budget`` may only lower it) before
+    any noise is drawn, and committed once the output is in place.
+
+    Args:
+        new_version: the data under the spec's name changed on purpose (a new version).
+
+    Raises:
+        LedgerError: seeded noise with a ledger, an unregistered dataset, changed content
+            without ``new_version``, a ledger that fails verification.
+        BudgetExceededError: the release would pass a budget.
     """
     from eree.release.cells import check_plan_cells
+    from eree.release.family import family_of
 
     check_plan_cells(plan)  # lower bounds from the declared domains, before any data
     built = build(plan)
@@ -153,24 +169,57 @@ def protect(
     check_output_dir(out_dir)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
-        check_budget(plan.name, Cost(), report.total, budget)
-    sha = dataset_sha256(plan.data.input_files())
+        check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
+                          report.total, budget)  # fmt: skip
+    if ledger is not None and source.describe().get("mode") == "seeded":
+        raise LedgerError(
+            "seeded randomness is never charged as a release: --seed cannot be combined "
+            "with --ledger (a seeded release is NOT FOR PUBLICATION)"
+        )
     book = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
-    rid = None
-    if book is not None:
-        rid = book.reserve(
-            plan.name, sha, plan.privacy.definition, plan.privacy.alpha, report.total,
-            budget, out_dir,
-        )  # fmt: skip
-    try:
-        result = _run(built, out_dir, source, engine, report, sha, rid)
-    except BaseException:
-        if book is not None and rid is not None and not Path(out_dir, "manifest.json").exists():
-            book.abort(rid)
-        raise
-    if book is not None and rid is not None:
-        book.commit(rid)
-    return result
+    family = family_of(plan)
+    family.check_before_load(plan)
+    if engine is None:
+        from eree.engine.select import make_engine
+
+        e = plan.engine
+        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
+    # without a ledger the fingerprint is keyed with a fresh key (it identifies nothing),
+    # so only the columns the queries use need to be read
+    data = family.load(plan, engine, narrow=book is None)
+    fingerprint = _content_fingerprint(data)
+    if book is None:  # a fresh random key: the published fingerprint identifies nothing
+        return _run(built, out_dir, source, engine, report, data,
+                    keyed_fingerprint(fingerprint, fresh_key()), None)  # fmt: skip
+    with book.release(
+        dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
+        alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
+        new_version=new_version, structure=_structure_fingerprint(data),
+    ) as charge:  # fmt: skip
+        return _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
+
+
+def _content_fingerprint(data: Any) -> str:
+    """:func:`~eree.data.fingerprint.content_fingerprint`, or its Spark-side counterpart."""
+    if _is_spark_side(data):
+        from eree.engine.spark_common import spark_fingerprint
+
+        return spark_fingerprint(data, structure=False)
+    return content_fingerprint(data)
+
+
+def _structure_fingerprint(data: Any) -> str:
+    """:func:`~eree.data.fingerprint.structure_fingerprint`, or its Spark-side counterpart."""
+    if _is_spark_side(data):
+        from eree.engine.spark_common import spark_fingerprint
+
+        return spark_fingerprint(data, structure=True)
+    return structure_fingerprint(data)
+
+
+def _is_spark_side(data: Any) -> bool:
+    frame = getattr(data, "frame", None) if hasattr(data, "frame") else data.workplaces
+    return not isinstance(frame, pl.DataFrame)
 
 
 def _run(
@@ -179,25 +228,26 @@ def _run(
     source: NoiseSource,
     engine: Engine | None,
     report: PrivacyReport,
-    sha: str,
-    rid: str | None,
+    data: Any,
+    fingerprint: str,
+    charge: Charge | None,
 ) -> ReleaseResult:
     from eree.release.family import family_of
 
     plan = built.plan
     family = family_of(plan)
-    family.check_before_load(plan)
-    if engine is None:
-        from eree.engine.select import make_engine
-
-        e = plan.engine
-        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
-    data = family.load(plan, engine)
     tables = family.release(built, data, engine, source)
     extra_files, extra_manifest = family.postprocess(built, data, tables)
-    manifest = build_manifest(plan, report, tables, source, sha)
-    if rid is not None:
-        manifest["ledger"] = {"id": rid}
+    manifest = build_manifest(plan, report, tables, source, fingerprint)
+    if charge is not None:
+        manifest["ledger"] = charge.manifest_entry()
+        manifest["dataset"]["ledger_name"] = charge.dataset
+        if charge.notes:
+            manifest["ledger"]["notes"] = list(charge.notes)
     manifest.update(extra_manifest)
-    write_release(Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None)
+    write_release(
+        Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
+        seeded=source.describe().get("mode") == "seeded",
+        tag=None if charge is None else charge.tag,
+    )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)

@@ -80,6 +80,7 @@ def release_section(manifest: dict[str, Any], tables: dict[str, pl.DataFrame]) -
 
 
 def html_page(title: str, sections: list[str]) -> str:
+    """A self-contained HTML page of ``sections``."""
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
