@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
         "suppression",
     },
     "cli": {"*"},
+    "suppression_cli": {"*"},  # the commands of ``eree suppress`` / ``eree audit suppression``
     "demo": {"data", "engine", "mechanisms", "privacy", "release", "synth", "errors"},
     "__init__": set(),
 }

@@ -611,8 +611,8 @@ def _register_experiments() -> None:
     if _registered:
         return
     _registered = True
+    from eree import suppression_cli as scli
     from eree.evaluate import cli as ecli
-    from eree.evaluate import suppression_cli as scli
 
     for name in ("haney-workload1", "haney-workload2", "haney-workload3", "haney-ranking1",
                  "haney-ranking2", "haney-all"):  # fmt: skip

@@ -208,3 +208,14 @@ def test_smooth_gamma_boundary_is_refused():
     # α+1 < e^{ε/5} is strict: ε = 5 ln(1+α) exactly is refused
     with pytest.raises(PrivacyParameterError):
         smooth_gamma_epsilons(0.1, 5 * math.log(1.1))
+
+
+def test_variance_floors_are_the_noise_variance_at_the_smallest_sensitivity():
+    # a public post-processing weight: Var at S = max(α·x_v, 1) = 1 (Algs 2, 3)
+    from eree.mechanisms.eree import SmoothGamma, SmoothLaplace
+
+    a, eps = 0.1, 2.0
+    sl = SmoothLaplace(query="q", alpha=a, epsilon=eps)
+    assert sl.variance_floor() == pytest.approx(2 * (2 / eps) ** 2)  # Var Lap(b) = 2b²
+    sg = SmoothGamma(query="q", alpha=a, epsilon=eps)
+    assert sg.variance_floor() == pytest.approx((5 / (eps - 5 * math.log(1 + a))) ** 2)

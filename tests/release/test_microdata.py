@@ -87,9 +87,13 @@ def test_microdata_is_the_wls_solution_and_tabulates_to_it(small: tuple[Any, Pat
         dense = solve_wls(data.n, ms, method="dense").x
         x = md.frame[a].to_numpy()
         np.testing.assert_allclose(x, dense, rtol=1e-6, atol=1e-6 * np.abs(dense).max())
-        # identity measurement is the published identity column, in establishment order
+        # identity measurement is the identity estimate, in establishment order; the
+        # published column is that estimate clamped into its own CI (DESIGN.md §6)
         ident = next(m for m in ms if m.groups is None)
-        np.testing.assert_array_equal(ident.values, by["identity"][a].to_numpy())
+        t = by["identity"]
+        lo, hi = t[f"{a}_ci_low"].to_numpy(), t[f"{a}_ci_high"].to_numpy()
+        np.testing.assert_array_equal(np.minimum(np.maximum(ident.values, lo), hi),
+                                      t[a].to_numpy())  # fmt: skip
         np.testing.assert_allclose(ident.variances, by["identity"][f"{a}_std"].to_numpy() ** 2)
         # tabulating the microdata by a measured grouping gives the WLS group sums
         county = (

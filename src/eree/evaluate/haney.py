@@ -115,6 +115,8 @@ TRIALS = 20
 SMOOTH_LAPLACE_DELTA = 0.05
 
 ER_EE_MECHANISMS = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name)
+#: label suffix of the post-processed variant of a mechanism's output (DESIGN.md §6)
+POSTPROCESSED = "/postprocessed"
 NOISE_INFUSION = NoiseInfusion.name
 
 EXPERIMENTS: dict[str, str] = {
@@ -164,6 +166,7 @@ class HaneyGrid:
     t: float = DEFAULT_T
     small_cell: float = SMALL_CELL_LIMIT
     extras: bool = True
+    postprocessed: bool = True
 
     def __post_init__(self) -> None:
         if self.trials < 1:
@@ -379,6 +382,19 @@ def derive_seed(seed: int, label: str) -> int:
     """A child seed for one named stream (stable across runs and experiment subsets)."""
     ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, zlib.crc32(label.encode())])
     return int(ss.generate_state(2, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def postprocessed(noisy: FloatArray) -> FloatArray:
+    """The publication-grade variant of one marginal's answers: non-negative integers.
+
+    ``[postprocess] nonnegative = true, integer = true`` applied cell by cell (a workload
+    is one marginal, with no coarser released marginal to be consistent with): free in
+    privacy. Works on (trials, cells) arrays.
+    """
+    from eree.postprocess.hierarchy import MarginalInput, publication_grade
+
+    m = MarginalInput("w", noisy, np.ones(1))
+    return publication_grade([m], consistent=False, nonnegative=True, integer=True)["w"]
 
 
 def run_point(
@@ -684,6 +700,9 @@ def run_haney(
             outs = run_point(p, mech, cells, T, src)
             if not grid.extras:
                 outs.pop("log_laplace_unbiased", None)
+            if grid.postprocessed:
+                for label in list(outs):
+                    outs[label + POSTPROCESSED] = postprocessed(outs[label])
             local = _Rows(T)
             for label, noisy in outs.items():
                 for an in analyses:

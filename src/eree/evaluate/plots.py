@@ -81,7 +81,11 @@ def plot_experiment(
     alphas = sorted(df.filter(pl.col("alpha").is_not_null())["alpha"].unique().to_list())
     a_col = {a: plt.cm.viridis(i / max(len(alphas) - 1, 1)) for i, a in enumerate(alphas)}
     trunc = sorted(
-        {m for m in df["mechanism"].unique().to_list() if m.startswith(TruncatedLaplace.name)},
+        {
+            m
+            for m in df["mechanism"].unique().to_list()
+            if m.startswith(TruncatedLaplace.name) and "/" not in m  # not a variant
+        },
         key=_theta,
     )
     t_col = {m: plt.cm.plasma(i / max(len(trunc) - 1, 1) * 0.9) for i, m in enumerate(trunc)}

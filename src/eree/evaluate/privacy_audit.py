@@ -59,7 +59,7 @@ from scipy.stats import beta as beta_dist
 
 from eree.mechanisms.base import Cells, Mechanism
 from eree.mechanisms.eree import CountMechanism, SmoothGamma
-from eree.mechanisms.gedp import GedpMechanism
+from eree.mechanisms.gedp import EstabGaussian, GedpMechanism, Pnc
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import FACTOR_CACHE, INCIDENCE, N_ESTABLISHMENTS
 from eree.mechanisms.registry import REGISTRY, Entry
@@ -233,7 +233,7 @@ def _pairs_for(e: Entry, definition: str) -> list[tuple[str, dict[str, Any], dic
 
 def _gedp_pairs(e: Entry) -> list[tuple[str, dict[str, Any], dict[str, Any], bool]]:
     """ψ-neighbours (Def 5.5) at distance exactly γ: one establishment's value moves."""
-    if e.name == "estab_gaussian":  # ψ(x) = x, γ = d: the value moves by d
+    if e.cls is EstabGaussian:  # ψ(x) = x, γ = d: the value moves by d
         g = GAMMA_DP
         return [
             (f"dp psi, x 0 -> {g:g}", {"value": (0.0,)}, {"value": (g,)}, True),
@@ -243,7 +243,7 @@ def _gedp_pairs(e: Entry) -> list[tuple[str, dict[str, Any], dict[str, Any], boo
     small_b = g * g  # √0 + γ = γ
     big = 1e6
     big_b = (math.sqrt(big) + g) ** 2
-    if e.name == "pnc":  # group sums clipped at the public bound u*: T moves by Δ(u*)
+    if e.cls is Pnc:  # group sums clipped at the public bound u*: T moves by Δ(u*)
         # u* ≤ γ²: ψ(u*) − γ < ψ(0), the whole value may vanish (Δ = u*)
         u_small = small_b
         u_big = big_b
@@ -266,7 +266,7 @@ def _params_for(e: Entry, definition: str, worker_cells: int) -> dict[str, Any]:
     """Constructor arguments as :mod:`eree.release.build` passes them for such a query."""
     p: dict[str, Any] = {"query": "audit"}
     if definition == "gedp":
-        if e.name == "estab_gaussian":
+        if e.cls is EstabGaussian:
             p.update(attribute="value", neighbor=DPNeighbor(GAMMA_DP), gamma=GAMMA_DP)
         else:
             p.update(attribute="value", neighbor=SqrtShift(), gamma=GAMMA_SQRT)

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from eree.evaluate.haney import CSV_COLUMNS, EXPERIMENTS, HaneyResult
+from eree.evaluate.haney import CSV_COLUMNS, EXPERIMENTS, POSTPROCESSED, HaneyResult
 from eree.evaluate.metrics import ALL, POPULATION_BINS
 from eree.evaluate.plots import FIGURE_OF, NAMES, plot_all
 from eree.mechanisms.baselines import TruncatedLaplace
@@ -84,6 +84,7 @@ def reading(results: pl.DataFrame, experiment: str) -> list[str]:
         pl.col("metric") == metric,
         pl.col("stratum") == ALL,
         pl.col("mechanism").str.starts_with(TruncatedLaplace.name),
+        ~pl.col("mechanism").str.ends_with(POSTPROCESSED),
     )
     if trunc.height:
         best = trunc.sort("value", descending=metric != "l1_ratio").row(0, named=True)
@@ -105,6 +106,24 @@ def reading(results: pl.DataFrame, experiment: str) -> list[str]:
                 f"At ε = {e_hi:g} the lowest ratio is {_f(v)} ({NAMES[m]}, α = {a:g}); "
                 f"{below} of {len(hi)} plotted (mechanism, α) points are at or below parity."
             )
+    pp = [
+        (m, value(results, experiment, m, metric, alpha=BASELINE_ALPHA, epsilon=e),
+         value(results, experiment, m + POSTPROCESSED, metric, alpha=BASELINE_ALPHA, epsilon=e),
+         e)
+        for e in eps_all
+        for m in _ER_EE
+    ]  # fmt: skip
+    pp = [x for x in pp if math.isfinite(x[1]) and math.isfinite(x[2])]
+    if pp:
+        txt = "; ".join(
+            f"ε = {e:g}: " + ", ".join(f"{NAMES[m]} {_f(a)} → {_f(b)}"
+                                     for m, a, b, e2 in pp if e2 == e)
+            for e in sorted({x[3] for x in pp})
+        )  # fmt: skip
+        out.append(
+            f"Post-processed to non-negative integers (free in privacy), α = "
+            f"{BASELINE_ALPHA:g}, raw → post-processed ({what}): {txt}."
+        )
     strata = _strata_present(results, experiment)
     if strata:
         sl = [

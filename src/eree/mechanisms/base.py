@@ -181,6 +181,15 @@ class Mechanism(ABC):
     def public_params(self) -> dict[str, Any]:
         """Everything about the mechanism that may be published (no data-dependent scale)."""
 
+    def variance_floor(self) -> float | None:
+        """A public lower bound on each cell's noise variance, for a withheld variance.
+
+        For the smooth-sensitivity mechanisms: the variance at the smallest smooth
+        sensitivity (the true scale depends on the confidential x_v). None when the
+        mechanism has no such bound. Used only as a post-processing weight.
+        """
+        return None
+
     @abstractmethod
     def guarantee(self) -> str:
         """The guarantee each cell and the whole query get, in words."""

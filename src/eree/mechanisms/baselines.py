@@ -114,6 +114,11 @@ class TruncatedLaplace(WholeMarginalMechanism):
         return {"theta": self.theta, "scale": self.scale}
 
     @override
+    def variance_floor(self) -> float | None:
+        """2(θ/ε)²: the noise variance (public; the truncation bias is not)."""
+        return 2.0 * self.scale**2
+
+    @override
     def guarantee(self) -> str:
         return f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
 

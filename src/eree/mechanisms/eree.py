@@ -323,6 +323,11 @@ class SmoothGamma(CountMechanism):
         return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
 
     @override
+    def variance_floor(self) -> float | None:
+        """(5S/ε₁)² at S = 1 (Var Z = 1)."""
+        return (5.0 / self.epsilon1) ** 2
+
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         n = cells["count"]
         scale = 5.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon1
@@ -397,6 +402,11 @@ class SmoothLaplace(ApproximateCountMechanism):
     @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "delta_min": self.delta_min}
+
+    @override
+    def variance_floor(self) -> float | None:
+        """2(2S/ε_cell)² at S = 1 (Var Lap(b) = 2b²)."""
+        return 2.0 * (2.0 / self.epsilon_cell) ** 2
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

@@ -90,10 +90,10 @@ def estab_gaussian(
         estimate=noisy.copy(),
         std=std,
         ci_low=np.maximum(noisy - z * sd, 0.0),
-        ci_high=noisy + z * sd,
+        ci_high=np.maximum(noisy + z * sd, 0.0),
         uncertainty_method=(
             f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {sd:.6g}, exact "
-            f"and public; {confidence:.0%} CI = answer ± z·std, clamped at 0"
+            f"and public; {confidence:.0%} CI = answer ± z·std, both ends clamped at 0"
         ),
         variance_kind="public",
         mechanism=EstabGaussian.name,
@@ -217,12 +217,12 @@ def pnc_mechanism(
         estimate=noisy.copy(),
         std=sd.copy(),
         ci_low=np.maximum(noisy - z * sd, 0.0),
-        ci_high=noisy + z * sd,
+        ci_high=np.maximum(noisy + z * sd, 0.0),
         uncertainty_method=(
             "pnc-mechanism (Def 6.8): noisy clipped sum (equal to the true sum unless clipping "
             "occurred, probability ≤ ζ over the whole release); std = Δ_ℓ/μ, exact and public "
             "(Δ_ℓ from the group's bound u*_ℓ, computed from the noisy identity answers); "
-            f"{confidence:.0%} CI = answer ± z·std, clamped at 0"
+            f"{confidence:.0%} CI = answer ± z·std, both ends clamped at 0"
         ),
         variance_kind="public",
         mechanism=Pnc.name,
@@ -348,9 +348,9 @@ class EstabGaussian(GedpMechanism):
         z = z_value(self.confidence)
         return Measurement(
             noisy, noisy.copy(), std, np.maximum(noisy - z * self.sd, 0.0),
-            noisy + z * self.sd,
+            np.maximum(noisy + z * self.sd, 0.0),
             f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {self.sd:.6g}, "
-            f"exact and public; {self.confidence:.0%} CI = answer ± z·std, clamped at 0",
+            f"exact and public; {self.confidence:.0%} CI = answer ± z·std, both ends clamped at 0",
             "public", self.name,
         )  # fmt: skip
 

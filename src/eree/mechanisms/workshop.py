@@ -174,6 +174,11 @@ class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
 
+    @override
+    def variance_floor(self) -> float | None:
+        """Var Lap(1/ε_cell) = 2/ε_cell²: the η′ term alone (x_V = 0)."""
+        return 2.0 / self.epsilon_cell**2
+
     @staticmethod
     @override
     def delta_condition(alpha: float, epsilon: float, delta: float | None) -> float:
@@ -211,6 +216,12 @@ class WorkshopSmoothGamma(_Workshop):
     """
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
+
+    @override
+    def variance_floor(self) -> float | None:
+        """Var Lap(1/ε_cell) = 2/ε_cell²: the η′ term alone (x_V = 0)."""
+        return 2.0 / self.epsilon_cell**2
+
     beta: float = field(init=False, default=0.0)
 
     def _derive(self) -> None:

@@ -380,7 +380,10 @@ def check_workshop_smooth_gamma(alpha: float, epsilon: float) -> float:
 _WORKSHOP_NOTE = (
     "workshop variants: the guarantee is the workshop paper's claim (Thms 5.1, 5.4); its "
     "proof does not cover the extra Lap(1/epsilon) term eta' of Smooth Laplace/Gamma, and "
-    "the SIGMOD variants are normative (DESIGN.md §10)"
+    "the SIGMOD variants are normative (DESIGN.md §10). WARNING: `eree audit privacy` "
+    "finds the workshop Smooth Gamma and Smooth Laplace violating that claim for "
+    "establishments with x_V <= 1 (their smooth sensitivity alpha*x_V has no max(., 1)); "
+    "see docs/privacy-audit.md"
 )
 _COMPOSITION_NOTE = (
     "the workshop paper (§5) claims parallel composition over worker-attribute cells; an "

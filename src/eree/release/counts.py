@@ -12,7 +12,7 @@ from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.noise_infusion import FACTOR_CACHE, INCIDENCE, N_ESTABLISHMENTS
 from eree.release.build import COUNT_STATISTIC, BuiltPlan, QueryPlan
-from eree.release.tables import QueryTable, statistic_columns
+from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 #: the engine's statistic columns (everything else in its frame is a key)
 _STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment", "count_truncated")
@@ -95,6 +95,6 @@ def release_counts(
         if public_zero.any():
             notes.append("cells with no establishment are public zeros, published exactly (std 0)")
         table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m)})
-        uncertainty = {COUNT_STATISTIC: m.uncertainty_method}
+        uncertainty = {COUNT_STATISTIC: uncertainty_of(m)}
         tables.append(QueryTable(q.name, table, uncertainty, tuple(notes), (m,)))
     return tables

@@ -50,7 +50,11 @@ class ReleaseFamily(ABC):
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Extra files and manifest entries from published values only (default: none)."""
+        """Extra files and manifest entries from published values only (default: none).
+
+        A family may also replace the entries of ``tables`` in place (publication-grade
+        ER-EE counts): the list after the call is what is written.
+        """
         return {}, {}
 
     @abstractmethod
@@ -70,6 +74,9 @@ class CountRelease(ReleaseFamily):
             )
         for q in plan.queries:  # attribute roles are checked before loading
             split_by(q, plan.data)  # type: ignore[arg-type]
+        from eree.release.publication import check_publication_plan
+
+        check_publication_plan(plan)
 
     @override
     def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
@@ -99,6 +106,20 @@ class CountRelease(ReleaseFamily):
         return release_counts(built, data, engine, source)
 
     @override
+    def postprocess(
+        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Publication-grade tables when ``[postprocess]`` asks (replaces ``tables``' entries)."""
+        from eree.release.publication import publication_tables, wanted
+
+        if not wanted(built.plan):
+            return {}, {}
+        frame = getattr(data, "workplaces", None)
+        new, entry = publication_tables(built, tables, frame)
+        tables[:] = new
+        return {}, {"postprocess": entry}
+
+    @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         if plan.privacy.definition == "blowfish":
             from eree.privacy.blowfish import blowfish_semantics
@@ -114,6 +135,13 @@ class EstablishmentRelease(ReleaseFamily):
 
     @override
     def check_before_load(self, plan: Plan) -> None:
+        if plan.postprocess.integer or (
+            plan.postprocess.consistent and not plan.postprocess.microdata
+        ):
+            raise SpecError(
+                "[postprocess] integer applies to ER-EE count releases; consistent on "
+                "establishment data needs microdata = true"
+            )
         if plan.postprocess.microdata:
             from eree.release.microdata import check_microdata_plan
 
@@ -144,7 +172,21 @@ class EstablishmentRelease(ReleaseFamily):
         else:  # Spark-side data: only the public columns come to the driver
             public = _public_on_driver(data)
         md = build_microdata(built.plan, tables, public)
-        return {MICRODATA_FILE: md.frame}, {"microdata": md.manifest_entry()}
+        entry = {"microdata": md.manifest_entry()}
+        if built.plan.postprocess.consistent:
+            from eree.release.microdata import tabulated_tables
+
+            tables[:] = tabulated_tables(built.plan, tables, md.frame, data.id_column)
+            entry["postprocess"] = {
+                "consistent": True,
+                "nonnegative": built.plan.postprocess.nonnegative,
+                "method": "every published table is the tabulation of the WLS microdata "
+                "(identity: the microdata values), so every table adds up to every coarser "
+                "one; std and CI refer to the mechanisms' raw answers and are not published "
+                "for these values",
+                "privacy_cost": "none (post-processing of published values)",
+            }
+        return {MICRODATA_FILE: md.frame}, entry
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:

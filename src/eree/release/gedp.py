@@ -39,7 +39,7 @@ from eree.privacy.gedp import (
 )
 from eree.release.build import BuiltPlan, build, gedp_definition_from_plan
 from eree.release.spec import Plan
-from eree.release.tables import QueryTable, statistic_columns
+from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 __all__ = [
     "QueryTable",
@@ -209,7 +209,7 @@ def release_gedp(
             if q.spec.by == "identity" and q.name == src and isinstance(mech, PsiMechanism):
                 omegas[a] = m.noisy
                 ids = cells.get_column(id_col)
-            uncertainty[a] = m.uncertainty_method
+            uncertainty[a] = uncertainty_of(m)
             series.update(statistic_columns(a, m))
             measurements.append(m)
         table = cells.select(keys).with_columns(**series) if keys else pl.DataFrame(series)

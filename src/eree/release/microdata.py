@@ -67,6 +67,7 @@ __all__ = [
     "microdata_measurements",
     "public_frame",
     "tabulate_levels",
+    "tabulated_tables",
 ]
 
 #: file name of the microdata inside a release directory
@@ -336,3 +337,36 @@ def tabulate_levels(
 def level_title(level: int) -> str:
     """The QCEW title of an aggregation level (e.g. ``County NAICS 5-digit``)."""
     return LEVEL_TITLES[level]
+
+
+def tabulated_tables(
+    plan: Any, tables: Sequence[QueryTable], microdata: pl.DataFrame, id_column: str
+) -> list[QueryTable]:
+    """Each released table replaced by the tabulation of the WLS microdata.
+
+    The identity table gets the microdata values, a group-by table the microdata's group
+    sums over its own groups: every table then adds up to every coarser one, and with
+    ``nonnegative`` every value is ≥ 0. Std and CI columns are null (the mechanisms'
+    intervals describe their raw answers, not these values).
+    """
+    out = []
+    for t in tables:
+        q = plan.query(t.name)
+        attrs = [m.statistic for m in t.measurements]
+        keys = [id_column] if q.by == "identity" else list(q.by)
+        if keys:
+            agg = microdata.group_by(keys).agg([pl.col(a).sum() for a in attrs])
+            table = t.table.select(keys).join(agg, on=keys, how="left", maintain_order="left")
+        else:
+            table = microdata.select([pl.col(a).sum() for a in attrs])
+        cols = []
+        for a in attrs:
+            null = pl.lit(None, dtype=pl.Float64)
+            cols += [pl.col(a).fill_null(0.0), null.alias(f"{a}_std"),
+                     null.alias(f"{a}_ci_low"), null.alias(f"{a}_ci_high")]  # fmt: skip
+        table = table.select(*keys, *cols)
+        how = {a: "tabulated from the WLS microdata (consistent = true); std/CI not "
+               "published for these values" for a in attrs}  # fmt: skip
+        out.append(QueryTable(t.name, table, how, (*t.notes, "tabulated from the WLS microdata"),
+                              t.measurements))  # fmt: skip
+    return out

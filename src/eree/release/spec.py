@@ -54,7 +54,7 @@ _QUERY_KEYS = (
     "additive",
 )
 _PNC_KEYS = ("zeta", "bounds_from")
-_POSTPROCESS_KEYS = ("microdata", "nonnegative")
+_POSTPROCESS_KEYS = ("microdata", "nonnegative", "integer", "consistent")
 _OUTPUT_KEYS = ("confidence", "csv", "max_cells")
 
 #: longest query name: it becomes a file name (``tables/<name>.parquet``)
@@ -173,8 +173,21 @@ class PncSpec:
 
 @dataclass(frozen=True)
 class PostprocessSpec:
+    """``[postprocess]``: post-processing of published values (never costs privacy).
+
+    Attributes:
+        microdata: GEDP: reconstruct establishment microdata by weighted least squares.
+        nonnegative: every published value is ≥ 0 (GEDP: the WLS microdata; ER-EE: the
+            counts).
+        integer: ER-EE: every published count is an integer.
+        consistent: ER-EE: every released marginal's cell equals the sum of its cells in
+            each finer released marginal (geography and worker attributes).
+    """
+
     microdata: bool = False
     nonnegative: bool = False
+    integer: bool = False
+    consistent: bool = False
 
 
 @dataclass(frozen=True)
@@ -468,6 +481,8 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     for key in _POSTPROCESS_KEYS:
         if key in pp_raw and not isinstance(pp_raw[key], bool):
             raise SpecError(f"[postprocess].{key} must be true or false")
+    postprocess = PostprocessSpec(**pp_raw)
+    _check_postprocess(postprocess, data_cfg, queries)
     out_raw = raw.get("output", {})
     _check_keys(out_raw, _OUTPUT_KEYS, "[output]")
     confidence = _number(out_raw.get("confidence", 0.95), "[output].confidence")
@@ -492,12 +507,39 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         privacy=privacy,
         queries=queries,
         pnc=PncSpec(zeta, bounds_from),
-        postprocess=PostprocessSpec(**pp_raw),
+        postprocess=postprocess,
         output=OutputSpec(confidence, csv, max_cells),
         engine=engine,
         source=source,
         raw=raw,
     )
+
+
+def _check_postprocess(
+    pp: PostprocessSpec,
+    data: EreeDataConfig | EstablishmentDataConfig,
+    queries: tuple[QuerySpec, ...],
+) -> None:
+    """Refuse post-processing options that do not apply, before any data is read."""
+    if not isinstance(data, EreeDataConfig):
+        if pp.integer:
+            raise SpecError(
+                "[postprocess] integer applies to ER-EE count releases (establishment sums "
+                "are not counts)"
+            )
+        if pp.consistent and not pp.microdata:
+            raise SpecError(
+                "[postprocess] consistent = true on establishment data publishes every table "
+                "as a tabulation of the WLS microdata: it needs microdata = true"
+            )
+        return
+    if pp.consistent:
+        from eree.postprocess.hierarchy import HierarchyError, marginal_forest
+
+        try:
+            marginal_forest({q.name: tuple(q.by) for q in queries if not isinstance(q.by, str)})
+        except HierarchyError as e:
+            raise SpecError(str(e)) from None
 
 
 def load_spec(path: str | Path) -> Plan:

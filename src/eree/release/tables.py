@@ -37,8 +37,40 @@ class QueryTable:
         return self.table.height
 
 
+#: said of every published statistic that has a confidence interval (DESIGN.md §6)
+CLAMP_NOTE = (
+    "published estimate = the mechanism's estimate clamped into its own CI (where the "
+    "interval is clamped at 0, so is the estimate); the unclamped estimate is used only "
+    "inside post-processing"
+)
+
+
+def published_estimate(out: Measurement) -> np.ndarray:
+    """The value a table publishes: the estimate clamped into its own interval.
+
+    An interval that is clamped (e.g. at 0 for sums of non-negative values) and an
+    estimate that is not would publish an estimate outside its own interval; the estimate
+    is clamped the same way instead (DESIGN.md §6). Without a CI the estimate is published
+    as it is.
+    """
+    est = np.asarray(out.estimate, dtype=np.float64)
+    if out.ci_low is None or out.ci_high is None:
+        return est
+    return np.minimum(np.maximum(est, out.ci_low), out.ci_high)
+
+
+def uncertainty_of(out: Measurement) -> str:
+    """How a statistic's std/CI were obtained, and how its published estimate relates."""
+    if out.ci_low is None or out.ci_high is None:
+        return out.uncertainty_method
+    return f"{out.uncertainty_method}; {CLAMP_NOTE}"
+
+
 def statistic_columns(stat: str, out: Measurement) -> dict[str, Any]:
-    """The four published columns of statistic ``stat`` from a mechanism output."""
+    """The four published columns of statistic ``stat`` from a mechanism output.
+
+    The estimate column is :func:`published_estimate` (never outside its own CI).
+    """
     n = out.estimate.shape[0]
     null = pl.Series([None] * n, dtype=pl.Float64)
 
@@ -46,7 +78,7 @@ def statistic_columns(stat: str, out: Measurement) -> dict[str, Any]:
         return null if v is None else pl.Series(np.asarray(v, dtype=np.float64))
 
     return {
-        stat: col(out.estimate),
+        stat: col(published_estimate(out)),
         f"{stat}_std": col(out.std),
         f"{stat}_ci_low": col(out.ci_low),
         f"{stat}_ci_high": col(out.ci_high),

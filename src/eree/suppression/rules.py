@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from eree.evaluate.suppression.tables import ESTABLISHMENTS, LinkedTables, top_column
+from eree.suppression.tables import ESTABLISHMENTS, LinkedTables, top_column
 
 __all__ = ["PrimaryResult", "PrimaryRules", "primary_suppression"]
 

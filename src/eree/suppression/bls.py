@@ -1,8 +1,9 @@
 """BLS's actual suppression in the public QCEW files, next to eree's.
 
 The QCEW open-data "by area" files mark every withheld cell with disclosure code ``N``
-and publish the establishment count of every cell. :func:`bls_cells` reads one state's
-cells (through :func:`eree.synth.qcew.read_qcew_area_files`), :func:`bls_rates` gives
+and publish the establishment count of every cell. :func:`bls_cells` keeps one state's
+cells of the files as read by :func:`eree.synth.qcew.read_qcew_area_files` (the caller
+reads them: this package does not import the generators), :func:`bls_rates` gives
 BLS's suppression rates by aggregation level, :func:`compare_with_bls` puts them next to
 an eree pattern computed on establishments synthesised from the same files (same cells,
 same establishment counts; synthetic values), with the cell-by-cell agreement, and
@@ -15,32 +16,39 @@ list cells that had establishments in other quarters of the year).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 
-from eree.evaluate.suppression.pipeline import SuppressionResult, area_fips
-from eree.evaluate.suppression.tables import ESTABLISHMENTS, LinkedTables
+from eree.suppression.pipeline import SuppressionResult, area_fips
+from eree.suppression.tables import (
+    ESTABLISHMENTS,
+    LinkedTables,
+    prepare_qcew_frame,
+    qcew_layout,
+    tabulate,
+)
 
 __all__ = ["bls_cells", "bls_pattern", "bls_rates", "compare_with_bls"]
 
 _KEY = ["area_fips", "own", "industry", "table_code"]
 
 
-def bls_cells(path: str | Path, state: str, *, year: int = 2016, qtr: int = 1) -> pl.DataFrame:
+def bls_cells(area_cells: pl.DataFrame, state: str) -> pl.DataFrame:
     """One state's published QCEW cells with at least one establishment.
+
+    Args:
+        area_cells: the cells of QCEW by-area files of one year and quarter, as read by
+            :func:`eree.synth.qcew.read_qcew_area_files` (``area_fips``, ``own_code``,
+            ``industry_code``, ``agglvl_code``, ``disclosure_code``, ``establishments``).
+        state: the state FIPS code.
 
     Returns:
         ``area_fips``, ``own``, ``industry``, ``table_code`` (agglvl), ``bls_suppressed``
         (disclosure code N), ``bls_establishments``.
     """
-    from eree.synth.qcew import read_qcew_area_files
-
     st = str(state).zfill(2)
-    cells = read_qcew_area_files(path, year, qtr)
     return (
-        cells.filter(pl.col("area_fips").str.starts_with(st), pl.col("establishments") > 0)
+        area_cells.filter(pl.col("area_fips").str.starts_with(st), pl.col("establishments") > 0)
         .select(
             pl.col("area_fips"),
             pl.col("own_code").cast(pl.Utf8).alias("own"),
@@ -161,11 +169,9 @@ BLS_COLUMNS: dict[str, str] = {
 
 
 def bls_linked_tables(
-    path: str | Path,
+    area_cells: pl.DataFrame,
     state: str,
     *,
-    year: int = 2016,
-    qtr: int = 1,
     attributes: tuple[str, ...] = ("m1emp", "m2emp", "m3emp", "wage"),
 ) -> tuple[LinkedTables, np.ndarray]:
     """The linked tables of BLS's *published* file for one state, without microdata.
@@ -174,7 +180,13 @@ def bls_linked_tables(
     their set is the set of ancestors of the county × ownership × NAICS-6 cells), the
     relations those of :func:`~.tables.qcew_layout`, the values the published ones;
     the values of suppressed cells are unknown and set to 0 (the audit treats them as
-    unknowns, so this only affects nothing but the numerical scaling).
+    unknowns, so this affects nothing but the numerical scaling).
+
+    Args:
+        area_cells: the cells of the by-area files of one year and quarter
+            (:func:`eree.synth.qcew.read_qcew_area_files`).
+        state: the state FIPS code.
+        attributes: the attributes (mapped to BLS's columns by :data:`BLS_COLUMNS`).
 
     Returns:
         (tables, suppressed mask).
@@ -182,13 +194,8 @@ def bls_linked_tables(
     Raises:
         ValueError: a cell of the file is not one of the linked tables (or vice versa).
     """
-    from eree.evaluate.suppression.tables import prepare_qcew_frame, qcew_layout, tabulate
-    from eree.synth.qcew import read_qcew_area_files
-
     st = str(state).zfill(2)
-    raw = read_qcew_area_files(path, year, qtr).filter(
-        pl.col("area_fips").str.starts_with(st), pl.col("establishments") > 0
-    )
+    raw = area_cells.filter(pl.col("area_fips").str.starts_with(st), pl.col("establishments") > 0)
     leaves = raw.filter(pl.col("agglvl_code") == 78).select(
         pl.col("area_fips").str.slice(2, 3).cast(pl.Int64).cast(pl.Utf8).alias("cnty"),
         pl.col("own_code").cast(pl.Utf8).alias("own"),

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.evaluate.suppression.pipeline import SuppressionResult
-from eree.evaluate.suppression.tables import LinkedTables, prepare_qcew_frame, tabulate
+from eree.mechanisms.gedp import Pnc, PsiMechanism
+from eree.suppression.pipeline import SuppressionResult
+from eree.suppression.tables import LinkedTables, prepare_qcew_frame, tabulate
 
 __all__ = [
     "TABLE7_MU",
@@ -85,7 +86,7 @@ def gedp_plan(
             {
                 "name": name,
                 "by": by,
-                "mechanism": "psi" if by == "identity" else "pnc",
+                "mechanism": PsiMechanism.name if by == "identity" else Pnc.name,
                 "mu": {a: (w if _is_wage(a) else e) for a in attrs},
             }
         )
@@ -104,7 +105,7 @@ def gedp_plan(
             "distance": {a: (gamma_wage if _is_wage(a) else gamma_emp) for a in attrs},
         },
         "query": queries,
-        "pnc": {"zeta": zeta, "bounds_from": "identity"},
+        Pnc.name: {"zeta": zeta, "bounds_from": "identity"},  # the [pnc] section
     }
     return parse_spec(raw, Path.cwd())
 

@@ -22,14 +22,14 @@ import numpy as np
 import polars as pl
 
 from eree.errors import DataValidationError
-from eree.evaluate.suppression.audit import AuditResult, audit
-from eree.evaluate.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
-from eree.evaluate.suppression.secondary import (
+from eree.suppression.audit import AuditResult, audit
+from eree.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
+from eree.suppression.secondary import (
     SecondaryConfig,
     SecondaryResult,
     secondary_suppression,
 )
-from eree.evaluate.suppression.tables import (
+from eree.suppression.tables import (
     ESTABLISHMENTS,
     LinkedTables,
     TableLayout,
@@ -63,6 +63,9 @@ class SuppressionConfig:
         skip_secondary: publish everything but the primary cells (to show the attack).
         run_audit: audit the final pattern.
         domain: include the domain level (BLS agglvl 52/72).
+        exact_audit: solve both LPs of every suppressed cell (default: only those of the
+            cells whose protection the complementary suppression's witnesses do not
+            already prove; see :mod:`.audit`).
     """
 
     rules: PrimaryRules = field(default_factory=PrimaryRules)
@@ -71,6 +74,7 @@ class SuppressionConfig:
     skip_secondary: bool = False
     run_audit: bool = True
     domain: bool = True
+    exact_audit: bool = False
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -83,6 +87,7 @@ class SuppressionConfig:
             },
             "attributes": list(self.attributes),
             "domain": self.domain,
+            "exact_audit": self.exact_audit,
         }
 
 
@@ -179,6 +184,7 @@ class SuppressionResult:
             "suppressed_share": float(self.suppressed.mean()) if n else 0.0,
             "unprotectable": int(self.secondary.unprotectable.size) if self.secondary else 0,
             "witness_lps": self.secondary.lps if self.secondary else 0,
+            "witness_lp_counts": dict(self.secondary.stats) if self.secondary else {},
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
             "config": self.config.describe(),
         }
@@ -238,8 +244,18 @@ def suppress_tables(
     *,
     state: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    audit_progress: Callable[[int, int], None] | None = None,
 ) -> SuppressionResult:
-    """Primary and secondary suppression of linked tables, then the audit."""
+    """Primary and secondary suppression of linked tables, then the audit.
+
+    Args:
+        tables: the linked tables.
+        config: the configuration.
+        state: state FIPS code (for QCEW ``area_fips``).
+        progress: called with (primary cells done, total) during complementary
+            suppression.
+        audit_progress: called with (cells audited, total) during the audit.
+    """
     cfg = config or SuppressionConfig()
     attrs = tuple(a for a in cfg.attributes if a in tables.attributes)
     if not attrs:
@@ -261,7 +277,14 @@ def suppress_tables(
     if cfg.run_audit:
         t0 = time.perf_counter()
         aud = audit(
-            tables, suppressed, attributes=attrs, protection=prim.protection, primary=prim.primary
+            tables,
+            suppressed,
+            attributes=attrs,
+            protection=prim.protection,
+            primary=prim.primary,
+            witnesses=sec.witnesses if sec is not None else None,
+            exact=cfg.exact_audit,
+            progress=audit_progress,
         )
         timings["audit"] = time.perf_counter() - t0
     return SuppressionResult(tables, prim, sec, suppressed, aud, timings, cfg, state)
@@ -286,6 +309,7 @@ def suppress_establishments(
     config: SuppressionConfig | None = None,
     *,
     progress: Callable[[int, int], None] | None = None,
+    audit_progress: Callable[[int, int], None] | None = None,
 ) -> SuppressionResult:
     """Cell suppression of the QCEW linked tables of one state's establishments.
 
@@ -295,6 +319,7 @@ def suppress_establishments(
             when present must hold one value).
         config: the configuration.
         progress: called with (primary cells done, total) during secondary suppression.
+        audit_progress: called with (cells audited, total) during the audit.
 
     Raises:
         DataValidationError: more than one state, missing columns, invalid values.
@@ -315,6 +340,8 @@ def suppress_establishments(
     t0 = time.perf_counter()
     tables = qcew_tables(frame, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
     t_tab = time.perf_counter() - t0
-    res = suppress_tables(tables, cfg, state=state, progress=progress)
+    res = suppress_tables(
+        tables, cfg, state=state, progress=progress, audit_progress=audit_progress
+    )
     res.timings["tabulate"] = t_tab
     return res

@@ -1,24 +1,26 @@
 """``eree suppress`` and the cell-suppression audit (DESIGN.md §4.3, §7.1).
 
-Typer command functions, to be registered by :mod:`eree.cli`, e.g.::
-
-    app.command("suppress")(suppress)
-    app.command("audit-suppression")(audit_suppression)
+Typer command functions, registered by :mod:`eree.cli` as ``eree suppress`` and
+``eree audit suppression``; the suppression package (:mod:`eree.suppression`) is
+imported only when a command runs.
 
 Both read an establishment file in the Syn-RI schema (CSV, CSV.gz or Parquet:
 ``primary_key``, ``cnty``, ``own``, ``naics`` (prefixes and ``super_sector`` are
 derived when absent), optionally ``state``, and the confidential ``m1emp``, ``m2emp``,
 ``m3emp``, ``wage``) and work one state at a time. Screen output holds counts and rates
 only, never a confidential value; the files marked *internal* below do hold true values
-or values an attacker could pin down, and are not for publication.
+or values an attacker could pin down, and are not for publication: they are written to an
+``internal/`` folder, owner-only (0600; DESIGN.md §4.4).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +29,14 @@ import polars as pl
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from eree.errors import EreeError
@@ -62,8 +71,10 @@ def _config(
     cost: str,
     skip_secondary: bool = False,
     run_audit: bool = True,
+    workers: int | None = None,
+    exact_audit: bool = False,
 ) -> Any:
-    from eree.evaluate.suppression import PrimaryRules, SecondaryConfig, SuppressionConfig
+    from eree.suppression import PrimaryRules, SecondaryConfig, SuppressionConfig
 
     rules = PrimaryRules(
         threshold=threshold or None,
@@ -76,10 +87,11 @@ def _config(
     )
     return SuppressionConfig(
         rules=rules,
-        secondary=SecondaryConfig(cost=cost, keep_tables=_split(keep_tables)),
+        secondary=SecondaryConfig(cost=cost, keep_tables=_split(keep_tables), workers=workers),
         attributes=_split(attributes),
         skip_secondary=skip_secondary,
         run_audit=run_audit,
+        exact_audit=exact_audit,
     )
 
 
@@ -118,15 +130,48 @@ def _progress() -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=console,
         transient=True,
     )
+
+
+def _updater(prog: Progress, task: Any) -> Callable[[int, int], None]:
+    """A progress callback (done, total) moving ``task`` of ``prog``."""
+
+    def update(done: int, total: int) -> None:
+        prog.update(task, completed=done, total=total, visible=True)
+
+    return update
 
 
 def _write(df: pl.DataFrame, path: Path, csv: bool) -> None:
     df.write_parquet(path.with_suffix(".parquet"))
     if csv:
         df.write_csv(path.with_suffix(".csv"))
+
+
+def _internal(folder: Path) -> Path:
+    """The owner-only ``internal/`` folder of ``folder`` (DESIGN.md §4.4)."""
+    d = folder / "internal"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(d, 0o700)
+    return d
+
+
+def _write_internal(df: pl.DataFrame, path: Path) -> None:
+    """Write a confidential parquet file, created owner-only (0600)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        df.write_parquet(f)
+
+
+def _read_area(path: Path, year: int, qtr: int) -> pl.DataFrame:
+    from eree.synth.qcew import read_qcew_area_files
+
+    return read_qcew_area_files(path, year, qtr)
 
 
 def _rates_table(title: str, rates: pl.DataFrame, bls: pl.DataFrame | None) -> Table:
@@ -237,6 +282,16 @@ def suppress(
         bool, typer.Option(help="primary suppression only (shows the attack)")
     ] = False,
     no_audit: Annotated[bool, typer.Option("--no-audit", help="skip the LP audit")] = False,
+    exact_audit: Annotated[
+        bool,
+        typer.Option(
+            help="solve both LPs of every suppressed cell (default: only where "
+            "the complements' witnesses do not already prove protection)"
+        ),
+    ] = False,
+    workers: Annotated[
+        int | None, typer.Option(help="processes for complementary suppression (default: cores)")
+    ] = None,
     bls: Annotated[
         Path | None,
         typer.Option(help="QCEW by-area files: compare with BLS's actual rates (code N)"),
@@ -254,14 +309,16 @@ def suppress(
     suppression over the linked tables (HiGHS), and the attacker's LP audit.
 
     Writes OUT/<state>/: published.parquet (the release: values withheld where
-    disclosure_code is N), rates.csv, summary.json (counts, rates, timings), and
-    — internal, not for publication — pattern.parquet (which rule fired) and
-    audit.parquet (true values next to the attacker's bounds). With --bls, also
-    bls_comparison.csv; with --gedp, gedp_comparison.csv.
+    disclosure_code is N), rates.csv, summary.json (counts, rates, timings, how many
+    LPs were solved and why), and — internal, not for publication, owner-only in
+    OUT/<state>/internal/ — pattern.parquet (which rule fired) and audit.parquet
+    (true values next to the attacker's bounds). With --bls, also
+    bls_comparison.csv; with --gedp, gedp_comparison.csv. Interrupting (Ctrl-C)
+    keeps the states already finished (OUT/INTERRUPTED lists them).
 
     Example: eree suppress ri.parquet --out ri-suppressed --bls qcew_2016_by_area
     """
-    from eree.evaluate.suppression import suppress_establishments
+    from eree.suppression import suppress_establishments
 
     if out.exists():
         _fail(ValueError(f"output directory {out} already exists"))
@@ -280,6 +337,8 @@ def suppress(
             cost,
             skip_secondary,
             not no_audit,
+            workers,
+            exact_audit,
         )
         with console.status("loading establishments…"):
             frame = _load(input, id_column, cfg.attributes)
@@ -289,34 +348,37 @@ def suppress(
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    finished: list[str] = []
     try:
         for code, part in parts:
             t0 = time.perf_counter()
             with _progress() as prog:
-                task = prog.add_task(f"state {code or '—'}: complementary suppression", total=None)
+                label = f"state {code or '—'}"
+                task = prog.add_task(f"{label}: complementary suppression", total=None)
+                atask = prog.add_task(f"{label}: attacker's audit", total=None, visible=False)
 
-                def tick(done: int, total: int, task: Any = task, prog: Progress = prog) -> None:
-                    prog.update(task, completed=done, total=total)
-
-                res = suppress_establishments(part, cfg, progress=tick)
+                res = suppress_establishments(
+                    part, cfg, progress=_updater(prog, task), audit_progress=_updater(prog, atask)
+                )
             d = tmp / (code or "all")
             d.mkdir(parents=True)
             _write(res.published(), d / "published", csv)
-            res.pattern().write_parquet(d / "pattern.parquet")
+            _write_internal(res.pattern(), _internal(d) / "pattern.parquet")
             rates = res.rates()
             rates.drop("employment_share_suppressed").write_csv(d / "rates.csv")
             summary = res.summary()
             comparison = None
             if bls is not None and res.state is not None:
-                from eree.evaluate.suppression.bls import bls_cells, compare_with_bls
+                from eree.suppression.bls import bls_cells, compare_with_bls
 
-                comparison = compare_with_bls(res, bls_cells(bls, res.state, year=year, qtr=qtr))
+                area_cells = _read_area(bls, year, qtr)
+                comparison = compare_with_bls(res, bls_cells(area_cells, res.state))
                 comparison.write_csv(d / "bls_comparison.csv")
                 summary["bls_comparison"] = comparison.to_dicts()
             if res.audit is not None:
-                res.audit.bounds.write_parquet(d / "audit.parquet")
+                _write_internal(res.audit.bounds, _internal(d) / "audit.parquet")
             if gedp:
-                from eree.evaluate.suppression.compare import compare_with_gedp
+                from eree.evaluate.suppression_compare import compare_with_gedp
 
                 with console.status("GEDP releases…"):
                     cmp = compare_with_gedp(part, res, trials=trials, seed=seed)
@@ -335,7 +397,21 @@ def suppress(
                 small = _pinned_small(res.audit.bounds, res.tables.counts())
                 console.print(_audit_table("Attacker's LP audit", res.audit.summary(), small))
             console.print(f"done in {summary['seconds']:.1f} s ({summary['timings_s']})")
+            finished.append(code or "all")
         shutil.move(str(tmp), str(out))
+    except KeyboardInterrupt:
+        if finished:
+            (tmp / "INTERRUPTED").write_text(
+                "interrupted; states finished: " + ", ".join(finished) + "\n"
+            )
+            shutil.move(str(tmp), str(out))
+            err_console.print(
+                f"interrupted: kept the finished states ({', '.join(finished)}) in {out}"
+            )
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+            err_console.print("interrupted before any state finished: nothing written")
+        raise typer.Exit(code=130) from None
     except (EreeError, OSError, ValueError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
         _fail(e)
@@ -388,8 +464,16 @@ def audit_suppression(
     keep_tables: Annotated[str, typer.Option(help="agglvl codes never complements")] = ("50,51,70"),
     year: Annotated[int, typer.Option(help="year of the BLS files")] = 2016,
     qtr: Annotated[int, typer.Option(help="quarter of the BLS files")] = 1,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            help="solve both LPs of every suppressed cell of eree's own pattern "
+            "(other patterns are always solved exactly)"
+        ),
+    ] = False,
     out: Annotated[
-        Path | None, typer.Option(help="write audit.parquet (internal) and summary.json here")
+        Path | None,
+        typer.Option(help="write summary.json and, owner-only, internal/audit.parquet here"),
     ] = None,
 ) -> None:
     """The attacker's audit of a suppression pattern: for every suppressed cell, the
@@ -403,10 +487,10 @@ def audit_suppression(
     or BLS's publication alone, from its public files (--bls-published; no input; the
     values of suppressed cells are unknown, so only pinned and tight cells are reported).
 
-    Example: eree audit-suppression --bls-published qcew_2016_by_area --state 44
+    Example: eree audit suppression --bls-published qcew_2016_by_area --state 44
     """
-    from eree.evaluate.suppression import audit, primary_suppression, suppress_establishments
-    from eree.evaluate.suppression.pipeline import qcew_tables
+    from eree.suppression import audit, primary_suppression, suppress_establishments
+    from eree.suppression.pipeline import qcew_tables
 
     sources = [published is not None, bls_pattern is not None, bls_published is not None]
     if sum(sources) > 1:
@@ -426,19 +510,29 @@ def audit_suppression(
             "value",
             primary_only,
             True,
+            None,
+            exact,
         )
         t0 = time.perf_counter()
         runs: list[tuple[str, Any, Any]] = []  # (title, audit result, counts)
         if bls_published is not None:
-            from eree.evaluate.suppression.bls import bls_linked_tables
+            from eree.suppression.bls import bls_linked_tables
 
             if state is None:
                 raise ValueError("--bls-published needs --state")
-            with console.status("auditing BLS's publication…"):
+            with console.status("reading BLS's publication…"):
                 tables, mask = bls_linked_tables(
-                    bls_published, state, year=year, qtr=qtr, attributes=cfg.attributes
+                    _read_area(bls_published, year, qtr), state, attributes=cfg.attributes
                 )
-                res = audit(tables, mask, attributes=cfg.attributes, values_known=False)
+            with _progress() as prog:
+                task = prog.add_task("attacker's audit", total=None)
+                res = audit(
+                    tables,
+                    mask,
+                    attributes=cfg.attributes,
+                    values_known=False,
+                    progress=_updater(prog, task),
+                )
             runs.append((f"BLS's publication, state {state}", res, tables.counts()))
         else:
             if input is None:
@@ -448,33 +542,42 @@ def audit_suppression(
             for code, part in _states(frame, state):
                 label = f"state {code or '—'}"
                 if published is None and bls_pattern is None:
-                    with console.status(f"{label}: suppression and audit…"):
-                        r = suppress_establishments(part, cfg)
+                    with _progress() as prog:
+                        t1 = prog.add_task(f"{label}: complementary suppression", total=None)
+                        t2 = prog.add_task(f"{label}: attacker's audit", total=None)
+                        r = suppress_establishments(
+                            part,
+                            cfg,
+                            progress=_updater(prog, t1),
+                            audit_progress=_updater(prog, t2),
+                        )
                     kind = "primary only" if primary_only else "eree's pattern"
                     runs.append((f"{kind}, {label}", r.audit, r.tables.counts()))
                     continue
                 tables = qcew_tables(part, cfg.attributes, top=cfg.rules.top_needed)
                 prim = primary_suppression(tables, cfg.rules, cfg.attributes)
                 if bls_pattern is not None:
-                    from eree.evaluate.suppression.bls import bls_cells
-                    from eree.evaluate.suppression.bls import bls_pattern as pattern_of
+                    from eree.suppression.bls import bls_cells
+                    from eree.suppression.bls import bls_pattern as pattern_of
 
                     if code is None:
                         raise ValueError("--bls-pattern needs a 'state' column in the input")
                     mask = pattern_of(
-                        tables, bls_cells(bls_pattern, code, year=year, qtr=qtr), code
+                        tables, bls_cells(_read_area(bls_pattern, year, qtr), code), code
                     )
                     kind = "BLS's N pattern"
                 else:
                     mask = _published_mask(tables, published, code)  # type: ignore[arg-type]
                     kind = f"pattern of {published}"
-                with console.status(f"{label}: audit…"):
+                with _progress() as prog:
+                    task = prog.add_task(f"{label}: attacker's audit", total=None)
                     res = audit(
                         tables,
                         mask,
                         attributes=cfg.attributes,
                         protection=prim.protection,
                         primary=prim.primary,
+                        progress=_updater(prog, task),
                     )
                 runs.append((f"{kind}, {label}", res, tables.counts()))
     except (EreeError, OSError, ValueError) as e:
@@ -489,10 +592,13 @@ def audit_suppression(
     console.print(f"done in {time.perf_counter() - t0:.1f} s")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        pl.concat(
-            [r.bounds.with_columns(pl.lit(t).alias("run")) for t, r, _ in runs],
-            how="diagonal_relaxed",
-        ).write_parquet(out / "audit.parquet")
+        _write_internal(
+            pl.concat(
+                [r.bounds.with_columns(pl.lit(t).alias("run")) for t, r, _ in runs],
+                how="diagonal_relaxed",
+            ),
+            _internal(out) / "audit.parquet",
+        )
         (out / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
         console.print(f"written to {out}")
 

@@ -1,23 +1,37 @@
-"""Cell suppression — the current QCEW practice — as a baseline, with an attack audit
-(DESIGN.md §4.3; Webb et al., ``papers/004_*`` §2.2 and Appendix E).
+"""Cell suppression — the current QCEW practice — as a product of its own, with the
+attacker's audit (DESIGN.md §4.3; Webb et al., ``papers/004_*`` §2.2 and Appendix E).
+
+Agencies run cell suppression for real; this package runs it for a large state (New
+York, 620K establishments, every linked table) in minutes. It depends on numpy, scipy
+and polars only (and on :mod:`eree.data` for validation); the comparison with the formal
+mechanisms lives in :mod:`eree.evaluate.suppression_compare`, the commands in
+:mod:`eree.suppression_cli`.
 
 * :mod:`.tables` — the QCEW linked tables: establishments tabulated into area ×
   ownership × industry-level cells, with their additivity relations.
 * :mod:`.rules` — primary suppression (threshold, (n, k) dominance, p%) and each
   primary cell's protection level.
-* :mod:`.secondary` — complementary suppression by witness LPs (HiGHS).
-* :mod:`.audit` — the attacker's LP bounds of every suppressed cell; pinned and
-  narrowed cells.
+* :mod:`.secondary` — complementary suppression by witness LPs (HiGHS) over small
+  neighbourhoods, independent components and county lanes on several processes.
+* :mod:`.audit` — the attacker's bounds of every suppressed cell (singleton attacks,
+  witness-certified bounds, LPs for the rest); pinned and narrowed cells.
 * :mod:`.pipeline` — the whole run; published table, pattern, rates.
 * :mod:`.bls` — BLS's actual rates (disclosure code N) next to eree's.
-* :mod:`.compare` — cell suppression versus a GEDP release.
 * :mod:`.lp` — HiGHS through SciPy (warm-started re-solves).
 
 See ``docs/cell-suppression.md`` for the algorithm, its limits and results.
 """
 
-from eree.evaluate.suppression.audit import AuditResult, SolverError, attacker_bounds, audit
-from eree.evaluate.suppression.pipeline import (
+from eree.suppression.audit import (
+    AuditResult,
+    SolverError,
+    attacker_bounds,
+    audit,
+    certified_bounds,
+    peel,
+    verify_witnesses,
+)
+from eree.suppression.pipeline import (
     DEFAULT_ATTRIBUTES,
     SuppressionConfig,
     SuppressionResult,
@@ -25,13 +39,14 @@ from eree.evaluate.suppression.pipeline import (
     suppress_establishments,
     suppress_tables,
 )
-from eree.evaluate.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
-from eree.evaluate.suppression.secondary import (
+from eree.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
+from eree.suppression.secondary import (
     SecondaryConfig,
     SecondaryResult,
+    Witness,
     secondary_suppression,
 )
-from eree.evaluate.suppression.tables import (
+from eree.suppression.tables import (
     Dimension,
     LinkedTables,
     TableLayout,
@@ -54,9 +69,12 @@ __all__ = [
     "SuppressionConfig",
     "SuppressionResult",
     "TableLayout",
+    "Witness",
     "attacker_bounds",
     "audit",
+    "certified_bounds",
     "marginals_layout",
+    "peel",
     "prepare_qcew_frame",
     "primary_suppression",
     "qcew_layout",
@@ -65,4 +83,5 @@ __all__ = [
     "suppress_establishments",
     "suppress_tables",
     "tabulate",
+    "verify_witnesses",
 ]

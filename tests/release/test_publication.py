@@ -1,0 +1,246 @@
+"""`[postprocess] consistent / nonnegative / integer` on ER-EE count releases (DESIGN.md §6)."""
+
+import json
+import tomllib
+
+import numpy as np
+import polars as pl
+import pytest
+
+from eree.errors import SpecError
+from eree.mechanisms.noise import SeededNoise
+from eree.postprocess.hierarchy import refines
+from eree.release.protect import protect
+from eree.release.spec import load_spec, parse_spec
+
+QUERIES = {
+    "county": ["county"],
+    "county_industry": ["county", "naics_sector"],
+    "tract_industry": ["tract", "naics_sector"],
+    "tract_industry_age": ["tract", "naics_sector", "age"],
+    "tract_industry_age_sex": ["tract", "naics_sector", "age", "sex"],
+    "tract_industry_race": ["tract", "naics_sector", "race"],
+}
+MECH = {
+    "county": ("log_laplace", 1.0),
+    "county_industry": ("smooth_gamma", 3.0),
+    "tract_industry": ("smooth_laplace", 1.0),
+    "tract_industry_age": ("smooth_laplace", 3.0),
+    "tract_industry_age_sex": ("smooth_laplace", 6.0),
+    "tract_industry_race": ("smooth_laplace", 6.0),
+    "county_sex": ("smooth_laplace", 2.0),
+    "county_industry_sex": ("smooth_laplace", 2.0),
+}
+
+
+def _write_nested(root, seed=0):
+    """60 establishments, tracts nested in counties, small cells (many true zeros)."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    tract = rng.integers(0, 10, n)
+    wp = pl.DataFrame({
+        "workplace_id": [f"w{i}" for i in range(n)],
+        "state": ["42"] * n,
+        "county": [f"42{t // 4:03d}" for t in tract],
+        "tract": [f"42{t // 4:03d}{t:06d}" for t in tract],
+        "block": [f"b{i}" for i in range(n)],
+        "naics_sector": rng.choice(["11", "23", "52"], n).tolist(),
+        "ownership": ["A05"] * n,
+    })  # fmt: skip
+    sizes = rng.integers(1, 30, n)
+    wid = np.repeat(wp["workplace_id"].to_numpy(), sizes)
+    m = wid.size
+    worker = pl.DataFrame({
+        "worker_id": [f"p{i}" for i in range(m)],
+        "age": rng.choice(["A01", "A02", "A03"], m).tolist(),
+        "sex": rng.choice(["M", "F"], m).tolist(),
+        "race": rng.choice(["A1", "A2", "A4"], m, p=[0.8, 0.15, 0.05]).tolist(),
+        "ethnicity": ["A1"] * m, "education": ["E1"] * m, "earnings": ["E01"] * m,
+    })  # fmt: skip
+    job = pl.DataFrame({"worker_id": worker["worker_id"], "workplace_id": wid.tolist()})
+    root.mkdir(parents=True)
+    wp.write_parquet(root / "workplace.parquet")
+    worker.write_parquet(root / "worker.parquet")
+    job.write_parquet(root / "job.parquet")
+
+
+def _spec(post: str, queries=QUERIES) -> str:
+    s = """name = "nested"
+[data]
+workplace = "data/workplace.parquet"
+worker = "data/worker.parquet"
+job = "data/job.parquet"
+[privacy]
+definition = "eree-weak"
+alpha = 0.1
+"""
+    for name, by in queries.items():
+        mech, eps = MECH[name]
+        s += f'[[query]]\nname = "{name}"\nby = {json.dumps(by)}\nmechanism = "{mech}"\n'
+        s += f"epsilon = {eps}\n"
+    return s + "[postprocess]\n" + post
+
+
+@pytest.fixture
+def nested(tmp_path):
+    _write_nested(tmp_path / "data")
+    return tmp_path
+
+
+def _release(root, post, seed=7, tag="a"):
+    spec = root / "spec.toml"
+    spec.write_text(_spec(post))
+    out = root / f"out{seed}{tag}"
+    protect(load_spec(spec), out, SeededNoise(seed))
+    tables = {n: pl.read_parquet(out / "tables" / f"{n}.parquet") for n in QUERIES}
+    return tables, json.loads((out / "manifest.json").read_text())
+
+
+def test_every_released_pair_adds_up_exactly(nested):
+    tables, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n")
+    frame = pl.read_parquet(nested / "data" / "workplace.parquet").select("tract", "county")
+    frame = frame.unique()
+    pairs = 0
+    for child, cby in QUERIES.items():
+        for parent, pby in QUERIES.items():
+            if not refines(cby, pby):
+                continue
+            pairs += 1
+            t = tables[child]
+            if "county" in pby and "county" not in cby:
+                t = t.join(frame, on="tract", how="left")
+            agg = t.group_by(pby).agg(pl.col("jobs").sum().alias("sum"))
+            j = tables[parent].join(agg, on=pby, how="left")
+            assert j["sum"].null_count() == 0
+            assert (j["jobs"] == j["sum"]).all(), f"{child} does not add up to {parent}"
+    assert pairs == 13  # every pair in a refinement relation, not only the tree's edges
+    for t in tables.values():
+        assert t["jobs"].dtype == pl.Int64
+        assert t["jobs"].min() >= 0
+        assert t["jobs_ci_low"].null_count() == t.height  # raw CIs are not carried over
+    pp = manifest["postprocess"]
+    assert pp["consistent"] and pp["integer"] and pp["nonnegative"]
+    assert pp["tree"]["tract_industry_age_sex"] == "tract_industry_age"
+    assert pp["tree"]["tract_industry"] == "county_industry"
+    assert "smallest sensitivity" in pp["weights"]["tract_industry"]  # the public proxy is named
+    assert pp["weights"]["county"].startswith("published variance")
+    q = {x["name"]: x for x in manifest["queries"]}
+    assert "post-processed" in q["county"]["uncertainty"]["jobs"]
+
+
+def test_without_consistency_cells_are_clamped_and_rounded_alone(nested):
+    raw, _ = _release(nested, "nonnegative = false\n", seed=3)
+    post, m = _release(nested, "nonnegative = true\ninteger = true\n", seed=3, tag="b")
+    for name in QUERIES:
+        want = np.maximum(np.rint(raw[name]["jobs"].to_numpy()), 0)
+        np.testing.assert_array_equal(post[name]["jobs"].to_numpy(), want)
+    assert m["postprocess"]["consistent"] is False
+
+
+def test_raw_release_is_unchanged_without_the_options(nested):
+    raw, m = _release(nested, "nonnegative = false\n", seed=3)
+    assert "postprocess" not in m
+    assert raw["county"]["jobs"].dtype == pl.Float64
+
+
+def test_a_lattice_of_marginals_is_refused_before_data_is_read(tmp_path):
+    queries = {"county_sex": ["county", "sex"], "county_industry": ["county", "naics_sector"],
+               "tract_industry_age_sex": ["tract", "naics_sector", "age", "sex"]}  # fmt: skip
+    # tract × industry × age × sex refines both county × sex and county × industry
+    raw = tomllib.loads(_spec("consistent = true\n", queries))
+    with pytest.raises(SpecError, match="refines both"):
+        parse_spec(raw, tmp_path)  # at parse time: no data exist
+    # without consistency the same plan is fine
+    parse_spec(tomllib.loads(_spec("integer = true\n", queries)), tmp_path)
+
+
+def test_integer_and_consistent_are_refused_for_establishment_releases(tmp_path):
+    raw = {
+        "name": "e",
+        "data": {"kind": "establishments", "path": "x.csv", "confidential": ["m1emp"]},
+        "privacy": {"definition": "gedp", "neighbor": "sqrt", "distance": {"m1emp": 0.5}},
+        "query": [{"name": "identity", "by": "identity", "mechanism": "psi",
+                   "mu": {"m1emp": 0.5}}],
+        "postprocess": {"integer": True},
+    }  # fmt: skip
+    with pytest.raises(SpecError, match="ER-EE count releases"):
+        parse_spec(raw, tmp_path)
+
+
+def test_postprocess_keys_must_be_booleans(tmp_path):
+    raw = tomllib.loads(_spec('consistent = "yes"\n'))
+    with pytest.raises(SpecError, match="true or false"):
+        parse_spec(raw, tmp_path)
+
+
+def test_gedp_estimates_never_fall_outside_their_own_interval(tmp_path):
+    # The ψ identity estimate x̃ = ω² − σ² is negative for ω < σ while the §6.1 interval is
+    # clamped at ψ(0) = 0; pnc's CI is clamped at 0 too. The published estimate is clamped
+    # the same way, so it always lies in its interval (DESIGN.md §6).
+    from eree.data.establishments import load_establishments
+    from eree.release.gedp import account_gedp_plan, release_gedp
+    from tests.release.test_gedp import paper_spec, plan_of, write_small
+
+    plan = plan_of(paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True), tmp_path)
+    data = load_establishments(plan.data)
+    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    clamped = 0
+    for t in tables:
+        for m in t.measurements:
+            a = m.statistic
+            est = t.table[a].to_numpy()
+            lo, hi = t.table[f"{a}_ci_low"].to_numpy(), t.table[f"{a}_ci_high"].to_numpy()
+            assert np.all((lo <= est) & (est <= hi)), (t.name, a)
+            outside = (m.estimate < lo) | (m.estimate > hi)
+            clamped += int(outside.sum())
+            # inside the interval the mechanism's estimate is published unchanged
+            np.testing.assert_array_equal(est[~outside], m.estimate[~outside])
+            assert "clamped into its own CI" in t.uncertainty[a]
+    assert clamped > 0  # the check above is not vacuous: some estimates were outside
+
+
+def test_gedp_consistent_tables_are_tabulations_of_nonnegative_microdata(tmp_path):
+    from tests.release.test_gedp import paper_spec, write_small
+
+    raw = paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True)
+    raw["postprocess"] = {"microdata": True, "nonnegative": True, "consistent": True}
+    protect(parse_spec(raw, tmp_path), tmp_path / "out", SeededNoise(2))
+    t = {n: pl.read_parquet(tmp_path / "out" / "tables" / f"{n}.parquet")
+         for n in ("identity", "state", "naics5", "county", "county_naics5")}  # fmt: skip
+    md = pl.read_parquet(tmp_path / "out" / "microdata.parquet")
+    attrs = ["m1emp", "m2emp", "m3emp", "wage"]
+    for a in attrs:
+        for name, table in t.items():
+            assert table[a].min() >= 0, (name, a)
+            assert table[f"{a}_ci_low"].null_count() == table.height
+        ident = t["identity"].join(md.select("primary_key", pl.col(a).alias("md")),
+                                   on="primary_key")  # fmt: skip
+        np.testing.assert_array_equal(ident[a].to_numpy(), ident["md"].to_numpy())
+        # every coarser table is the sum of the finer one (floating-point sums)
+        pairs = (
+            ("county_naics5", "county", ["cnty"]),
+            ("county_naics5", "naics5", ["naics5"]),
+            ("county", "state", []),
+            ("identity", "state", []),
+        )
+        for child, parent, keys in pairs:
+            src = t[child] if child != "identity" else md
+            agg = (src.group_by(keys).agg(pl.col(a).sum().alias("s")) if keys
+                   else src.select(pl.col(a).sum().alias("s")))  # fmt: skip
+            j = (
+                t[parent].join(agg, on=keys)
+                if keys
+                else pl.concat([t[parent], agg], how="horizontal")
+            )
+            np.testing.assert_allclose(j[a].to_numpy(), j["s"].to_numpy(), rtol=1e-9)
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert m["postprocess"]["consistent"] is True
+
+
+def test_gedp_consistent_needs_microdata(tmp_path):
+    from tests.release.test_gedp import paper_spec
+
+    raw = paper_spec("x.csv", wages=False)
+    raw["postprocess"] = {"consistent": True}
+    with pytest.raises(SpecError, match="microdata = true"):
+        parse_spec(raw, tmp_path)
