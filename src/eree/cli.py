@@ -127,6 +127,7 @@ def _fmt(v: Any) -> str:
 
 
 def print_cost_table(explained: dict[str, Any]) -> None:
+    """Print the privacy cost of an explained plan: one row per query, the total, then the notes."""
     priv = explained["privacy"]
     gedp = priv["definition"] == "gedp"
     t = Table(title=f"Privacy cost of plan {explained['plan']!r} ({priv['definition']})")
@@ -165,6 +166,7 @@ def print_cells(cells: dict[str, Any]) -> None:
 
 
 def print_semantics(sem: dict[str, Any]) -> None:
+    """Print the semantics statements of an explained plan, then their tables."""
     for line in sem.get("statements", []):
         console.print(f"  {escape(line)}")
     for extra in sem.get("tables", []):
@@ -510,8 +512,10 @@ def audit_privacy(
     seed: Annotated[int, typer.Option(help="root seed (seeded noise: an experiment)")] = 0,
     workers: Annotated[int | None, typer.Option(help="processes (default: CPUs)")] = None,
 ) -> None:
-    """Empirical privacy audit: run every registered mechanism on worst-case neighbouring
-    inputs of its definition and lower-bound its privacy loss (ε at its δ, or μ).
+    """Empirical privacy audit of every registered mechanism.
+
+    Runs every registered mechanism on worst-case neighbouring inputs of its definition
+    and lower-bounds its privacy loss (ε at its δ, or μ).
 
     A lower bound above the claim at the stated confidence is a violation.
     A scale factor of 0.5 audits a copy with half the noise against the original claim.
@@ -638,6 +642,7 @@ def _register_experiments() -> None:
 
 
 def main() -> None:
+    """Run the ``eree`` command-line application (exit status 130 on Ctrl-C)."""
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Cell statistics of establishment (QCEW-like) data for the GEDP mechanisms (Polars).
+r"""Cell statistics of establishment (QCEW-like) data for the GEDP mechanisms (Polars).
 
 The only code that scans establishment rows. Functions take the establishment frame
 (id + public + confidential columns, as loaded by
@@ -11,8 +11,8 @@ and return small Polars frames keyed by the group columns, sorted by the keys:
   (DESIGN.md §4).
 * :func:`identity_values` — the identity query: one row per establishment, sorted by id.
 * :func:`clipped_group_sums` — for the pnc-mechanism (Def 6.8): per group ℓ and attribute
-  i, the group's largest bound :math:`u^*_\\ell=\\max_{j\\in\\ell}u_{j,i}` and the clipped
-  sum :math:`T_\\ell=\\sum_{j\\in\\ell}\\min(r_j[C_i],u^*_\\ell)`.
+  i, the group's largest bound :math:`u^*_\ell=\max_{j\in\ell}u_{j,i}` and the clipped
+  sum :math:`T_\ell=\sum_{j\in\ell}\min(r_j[C_i],u^*_\ell)`.
 
 * :func:`group_max_bounds` — per group, u*_ℓ alone.
 
@@ -131,8 +131,11 @@ def exact_sums(
 
 
 def result_order(by: Sequence[str], attributes: Sequence[str], cols: Sequence[Any]) -> list[str]:
-    """Column order of group results: keys; per attribute its value, then its u* column
-    (when present); then :data:`ESTABLISHMENTS`."""
+    """Column order of group results.
+
+    Keys; per attribute its value, then its u* column (when present); then
+    :data:`ESTABLISHMENTS`.
+    """
     names = {c if isinstance(c, str) else c.name for c in cols}
     order = list(by)
     for a in attributes:
@@ -202,8 +205,11 @@ def polars_identity_values(
 def polars_group_sums(
     frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str], attributes: Sequence[str]
 ) -> pl.DataFrame:
-    """Group sums: ``by`` keys (sorted), one exact Float64 sum per attribute, then
-    :data:`ESTABLISHMENTS` (Int64). Groups are the key combinations that occur."""
+    """Group sums of the confidential attributes per combination of ``by`` keys.
+
+    Columns: ``by`` keys (sorted), one exact Float64 sum per attribute, then
+    :data:`ESTABLISHMENTS` (Int64). Groups are the key combinations that occur.
+    """
     _check_columns(_names(frame), [*by, *attributes], "group_sums")
     values = {a: pl.col(a).cast(pl.Float64) for a in attributes}
     return _exact_group_sums(_lazy(frame), by, values, [])

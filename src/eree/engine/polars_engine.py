@@ -54,6 +54,7 @@ class PolarsEngine:
     def establishment_cells(
         self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> pl.DataFrame:
+        """Per (establishment, cell) job counts (see :mod:`eree.engine.base`)."""
         self._check(data, workplace_by, worker_by)
         per = (
             data.jobs.lazy()

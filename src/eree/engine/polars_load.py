@@ -66,8 +66,11 @@ def _text_or_int(dtype: pl.DataType) -> bool:
 
 
 def parquet_files(path: Path) -> list[Path] | None:
-    """The Parquet files of a table: the file itself, or a directory's ``*.parquet``
-    files in sorted order (a partitioned table); ``None`` if it is neither."""
+    """The Parquet files of a table.
+
+    The file itself, or a directory's ``*.parquet`` files in sorted order (a partitioned
+    table); ``None`` if it is neither.
+    """
     if path.is_dir():
         files = sorted(path.rglob("*.parquet"))
         return files or None

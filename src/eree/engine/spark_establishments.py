@@ -62,6 +62,7 @@ class SparkEstablishmentData:
 
     @property
     def id_column(self) -> str:
+        """The establishment id column."""
         return self.config.id
 
     @property
@@ -236,8 +237,11 @@ def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
 
 
 def _parts(value: Column, a: str) -> list[Column]:
-    """Exact integer and 2⁻³² fractional parts (as :func:`exact_parts`), summed, and the
-    largest value (for the overflow check of :func:`exact_sums`)."""
+    """Summed exact integer and fractional parts, and the largest value.
+
+    Exact integer and 2⁻³² fractional parts (as :func:`exact_parts`), summed, and the
+    largest value (for the overflow check of :func:`exact_sums`).
+    """
     from pyspark.sql import functions as sf
 
     v = sf.when(value < sf.lit(float(MAX_EXACT_TOTAL)), value).otherwise(sf.lit(0.0))

@@ -135,9 +135,11 @@ class QuerySpec:
 
     @property
     def is_identity(self) -> bool:
+        """Whether the query is the identity query (``by = "identity"``)."""
         return self.by == "identity"
 
     def to_dict(self) -> dict[str, Any]:
+        """The query as a plain dictionary (unset optional fields left out)."""
         d: dict[str, Any] = {
             "name": self.name,
             "by": self.by if isinstance(self.by, str) else list(self.by),
@@ -239,6 +241,7 @@ class Plan:
 
     @property
     def kind(self) -> str:
+        """The data kind: ``eree`` (ER-EE data) or ``establishments``."""
         return "eree" if isinstance(self.data, EreeDataConfig) else "establishments"
 
     @property
@@ -249,6 +252,7 @@ class Plan:
         return self.data
 
     def query(self, name: str) -> QuerySpec:
+        """The query named ``name`` (a :class:`SpecError` if there is none)."""
         for q in self.queries:
             if q.name == name:
                 return q

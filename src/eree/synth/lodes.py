@@ -132,10 +132,12 @@ class SynthLodes:
 
     @property
     def n_jobs(self) -> int:
+        """Number of jobs."""
         return self.job.height
 
     @property
     def n_workplaces(self) -> int:
+        """Number of workplaces."""
         return self.workplace.height
 
     def joined(self) -> pl.DataFrame:

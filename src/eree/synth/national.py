@@ -88,6 +88,7 @@ class NationalSummary:
     bytes: int
 
     def to_json(self) -> str:
+        """The summary as indented JSON."""
         return json.dumps(asdict(self), indent=2)
 
 
@@ -194,8 +195,11 @@ def national_lodes(
 
 
 def _scale_cells(cells: pl.DataFrame, f: float, rng: np.random.Generator) -> pl.DataFrame:
-    """Cells with establishment counts × ``f`` (unbiased stochastic rounding) and their
-    employment and wages in proportion (same per-establishment averages)."""
+    """Cells with establishment counts scaled by ``f``.
+
+    Establishment counts × ``f`` (unbiased stochastic rounding) and their employment and
+    wages in proportion (same per-establishment averages).
+    """
     est = cells.get_column("establishments").to_numpy().astype(np.float64)
     x = est * f
     new = np.floor(x).astype(np.int64)
