@@ -139,7 +139,7 @@ class QuerySpec:
         return self.by == "identity"
 
     def to_dict(self) -> dict[str, Any]:
-        """The query as a plain dictionary (unset optional fields left out)."""
+        """The query as a plain dictionary: unset optional fields left out, ``params`` inlined."""
         d: dict[str, Any] = {
             "name": self.name,
             "by": self.by if isinstance(self.by, str) else list(self.by),
