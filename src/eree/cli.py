@@ -6,16 +6,80 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperCommand, TyperGroup
 
 from eree.errors import EreeError
 
-app = typer.Typer(
+if TYPE_CHECKING:  # pragma: no cover
+    from typer._click.core import Command, Context
+
+
+class _LazyGroup(TyperGroup):
+    """A command group whose experiment commands are imported on first use.
+
+    The experiment modules (and through them SciPy and plotting) take most of a second to
+    import; DESIGN.md §1 wants them imported only when an experiment runs. The group
+    lists a lazy command by name with a fixed one-line help and imports the real command
+    only when it is resolved (run, or asked for its own ``--help``).
+    """
+
+    #: command name -> one-line help shown in the parent's listing before loading
+    lazy_help: ClassVar[dict[str, str]] = {}
+    #: the Typer app this group was built from (set by :func:`_lazy_typer`)
+    source: ClassVar[typer.Typer | None] = None
+
+    _loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        _register_experiments()
+        if self.source is not None:
+            built = typer.main.get_group(self.source)
+            for name, cmd in built.commands.items():
+                self.commands.setdefault(name, cmd)
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        names = list(super().list_commands(ctx))
+        if not self.lazy_help:  # a group made only of experiments
+            self._load()
+            return list(super().list_commands(ctx))
+        return names + [n for n in self.lazy_help if n not in names]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name in self.lazy_help and cmd_name not in self.commands:
+            return TyperCommand(cmd_name, help=self.lazy_help[cmd_name])
+        if not self.lazy_help and cmd_name not in self.commands:
+            self._load()
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        if args and (args[0] in self.lazy_help or not self.lazy_help):
+            self._load()
+        return super().resolve_command(ctx, args)
+
+
+def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer.Typer:
+    """A Typer app built as a :class:`_LazyGroup` that knows its own source app."""
+    t = typer.Typer(**kwargs)
+    t.info.cls = type("_Lazy", (_LazyGroup,), {"lazy_help": dict(lazy_help or {}), "source": t})
+    return t
+
+
+app = _lazy_typer(
+    {
+        "suppress": "Cell suppression, the current QCEW practice: primary rules, complementary "
+        "suppression over the linked tables (HiGHS), and the attacker's LP audit."
+    },
     help="Formally private releases of employer-employee and establishment statistics.",
     no_args_is_help=True,
     add_completion=False,
@@ -23,12 +87,12 @@ app = typer.Typer(
 )
 synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
 app.add_typer(synth_app, name="synth")
-evaluate_app = typer.Typer(
+evaluate_app = _lazy_typer(
     help="Reproduce the papers' experiments (tidy CSV, figures, HTML report).",
     no_args_is_help=True,
 )
 app.add_typer(evaluate_app, name="evaluate")
-audit_app = typer.Typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
+audit_app = _lazy_typer(help="Privacy audits: attacks on today's methods.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 ledger_app = typer.Typer(
     help="The privacy-budget ledger: register budgets, show spending, verify the chain.",
@@ -63,6 +127,7 @@ def _fmt(v: Any) -> str:
 
 
 def print_cost_table(explained: dict[str, Any]) -> None:
+    """Print the privacy cost of an explained plan: one row per query, the total, then the notes."""
     priv = explained["privacy"]
     gedp = priv["definition"] == "gedp"
     t = Table(title=f"Privacy cost of plan {explained['plan']!r} ({priv['definition']})")
@@ -101,6 +166,7 @@ def print_cells(cells: dict[str, Any]) -> None:
 
 
 def print_semantics(sem: dict[str, Any]) -> None:
+    """Print the semantics statements of an explained plan, then their tables."""
     for line in sem.get("statements", []):
         console.print(f"  {escape(line)}")
     for extra in sem.get("tables", []):
@@ -152,6 +218,10 @@ def protect(
         Path | None,
         typer.Option(help="budget ledger (SQLite): charges the release, refuses overspending"),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(help="polars | spark (default: the spec's [engine] kind, else polars)"),
+    ] = None,
     new_version: Annotated[
         bool,
         typer.Option("--new-version", help="the data under this name changed on purpose"),
@@ -164,9 +234,11 @@ def protect(
 
     Example: eree protect release.toml --out release-2026q1 --ledger budget.sqlite
     """
+    from dataclasses import replace
+
     from eree.release.output import check_output_dir
     from eree.release.protect import protect as run
-    from eree.release.spec import load_spec
+    from eree.release.spec import ENGINE_KINDS, load_spec
 
     if seed is not None and ledger is not None:
         _fail(EreeError(
@@ -176,6 +248,10 @@ def protect(
     source = _noise(seed, random_mode)
     try:
         plan = load_spec(spec)
+        if engine is not None:
+            if engine not in ENGINE_KINDS:
+                _fail(ValueError(f"--engine must be one of {', '.join(ENGINE_KINDS)}"))
+            plan = replace(plan, engine=replace(plan.engine, kind=engine))
         check_output_dir(out)
         with console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error
@@ -436,8 +512,10 @@ def audit_privacy(
     seed: Annotated[int, typer.Option(help="root seed (seeded noise: an experiment)")] = 0,
     workers: Annotated[int | None, typer.Option(help="processes (default: CPUs)")] = None,
 ) -> None:
-    """Empirical privacy audit: run every registered mechanism on worst-case neighbouring
-    inputs of its definition and lower-bound its privacy loss (ε at its δ, or μ).
+    """Empirical privacy audit of every registered mechanism.
+
+    Runs every registered mechanism on worst-case neighbouring inputs of its definition
+    and lower-bounds its privacy loss (ε at its δ, or μ).
 
     A lower bound above the claim at the stated confidence is a violation.
     A scale factor of 0.5 audits a copy with half the noise against the original claim.
@@ -528,7 +606,15 @@ def _bound(func: Any, **fixed: Any) -> Any:
     return command
 
 
+_registered = False
+
+
 def _register_experiments() -> None:
+    """Register the experiment commands (imports the experiment modules; once)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
     from eree import suppression_cli as scli
     from eree.evaluate import cli as ecli
 
@@ -555,10 +641,8 @@ def _register_experiments() -> None:
     app.command("suppress", help=scli.suppress.__doc__)(scli.suppress)
 
 
-_register_experiments()
-
-
 def main() -> None:
+    """Run the ``eree`` command-line application (exit status 130 on Ctrl-C)."""
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover

@@ -305,8 +305,10 @@ def suppress(
     seed: Annotated[int, typer.Option(help="seed of --gedp (NOT FOR PUBLICATION)")] = 0,
     csv: Annotated[bool, typer.Option(help="also write CSV files")] = True,
 ) -> None:
-    """Cell suppression, the current QCEW practice: primary rules, complementary
-    suppression over the linked tables (HiGHS), and the attacker's LP audit.
+    """Cell suppression, the current QCEW practice.
+
+    Primary rules, complementary suppression over the linked tables (HiGHS), and the
+    attacker's LP audit.
 
     Writes OUT/<state>/: published.parquet (the release: values withheld where
     disclosure_code is N), rates.csv, summary.json (counts, rates, timings, how many
@@ -476,10 +478,11 @@ def audit_suppression(
         typer.Option(help="write summary.json and, owner-only, internal/audit.parquet here"),
     ] = None,
 ) -> None:
-    """The attacker's audit of a suppression pattern: for every suppressed cell, the
-    minimum and maximum an attacker can derive by linear programming from the published
-    cells, the tables' additivity and non-negativity (HiGHS); reports every cell pinned
-    down or narrowed below its protection interval.
+    """The attacker's audit of a suppression pattern.
+
+    For every suppressed cell, the minimum and maximum an attacker can derive by linear
+    programming from the published cells, the tables' additivity and non-negativity
+    (HiGHS); reports every cell pinned down or narrowed below its protection interval.
 
     Patterns: eree's (default; --primary-only skips complementary suppression, which
     lets the attacker recover one-establishment cells), a published table of

@@ -223,3 +223,159 @@ def test_spark_loader_rejects_bad_input(spark, tmp_path: Path):
     rejects("no-job", job=s.job.slice(1))
     rejects("missing-column", job=s.job.drop("workplace_id"))
     rejects("missing-id", worker=s.worker.with_columns(pl.lit(None, pl.Utf8).alias("worker_id")))
+
+
+# ------------------------------------------------- establishments (DESIGN.md §1.1)
+
+
+@pytest.fixture(scope="module")
+def qcew_file(tmp_path_factory) -> Path:
+    from eree.synth.qcew import synth_qcew_parametric
+
+    frame = synth_qcew_parametric(seed=5, n_establishments=3_000).establishments
+    # a non-integer attribute too, so that the exact sums are exercised beyond integers
+    frame = frame.with_columns((pl.col("wage") / 7.0).alias("wage"))
+    path = tmp_path_factory.mktemp("qcew") / "estabs.parquet"
+    frame.write_parquet(path)
+    return path
+
+
+def test_establishment_protocol_identical_to_polars(engine, qcew_file):
+    from eree.data.config import EstablishmentDataConfig
+
+    cfg = EstablishmentDataConfig(path=qcew_file)
+    pe = PolarsEngine()
+    pdata = pe.load_establishments(cfg)
+    sdata = engine.load_establishments(cfg)  # read and validated by Spark
+    attrs = ["m1emp", "m3emp", "wage"]
+    assert_frame_equal(engine.identity_values(sdata, attrs), pe.identity_values(pdata, attrs))
+    for by in ([], ["cnty"], ["cnty", "naics_sector", "own"]):
+        assert_frame_equal(engine.group_sums(sdata, by, attrs), pe.group_sums(pdata, by, attrs))
+    ids = pdata.frame.get_column("primary_key")
+    bounds = pl.DataFrame(
+        {"primary_key": ids, "m3emp": (pl.int_range(ids.len(), eager=True) % 97).cast(pl.Float64)}
+    )
+    for by in ([], ["naics_sector"]):
+        assert_frame_equal(
+            engine.group_max_bounds(sdata, by, bounds), pe.group_max_bounds(pdata, by, bounds)
+        )
+        assert_frame_equal(
+            engine.clipped_group_sums(sdata, by, bounds, ["m3emp"]),
+            pe.clipped_group_sums(pdata, by, bounds, ["m3emp"]),
+        )
+
+
+def test_spark_establishment_loader_refuses_bad_values(engine, tmp_path):
+    from eree.data.config import EstablishmentDataConfig
+
+    frame = pl.DataFrame(
+        {"primary_key": ["a", "b", "c"], "cnty": ["001"] * 3, "naics": ["111110"] * 3,
+         "m1emp": [1.0, -7777.0, 3.0]},
+    )  # fmt: skip
+    path = tmp_path / "bad.parquet"
+    frame.write_parquet(path)
+    cfg = EstablishmentDataConfig(
+        path=path, public=("cnty", "naics_sector"), confidential=("m1emp",)
+    )
+    with pytest.raises(DataValidationError) as err:
+        engine.load_establishments(cfg)
+    assert err.value.rule == "negative" and err.value.column == "m1emp"
+    assert "7777" not in str(err.value)  # never a confidential value
+    dup = frame.with_columns(pl.lit("a").alias("primary_key"), pl.col("m1emp").abs())
+    dup.write_parquet(path)
+    with pytest.raises(DataValidationError) as err:
+        engine.load_establishments(cfg)
+    assert err.value.rule == "duplicate-id"
+
+
+# ---------------------------------------- whole releases: same tables from both engines
+
+
+def _release_tables(spec: str, base: Path, out: Path, engine_kind: str) -> dict[str, pl.DataFrame]:
+    import tomllib
+
+    from eree.mechanisms.noise import SeededNoise
+    from eree.release.protect import protect
+    from eree.release.spec import parse_spec
+
+    raw = tomllib.loads(spec)
+    raw["engine"] = {"kind": engine_kind}
+    plan = parse_spec(raw, base)
+    res = protect(plan, out, SeededNoise(7))
+    return {t.name: t.table for t in res.tables}
+
+
+def test_protect_same_tables_on_both_engines_eree(spark, synth_files, tmp_path):
+    spec = f"""
+name = "parity-eree"
+[data]
+workplace = "{synth_files.workplace}"
+worker = "{synth_files.worker}"
+job = "{synth_files.job}"
+[privacy]
+definition = "eree-weak"
+alpha = 0.1
+[[query]]
+name = "county_sector_age"
+by = ["county", "naics_sector", "age"]
+mechanism = "smooth_laplace"
+epsilon = 3.0
+[[query]]
+name = "total"
+by = []
+mechanism = "smooth_gamma"
+epsilon = 1.0
+"""
+    polars = _release_tables(spec, tmp_path, tmp_path / "p", "polars")
+    spark_ = _release_tables(spec, tmp_path, tmp_path / "s", "spark")
+    assert polars.keys() == spark_.keys()
+    for name in polars:
+        assert_frame_equal(spark_[name], polars[name])
+
+
+def test_protect_same_tables_on_both_engines_gedp(spark, qcew_file, tmp_path):
+    spec = f"""
+name = "parity-gedp"
+[data]
+kind = "establishments"
+path = "{qcew_file}"
+public = ["cnty", "own", "naics_sector", "naics5"]
+confidential = ["m1emp", "m3emp", "wage"]
+[privacy]
+definition = "gedp"
+neighbor = "sqrt"
+distance = {{ m1emp = 0.5, m3emp = 0.5, wage = 50.0 }}
+[[query]]
+name = "identity"
+by = "identity"
+mechanism = "psi"
+mu = {{ m1emp = 0.7, m3emp = 0.7, wage = 0.15 }}
+[[query]]
+name = "state"
+by = []
+mechanism = "pnc"
+mu = {{ m1emp = 0.2, m3emp = 0.2, wage = 0.10 }}
+[[query]]
+name = "county_naics5"
+by = ["cnty", "naics5"]
+mechanism = "pnc"
+mu = {{ m1emp = 0.7, m3emp = 0.7, wage = 0.15 }}
+[[query]]
+name = "sector"
+by = ["naics_sector"]
+mechanism = "psi"
+mu = {{ m1emp = 0.3, m3emp = 0.3, wage = 0.1 }}
+[pnc]
+zeta = 0.01
+bounds_from = "identity"
+[postprocess]
+microdata = true
+"""
+    polars = _release_tables(spec, tmp_path, tmp_path / "p", "polars")
+    spark_ = _release_tables(spec, tmp_path, tmp_path / "s", "spark")
+    assert polars.keys() == spark_.keys()
+    for name in polars:
+        assert_frame_equal(spark_[name], polars[name])
+    micro_p = pl.read_parquet(next((tmp_path / "p").rglob("microdata*.parquet")))
+    micro_s = pl.read_parquet(next((tmp_path / "s").rglob("microdata*.parquet")))
+    assert_frame_equal(micro_s, micro_p)

@@ -44,8 +44,10 @@ class EreeData:
     Attributes:
         workplaces: ``workplace_id`` (Utf8) + the configured workplace attributes (Utf8);
             one row per establishment, in input order.
-        jobs: ``workplace_id`` (Utf8) + the configured worker attributes (Utf8
-            categorical codes); one row per job, in input (job table) order.
+        jobs: ``workplace_id`` + the configured worker attributes (categorical
+            codes); one row per job, in input (job table) order. Utf8 here; the Polars
+            engine's loader keeps them as ``pl.Enum`` (workplace ids in workplace-table
+            order, attributes in declared-domain order), which reads as the same text.
         domains: declared domain of every worker attribute, and of the workplace
             attributes that have one.
     """

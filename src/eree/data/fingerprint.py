@@ -57,13 +57,38 @@ def _update_column(h: hashlib._Hash, name: str, s: pl.Series) -> None:
         u = s.cast(pl.Utf8).fill_null("")
         lens = u.str.len_bytes().to_numpy().astype("<u8")
         h.update(b"s" + lens.tobytes())
-        h.update("".join(u.to_list()).encode("utf-8"))
+        h.update(_utf8_bytes(u))
+
+
+def _utf8_bytes(u: pl.Series) -> bytes | memoryview:
+    """The UTF-8 bytes of a text column's values, concatenated (no nulls).
+
+    The same bytes as ``"".join(u.to_list()).encode("utf-8")``, read from the Arrow data
+    buffer instead of building one Python string per row.
+    """
+    arr = u.rechunk().to_arrow(compat_level=pl.CompatLevel.oldest())
+    if len(arr) == 0:
+        return b""
+    buffers = arr.buffers()
+    width = 8 if str(arr.type) == "large_string" else 4
+    offsets = np.frombuffer(buffers[1], dtype=f"<i{width}")[arr.offset : arr.offset + len(arr) + 1]
+    if buffers[2] is None:
+        return b""
+    return memoryview(buffers[2])[int(offsets[0]) : int(offsets[-1])]
 
 
 def frame_fingerprint(h: hashlib._Hash, label: str, df: pl.DataFrame) -> None:
     """Feed ``df`` into ``h`` independently of its row and column order."""
     cols = sorted(df.columns)
-    frame = df.select(cols)
+    # categorical codes (e.g. the Polars engine's Enum-coded jobs) count as their text
+    frame = df.select(
+        [
+            pl.col(c).cast(pl.Utf8)
+            if df.schema[c] == pl.Categorical or isinstance(df.schema[c], pl.Enum)
+            else pl.col(c)
+            for c in cols
+        ]
+    )
     if cols and frame.height:
         frame = frame.sort(cols, nulls_last=True, maintain_order=False)
     lb = label.encode("utf-8")

@@ -24,15 +24,25 @@ column                    meaning
 ========================  =============================================================
 
 A Spark engine implements the same contract and must give identical frames.
+
+The same protocol serves establishment (QCEW-like) data (DESIGN.md §1.1):
+:meth:`Engine.identity_values`, :meth:`Engine.group_sums`,
+:meth:`Engine.group_max_bounds` and :meth:`Engine.clipped_group_sums` return small Polars
+frames (keys sorted, then the attribute columns; see
+:mod:`eree.engine.establishments`), with exact sums so that every engine gives the same
+bits. Each engine also loads its own data (:meth:`Engine.load_eree`,
+:meth:`Engine.load_establishments`): the Spark engine reads and validates in Spark, and
+the data it returns are Spark-side (the ``data`` arguments are then its own types).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import polars as pl
 
+from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
 
 CELL_STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment")
@@ -63,4 +73,30 @@ class Engine(Protocol):
         Only cells with n > 0 are listed. Used by baselines that act on establishments
         (input noise infusion) and by audits.
         """
+        ...
+
+    def load_eree(self, config: EreeDataConfig, attributes: Sequence[str] | None = None) -> Any:
+        """Load and validate ER-EE input (only ``attributes``, if given) for this engine."""
+        ...
+
+    def load_establishments(self, config: EstablishmentDataConfig) -> Any:
+        """Load and validate establishment input for this engine."""
+        ...
+
+    def identity_values(self, data: Any, attributes: Sequence[str]) -> pl.DataFrame:
+        """The identity query's answers: the id, then each attribute (Float64), by id."""
+        ...
+
+    def group_sums(self, data: Any, by: Sequence[str], attributes: Sequence[str]) -> pl.DataFrame:
+        """Per group of ``by``: the exact sum of each attribute and ``establishments``."""
+        ...
+
+    def group_max_bounds(self, data: Any, by: Sequence[str], bounds: pl.DataFrame) -> pl.DataFrame:
+        """Per group: the largest public bound u*ℓ of each attribute of ``bounds``."""
+        ...
+
+    def clipped_group_sums(
+        self, data: Any, by: Sequence[str], bounds: pl.DataFrame, attributes: Sequence[str]
+    ) -> pl.DataFrame:
+        """Per group: the exact clipped sums T = Σ min(r, u*ℓ) (pnc, Def 6.8) and u*ℓ."""
         ...

@@ -1,4 +1,4 @@
-"""Cell statistics of establishment (QCEW-like) data for the GEDP mechanisms (Polars).
+r"""Cell statistics of establishment (QCEW-like) data for the GEDP mechanisms (Polars).
 
 The only code that scans establishment rows. Functions take the establishment frame
 (id + public + confidential columns, as loaded by
@@ -9,18 +9,22 @@ and return small Polars frames keyed by the group columns, sorted by the keys:
   the sum of each confidential attribute and the (public) number of establishments.
   Groups come from the public frame: every combination that occurs, none other
   (DESIGN.md §4).
-* :func:`identity_values` — the identity query: one row per establishment.
+* :func:`identity_values` — the identity query: one row per establishment, sorted by id.
 * :func:`clipped_group_sums` — for the pnc-mechanism (Def 6.8): per group ℓ and attribute
-  i, the group's largest bound :math:`u^*_\\ell=\\max_{j\\in\\ell}u_{j,i}` and the clipped
-  sum :math:`T_\\ell=\\sum_{j\\in\\ell}\\min(r_j[C_i],u^*_\\ell)`.
+  i, the group's largest bound :math:`u^*_\ell=\max_{j\in\ell}u_{j,i}` and the clipped
+  sum :math:`T_\ell=\sum_{j\in\ell}\min(r_j[C_i],u^*_\ell)`.
 
+* :func:`group_max_bounds` — per group, u*_ℓ alone.
+
+Sums are exact and do not depend on row order (:func:`exact_parts`, :func:`exact_sums`),
+so the Spark engine (:mod:`eree.engine.spark_establishments`) returns the same bits.
 Sums and clipped sums are confidential; the key columns, establishment counts and the u*
 (functions of public bounds) are public.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +34,9 @@ __all__ = [
     "ESTABLISHMENTS",
     "bound_column",
     "clipped_group_sums",
+    "exact_parts",
+    "exact_sums",
+    "group_max_bounds",
     "group_sums",
     "identity_values",
 ]
@@ -43,130 +50,250 @@ def bound_column(attribute: str) -> str:
     return f"{attribute}__ustar"
 
 
-def _collect(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    return frame if isinstance(frame, pl.DataFrame) else frame.collect()
-
-
 def _check_columns(names: Sequence[str], need: Sequence[str], what: str) -> None:
     missing = [c for c in need if c not in names]
     if missing:
         raise KeyError(f"{what}: column(s) {missing} not in the establishment frame")
 
 
-def _groups(df: pl.DataFrame, by: Sequence[str]) -> tuple[pl.DataFrame, np.ndarray]:
-    """The sorted distinct key combinations and each row's group index (row order kept)."""
-    if not by:
-        return pl.DataFrame(), np.zeros(df.height, dtype=np.int64)
-    keys = df.select(list(by)).unique().sort(list(by))
-    idx = (
-        df.select(list(by))
-        .join(keys.with_row_index("__g"), on=list(by), how="left", maintain_order="left")
-        .get_column("__g")
-        .to_numpy()
-        .astype(np.int64)
-    )
-    return keys, idx
+# --------------------------------------------------------------------------------------
+# The engine protocol for establishments (DESIGN.md §1.1): exact, order-free sums
+# --------------------------------------------------------------------------------------
+
+#: fractional parts are kept in units of 2⁻³² (see :func:`exact_sums`)
+FRACTION_BITS = 32
+#: a group's number of values times its largest value must stay below this bound, so
+#: that the 64-bit sums of :func:`exact_parts` cannot overflow
+MAX_EXACT_TOTAL = 2**62
 
 
-def _sums(idx: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per-group sums accumulated sequentially in row order.
+def exact_parts(value: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Integer and fractional parts of a non-negative value, both as Int64 integers.
 
-    Deterministic (Polars' parallel group-by float sums can differ in the last bits from
-    run to run, which would break seeded reproducibility and engine parity) and exact for
-    integer-valued data below 2⁵³.
+    ``hi = floor(v)`` and ``lo = floor((v - hi)·2³²)``: both are computed exactly in
+    IEEE arithmetic, so every engine gets the same integers. Their sums are exact and
+    do not depend on the order of summation (see :func:`exact_sums`). Values at or
+    above :data:`MAX_EXACT_TOTAL` give 0 here (never a conversion error, whose message
+    would show the value); :func:`exact_sums` refuses their groups.
     """
-    return np.bincount(idx, weights=values, minlength=n_groups).astype(np.float64)
+    v = pl.when(value < float(MAX_EXACT_TOTAL)).then(value).otherwise(0.0)
+    hi = v.floor()
+    lo = ((v - hi) * float(2**FRACTION_BITS)).floor()
+    return hi.cast(pl.Int64), lo.cast(pl.Int64)
 
 
-def group_sums(
-    frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str], attributes: Sequence[str]
-) -> pl.DataFrame:
-    """Group-by sums of ``attributes`` over the groups of ``by`` (``[]``: one total row).
+def exact_sums(
+    hi: np.ndarray,
+    lo: np.ndarray,
+    what: str = "sum",
+    *,
+    count: np.ndarray | None = None,
+    largest: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per-group sums from the exact integer sums of :func:`exact_parts`.
 
-    Returns:
-        ``by`` columns (sorted), one Float64 sum per attribute, and
-        :data:`ESTABLISHMENTS` (Int64).
+    The result is ``Σhi + Σlo·2⁻³²`` as Float64: exact for values that are multiples of
+    2⁻³² (in particular integers such as employment and wages in dollars) as long as
+    the total is below 2⁵³; other values are rounded down to a multiple of 2⁻³² before
+    summing (at most 2⁻³² per value, never up, so a clipped value stays within its
+    bound). Either way the result is a function of the multiset of values: the same in
+    every run, partitioning and engine.
+
+    Args:
+        hi, lo: per group, the sums of the integer and fractional parts.
+        what: the attribute (for the error message).
+        count, largest: per group, the number of values and the largest value; a group
+            with ``count·largest`` at or above :data:`MAX_EXACT_TOTAL` is refused.
+
+    Raises:
+        DataValidationError: a group's values are too large to be summed exactly (its
+            float sum could be inexact or non-finite). The message names the attribute,
+            never a value.
     """
-    df = _collect(frame)
-    _check_columns(df.columns, [*by, *attributes], "group_sums")
-    keys, idx = _groups(df, by)
-    n_groups = keys.height if by else 1
-    cols: dict[str, Any] = {}
+    from eree.errors import DataValidationError
+
+    hi = np.asarray(hi)
+    too_big = np.abs(hi.astype(np.float64)) >= MAX_EXACT_TOTAL
+    if count is not None and largest is not None:
+        bound = np.asarray(count, dtype=np.float64) * np.nan_to_num(
+            np.asarray(largest, dtype=np.float64), nan=0.0
+        )
+        too_big |= bound >= MAX_EXACT_TOTAL
+    if too_big.any():
+        raise DataValidationError(
+            f"the sums of {what!r} are too large to compute exactly (a group's values reach "
+            "2^62 in total); its sums would be inexact or non-finite",
+            file="(engine)",
+            column=what,
+            rule="too-large",
+        )
+    return hi.astype(np.float64) + np.asarray(lo).astype(np.float64) / float(2**FRACTION_BITS)
+
+
+def result_order(by: Sequence[str], attributes: Sequence[str], cols: Sequence[Any]) -> list[str]:
+    """Column order of group results.
+
+    Keys; per attribute its value, then its u* column (when present); then
+    :data:`ESTABLISHMENTS`.
+    """
+    names = {c if isinstance(c, str) else c.name for c in cols}
+    order = list(by)
     for a in attributes:
-        cols[a] = _sums(idx, df.get_column(a).cast(pl.Float64).to_numpy(), n_groups)
-    cols[ESTABLISHMENTS] = np.bincount(idx, minlength=n_groups).astype(np.int64)
-    return (
-        keys.with_columns(**{k: pl.Series(v) for k, v in cols.items()})
-        if by
-        else pl.DataFrame(cols)
-    )
+        order += [c for c in (a, bound_column(a)) if c in names]
+    return [*order, ESTABLISHMENTS]
 
 
-def identity_values(
+def _lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    return frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+
+
+def _names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
+    return frame.columns if isinstance(frame, pl.DataFrame) else frame.collect_schema().names()
+
+
+def _exact_group_sums(
+    lf: pl.LazyFrame, by: Sequence[str], values: Mapping[str, pl.Expr], extra: Sequence[pl.Expr]
+) -> pl.DataFrame:
+    """Group ``lf`` by ``by`` (sorted keys; ``[]``: one row) with exact sums of ``values``."""
+    aggs: list[pl.Expr] = []
+    for a, v in values.items():
+        hi, lo = exact_parts(v)
+        aggs += [
+            hi.sum().alias(f"__hi_{a}"),
+            lo.sum().alias(f"__lo_{a}"),
+            v.max().alias(f"__max_{a}"),
+        ]
+    aggs += [*extra, pl.len().cast(pl.Int64).alias(ESTABLISHMENTS)]
+    if by:
+        out = lf.group_by(list(by)).agg(aggs).sort(list(by)).collect()
+    else:
+        out = lf.select(aggs).collect()
+    cols = [out.get_column(k) for k in by]
+    cols += [
+        pl.Series(
+            a,
+            exact_sums(
+                out[f"__hi_{a}"].to_numpy(),
+                out[f"__lo_{a}"].to_numpy(),
+                a,
+                count=out[ESTABLISHMENTS].to_numpy(),
+                largest=out[f"__max_{a}"].to_numpy(),
+            ),
+        )
+        for a in values
+    ]
+    cols += [out.get_column(e.meta.output_name()) for e in extra]
+    cols.append(out.get_column(ESTABLISHMENTS))
+    return pl.DataFrame(cols).select(result_order(by, list(values), cols))
+
+
+def polars_identity_values(
     frame: pl.DataFrame | pl.LazyFrame, id_column: str, attributes: Sequence[str]
 ) -> pl.DataFrame:
-    """The identity query: ``id_column`` and each attribute (Float64), in the frame's order."""
-    df = _collect(frame)
-    _check_columns(df.columns, [id_column, *attributes], "identity_values")
-    return df.select([pl.col(id_column), *[pl.col(a).cast(pl.Float64) for a in attributes]])
+    """Identity answers: ``id_column`` (Utf8) and each attribute (Float64), sorted by id."""
+    _check_columns(_names(frame), [id_column, *attributes], "identity_values")
+    return (
+        _lazy(frame)
+        .select(
+            [pl.col(id_column).cast(pl.Utf8), *[pl.col(a).cast(pl.Float64) for a in attributes]]
+        )
+        .sort(id_column)
+        .collect()
+    )
 
 
-def clipped_group_sums(
+def polars_group_sums(
+    frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str], attributes: Sequence[str]
+) -> pl.DataFrame:
+    """Group sums of the confidential attributes per combination of ``by`` keys.
+
+    Columns: ``by`` keys (sorted), one exact Float64 sum per attribute, then
+    :data:`ESTABLISHMENTS` (Int64). Groups are the key combinations that occur.
+    """
+    _check_columns(_names(frame), [*by, *attributes], "group_sums")
+    values = {a: pl.col(a).cast(pl.Float64) for a in attributes}
+    return _exact_group_sums(_lazy(frame), by, values, [])
+
+
+def _with_bounds(
+    frame: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str],
+    id_column: str,
+    bounds: pl.DataFrame,
+    attributes: Sequence[str],
+    what: str,
+) -> pl.LazyFrame:
+    """The frame's ``by``, id and attributes with each attribute's bound and group max."""
+    _check_columns(_names(frame), [*by, id_column, *attributes], what)
+    _check_columns(bounds.columns, [id_column, *attributes], f"{what} bounds")
+    b = bounds.lazy().select(
+        pl.col(id_column).cast(pl.Utf8),
+        *[pl.col(a).cast(pl.Float64).alias(bound_column(a)) for a in attributes],
+    )
+    lf = (
+        _lazy(frame)
+        .select([*by, id_column, *attributes])
+        .with_columns(pl.col(id_column).cast(pl.Utf8))
+        .join(b, on=id_column, how="left")
+    )
+    if attributes:
+        n_missing = lf.select(pl.col(bound_column(attributes[0])).null_count()).collect().item()
+        if n_missing:
+            raise KeyError(f"{what}: {n_missing} establishment(s) have no bound")
+    return lf
+
+
+def polars_group_max_bounds(
     frame: pl.DataFrame | pl.LazyFrame,
     by: Sequence[str],
     id_column: str,
     bounds: pl.DataFrame,
     attributes: Sequence[str],
 ) -> pl.DataFrame:
-    """Per-group clipped sums for the pnc-mechanism (Def 6.8 steps 1 and 3).
-
-    Args:
-        frame: the establishment frame.
-        by: grouping attributes (``[]``: one total group).
-        id_column: the establishment id column.
-        bounds: ``id_column`` and, per attribute, a column named like the attribute with
-            the per-establishment upper bounds u_{j,i} (Thm 6.7); every establishment needs
-            a bound.
-        attributes: the attributes to sum.
+    """Per group, the largest public bound u*_ℓ = max_{j∈ℓ} u_{j,i} of each attribute.
 
     Returns:
-        ``by`` columns (sorted); per attribute ``a`` the clipped sum T_ℓ (column ``a``) and
-        u*_ℓ (column :func:`bound_column` ``(a)``); and :data:`ESTABLISHMENTS`.
-
-    Raises:
-        KeyError: a column is missing, or an establishment has no bound.
+        ``by`` keys (sorted), :func:`bound_column` ``(a)`` per attribute (Float64), then
+        :data:`ESTABLISHMENTS` (Int64).
     """
-    df = _collect(frame)
-    _check_columns(df.columns, [*by, id_column, *attributes], "clipped_group_sums")
-    _check_columns(bounds.columns, [id_column, *attributes], "clipped_group_sums bounds")
-    b = bounds.select(
-        [
-            pl.col(id_column).cast(pl.Utf8),
-            *[pl.col(a).cast(pl.Float64).alias(bound_column(a)) for a in attributes],
-        ]
-    )
-    joined = (
-        df.select([*by, id_column, *attributes])
-        .with_columns(pl.col(id_column).cast(pl.Utf8))
-        .join(b, on=id_column, how="left", maintain_order="left")
-    )
-    if attributes:
-        n_missing = joined.get_column(bound_column(attributes[0])).null_count()
-        if n_missing:
-            raise KeyError(f"clipped_group_sums: {n_missing} establishment(s) have no bound")
-    keys, idx = _groups(joined, by)
-    n_groups = keys.height if by else 1
-    cols: dict[str, Any] = {}
-    for a in attributes:
-        u = joined.get_column(bound_column(a)).to_numpy().astype(np.float64)
-        u_star = np.full(n_groups, -np.inf)
-        np.maximum.at(u_star, idx, u)
-        r = joined.get_column(a).cast(pl.Float64).to_numpy()
-        cols[a] = _sums(idx, np.minimum(r, u_star[idx]), n_groups)
-        cols[bound_column(a)] = u_star
-    cols[ESTABLISHMENTS] = np.bincount(idx, minlength=n_groups).astype(np.int64)
-    return (
-        keys.with_columns(**{k: pl.Series(v) for k, v in cols.items()})
-        if by
-        else pl.DataFrame(cols)
-    )
+    lf = _with_bounds(frame, by, id_column, bounds, attributes, "group_max_bounds")
+    aggs = [pl.col(bound_column(a)).max() for a in attributes]
+    aggs.append(pl.len().cast(pl.Int64).alias(ESTABLISHMENTS))
+    if by:
+        return lf.group_by(list(by)).agg(aggs).sort(list(by)).collect()
+    return lf.select(aggs).collect()
+
+
+def polars_clipped_group_sums(
+    frame: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str],
+    id_column: str,
+    bounds: pl.DataFrame,
+    attributes: Sequence[str],
+) -> pl.DataFrame:
+    """Clipped sums for the pnc-mechanism (Def 6.8): T_ℓ = Σ_{j∈ℓ} min(r_j, u*_ℓ).
+
+    Returns:
+        ``by`` keys (sorted); per attribute ``a`` the exact clipped sum (column ``a``,
+        Float64); per attribute u*_ℓ (:func:`bound_column` ``(a)``); then
+        :data:`ESTABLISHMENTS` (Int64).
+    """
+    lf = _with_bounds(frame, by, id_column, bounds, attributes, "clipped_group_sums")
+    if by:
+        lf = lf.with_columns([pl.col(bound_column(a)).max().over(list(by)) for a in attributes])
+    else:
+        lf = lf.with_columns([pl.col(bound_column(a)).max() for a in attributes])
+    values = {
+        a: pl.min_horizontal(pl.col(a).cast(pl.Float64), pl.col(bound_column(a)))
+        for a in attributes
+    }
+    extra = [pl.col(bound_column(a)).first() for a in attributes]
+    return _exact_group_sums(lf, by, values, extra)
+
+
+#: the Polars implementations under their protocol names (used by the Polars engine and
+#: by code that holds a bare establishment frame)
+group_sums = polars_group_sums
+identity_values = polars_identity_values
+clipped_group_sums = polars_clipped_group_sums
+group_max_bounds = polars_group_max_bounds

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 import polars as pl
 
+from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
+from eree.data.establishments import EstablishmentData
+from eree.engine import establishments as est
 from eree.errors import SpecError
 
 
@@ -51,11 +54,14 @@ class PolarsEngine:
     def establishment_cells(
         self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> pl.DataFrame:
+        """Per (establishment, cell) job counts (see :mod:`eree.engine.base`)."""
         self._check(data, workplace_by, worker_by)
         per = (
             data.jobs.lazy()
             .group_by(["workplace_id", *worker_by])
             .agg(pl.len().cast(pl.Int64).alias("n"))
+            # the fast loader keeps ids and codes as Enums: results are text
+            .with_columns([pl.col(c).cast(pl.Utf8) for c in ["workplace_id", *worker_by]])
         )
         wp = data.workplaces.lazy().select(["workplace_id", *workplace_by])
         return (
@@ -65,6 +71,61 @@ class PolarsEngine:
             .collect()
         )
 
+    def load_eree(
+        self, config: EreeDataConfig, attributes: Iterable[str] | None = None
+    ) -> EreeData:
+        """Load and validate ER-EE input for this engine (DESIGN.md §2.3).
+
+        Args:
+            config: the ``[data]`` configuration.
+            attributes: the workplace and worker attributes the release uses (``None``:
+                all configured ones). Only these columns are read and validated.
+
+        Returns:
+            The validated data; the per-job establishment rows the engine needs are
+            computed in the same pass and kept for the queries on this dataset.
+        """
+        from eree.engine.polars_load import narrow_config, scan_eree
+
+        data, widx = scan_eree(narrow_config(config, attributes))
+        self._cache = (data, _Prepared(widx, _worker_codes(data)))
+        return data
+
+    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
+
+    def load_establishments(self, config: EstablishmentDataConfig) -> EstablishmentData:
+        """Load and validate establishment input (DESIGN.md §2.2–2.3)."""
+        from eree.data.establishments import load_establishments
+
+        return load_establishments(config)
+
+    def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
+        """The identity query's answers: the id, then each attribute; sorted by id."""
+        return est.polars_identity_values(data.frame, data.id_column, attributes)
+
+    def group_sums(
+        self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
+    ) -> pl.DataFrame:
+        """Exact group sums (:func:`eree.engine.establishments.polars_group_sums`)."""
+        return est.polars_group_sums(data.frame, by, attributes)
+
+    def group_max_bounds(
+        self, data: EstablishmentData, by: Sequence[str], bounds: pl.DataFrame
+    ) -> pl.DataFrame:
+        """Per group, the largest public bound of each attribute of ``bounds``."""
+        attrs = [c for c in bounds.columns if c != data.id_column]
+        return est.polars_group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
+
+    def clipped_group_sums(
+        self,
+        data: EstablishmentData,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+        attributes: Sequence[str],
+    ) -> pl.DataFrame:
+        """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
+        return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
+
     def _prepare(self, data: EreeData) -> _Prepared:
         """Integer codes for the jobs, computed once per dataset and reused by every query."""
         if self._cache is not None and self._cache[0] is data:
@@ -72,24 +133,14 @@ class PolarsEngine:
         wp_index = data.workplaces.select("workplace_id").with_row_index("_w")
         widx = (
             data.jobs.lazy()
-            .select("workplace_id")
+            .select(pl.col("workplace_id").cast(pl.Utf8))
             .join(wp_index.lazy(), on="workplace_id", how="left", maintain_order="left")
             .select("_w")
             .collect()["_w"]
         )
         if widx.null_count():
             raise SpecError("a job points at a workplace missing from the workplace table")
-        codes: dict[str, np.ndarray] = {}
-        for a, dom in data.domains.items():
-            if a in data.jobs.columns and a != "workplace_id":
-                try:
-                    enum = data.jobs[a].cast(pl.Enum(list(dom)))
-                except pl.exceptions.InvalidOperationError:
-                    raise SpecError(
-                        f"worker attribute {a!r} has values outside its declared domain"
-                    ) from None
-                codes[a] = enum.to_physical().to_numpy().astype(np.int64)
-        prep = _Prepared(widx.to_numpy().astype(np.int64), codes)
+        prep = _Prepared(widx.to_numpy().astype(np.int64), _worker_codes(data))
         self._cache = (data, prep)
         return prep
 
@@ -136,14 +187,28 @@ class PolarsEngine:
         F = max(frame.height, 1)
         sizes = [len(data.domains[a]) for a in worker_by]
         D = int(np.prod(sizes)) if worker_by else 1
-        wcode = np.zeros(prep.widx.size, dtype=np.int64)
-        for a, size in zip(worker_by, sizes, strict=True):
-            wcode = wcode * size + prep.codes[a]
-        # each establishment's contribution n to each of its cells
-        pair = prep.widx * D + wcode
-        contrib = pl.DataFrame({"k": pair}).group_by("k").agg(pl.len().alias("n"))
-        k = contrib["k"].to_numpy()
-        n = contrib["n"].to_numpy().astype(np.int64)
+        # each establishment's contribution n to each of its cells, keyed by
+        # k = establishment row · D + worker code
+        n_wp = data.workplaces.height
+        if worker_by:
+            # worker code: the first attribute varies slowest (declared-domain order)
+            steps = np.cumprod([1, *sizes[::-1]])[::-1][1:]
+            pair = prep.widx * D
+            for a, step in zip(worker_by, steps, strict=True):
+                pair += prep.codes[a].astype(np.int64) * int(step)
+        else:
+            pair = prep.widx
+        if n_wp * D <= max(pair.size, 1):
+            # dense: one counting pass (no more memory than the key array, no hashing)
+            dense = np.bincount(pair, minlength=n_wp * D)
+            k = np.flatnonzero(dense)
+            n = dense[k].astype(np.int64)
+            del dense
+        else:
+            contrib = pl.DataFrame({"k": pair}).group_by("k").agg(pl.len().alias("n"))
+            k = contrib["k"].to_numpy()
+            n = contrib["n"].to_numpy().astype(np.int64)
+        del pair
         est = k // D
         cell = fidx[est] * D + k % D
         count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)
@@ -170,6 +235,21 @@ class PolarsEngine:
                 np.int64
             )
         return pl.DataFrame(cols)
+
+
+def _worker_codes(data: EreeData) -> dict[str, np.ndarray]:
+    """Per worker attribute, each job's index in the attribute's declared domain."""
+    codes: dict[str, np.ndarray] = {}
+    for a, dom in data.domains.items():
+        if a in data.jobs.columns and a != "workplace_id":
+            try:
+                enum = data.jobs[a].cast(pl.Enum(list(dom)))
+            except pl.exceptions.InvalidOperationError:
+                raise SpecError(
+                    f"worker attribute {a!r} has values outside its declared domain"
+                ) from None
+            codes[a] = enum.to_physical().to_numpy().astype(np.int8 if len(dom) < 128 else np.int64)
+    return codes
 
 
 @dataclass(frozen=True)

@@ -58,16 +58,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
+from eree.data.establishments import EstablishmentData
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.polars_engine import _domain_frame
+from eree.engine.spark_common import (
+    _Check,
+    _missing,
+    _outside,
+    _polars_to_spark,
+    _read,
+    _run_checks,
+    _to_polars,
+)
 from eree.errors import DataValidationError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
     from pyspark.sql import Column, SparkSession
     from pyspark.sql import DataFrame as SparkDataFrame
+
+    from eree.engine.spark_establishments import SparkEstablishmentData
 
 __all__ = ["SparkEngine", "SparkEreeData", "spark_session"]
 
@@ -79,7 +90,6 @@ _KNOWN = "__eree_known"
 _FLAG = "__eree_flag"
 _F = "__eree_f"
 _W = "__eree_w"
-_CORRUPT = "__eree_corrupt_record"
 _UNKNOWN_WORKPLACE = 1  # bit of _FLAG; bit i+1 marks worker attribute i outside its domain
 
 
@@ -180,9 +190,12 @@ class SparkEreeData:
     @classmethod
     def from_eree(cls, spark: SparkSession, data: EreeData) -> SparkEreeData:
         """Hand an in-memory :class:`EreeData` to Spark (through Arrow)."""
+        jobs = data.jobs.with_columns(  # Enum-coded columns (fast Polars loader) as text
+            [pl.col(c).cast(pl.Utf8) for c, t in data.jobs.schema.items() if t != pl.Utf8]
+        )
         return cls(
             workplaces=_polars_to_spark(spark, data.workplaces),
-            jobs=_polars_to_spark(spark, data.jobs),
+            jobs=_polars_to_spark(spark, jobs),
             domains=dict(data.domains),
         )
 
@@ -299,52 +312,6 @@ class SparkEreeData:
         return cls(workplaces=workplaces, jobs=jobs, domains=doms)
 
 
-_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
-
-
-def _polars_to_spark(spark: SparkSession, df: pl.DataFrame) -> SparkDataFrame:
-    """A Polars frame as a Spark DataFrame, through Arrow, in about 2 partitions per core.
-
-    Spark 4 embeds Arrow data below ``localRelationThreshold`` (48 MiB) in the query
-    plan itself (a ``LocalRelation``); every later query plan, and the cache lookups
-    that compare plans, then carry all of its rows, which made each query seconds
-    slower on a 351K-establishment table. The threshold is set to 0 for this call so
-    the data always live in an RDD.
-    """
-    table = df.to_arrow(compat_level=pl.CompatLevel.oldest())
-    if _spark_major() >= 4:
-        old = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
-        spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
-        try:
-            sdf = spark.createDataFrame(table)
-        finally:
-            if old is None:
-                spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
-            else:
-                spark.conf.set(_LOCAL_RELATION_THRESHOLD, old)
-    else:  # pragma: no cover - Spark 3.5: through pandas (Arrow-enabled)
-        sdf = spark.createDataFrame(table.to_pandas())
-    # Spark makes one partition per Arrow batch (10,000 rows): merge them (no shuffle;
-    # a no-op when there are fewer)
-    return sdf.coalesce(max(1, 2 * spark.sparkContext.defaultParallelism))
-
-
-def _spark_major() -> int:
-    import pyspark
-
-    return int(pyspark.__version__.split(".")[0])
-
-
-def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
-    """Collect a (small) Spark DataFrame to the driver as a Polars frame."""
-    if hasattr(sdf, "toArrow"):
-        table: pa.Table = sdf.toArrow()
-        out = pl.from_arrow(table)
-        assert isinstance(out, pl.DataFrame)
-        return out
-    return pl.from_pandas(sdf.toPandas())  # pragma: no cover - Spark 3.5
-
-
 def _check_config(config: EreeDataConfig) -> None:
     three = (config.workplace, config.worker, config.job)
     if config.jobs is not None and any(p is not None for p in three):
@@ -356,161 +323,9 @@ def _check_config(config: EreeDataConfig) -> None:
             raise SpecError(f"worker attribute {a!r} has no declared domain")
 
 
-def _read(
-    spark: SparkSession,
-    path: Path,
-    required: Sequence[str],
-    optional: Sequence[str],
-    format: str | None,
-) -> SparkDataFrame:
-    """Read ``required`` (+ ``optional`` when present) columns of a table, as strings."""
-    from pyspark.sql import functions as sf
-    from pyspark.sql.types import IntegralType, StringType, StructField, StructType
-
-    fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
-    if fmt == "csv":
-        from eree.data.io import read_header
-
-        header = read_header(path)
-        schema = StructType(
-            [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
-        )
-        df = (
-            spark.read.option("header", True)
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", _CORRUPT)
-            .option("enforceSchema", True)
-            .schema(schema)
-            .csv(str(path))
-        )
-        # the parser only sees a ragged row when it parses every column: check them all
-        counts = df.agg(sf.count(sf.col(_CORRUPT)), *[sf.count(sf.col(c)) for c in header]).first()
-        if counts is not None and counts[0]:
-            raise DataValidationError(
-                "a row has a different number of fields than the header",
-                file=str(path),
-                rule="unparseable",
-            )
-    elif fmt == "parquet":
-        try:
-            df = spark.read.parquet(str(path))
-        except Exception as exc:
-            raise DataValidationError(
-                f"not a readable Parquet file or directory ({type(exc).__name__})",
-                file=str(path),
-                rule="unparseable",
-            ) from None
-    else:
-        raise SpecError(f"format must be 'parquet' or 'csv', not {fmt!r}")
-    present = [c for c in df.columns if c != _CORRUPT]
-    missing = [c for c in required if c not in present]
-    if missing:
-        raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in missing)}; the file "
-            f"has: {', '.join(repr(c) for c in present)}",
-            file=str(path),
-            column=missing[0],
-            rule="missing-column",
-        )
-    cols = [*required, *(c for c in optional if c in present and c not in required)]
-    types = {f.name: f.dataType for f in df.schema.fields}
-    out = []
-    for c in cols:
-        t = types[c]
-        if not isinstance(t, StringType | IntegralType):
-            raise DataValidationError(
-                f"column is stored as {t.simpleString()}, expected text or integer codes",
-                file=str(path),
-                column=c,
-                rule="type",
-            )
-        out.append(sf.col(c).cast("string").alias(c))
-    return df.select(*out)
-
-
 # --------------------------------------------------------------------------------------
 # validation (DESIGN.md §2.3) with Spark aggregations; ids may be printed, values not
 # --------------------------------------------------------------------------------------
-
-
-def _missing(c: str) -> Column:
-    from pyspark.sql import functions as sf
-
-    return sf.col(c).isNull() | (sf.trim(sf.col(c)) == "")
-
-
-def _outside(c: str, domain: Sequence[str]) -> Column:
-    from pyspark.sql import functions as sf
-
-    return sf.col(c).isNull() | ~sf.col(c).isin(list(domain))
-
-
-@dataclass(frozen=True)
-class _Check:
-    """A §2.3 rule as a row condition: ``violation`` true on an offending row.
-
-    ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
-    row (ids are not confidential; values are never printed).
-    """
-
-    violation: Column
-    column: str
-    rule: str
-    message: str
-    id_col: str | None = None
-
-
-def _run_checks(
-    df: SparkDataFrame,
-    file: Path,
-    checks: Sequence[_Check],
-    *,
-    unique: str | None = None,
-    unique_rule: str = "duplicate-id",
-    unique_message: str = "id {id!r} appears more than once",
-) -> int:
-    """Count every check's violations in one Spark aggregation; raise on the first one.
-
-    Order: the ``missing-id`` checks, then uniqueness of ``unique`` (if given), then the
-    other checks in the order given. Only on failure is a second query run, to name an
-    offending id.
-
-    Returns:
-        The number of rows of ``df``.
-    """
-    from pyspark.sql import functions as sf
-
-    aggs = [sf.sum(sf.when(c.violation, 1).otherwise(0)) for c in checks]
-    aggs.append(sf.count(sf.lit(1)))
-    if unique is not None:
-        aggs.append(sf.countDistinct(sf.col(unique)))
-    row = df.agg(*aggs).first()
-    assert row is not None
-    vals = [int(v or 0) for v in row]
-    n_rows = vals[len(checks)]
-
-    def fail(c: _Check) -> None:
-        msg = c.message
-        if c.id_col is not None:
-            found = df.filter(c.violation).select(c.id_col).limit(1).collect()
-            msg = msg.format(id=found[0][0] if found else "?")
-        raise DataValidationError(msg, file=str(file), column=c.column, rule=c.rule)
-
-    for i, c in enumerate(checks):
-        if c.rule == "missing-id" and vals[i]:
-            fail(c)
-    if unique is not None and vals[len(checks) + 1] != n_rows:
-        dup = df.groupBy(unique).count().filter(sf.col("count") > 1).limit(1).collect()
-        raise DataValidationError(
-            unique_message.format(id=dup[0][0] if dup else "?"),
-            file=str(file),
-            column=unique,
-            rule=unique_rule,
-        )
-    for i, c in enumerate(checks):
-        if c.rule != "missing-id" and vals[i]:
-            fail(c)
-    return n_rows
 
 
 _ID_MISSING = "missing id (null or blank)"
@@ -698,6 +513,7 @@ class SparkEngine:
         self._persist = persist
         self._source: tuple[EreeData, SparkEreeData] | None = None
         self._prepared: tuple[EreeData | SparkEreeData, _Prepared] | None = None
+        self._estab_source: tuple[EstablishmentData, SparkEstablishmentData] | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -752,6 +568,77 @@ class SparkEngine:
             self._prepared[1].release()
         self._prepared = None
         self._source = None
+
+    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
+
+    def load_eree(
+        self, config: EreeDataConfig, attributes: Sequence[str] | None = None
+    ) -> SparkEreeData:
+        """Read and validate ER-EE input with Spark (only ``attributes``, if given)."""
+        from eree.engine.polars_load import narrow_config
+
+        return self.load(narrow_config(config, attributes))
+
+    def load_establishments(self, config: EstablishmentDataConfig) -> SparkEstablishmentData:
+        """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3)."""
+        from eree.engine.spark_establishments import load_establishments_spark
+
+        return load_establishments_spark(self.spark, config)
+
+    def _estab(self, data: EstablishmentData | SparkEstablishmentData) -> SparkEstablishmentData:
+        from eree.engine.spark_establishments import SparkEstablishmentData
+
+        if isinstance(data, SparkEstablishmentData):
+            return data
+        if self._estab_source is not None and self._estab_source[0] is data:
+            return self._estab_source[1]
+        sdata = SparkEstablishmentData.from_polars(self.spark, data)
+        self._estab_source = (data, sdata)
+        return sdata
+
+    def identity_values(
+        self, data: EstablishmentData | SparkEstablishmentData, attributes: Sequence[str]
+    ) -> pl.DataFrame:
+        """The identity query's answers: the id, then each attribute; sorted by id."""
+        from eree.engine import spark_establishments as se
+
+        return se.identity_values(self._estab(data), attributes)
+
+    def group_sums(
+        self,
+        data: EstablishmentData | SparkEstablishmentData,
+        by: Sequence[str],
+        attributes: Sequence[str],
+    ) -> pl.DataFrame:
+        """Exact group sums, identical to :meth:`PolarsEngine.group_sums`."""
+        from eree.engine import spark_establishments as se
+
+        return se.group_sums(self._estab(data), by, attributes)
+
+    def group_max_bounds(
+        self,
+        data: EstablishmentData | SparkEstablishmentData,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+    ) -> pl.DataFrame:
+        """Per group, the largest public bound of each attribute of ``bounds``."""
+        from eree.engine import spark_establishments as se
+
+        sdata = self._estab(data)
+        attrs = [c for c in bounds.columns if c != sdata.id_column]
+        return se.group_max_bounds(self.spark, sdata, by, bounds, attrs)
+
+    def clipped_group_sums(
+        self,
+        data: EstablishmentData | SparkEstablishmentData,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+        attributes: Sequence[str],
+    ) -> pl.DataFrame:
+        """Exact clipped sums, identical to :meth:`PolarsEngine.clipped_group_sums`."""
+        from eree.engine import spark_establishments as se
+
+        return se.clipped_group_sums(self.spark, self._estab(data), by, bounds, attributes)
 
     def _prepare(self, data: EreeData | SparkEreeData) -> _Prepared:
         if self._prepared is not None and self._prepared[0] is data:

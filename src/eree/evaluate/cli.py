@@ -153,8 +153,9 @@ def audit(
     scale: Annotated[float, typer.Option(help="scale of the WAC generator")] = 1.0,
     jobs: Annotated[int, typer.Option(help="jobs of the parametric dataset")] = 50_000,
 ) -> None:
-    """Run the attacks of Haney et al. §5.2 on synthetic data: against input noise infusion
-    they succeed; against the formal mechanisms they fail.
+    """Run the attacks of Haney et al. §5.2 on synthetic data.
+
+    Against input noise infusion they succeed; against the formal mechanisms they fail.
 
     Shape disclosure from one-establishment cells; reconstruction of an establishment's
     distortion factor, cells and size from one known cell; a worker's attributes through

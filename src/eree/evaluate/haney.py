@@ -190,16 +190,19 @@ class Point:
 
     @property
     def label(self) -> str:
+        """The mechanism's name, with θ when set, e.g. ``name(theta=10)``."""
         if self.theta is not None:
             return f"{self.mechanism}(theta={self.theta:g})"
         return self.mechanism
 
 
 def mechanism_label(mechanism: str, theta: float | None = None) -> str:
+    """The label of ``mechanism`` (with ``theta`` when given), as :attr:`Point.label`."""
     return Point(mechanism, 1.0, None, theta).label
 
 
 def grid_points(grid: HaneyGrid) -> Iterator[Point]:
+    """Every point of ``grid``: per ε, each ER-EE mechanism per α, truncation per θ, extras."""
     for eps in grid.epsilons:
         for mech in ER_EE_MECHANISMS:
             for a in grid.alphas:
@@ -297,6 +300,7 @@ class MarginalCells:
 
     @property
     def cells(self) -> int:
+        """Number of cells of the marginal."""
         return int(self.n.size)
 
     def count_truncated(self, theta: float) -> FloatArray:
@@ -307,6 +311,7 @@ class MarginalCells:
         ).astype(np.float64)
 
     def mask(self, where: dict[str, str]) -> np.ndarray:
+        """Boolean mask of the cells whose key columns equal the values in ``where``."""
         m = np.ones(self.cells, dtype=bool)
         for k, v in where.items():
             m &= (self.keys[k] == v).to_numpy()
@@ -452,6 +457,7 @@ class HaneyResult:
 
 
 def experiments_of(experiment: str) -> list[str]:
+    """The experiments ``experiment`` stands for (``haney-all``: all, in order)."""
     if experiment == "haney-all":
         return list(_ORDER)
     if experiment not in _ANALYSES:

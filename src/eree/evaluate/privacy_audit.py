@@ -134,6 +134,7 @@ class AuditCase:
 
     @property
     def registry_entry(self) -> Entry:
+        """The mechanism registry entry of the case."""
         return REGISTRY[self.entry]
 
     def build(self) -> Mechanism:
@@ -573,6 +574,7 @@ class AuditResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def violations(self, scale_factor: float) -> pl.DataFrame:
+        """The rows at ``scale_factor`` whose verdict is a violation."""
         return self.table.filter(
             pl.col("scale_factor") == scale_factor, pl.col("verdict") == VIOLATION
         )
@@ -734,8 +736,11 @@ def _html_table(df: pl.DataFrame) -> str:
 
 
 def _tradeoff_figure(result: AuditResult, path: Path) -> Path | None:
-    """Per GEDP mechanism: the empirical trade-off of threshold tests on its first pair, per
-    scale factor, against the claimed Gaussian trade-off curve Φ(Φ⁻¹(1 − x) − μ)."""
+    """Empirical trade-off curves of the GEDP mechanisms against the claimed ones.
+
+    Per GEDP mechanism: the empirical trade-off of threshold tests on its first pair, per
+    scale factor, against the claimed Gaussian trade-off curve Φ(Φ⁻¹(1 − x) − μ).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -809,8 +814,11 @@ def html_report(result: AuditResult, figures: Sequence[Path]) -> str:
 
 
 def write_outputs(result: AuditResult, out_dir: Path, *, report: bool = True) -> dict[str, Path]:
-    """Write ``privacy_audit.csv``, ``summary.csv``, ``run.json``, ``tradeoff.json``, the
-    figures and ``report.html``."""
+    """Write the privacy audit's outputs.
+
+    ``privacy_audit.csv``, ``summary.csv``, ``run.json``, ``tradeoff.json``, the figures
+    and ``report.html``.
+    """
     import json
 
     out_dir = Path(out_dir)

@@ -113,8 +113,10 @@ def gedp_plan(
 def _estimates_on_cells(
     tables: LinkedTables, answers: pl.DataFrame, attributes: Sequence[str], codes: set[str]
 ) -> dict[str, np.ndarray]:
-    """Sum answer rows (a pseudo-establishment frame) into the linked cells whose table
-    code is in ``codes``; NaN elsewhere."""
+    """Sum answer rows (a pseudo-establishment frame) into linked cells.
+
+    Sums into the linked cells whose table code is in ``codes``; NaN elsewhere.
+    """
     t = tabulate(prepare_qcew_frame(answers), tables.layout, attributes, top=1, check_values=False)
     keys = tables.key_columns
     got = t.cells.filter(pl.col("table_code").is_in(list(codes))).select(
@@ -132,8 +134,11 @@ def gedp_cell_estimates(
     seed: int,
     mu: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, np.ndarray]:
-    """One seeded GEDP release (Table 7 plan) turned into an estimate of every cell of
-    ``tables`` (a QCEW layout with the domain level), per attribute."""
+    """One seeded GEDP release (Table 7 plan) turned into cell estimates.
+
+    Gives an estimate of every cell of ``tables`` (a QCEW layout with the domain level),
+    per attribute.
+    """
     from eree.data.establishments import EstablishmentData
     from eree.mechanisms.noise import make_noise_source
     from eree.release.gedp import account_gedp_plan, release_gedp

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
 
 from eree.errors import PrivacyParameterError
 from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
+from eree.privacy.scipy_lazy import ndtri
 
 FloatArray = NDArray[np.float64]
 

@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri
 from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
@@ -32,6 +31,7 @@ from eree.mechanisms.estimators import psi_estimates, z_value
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.composition import Composition, Cost, GaussianComposition
 from eree.privacy.neighbors import NeighborFunction
+from eree.privacy.scipy_lazy import ndtri
 
 __all__ = [
     "EstabGaussian",

@@ -1,6 +1,8 @@
-"""Postprocessing of noisy answers (DESIGN.md §6): unbiased estimators, published variance
-estimates and confidence intervals (:mod:`eree.mechanisms.estimators`, Webb et al.
-Thm 6.6), and the weighted-least-squares reconstruction of establishment microdata.
+"""Postprocessing of noisy answers (DESIGN.md §6).
+
+Unbiased estimators, published variance estimates and confidence intervals
+(:mod:`eree.mechanisms.estimators`, Webb et al. Thm 6.6), and the weighted-least-squares
+reconstruction of establishment microdata.
 
 Everything here is a function of mechanism outputs and public parameters only.
 """

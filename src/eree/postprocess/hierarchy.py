@@ -250,8 +250,10 @@ def _project(
 
 
 def _rescale(x: np.ndarray, free: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """Scale each group's free children so that the group sums to its total exactly
-    (removes floating-point residue; the factor is 1 up to rounding error)."""
+    """Scale each group's free children so that the group sums to its total exactly.
+
+    Removes floating-point residue; the factor is 1 up to rounding error.
+    """
     n = total.shape[0]
     fixed = np.bincount(group, np.where(free, 0.0, x), minlength=n)
     moving = np.bincount(group, np.where(free, x, 0.0), minlength=n)

@@ -164,10 +164,12 @@ class GroupSumObservation:
 
     @property
     def n_groups(self) -> int:
+        """Number of groups (measured values)."""
         return int(self.values.size)
 
     @property
     def is_identity(self) -> bool:
+        """Whether this measures every establishment (no ``groups``)."""
         return self.groups is None
 
     @classmethod
@@ -308,8 +310,11 @@ class _Chain:
     def solve(
         self, a0: FloatArray, s0: FloatArray, level_a: Sequence[FloatArray] | None = None
     ) -> FloatArray:
-        """Two-pass exact WLS given leaf answers ``a0`` with variances ``s0`` (0 = known
-        exactly) and each level's answers (default: its measurement)."""
+        """Two-pass exact WLS.
+
+        Given leaf answers ``a0`` with variances ``s0`` (0 = known exactly) and each
+        level's answers (default: its measurement).
+        """
         zs = [a0]
         ss = [s0]
         csum_s: list[FloatArray] = []
@@ -339,8 +344,11 @@ class _Chain:
 
 
 def _best_chain(groupings: Sequence[_Grouping]) -> tuple[_Chain | None, list[_Grouping]]:
-    """The chain identity ⊂ … leaving the fewest groups outside; (None, all) if the
-    identity is not measured with finite variances for every establishment."""
+    """The chain identity ⊂ … leaving the fewest groups outside.
+
+    (None, all) if the identity is not measured with finite variances for every
+    establishment.
+    """
     ident = next((g for g in groupings if g.groups is None), None)
     if ident is None or not np.all(ident.w > 0):
         return None, list(groupings)
@@ -383,7 +391,7 @@ def _best_chain(groupings: Sequence[_Grouping]) -> tuple[_Chain | None, list[_Gr
 
 @dataclass(frozen=True)
 class WLSResult:
-    """Solution of Eq. 1 for one attribute.
+    r"""Solution of Eq. 1 for one attribute.
 
     Attributes:
         x: the reconstructed value of every establishment.
@@ -392,7 +400,7 @@ class WLSResult:
             non-negativity rounds.
         converged: the iterative solver met its tolerance (and, with non-negativity,
             the active-set loop terminated).
-        relative_residual: :math:`\\lVert b-Mx\\rVert_2/\\lVert b\\rVert_2` of the
+        relative_residual: :math:`\lVert b-Mx\rVert_2/\lVert b\rVert_2` of the
             normal equations at the returned x (for non-negativity: restricted to the
             coordinates that are not pinned at 0).
         objective: the value of Eq. 1 at x.
@@ -483,8 +491,11 @@ def _map_to(fine: IntArray, m_fine: int, coarse: IntArray) -> IntArray | None:
 
 
 def _meet(others: Sequence[_Grouping]) -> tuple[IntArray, int, _Grouping | None]:
-    """The coarsest common refinement of the groupings: a measured grouping that every
-    other one coarsens (returned as third element), else the cross-classification."""
+    """The coarsest common refinement of the groupings.
+
+    A measured grouping that every other one coarsens (returned as third element), else
+    the cross-classification.
+    """
     by_size = sorted(others, key=lambda g: -g.m)
     for f in by_size:
         assert f.groups is not None
@@ -515,8 +526,11 @@ def _reduced_solve(
     require_tree: bool,
     x0: FloatArray | None = None,
 ) -> tuple[FloatArray, str, int, bool]:
-    """Exact reduction to the coarsest common refinement of the non-identity groupings
-    (module docstring), then the chain solver or PCG on the reduced problem."""
+    """Solve by exact reduction to the coarsest common refinement.
+
+    Exact reduction to the coarsest common refinement of the non-identity groupings
+    (module docstring), then the chain solver or PCG on the reduced problem.
+    """
     s0 = 1.0 / ident.w
     a0 = ident.a.copy()
     if fixed is not None:
@@ -716,8 +730,10 @@ def solve_wls(
 
 
 def _kkt(grad: FloatArray, x: FloatArray, b: FloatArray) -> float:
-    """Largest KKT violation of min f s.t. x ≥ 0, relative to max|b|: free coordinates
-    need grad = 0, coordinates at 0 need grad ≥ 0."""
+    """Largest KKT violation of min f s.t. x ≥ 0, relative to max|b|.
+
+    Free coordinates need grad = 0, coordinates at 0 need grad ≥ 0.
+    """
     scale = float(np.max(np.abs(b))) or 1.0
     at0 = x <= 0
     v_free = np.abs(grad[~at0]).max(initial=0.0)

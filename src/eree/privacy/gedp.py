@@ -30,11 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.special import ndtr, ndtri
-
 from eree.errors import PrivacyParameterError, SpecError
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.neighbors import NeighborFunction, neighbor_from_spec
+from eree.privacy.scipy_lazy import ndtr, ndtri
 
 __all__ = [
     "SEMANTICS_SIZES",

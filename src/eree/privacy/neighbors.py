@@ -41,10 +41,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 from typing_extensions import override
 
 from eree.errors import PrivacyParameterError, SpecError
+from eree.privacy.scipy_lazy import brentq
 
 FloatArray = NDArray[np.float64]
 

@@ -54,7 +54,7 @@ def measure_marginal(
     if mech.uses_establishment_incidence:
         context = {
             INCIDENCE: _incidence(stats, data, engine, q),
-            N_ESTABLISHMENTS: data.workplaces.height,
+            N_ESTABLISHMENTS: data.n_workplaces,
             FACTOR_CACHE: shared.setdefault(FACTOR_CACHE, {}),
         }
     cells = Cells({c: stats[c].to_numpy() for c in mech.needs}, context)
@@ -79,7 +79,7 @@ def release_counts(
     Confidential columns (count, x_v) never leave :func:`measure_marginal`: a table holds
     only the keys and the published statistic columns.
     """
-    n_estab = data.workplaces.height
+    n_estab = data.n_workplaces
     shared: dict[str, object] = {}  # release-wide: noise infusion's factors, drawn once
     tables = []
     for q in built.queries:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+import polars as pl
 from typing_extensions import override
 
 from eree.engine.base import Engine
@@ -30,8 +31,15 @@ class ReleaseFamily(ABC):
         """Refuse what can be refused before any confidential byte is read."""
 
     @abstractmethod
-    def load(self, plan: Plan) -> Any:
-        """Load and validate the data (DESIGN.md §2.3)."""
+    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
+        """Load and validate the data with ``engine`` (DESIGN.md §2.3).
+
+        With ``narrow``, only the columns the queries use are read (a release with a
+        ledger reads every configured column, so that its fingerprint covers them).
+
+        With the Spark engine, Spark reads and validates the data; the result stays
+        in Spark.
+        """
 
     @abstractmethod
     def release(
@@ -71,12 +79,18 @@ class CountRelease(ReleaseFamily):
         check_publication_plan(plan)
 
     @override
-    def load(self, plan: Plan) -> Any:
-        from eree.data.eree_tables import load_eree
+    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
         from eree.release.cells import check_plan_cells
 
-        data = load_eree(plan.data)  # type: ignore[arg-type]
-        check_plan_cells(plan, data.workplaces)  # exact counts, before cells are allocated
+        used: set[str] = set()
+        for q in plan.queries:
+            wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
+            used.update(wp, wk)
+        data = engine.load_eree(plan.data, sorted(used) if narrow else None)
+        # exact cell counts before cells are allocated (Polars-side data; with Spark
+        # the lower bounds checked before loading stand)
+        workplaces = data.workplaces if isinstance(data.workplaces, pl.DataFrame) else None
+        check_plan_cells(plan, workplaces)
         return data
 
     @override
@@ -134,10 +148,8 @@ class EstablishmentRelease(ReleaseFamily):
             check_microdata_plan(plan)
 
     @override
-    def load(self, plan: Plan) -> Any:
-        from eree.data.establishments import load_establishments
-
-        return load_establishments(plan.data)  # type: ignore[arg-type]
+    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
+        return engine.load_establishments(plan.data)
 
     @override
     def release(
@@ -145,7 +157,7 @@ class EstablishmentRelease(ReleaseFamily):
     ) -> list[QueryTable]:
         from eree.release.gedp import release_gedp
 
-        return release_gedp(built, data, source)
+        return release_gedp(built, data, source, engine=engine)
 
     @override
     def postprocess(
@@ -155,7 +167,11 @@ class EstablishmentRelease(ReleaseFamily):
             return {}, {}
         from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
 
-        md = build_microdata(built.plan, tables, public_frame(data))
+        if isinstance(data.frame, pl.DataFrame):
+            public = public_frame(data)
+        else:  # Spark-side data: only the public columns come to the driver
+            public = _public_on_driver(data)
+        md = build_microdata(built.plan, tables, public)
         entry = {"microdata": md.manifest_entry()}
         if built.plan.postprocess.consistent:
             from eree.release.microdata import tabulated_tables
@@ -177,6 +193,18 @@ class EstablishmentRelease(ReleaseFamily):
         from eree.release.gedp import gedp_plan_semantics
 
         return gedp_plan_semantics(plan, report)
+
+
+def _public_on_driver(data: Any) -> pl.DataFrame:
+    """The id and public columns of Spark-side establishment data, on the driver.
+
+    The WLS microdata have one row per establishment with its public attributes, so
+    these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does.
+    """
+    from eree.engine.spark_common import _to_polars
+
+    cfg = data.config
+    return _to_polars(data.frame.select(cfg.id, *cfg.public))
 
 
 _FAMILIES: dict[str, ReleaseFamily] = {

@@ -26,12 +26,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
-from eree.engine.establishments import (
-    bound_column,
-    clipped_group_sums,
-    group_sums,
-    identity_values,
-)
+from eree.engine.establishments import bound_column
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import PncBounded, PsiMechanism
@@ -150,8 +145,13 @@ def release_gedp(
     data: EstablishmentData,
     source: NoiseSource,
     report: PrivacyReport | None = None,
+    *,
+    engine: Any = None,
 ) -> list[QueryTable]:
     """Run the plan's GEDP mechanism objects on ``data``; return the tables in plan order.
+
+    The cell statistics (identity answers, group sums, clipped sums) come from
+    ``engine`` (default: the Polars engine); ``data`` is what that engine loaded.
 
     Args:
         plan: a :class:`~eree.release.build.BuiltPlan` (or a GEDP
@@ -170,7 +170,10 @@ def release_gedp(
     if report is not None:
         _check_report(built, report)
     _check_data(spec, data)
-    frame = data.frame
+    if engine is None:
+        from eree.engine.polars_engine import PolarsEngine
+
+        engine = PolarsEngine()
     id_col = data.id_column
     order = list(built.queries)
     src = spec.pnc.bounds_from
@@ -192,19 +195,20 @@ def release_gedp(
         needs = {n for m in q.mechanisms for n in m.needs}
         frames: dict[str, pl.DataFrame] = {}
         if q.spec.by == "identity":
-            cells = frames["value"] = identity_values(frame, id_col, attrs)
+            cells = frames["value"] = engine.identity_values(data, attrs)
             keys: list[str] = [id_col]
         else:
             keys = list(q.spec.by)
             if "value" in needs:
-                frames["value"] = group_sums(frame, keys, attrs)
+                frames["value"] = engine.group_sums(data, keys, attrs)
             if needs & {"clipped", "bound"}:
                 if bounds is None:
                     bounds = _pnc_bounds(built, omegas, ids, data)
-                frames["clipped"] = clipped_group_sums(frame, keys, id_col, bounds, attrs)
-            if "identity_sum" in needs:
-                frames["identity_sum"] = _identity_sums(frame, keys, attrs, id_estimates)
+                frames["clipped"] = engine.clipped_group_sums(data, keys, bounds, attrs)
             cells = next(iter(frames.values()))
+            frames = {k: _aligned(cells, f, keys) for k, f in frames.items()}
+            if "identity_sum" in needs:
+                frames["identity_sum"] = _identity_sums(cells, data, keys, attrs, ids, id_estimates)
         for a, mech in zip(attrs, q.mechanisms, strict=True):
             columns: dict[str, FloatArray] = {}
             for n in mech.needs:
@@ -228,27 +232,48 @@ def release_gedp(
     return [results[q.name] for q in built.queries]
 
 
+def _aligned(base: pl.DataFrame, other: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """``other``'s rows in the order of ``base``'s groups (the same groups of ``keys``)."""
+    if not keys or other is base:
+        return other
+    return base.select(keys).join(other, on=keys, how="left", maintain_order="left")
+
+
+def _public_keys(data: EstablishmentData, keys: list[str]) -> pl.DataFrame:
+    """The id and the public ``keys`` of every establishment (public columns only)."""
+    cols = [data.id_column, *keys]
+    frame = data.frame
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    if not isinstance(frame, pl.DataFrame):  # e.g. a Spark frame: public columns only
+        frame = pl.from_pandas(frame.select(*cols).toPandas())
+    return frame.select(cols).with_columns(pl.col(data.id_column).cast(pl.Utf8))
+
+
 def _identity_sums(
-    frame: pl.DataFrame | pl.LazyFrame,
+    cells: pl.DataFrame,
+    data: EstablishmentData,
     keys: list[str],
     attrs: list[str],
+    ids: pl.Series | None,
     id_estimates: dict[str, FloatArray],
 ) -> pl.DataFrame:
-    """Per group, the sum of the identity query's *published* estimates x̃_j (public).
+    """Per group of ``cells``, the sum of the identity query's *published* estimates x̃_j.
 
-    The identity answers are in the frame's row order (:func:`identity_values`), so they
-    can be summed over the frame's groups directly; the groups come out in the order of
-    :func:`group_sums` over the same keys.
+    Public: the estimates are published, and ids and ``keys`` are public attributes.
     """
     missing = [a for a in attrs if a not in id_estimates]
-    if missing:  # pragma: no cover - validate_gedp_plan guarantees the identity query
+    if ids is None or missing:  # pragma: no cover - validate_gedp_plan orders the queries
         raise RuntimeError(f"no identity answers for {missing} before the group-by queries")
-    df = frame if isinstance(frame, pl.DataFrame) else frame.collect()
     est = pl.DataFrame(
-        [*df.select(keys).get_columns(),
+        [ids.cast(pl.Utf8).alias(data.id_column),
          *(pl.Series(a, id_estimates[a], dtype=pl.Float64) for a in attrs)]
     )  # fmt: skip
-    return group_sums(est, keys, attrs)
+    if not keys:
+        return est.select(pl.col(a).sum() for a in attrs)
+    joined = _public_keys(data, keys).join(est, on=data.id_column, how="left")
+    sums = joined.group_by(keys).agg(pl.col(a).sum() for a in attrs)
+    return _aligned(cells, sums, keys).with_columns(pl.col(a).fill_null(0.0) for a in attrs)
 
 
 def _pnc_bounds(

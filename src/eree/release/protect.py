@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from eree.data.fingerprint import content_fingerprint, structure_fingerprint
 from eree.engine.base import Engine
 from eree.errors import LedgerError
@@ -177,17 +179,47 @@ def protect(
     book = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
     family = family_of(plan)
     family.check_before_load(plan)
-    data = family.load(plan)
-    fingerprint = content_fingerprint(data)
+    if engine is None:
+        from eree.engine.select import make_engine
+
+        e = plan.engine
+        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
+    # without a ledger the fingerprint is keyed with a fresh key (it identifies nothing),
+    # so only the columns the queries use need to be read
+    data = family.load(plan, engine, narrow=book is None)
+    fingerprint = _content_fingerprint(data)
     if book is None:  # a fresh random key: the published fingerprint identifies nothing
         return _run(built, out_dir, source, engine, report, data,
                     keyed_fingerprint(fingerprint, fresh_key()), None)  # fmt: skip
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
-        new_version=new_version, structure=structure_fingerprint(data),
+        new_version=new_version, structure=_structure_fingerprint(data),
     ) as charge:  # fmt: skip
         return _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
+
+
+def _content_fingerprint(data: Any) -> str:
+    """:func:`~eree.data.fingerprint.content_fingerprint`, or its Spark-side counterpart."""
+    if _is_spark_side(data):
+        from eree.engine.spark_common import spark_fingerprint
+
+        return spark_fingerprint(data, structure=False)
+    return content_fingerprint(data)
+
+
+def _structure_fingerprint(data: Any) -> str:
+    """:func:`~eree.data.fingerprint.structure_fingerprint`, or its Spark-side counterpart."""
+    if _is_spark_side(data):
+        from eree.engine.spark_common import spark_fingerprint
+
+        return spark_fingerprint(data, structure=True)
+    return structure_fingerprint(data)
+
+
+def _is_spark_side(data: Any) -> bool:
+    frame = getattr(data, "frame", None) if hasattr(data, "frame") else data.workplaces
+    return not isinstance(frame, pl.DataFrame)
 
 
 def _run(

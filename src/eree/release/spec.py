@@ -20,7 +20,9 @@ from eree.mechanisms import registry
 
 DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "blowfish", "none")
 
-_TOP_KEYS = ("name", "data", "privacy", "query", "pnc", "postprocess", "output")
+_TOP_KEYS = ("name", "data", "privacy", "query", "pnc", "postprocess", "output", "engine")
+_ENGINE_KEYS = ("kind", "cores", "driver_memory")
+ENGINE_KINDS = ("polars", "spark")
 _EREE_DATA_KEYS = (
     "kind",
     "workplace",
@@ -133,9 +135,11 @@ class QuerySpec:
 
     @property
     def is_identity(self) -> bool:
+        """Whether the query is the identity query (``by = "identity"``)."""
         return self.by == "identity"
 
     def to_dict(self) -> dict[str, Any]:
+        """The query as a plain dictionary: unset optional fields left out, ``params`` inlined."""
         d: dict[str, Any] = {
             "name": self.name,
             "by": self.by if isinstance(self.by, str) else list(self.by),
@@ -189,6 +193,22 @@ class PostprocessSpec:
 
 
 @dataclass(frozen=True)
+class EngineSpec:
+    """``[engine]``: which engine scans the microdata (DESIGN.md §1.1).
+
+    Attributes:
+        kind: ``"polars"`` (default: in-process) or ``"spark"`` (Spark reads and
+            validates the data; for data that outgrow one machine).
+        cores: Spark's local worker threads when eree starts the session.
+        driver_memory: Spark driver heap when eree starts the session.
+    """
+
+    kind: str = "polars"
+    cores: int = 2
+    driver_memory: str = "4g"
+
+
+@dataclass(frozen=True)
 class OutputSpec:
     """``[output]``: publication settings.
 
@@ -215,11 +235,13 @@ class Plan:
     pnc: PncSpec = field(default_factory=PncSpec)
     postprocess: PostprocessSpec = field(default_factory=PostprocessSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
+    engine: EngineSpec = field(default_factory=EngineSpec)
     source: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
+        """The data kind: ``eree`` (ER-EE data) or ``establishments``."""
         return "eree" if isinstance(self.data, EreeDataConfig) else "establishments"
 
     @property
@@ -230,6 +252,7 @@ class Plan:
         return self.data
 
     def query(self, name: str) -> QuerySpec:
+        """The query named ``name`` (a :class:`SpecError` if there is none)."""
         for q in self.queries:
             if q.name == name:
                 return q
@@ -469,6 +492,13 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     confidence = _number(out_raw.get("confidence", 0.95), "[output].confidence")
     if not confidence < 1:
         raise SpecError("[output].confidence must lie in (0, 1)")
+    eng_raw = raw.get("engine", {})
+    _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
+    engine = EngineSpec(**eng_raw)
+    if engine.kind not in ENGINE_KINDS:
+        raise SpecError(f'[engine].kind must be "polars" or "spark" (got {engine.kind!r})')
+    if not isinstance(engine.cores, int) or engine.cores < 1:
+        raise SpecError("[engine].cores must be a positive integer")
     csv = out_raw.get("csv", True)
     if not isinstance(csv, bool):
         raise SpecError("[output].csv must be true or false")
@@ -483,6 +513,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         pnc=PncSpec(zeta, bounds_from),
         postprocess=postprocess,
         output=OutputSpec(confidence, csv, max_cells),
+        engine=engine,
         source=source,
         raw=raw,
     )

@@ -87,8 +87,11 @@ def _components(a_s: sp.csr_matrix) -> tuple[int, np.ndarray, np.ndarray]:
 
 
 def _outer_upper(sub: sp.csr_matrix, b: np.ndarray) -> np.ndarray:
-    """Cheap valid upper bounds: in a relation whose suppressed cells are all children
-    (coefficient −1), each of them is at most the published remainder ``-b``."""
+    """Cheap valid upper bounds.
+
+    In a relation whose suppressed cells are all children (coefficient −1), each of them
+    is at most the published remainder ``-b``.
+    """
     m = sub.shape[1]
     ub = np.full(m, np.inf)
     coo = sub.tocoo()
@@ -293,10 +296,13 @@ def verify_witnesses(
     *,
     rtol: float = 1e-7,
 ) -> np.ndarray:
-    """Which witnesses are valid directions of the attacker's system: every cell they
-    move is suppressed and ``A y = 0`` (to ``rtol`` of the largest move).
+    """Which witnesses are valid directions of the attacker's system.
 
-    Returns a boolean per witness."""
+    Valid: every cell they move is suppressed and ``A y = 0`` (to ``rtol`` of the largest
+    move).
+
+    Returns a boolean per witness.
+    """
     ok = np.zeros(len(witnesses), dtype=bool)
     if not witnesses:
         return ok
@@ -312,12 +318,15 @@ def verify_witnesses(
 def certified_bounds(
     n: int, values: np.ndarray, witnesses: Sequence[Witness]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Inner bounds of the attacker's interval of every cell from feasible points: the
-    true values and, per (verified) witness ``y``, ``values + t⁺ y`` and
-    ``values − t⁻ y`` with the largest steps keeping every cell non-negative.
+    """Inner bounds of the attacker's interval of every cell from feasible points.
+
+    The feasible points: the true values and, per (verified) witness ``y``,
+    ``values + t⁺ y`` and ``values − t⁻ y`` with the largest steps keeping every cell
+    non-negative.
 
     Returns (lower, upper) over all cells (``upper`` is ``inf`` when a witness moves a
-    cell up without bound)."""
+    cell up without bound).
+    """
     lo = np.asarray(values, dtype=np.float64).copy()
     hi = lo.copy()
     for w in witnesses:
@@ -368,10 +377,12 @@ class AuditResult:
 
     @property
     def pinned(self) -> pl.DataFrame:
+        """The bounds rows of the pinned cells."""
         return self.bounds.filter(pl.col("pinned"))
 
     @property
     def narrowed(self) -> pl.DataFrame:
+        """The bounds rows of the cells narrowed below their protection."""
         return self.bounds.filter(pl.col("narrowed"))
 
     @property
@@ -401,8 +412,11 @@ class AuditResult:
 
 
 def _halfwidth(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """(upper − lower)/(upper + lower): the midpoint guess is within this share of any
-    feasible value; inf when unbounded, 0 when pinned (0/0 → 0)."""
+    """Relative half-width (upper − lower)/(upper + lower) of the attacker's interval.
+
+    The midpoint guess is within this share of any feasible value; inf when unbounded,
+    0 when pinned (0/0 → 0).
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         h = (hi - lo) / (hi + lo)
     return np.where(hi - lo <= 0, 0.0, np.where(np.isfinite(hi), h, np.inf))

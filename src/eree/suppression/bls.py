@@ -62,8 +62,10 @@ def bls_cells(area_cells: pl.DataFrame, state: str) -> pl.DataFrame:
 
 
 def bls_rates(cells: pl.DataFrame) -> pl.DataFrame:
-    """BLS's suppression rates by aggregation level: cells, share suppressed, share of
-    establishments in suppressed cells."""
+    """BLS's suppression rates by aggregation level.
+
+    Cells, share suppressed, share of establishments in suppressed cells.
+    """
     return (
         cells.group_by("table_code")
         .agg(
@@ -96,7 +98,7 @@ def _eree_keyed(result: SuppressionResult) -> pl.DataFrame:
 
 
 def compare_with_bls(result: SuppressionResult, cells: pl.DataFrame) -> pl.DataFrame:
-    """eree's rates next to BLS's, by aggregation level, over the cells both have.
+    """Return eree's rates next to BLS's, by aggregation level, over the cells both have.
 
     Columns: ``table_code``, ``cells`` (in both), ``bls_cells_only``/``eree_cells_only``
     (cells one side lacks), ``bls_suppressed_share``, ``eree_suppressed_share``,
@@ -143,8 +145,10 @@ def compare_with_bls(result: SuppressionResult, cells: pl.DataFrame) -> pl.DataF
 
 
 def bls_pattern(tables: LinkedTables, cells: pl.DataFrame, state: str) -> np.ndarray:
-    """BLS's disclosure-code-N flags on the cells of ``tables`` (False where BLS has no
-    such cell)."""
+    """BLS's disclosure-code-N flags on the cells of ``tables``.
+
+    False where BLS has no such cell.
+    """
     t = tables.cells
     keyed = pl.DataFrame(
         {

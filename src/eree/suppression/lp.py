@@ -118,8 +118,11 @@ def solve(c: np.ndarray, a: sp.spmatrix, b: np.ndarray, lb: np.ndarray, ub: np.n
 
 
 class EqualityLP:
-    """``{x : a x = b, lb ≤ x ≤ ub}`` with many objectives, each re-solved from the last
-    optimal basis (warm start) when SciPy's HiGHS object is available."""
+    """The LP ``{x : a x = b, lb ≤ x ≤ ub}`` with many objectives.
+
+    Each objective is re-solved from the last optimal basis (warm start) when SciPy's
+    HiGHS object is available.
+    """
 
     def __init__(self, a: sp.spmatrix, b: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> None:
         self.a = sp.csc_matrix(a)

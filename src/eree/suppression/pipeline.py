@@ -77,6 +77,7 @@ class SuppressionConfig:
     exact_audit: bool = False
 
     def describe(self) -> dict[str, Any]:
+        """The configuration as a JSON-serialisable dictionary."""
         return {
             "rules": self.rules.describe(),
             "secondary": {
@@ -122,8 +123,11 @@ class SuppressionResult:
         return keys
 
     def published(self) -> pl.DataFrame:
-        """The release: keys, establishments (public for every cell), each attribute
-        (null where suppressed) and ``disclosure_code`` (``"N"`` suppressed, ``""``)."""
+        """The release.
+
+        Keys, establishments (public for every cell), each attribute (null where
+        suppressed) and ``disclosure_code`` (``"N"`` suppressed, ``""``).
+        """
         vals = [
             pl.when(pl.Series(self.suppressed))
             .then(None)
@@ -154,9 +158,12 @@ class SuppressionResult:
         )
 
     def rates(self, employment: str | None = None) -> pl.DataFrame:
-        """Suppression rates by table (aggregation level): cells, share suppressed
-        (primary, secondary), share of establishments and of employment in suppressed
-        cells. The employment share uses true values of suppressed cells: internal."""
+        """Suppression rates by table (aggregation level).
+
+        Cells, share suppressed (primary, secondary), share of establishments and of
+        employment in suppressed cells. The employment share uses true values of
+        suppressed cells: internal.
+        """
         emp = employment or _employment_attribute(self.tables.attributes)
         df = self._keys().with_columns(
             pl.Series("suppressed", self.suppressed),

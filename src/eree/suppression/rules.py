@@ -89,11 +89,16 @@ class PrimaryRules:
 
     @property
     def threshold_percent(self) -> float:
+        """Protection of threshold-rule cells, in percent.
+
+        ``protection_percent``, else ``p_percent``, else 10.
+        """
         if self.protection_percent is not None:
             return self.protection_percent
         return self.p_percent if self.p_percent is not None else 10.0
 
     def describe(self) -> dict[str, object]:
+        """The rules as a JSON-serialisable dictionary."""
         return {
             "threshold": self.threshold,
             "dominance": None

@@ -149,9 +149,11 @@ class SecondaryConfig:
 
 @dataclass(frozen=True)
 class Witness:
-    """A perturbation ``y`` of the cells ``cells`` (zero elsewhere) with ``A y = 0``:
-    moving the suppressed cells along it leaves every published cell and relation
-    unchanged. Found for ``attribute`` (``values + y ≥ 0``) to move ``cell``."""
+    """A perturbation ``y`` of the cells ``cells`` (zero elsewhere) with ``A y = 0``.
+
+    Moving the suppressed cells along it leaves every published cell and relation
+    unchanged. Found for ``attribute`` (``values + y ≥ 0``) to move ``cell``.
+    """
 
     cell: int
     attribute: str
@@ -203,8 +205,10 @@ def _witness(
     values: np.ndarray,
     cost: np.ndarray,
 ) -> np.ndarray | None:
-    """A perturbation y on ``cand`` with A y = 0, y_i = amount, values + y >= 0 of least
-    cost; cells outside ``cand`` are held at 0.
+    """A least-cost perturbation y on ``cand``.
+
+    With A y = 0, y_i = amount, values + y >= 0, of least cost; cells outside ``cand``
+    are held at 0.
 
     Returns y over ``cand`` (None when infeasible).
     """
@@ -244,7 +248,7 @@ def _witness(
 
 
 def _still_valid(y: np.ndarray, values: np.ndarray) -> bool:
-    """y keeps the values non-negative (up to rounding)."""
+    """Whether ``values + y`` stays non-negative (up to rounding)."""
     return bool(np.all(values + y >= -1e-9 * np.maximum(1.0, values)))
 
 
@@ -301,10 +305,13 @@ class _Neighbourhoods:
         suppressed: np.ndarray,
         partners: int,
     ) -> np.ndarray:
-        """``cand`` with each opened dimension whose first level has more than
-        ``2 * partners`` other branches (the counties of a large state) cut to ``i``'s
-        branch, the coarser cells and ``partners`` other branches (those holding
-        suppressed cells first, then those with most cells)."""
+        """``cand`` with its widest opened dimensions cut down.
+
+        Each opened dimension whose first level has more than ``2 * partners`` other
+        branches (the counties of a large state) is cut to ``i``'s branch, the coarser
+        cells and ``partners`` other branches (those holding suppressed cells first, then
+        those with most cells).
+        """
         keep = np.ones(cand.size, dtype=bool)
         for d in opened:
             depth = self.anc[d].shape[1]
@@ -330,9 +337,11 @@ class _Neighbourhoods:
 
 
 def _start_levels(tables: LinkedTables) -> np.ndarray:
-    """Smallest neighbourhood worth trying per cell: in every dimension where the
-    neighbourhood is restricted, a branching ancestor must lie inside it (see
-    :meth:`LinkedTables.branch_distance`)."""
+    """Smallest neighbourhood worth trying per cell.
+
+    In every dimension where the neighbourhood is restricted, a branching ancestor must
+    lie inside it (see :meth:`LinkedTables.branch_distance`).
+    """
     depth = max(len(d.levels) for d in tables.layout.dimensions)
     bdist = tables.branch_distance()
     lv = tables.levels.astype(np.float64)
@@ -344,8 +353,11 @@ def _start_levels(tables: LinkedTables) -> np.ndarray:
 
 
 def suppressible_components(tables: LinkedTables, allowed: np.ndarray) -> np.ndarray:
-    """Component label of every cell: suppressible cells (``allowed``) linked by a common
-    relation share a label; other cells are constants and get −1."""
+    """Component label of every cell.
+
+    Suppressible cells (``allowed``) linked by a common relation share a label; other
+    cells are constants and get −1.
+    """
     a = tables.relations.tocsc()[:, np.flatnonzero(allowed)].tocsr()
     b = abs(a)
     b.data[:] = 1.0
@@ -380,8 +392,10 @@ def _run_component(
     progress: Callable[[int], None] | None,
     suppressed: np.ndarray,
 ) -> tuple[np.ndarray, list[int], dict[str, int], list[Witness]]:
-    """Witnesses for the primary cells ``order``, in that order, starting from the
-    pattern ``suppressed`` (updated in place)."""
+    """Witnesses for the primary cells ``order``, in that order.
+
+    Starts from the pattern ``suppressed`` (updated in place).
+    """
     tables, primary, attrs = job.tables, job.primary, job.attrs
     allowed = job.allowed
     base_cost = job.base_cost
@@ -479,13 +493,15 @@ def _worker(
 def _lanes_plan(
     tables: LinkedTables, cells: np.ndarray, lanes: int, round_size: int
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
-    """Split one large component's primary cells (in processing order) for ``lanes``
-    processes: the cells above the branches of the splitting dimension (the dimension
-    whose first level has the most branches among ``cells``, in QCEW the counties)
-    first, one after the other; then rounds of ``round_size`` cells per lane, each lane
-    holding whole branches (balanced by cell count).
+    """Split one large component's primary cells (in processing order) across processes.
 
-    Returns (head cells, rounds: per round, per lane, its cells)."""
+    For ``lanes`` processes: the cells above the branches of the splitting
+    dimension (the dimension whose first level has the most branches among ``cells``, in
+    QCEW the counties) first, one after the other; then rounds of ``round_size`` cells
+    per lane, each lane holding whole branches (balanced by cell count).
+
+    Returns (head cells, rounds: per round, per lane, its cells).
+    """
     best, best_k = -1, 0
     for d, anc in enumerate(tables.ancestors):
         if anc.shape[1] < 2:
@@ -531,8 +547,10 @@ def secondary_suppression(
     attributes: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SecondaryResult:
-    """Complementary suppression: extend the primary pattern until every primary cell's
-    protection interval is covered by the attacker's feasible interval.
+    """Complementary suppression.
+
+    Extends the primary pattern until every primary cell's protection interval is
+    covered by the attacker's feasible interval.
 
     Args:
         tables: the linked tables.

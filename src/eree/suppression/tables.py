@@ -93,6 +93,7 @@ class Dimension:
             raise ValueError(f"dimension {self.name!r}: level names must be distinct")
 
     def index(self, level: str) -> int:
+        """Position of the level named ``level`` (a ValueError if there is none)."""
         for i, (n, _) in enumerate(self.levels):
             if n == level:
                 return i
@@ -100,6 +101,7 @@ class Dimension:
 
     @property
     def columns(self) -> list[str]:
+        """The frame columns of the levels (the total level has none)."""
         return [c for _, c in self.levels if c is not None]
 
 
@@ -134,6 +136,7 @@ class TableLayout:
         return [c for d in self.dimensions for c in d.columns]
 
     def level_indices(self, table: tuple[str, ...]) -> tuple[int, ...]:
+        """Level index, per dimension, of the levels of ``table``."""
         return tuple(d.index(lvl) for d, lvl in zip(self.dimensions, table, strict=True))
 
 
@@ -204,8 +207,10 @@ def qcew_layout(*, domain: bool = True, county: str = "cnty", own: str = "own") 
 
 
 def prepare_qcew_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add the QCEW industry columns (``domain``, ``qcew_sector``; NAICS prefixes and
-    ``super_sector`` when absent) and cast the public columns to text.
+    """Add the QCEW industry columns and cast the public columns to text.
+
+    The industry columns: ``domain``, ``qcew_sector``; NAICS prefixes and
+    ``super_sector`` when absent.
 
     Raises:
         DataValidationError: no ``naics`` column, or a code that cannot be split (the
@@ -295,8 +300,11 @@ class LinkedTables:
     ancestors: tuple[np.ndarray, ...]
 
     def parents(self) -> np.ndarray:
-        """cells × dimensions array: the parent cell in each dimension (−1: none, i.e.
-        the cell is at the total level or its parent table is not published)."""
+        """Cells × dimensions array: the parent cell in each dimension.
+
+        −1: none, i.e. the cell is at the total level or its parent table is not
+        published.
+        """
         n, dims = self.n_cells, len(self.layout.dimensions)
         out = np.full((n, dims), -1, dtype=np.int64)
         coo = self.relations.tocoo()
@@ -308,11 +316,14 @@ class LinkedTables:
         return out
 
     def branch_distance(self) -> np.ndarray:
-        """cells × dimensions array: how many levels up, in each dimension, the nearest
-        ancestor with at least two children is (``inf``: none).
+        """Cells × dimensions array: levels up to the nearest branching ancestor.
+
+        How many levels up, in each dimension, the nearest ancestor with at least two
+        children is (``inf``: none).
 
         A perturbation of a cell can only be balanced inside the subtree of such an
-        ancestor (below it the cell's chain of single children moves as one)."""
+        ancestor (below it the cell's chain of single children moves as one).
+        """
         n, dims = self.n_cells, len(self.layout.dimensions)
         nnz = np.diff(self.relations.indptr)
         coo = self.relations.tocoo()
@@ -331,8 +342,11 @@ class LinkedTables:
         return dist
 
     def subtree(self, cell: int, up: int) -> np.ndarray:
-        """Boolean mask of the cells in the subtree, in every dimension, of the cell's
-        ancestor ``up`` levels above it (``up`` ≥ the depth: the whole dimension)."""
+        """Boolean mask of the cells in the subtree of the cell's ancestor.
+
+        The subtree, in every dimension, of the cell's ancestor ``up`` levels above it
+        (``up`` ≥ the depth: the whole dimension).
+        """
         mask = np.ones(self.n_cells, dtype=bool)
         for d in range(len(self.layout.dimensions)):
             k = max(0, int(self.levels[cell, d]) - up)
@@ -344,10 +358,12 @@ class LinkedTables:
 
     @property
     def n_cells(self) -> int:
+        """Number of cells."""
         return self.cells.height
 
     @property
     def n_relations(self) -> int:
+        """Number of additivity relations."""
         return int(self.relations.shape[0])
 
     def values(self, attribute: str) -> np.ndarray:
@@ -360,6 +376,7 @@ class LinkedTables:
 
     @property
     def key_columns(self) -> list[str]:
+        """Key columns of a cell: ``table_code``, then each dimension's level and value."""
         cols = ["table_code"]
         for d in self.layout.dimensions:
             cols += [f"{d.name}_level", d.name]

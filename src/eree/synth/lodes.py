@@ -132,10 +132,12 @@ class SynthLodes:
 
     @property
     def n_jobs(self) -> int:
+        """Number of jobs."""
         return self.job.height
 
     @property
     def n_workplaces(self) -> int:
+        """Number of workplaces."""
         return self.workplace.height
 
     def joined(self) -> pl.DataFrame:
@@ -213,6 +215,22 @@ def synth_from_wac(
         ValueError: ``scale`` or a model parameter is not positive.
     """
     _check_params(scale, jobs_per_establishment, size_tail)
+    geocodes, sectors, margins = read_wac(wac_path)
+    rng = np.random.default_rng(seed)
+    return _generate(geocodes, sectors, margins, rng, scale, jobs_per_establishment, size_tail)
+
+
+def read_wac(
+    wac_path: str | Path,
+) -> tuple[pl.Series, np.ndarray, dict[str, np.ndarray]]:
+    """Read and check a LODES WAC file: block codes, sector counts, attribute margins.
+
+    The block table that :func:`synth_from_wac` generates from (read once when many
+    datasets are made from one file, e.g. by :mod:`eree.synth.national`).
+
+    Raises:
+        DataValidationError: as :func:`synth_from_wac`.
+    """
     path = Path(wac_path)
     count_cols = [
         _TOTAL,
@@ -243,9 +261,7 @@ def synth_from_wac(
             _check_sum(path, margins[a], margins[_AGE][:, 1:].sum(axis=1), cols, "CA02 + CA03")
         else:
             _check_sum(path, margins[a], total, cols, _TOTAL)
-    geocodes = wac.get_column(_GEOCODE)
-    rng = np.random.default_rng(seed)
-    return _generate(geocodes, sectors, margins, rng, scale, jobs_per_establishment, size_tail)
+    return wac.get_column(_GEOCODE), sectors, margins
 
 
 #: national-ish shares used by :func:`synth_parametric`

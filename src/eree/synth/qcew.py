@@ -395,8 +395,11 @@ def _largest_remainder(
 def _state_rates(
     cells: pl.DataFrame, values: np.ndarray, estabs: np.ndarray, published: np.ndarray
 ) -> np.ndarray:
-    """Per county cell: per-establishment average of the unpublished part of its state
-    counterpart (same ownership/industry, agglvl − 20); NaN where undefined."""
+    """Per county cell: the state counterpart's unpublished per-establishment average.
+
+    The per-establishment average of the unpublished part of its state counterpart (same
+    ownership/industry, agglvl − 20); NaN where undefined.
+    """
     n = cells.height
     lvl = cells.get_column("agglvl_code").to_numpy()
     county = lvl >= 70
@@ -646,10 +649,10 @@ def month2_employment(
 
 
 def dirichlet_divider(b: np.ndarray, total: float, rng: np.random.Generator) -> np.ndarray:
-    """Dirichlet divider (Webb et al., Appendix A, Algorithm 6).
+    r"""Dirichlet divider (Webb et al., Appendix A, Algorithm 6).
 
     Splits ``total`` into ``len(b)`` non-negative reals summing to it: an all-zero
-    concentration vector becomes all ones, :math:`p \\sim Dirichlet(b)`, result ``p·A``.
+    concentration vector becomes all ones, :math:`p \sim Dirichlet(b)`, result ``p·A``.
     """
     conc = np.asarray(b, dtype=np.float64)
     if conc.ndim != 1 or conc.size == 0 or np.any(~np.isfinite(conc)) or np.any(conc < 0):
@@ -680,8 +683,10 @@ def _systematic_round(
     counts: np.ndarray,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Unbiased systematic rounding within contiguous segments, preserving the integer
-    segment ``totals`` exactly (E[result] = quota)."""
+    """Unbiased systematic rounding within contiguous segments.
+
+    Preserves the integer segment ``totals`` exactly (E[result] = quota).
+    """
     fl = np.floor(quota)
     frac = quota - fl
     cs = np.cumsum(frac)
@@ -831,6 +836,7 @@ class SynthQcew:
 
     @property
     def n(self) -> int:
+        """Number of establishments."""
         return self.establishments.height
 
     def write(self, path: str | Path) -> Path:
@@ -907,9 +913,12 @@ def _naics6_codes() -> np.ndarray:
 
 
 def _ownership(naics: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Own code per establishment: 5 (private) except public administration (92:
-    1 federal 15%, 2 state 25%, 3 local 60%), educational services (61: 30% local, 5%
-    state), hospitals (622: 15% state/local), postal service (491: federal)."""
+    """Own code per establishment.
+
+    5 (private) except public administration (92: 1 federal 15%, 2 state 25%, 3 local
+    60%), educational services (61: 30% local, 5% state), hospitals (622: 15%
+    state/local), postal service (491: federal).
+    """
     u = rng.random(naics.size)
     own = np.full(naics.size, 5, dtype=np.int8)
     sector = naics // 10_000

@@ -1,0 +1,157 @@
+"""`eree protect` whole process against the plain Polars group-by beneath it (issue 12).
+
+For each marginal set, alternately (so both see the same machine load) run in fresh
+processes:
+
+* the floor: a plain Polars lazy group-by computing the same statistics per cell
+  (``count``, ``x_v`` = largest establishment contribution, establishments), reading
+  only the columns it needs from the same Parquet files, no validation, no noise;
+* ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
+  loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
+
+Reported: median wall time and peak RSS of each over ``--runs`` runs and their ratios,
+with the 1-minute load average before each run (a shared machine makes every timing an
+upper bound).
+
+    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine
+
+WORKPLACE = ("tract", "naics_sector", "ownership", "county", "state")
+ONE = {"tract_industry_ownership": ["tract", "naics_sector", "ownership"]}
+FOUR = {
+    "tract_industry_ownership": ["tract", "naics_sector", "ownership"],
+    "plus_age": ["tract", "naics_sector", "ownership", "age"],
+    "plus_age_sex": ["tract", "naics_sector", "ownership", "age", "sex"],
+    "plus_age_sex_race": ["tract", "naics_sector", "ownership", "age", "sex", "race"],
+}
+DOMAIN_SIZE = {"age": 3, "sex": 2, "race": 6}
+
+
+def spec_text(data: Path, marginals: dict[str, list[str]], engine: str) -> str:
+    lines = [
+        'name = "bench"',
+        "[data]",
+        f'workplace = "{data / "workplace"}"' if (data / "workplace").is_dir()
+        else f'workplace = "{data / "workplace.parquet"}"',
+        f'worker = "{data / "worker"}"' if (data / "worker").is_dir()
+        else f'worker = "{data / "worker.parquet"}"',
+        f'job = "{data / "job"}"' if (data / "job").is_dir() else f'job = "{data / "job.parquet"}"',
+        "[privacy]",
+        'definition = "eree-weak"',
+        "alpha = 0.1",
+        "[engine]",
+        f'kind = "{engine}"',
+        "[output]",
+        "csv = false",
+    ]  # fmt: skip
+    for name, by in marginals.items():
+        d = 1
+        for a in by:
+            d *= DOMAIN_SIZE.get(a, 1)
+        lines += [
+            "[[query]]",
+            f'name = "{name}"',
+            f"by = {json.dumps(by)}",
+            'mechanism = "smooth_laplace"',
+            f"epsilon = {float(d)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
+    def src(t: str) -> str:
+        return str(data / t) if (data / t).is_dir() else str(data / f"{t}.parquet")
+
+    return textwrap.dedent(f"""
+        import polars as pl
+        marginals = {json.dumps(marginals)}
+        workplace = {sorted(WORKPLACE)!r}
+        for name, by in marginals.items():
+            wp_by = [a for a in by if a in workplace]
+            wk_by = [a for a in by if a not in workplace]
+            jobs = pl.scan_parquet({src("job")!r}).select("worker_id", "workplace_id")
+            if wk_by:
+                wk = pl.scan_parquet({src("worker")!r}).select("worker_id", *wk_by)
+                jobs = jobs.join(wk, on="worker_id")
+            per = jobs.group_by("workplace_id", *wk_by).agg(pl.len().alias("n"))
+            wp = pl.scan_parquet({src("workplace")!r}).select("workplace_id", *wp_by)
+            est = wp.group_by(wp_by).agg(pl.len().alias("establishments"))
+            cells = (per.join(wp, on="workplace_id")
+                     .group_by(by).agg(pl.col("n").sum().alias("count"),
+                                       pl.col("n").max().alias("x_v"))
+                     .join(est, on=wp_by, how="left")
+                     .sort(by).collect())
+            print(name, cells.height)
+    """)
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise RuntimeError(f"{cmd[:4]} failed:\n{err[-3000:]}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, required=True, help="dir with workplace/worker/job")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--four", action="store_true", help="the four marginals of the demo")
+    ap.add_argument("--engine", default="polars")
+    ap.add_argument("--skip-floor", action="store_true")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
+    args = ap.parse_args()
+    marginals = FOUR if args.four else ONE
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    spec = args.workdir / "spec.toml"
+    spec.write_text(spec_text(args.data.resolve(), marginals, args.engine))
+    floor = args.workdir / "floor.py"
+    floor.write_text(floor_code(args.data.resolve(), marginals))
+    env = dict(os.environ)
+    src = Path(__file__).resolve().parent.parent / "src"
+    env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    out = args.workdir / "release"
+    rows = []
+    for _ in range(args.runs):
+        run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
+        if not args.skip_floor:
+            run["floor_s"], run["floor_mib"] = timed([sys.executable, str(floor)], env)
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out)]
+        run["eree_s"], run["eree_mib"] = timed(cmd, env)
+        rows.append(run)
+        print(json.dumps(run), flush=True)
+    med = {
+        k: statistics.median(float(r[k]) for r in rows)  # type: ignore[arg-type]
+        for k in rows[0]
+        if k != "load"
+    }
+    if not args.skip_floor:
+        med["wall_ratio"] = med["eree_s"] / med["floor_s"]
+        med["memory_ratio"] = med["eree_mib"] / med["floor_mib"]
+    print(json.dumps({"median": med, "engine": args.engine, "marginals": list(marginals),
+                      "machine": machine()}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Loading ER-EE Parquet input for the Polars engine in lazy scans (DESIGN.md §1, §2.3).
+
+:func:`eree.data.eree_tables.load_eree` reads every configured column eagerly and checks
+row by row, so that it can name the file, row and column of the first problem. A release
+needs neither all the columns nor the row numbers when the data are valid, which they
+almost always are. :func:`scan_eree` therefore
+
+1. narrows the configuration to the attributes the release uses;
+2. proves, with lazy aggregations over the Parquet files (counts of missing values,
+   distinct ids, values outside the declared domains, jobs whose workplace or worker is
+   unknown), that the narrowed input satisfies every rule of DESIGN.md §2.3 that
+   :func:`~eree.data.eree_tables.load_eree` checks; nothing proportional to the
+   microdata is kept by these checks but hash sets of ids;
+3. reads only the needed columns, and computes in the same pass each job's
+   establishment row (which the engine needs anyway).
+
+Tables may be Parquet files or directories of Parquet files (a partitioned table, read
+in sorted file order). When a check fails, or the input is not Parquet with text or
+integer columns, it hands over to :func:`~eree.data.eree_tables.load_eree` on the same narrowed
+configuration, which raises the precise error (file, row, column). So the rules and
+their messages live in one place and the fast path can only be stricter, never looser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from eree.data.config import EreeDataConfig
+from eree.data.eree_tables import EreeData, _check_config, load_eree
+from eree.data.io import table_format
+from eree.errors import DataValidationError
+
+__all__ = ["narrow_config", "scan_eree"]
+
+_ROW = "__eree_row"
+
+
+def narrow_config(config: EreeDataConfig, attributes: Iterable[str] | None) -> EreeDataConfig:
+    """``config`` restricted to the workplace and worker attributes in ``attributes``.
+
+    ``None`` keeps the configuration as it is. Unknown names are left for the queries'
+    own checks (they are simply not loaded).
+    """
+    if attributes is None:
+        return config
+    want = set(attributes)
+    return dataclasses.replace(
+        config,
+        workplace_attributes=tuple(a for a in config.workplace_attributes if a in want),
+        worker_attributes=tuple(a for a in config.worker_attributes if a in want),
+    )
+
+
+def _text_or_int(dtype: pl.DataType) -> bool:
+    return (
+        dtype == pl.Utf8
+        or dtype.is_integer()
+        or dtype == pl.Categorical
+        or isinstance(dtype, pl.Enum)
+    )
+
+
+def parquet_files(path: Path) -> list[Path] | None:
+    """The Parquet files of a table.
+
+    The file itself, or a directory's ``*.parquet`` files in sorted order (a partitioned
+    table); ``None`` if it is neither.
+    """
+    if path.is_dir():
+        files = sorted(path.rglob("*.parquet"))
+        return files or None
+    try:
+        return [path] if table_format(path) == "parquet" else None
+    except Exception:
+        return None
+
+
+def _scan(path: Path, columns: Sequence[str]) -> pl.LazyFrame | None:
+    """A lazy scan of ``columns`` as Utf8, or ``None`` if the fast path does not apply."""
+    files = parquet_files(path)
+    if files is None:
+        return None
+    try:
+        schemas = [pl.read_parquet_schema(f) for f in files]
+    except Exception:
+        return None
+    for schema in schemas:
+        if any(c not in schema or not _text_or_int(schema[c]) for c in columns):
+            return None
+    return pl.scan_parquet(files).select([pl.col(c).cast(pl.Utf8) for c in columns])
+
+
+def _missing(c: str) -> pl.Expr:
+    return (pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")).sum()
+
+
+def _outside(c: str, domain: Sequence[str]) -> pl.Expr:
+    allowed = pl.Series(list(domain), dtype=pl.Utf8).implode()
+    return (~pl.col(c).is_in(allowed).fill_null(False)).sum()
+
+
+def _increasing(c: str) -> pl.Expr:
+    """Strictly increasing (hence unique) values; cheap to check in a stream."""
+    return (pl.col(c) > pl.col(c).shift(1)).all()
+
+
+def _unique(frame: pl.LazyFrame, c: str, stats: dict[str, object]) -> bool:
+    """Whether column ``c`` has no duplicate (``False`` may also mean "not proven").
+
+    Strictly increasing ids (the usual layout) are unique; otherwise distinct 64-bit
+    hashes prove distinct ids (equal hashes send the input to the exact loader).
+    """
+    if stats["increasing"]:
+        return True
+    distinct = frame.select(pl.col(c).hash().n_unique()).collect(engine="streaming").item()
+    return bool(distinct == stats["n"])
+
+
+def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
+    """Load and validate ER-EE input; fast for valid Parquet (module docstring).
+
+    Args:
+        config: the ``[data]`` configuration, already narrowed to what is needed.
+
+    Returns:
+        The validated data and, per job, the 0-based row of its establishment in
+        ``data.workplaces`` (int64).
+
+    Raises:
+        SpecError, DataValidationError: as :func:`~eree.data.eree_tables.load_eree`.
+    """
+    _check_config(config)
+    fast = _scan_three(config) if config.jobs is None else None
+    if fast is not None:
+        return fast
+    dirs = [p for p in config.input_files() if Path(p).is_dir()]
+    if dirs:
+        # the eager loader reads single files only: say what failed without row numbers
+        raise DataValidationError(
+            "a partitioned (directory) input is not valid Parquet with text or integer "
+            "columns, or fails a rule of DESIGN.md §2.3 (ids missing or duplicated, a job "
+            "at an unknown workplace or worker, a worker without exactly one job, a value "
+            "missing or outside its declared domain); the Spark engine names the rule and "
+            "an offending id",
+            file=", ".join(str(d) for d in dirs),
+            rule="invalid-partitioned-input",
+        )
+    data = load_eree(config)
+    return data, _workplace_rows(data)
+
+
+def _workplace_rows(data: EreeData) -> np.ndarray:
+    idx = (
+        data.jobs.lazy()
+        .select("workplace_id")
+        .join(
+            data.workplaces.lazy().select("workplace_id").with_row_index(_ROW),
+            on="workplace_id",
+            how="left",
+            maintain_order="left",
+        )
+        .select(_ROW)
+        .collect()
+        .get_column(_ROW)
+    )
+    return idx.to_numpy().astype(np.int64)
+
+
+def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
+    if config.workplace is None or config.worker is None or config.job is None:
+        return None
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs, kattrs = config.workplace_attributes, config.worker_attributes
+    wp = _scan(config.workplace, [wid, *wattrs])
+    wk = _scan(config.worker, [kid, *kattrs])
+    jb = _scan(config.job, [kid, wid])
+    if wp is None or wk is None or jb is None:
+        return None
+    # the public workplace table is small: read it (it is part of the output anyway)
+    workplaces = wp.collect()
+    wp_checks = workplaces.select(
+        pl.len().alias("n"),
+        pl.col(wid).n_unique().alias("distinct"),
+        _missing(wid).alias("missing_id"),
+        *[_missing(a).alias(f"missing_{a}") for a in wattrs],
+        *[
+            _outside(a, config.domains[a]).alias(f"outside_{a}")
+            for a in wattrs
+            if a in config.domains
+        ],
+    ).row(0, named=True)
+    if wp_checks["distinct"] != wp_checks["n"] or any(
+        v for k, v in wp_checks.items() if k not in ("n", "distinct")
+    ):
+        return None
+    # as many jobs as workers (Parquet metadata: no data read)
+    n = wk.select(pl.len()).collect().item()
+    if jb.select(pl.len()).collect().item() != n:
+        return None
+    # one streaming pass over the job table's worker ids beside the worker table
+    jk = "__eree_job_worker"
+    zipped = pl.concat([jb.select(pl.col(kid).alias(jk)), wk], how="horizontal")
+    st = (
+        zipped.select(
+            _missing(kid).alias("missing_id"),
+            _missing(jk).alias("missing_job_id"),
+            _increasing(kid).alias("increasing"),
+            (pl.col(jk) == pl.col(kid)).fill_null(False).all().alias("same"),
+            *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
+        )
+        .collect(engine="streaming")
+        .row(0, named=True)
+    )
+    if st["missing_id"] or st["missing_job_id"] or any(st[f"outside_{a}"] for a in kattrs):
+        return None
+    if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
+        return None
+    same = bool(st["same"])
+    if not same:
+        # unique worker ids, as many jobs as workers: each worker holds exactly one job
+        # iff the job table's worker ids are unique and all known
+        if not _unique(jb, kid, {"increasing": False, "n": n}):
+            return None
+        known = jb.select(kid).join(wk.select(kid), on=kid, how="semi").select(pl.len())
+        if known.collect().item() != n:
+            return None
+    # the second and last pass: the columns the engine needs, as Enums (each job's
+    # workplace id coded by its row in the workplace table, each worker attribute by
+    # its index in the declared domain: 4 + 1 bytes per job and attribute, not 16)
+    ids = workplaces.get_column(wid)
+    codes = [pl.col(wid).cast(pl.Enum(ids))] + [
+        pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs
+    ]
+    if same:
+        lazy_jobs = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
+    else:
+        lazy_jobs = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
+    try:
+        jobs = lazy_jobs.select(codes).collect()
+    except pl.exceptions.InvalidOperationError:  # a job at an unknown (or blank) workplace
+        return None
+    if jobs.get_column(wid).null_count():
+        return None
+    rows = jobs.get_column(wid).to_physical()
+    domains = {a: tuple(config.domains[a]) for a in kattrs}
+    for a in wattrs:
+        if a in config.domains:
+            domains[a] = tuple(config.domains[a])
+    data = EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
+    return data, rows.to_numpy().astype(np.int64)

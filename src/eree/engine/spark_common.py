@@ -1,0 +1,253 @@
+"""Spark helpers shared by the ER-EE and establishment halves of the Spark engine.
+
+Reading tables as text (:func:`_read`), running the rules of DESIGN.md §2.3 as one Spark
+aggregation (:class:`_Check`, :func:`_run_checks`), and moving small frames between
+Polars and Spark through Arrow. PySpark is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from eree.errors import DataValidationError, SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import DataFrame as SparkDataFrame
+
+_CORRUPT = "__eree_corrupt_record"
+
+
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+
+
+def _polars_to_spark(spark: SparkSession, df: pl.DataFrame) -> SparkDataFrame:
+    """A Polars frame as a Spark DataFrame, through Arrow, in about 2 partitions per core.
+
+    Spark 4 embeds Arrow data below ``localRelationThreshold`` (48 MiB) in the query
+    plan itself (a ``LocalRelation``); every later query plan, and the cache lookups
+    that compare plans, then carry all of its rows, which made each query seconds
+    slower on a 351K-establishment table. The threshold is set to 0 for this call so
+    the data always live in an RDD.
+    """
+    table = df.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if _spark_major() >= 4:
+        old = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
+        spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
+        try:
+            sdf = spark.createDataFrame(table)
+        finally:
+            if old is None:
+                spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
+            else:
+                spark.conf.set(_LOCAL_RELATION_THRESHOLD, old)
+    else:  # pragma: no cover - Spark 3.5: through pandas (Arrow-enabled)
+        sdf = spark.createDataFrame(table.to_pandas())
+    # Spark makes one partition per Arrow batch (10,000 rows): merge them (no shuffle;
+    # a no-op when there are fewer)
+    return sdf.coalesce(max(1, 2 * spark.sparkContext.defaultParallelism))
+
+
+def _spark_major() -> int:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
+
+
+def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
+    """Collect a (small) Spark DataFrame to the driver as a Polars frame."""
+    if hasattr(sdf, "toArrow"):
+        table: pa.Table = sdf.toArrow()
+        out = pl.from_arrow(table)
+        assert isinstance(out, pl.DataFrame)
+        return out
+    return pl.from_pandas(sdf.toPandas())  # pragma: no cover - Spark 3.5
+
+
+def _read(
+    spark: SparkSession,
+    path: Path,
+    required: Sequence[str],
+    optional: Sequence[str],
+    format: str | None,
+) -> SparkDataFrame:
+    """Read ``required`` (+ ``optional`` when present) columns of a table, as strings."""
+    from pyspark.sql import functions as sf
+    from pyspark.sql.types import IntegralType, StringType, StructField, StructType
+
+    fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
+    if fmt == "csv":
+        from eree.data.io import read_header
+
+        header = read_header(path)
+        schema = StructType(
+            [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
+        )
+        df = (
+            spark.read.option("header", True)
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", _CORRUPT)
+            .option("enforceSchema", True)
+            .schema(schema)
+            .csv(str(path))
+        )
+        # the parser only sees a ragged row when it parses every column: check them all
+        counts = df.agg(sf.count(sf.col(_CORRUPT)), *[sf.count(sf.col(c)) for c in header]).first()
+        if counts is not None and counts[0]:
+            raise DataValidationError(
+                "a row has a different number of fields than the header",
+                file=str(path),
+                rule="unparseable",
+            )
+    elif fmt == "parquet":
+        try:
+            df = spark.read.parquet(str(path))
+        except Exception as exc:
+            raise DataValidationError(
+                f"not a readable Parquet file or directory ({type(exc).__name__})",
+                file=str(path),
+                rule="unparseable",
+            ) from None
+    else:
+        raise SpecError(f"format must be 'parquet' or 'csv', not {fmt!r}")
+    present = [c for c in df.columns if c != _CORRUPT]
+    missing = [c for c in required if c not in present]
+    if missing:
+        raise DataValidationError(
+            f"required column(s) missing: {', '.join(repr(m) for m in missing)}; the file "
+            f"has: {', '.join(repr(c) for c in present)}",
+            file=str(path),
+            column=missing[0],
+            rule="missing-column",
+        )
+    cols = [*required, *(c for c in optional if c in present and c not in required)]
+    types = {f.name: f.dataType for f in df.schema.fields}
+    out = []
+    for c in cols:
+        t = types[c]
+        if not isinstance(t, StringType | IntegralType):
+            raise DataValidationError(
+                f"column is stored as {t.simpleString()}, expected text or integer codes",
+                file=str(path),
+                column=c,
+                rule="type",
+            )
+        out.append(sf.col(c).cast("string").alias(c))
+    return df.select(*out)
+
+
+def _missing(c: str) -> Column:
+    from pyspark.sql import functions as sf
+
+    return sf.col(c).isNull() | (sf.trim(sf.col(c)) == "")
+
+
+def _outside(c: str, domain: Sequence[str]) -> Column:
+    from pyspark.sql import functions as sf
+
+    return sf.col(c).isNull() | ~sf.col(c).isin(list(domain))
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A §2.3 rule as a row condition: ``violation`` true on an offending row.
+
+    ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
+    row (ids are not confidential; values are never printed).
+    """
+
+    violation: Column
+    column: str
+    rule: str
+    message: str
+    id_col: str | None = None
+
+
+def _run_checks(
+    df: SparkDataFrame,
+    file: Path,
+    checks: Sequence[_Check],
+    *,
+    unique: str | None = None,
+    unique_rule: str = "duplicate-id",
+    unique_message: str = "id {id!r} appears more than once",
+) -> int:
+    """Count every check's violations in one Spark aggregation; raise on the first one.
+
+    Order: the ``missing-id`` checks, then uniqueness of ``unique`` (if given), then the
+    other checks in the order given. Only on failure is a second query run, to name an
+    offending id.
+
+    Returns:
+        The number of rows of ``df``.
+    """
+    from pyspark.sql import functions as sf
+
+    aggs = [sf.sum(sf.when(c.violation, 1).otherwise(0)) for c in checks]
+    aggs.append(sf.count(sf.lit(1)))
+    if unique is not None:
+        aggs.append(sf.countDistinct(sf.col(unique)))
+    row = df.agg(*aggs).first()
+    assert row is not None
+    vals = [int(v or 0) for v in row]
+    n_rows = vals[len(checks)]
+
+    def fail(c: _Check) -> None:
+        msg = c.message
+        if c.id_col is not None:
+            found = df.filter(c.violation).select(c.id_col).limit(1).collect()
+            msg = msg.format(id=found[0][0] if found else "?")
+        raise DataValidationError(msg, file=str(file), column=c.column, rule=c.rule)
+
+    for i, c in enumerate(checks):
+        if c.rule == "missing-id" and vals[i]:
+            fail(c)
+    if unique is not None and vals[len(checks) + 1] != n_rows:
+        dup = df.groupBy(unique).count().filter(sf.col("count") > 1).limit(1).collect()
+        raise DataValidationError(
+            unique_message.format(id=dup[0][0] if dup else "?"),
+            file=str(file),
+            column=unique,
+            rule=unique_rule,
+        )
+    for i, c in enumerate(checks):
+        if c.rule != "missing-id" and vals[i]:
+            fail(c)
+    return n_rows
+
+
+def spark_fingerprint(data: Any, *, structure: bool) -> str:
+    """A fingerprint of Spark-side data, computed in Spark (no row reaches the driver).
+
+    Per table: the row count and the sum, as an exact 38-digit decimal, of each row's
+    64-bit hash of its columns (sorted by name) — independent of row order and
+    partitioning. With ``structure``, only the id columns (the skeleton, as
+    :func:`eree.data.fingerprint.structure_fingerprint`). Not equal to the Polars-side
+    fingerprint of the same data: the ledger sees a change of engine as other content.
+    """
+    import hashlib
+
+    from pyspark.sql import functions as sf
+
+    if hasattr(data, "jobs"):
+        tables = {"workplaces": data.workplaces, "jobs": data.jobs}
+        ids = {"workplaces": ["workplace_id"], "jobs": ["workplace_id"]}
+    else:
+        tables = {"establishments": data.frame}
+        ids = {"establishments": [data.config.id]}
+    h = hashlib.sha256(b"eree-spark-fingerprint-v1" + (b"-structure" if structure else b""))
+    for label, df in tables.items():
+        cols = sorted(ids[label] if structure else df.columns)
+        row = df.agg(
+            sf.count(sf.lit(1)),
+            sf.sum(sf.xxhash64(*[sf.col(c) for c in cols]).cast("decimal(38,0)")),
+        ).first()
+        n, total = (0, 0) if row is None else (row[0], row[1] or 0)
+        h.update(f"{label}|{','.join(cols)}|{n}|{total}".encode())
+    return h.hexdigest()
