@@ -31,7 +31,7 @@ from eree.evaluate.webb.replicates import Replicates
 _COLOR = {PNC: "tab:blue", "sqrt": "tab:orange", ADAPTIVE: "tab:green"}
 _LABEL = {
     PNC: "pnc-mechanism",
-    ADAPTIVE: "adaptive",
+    ADAPTIVE: ADAPTIVE,
     "sqrt": "√-mechanism",
     "m3emp": "employment (month 3)",
     "wage": "wages",

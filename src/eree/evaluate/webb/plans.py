@@ -36,7 +36,7 @@ SQRT = "sqrt"
 ADAPTIVE = AdaptiveGroupBy.name
 WORKFLOWS = (PNC, SQRT, ADAPTIVE)
 #: the workflows' short names in sentences and legends
-SHORT = {PNC: "pnc", SQRT: "√", ADAPTIVE: "adaptive"}
+SHORT = {PNC: PNC, SQRT: "√", ADAPTIVE: ADAPTIVE}
 GAMMA_EMP = 0.5
 GAMMA_WAGE = 50.0
 ZETA = 0.01
