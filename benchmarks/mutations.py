@@ -102,7 +102,7 @@ MUTATIONS = (
              "table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m)})",
              "table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m),"
              " 'n_check': cells['count']})",
-             ("tests/release/test_protect.py",)),
+             ("tests/release/test_protect.py::test_no_confidential_value_in_any_written_file",)),
 )  # fmt: skip
 
 
