@@ -84,7 +84,30 @@ app = _lazy_typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from eree import __version__
+
+        typer.echo(f"eree {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """Formally private releases of employer-employee and establishment statistics."""
+
+
 synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
 app.add_typer(synth_app, name="synth")
 evaluate_app = _lazy_typer(

@@ -114,3 +114,16 @@ def test_experiment_and_audit_commands_are_registered(tmp_path):
                 ["suppress", "--help"]):  # fmt: skip
         r = runner.invoke(app, cmd)
         assert r.exit_code == 0, (cmd, r.output)
+
+
+def test_version_and_short_help():
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    version = tomllib.loads(pyproject.read_text())["project"]["version"]
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.output.strip() == f"eree {version}"
+    for args in (["-h"], ["protect", "-h"], ["ledger", "budget", "-h"], ["audit", "privacy", "-h"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0 and "Usage" in r.output, args
