@@ -87,6 +87,7 @@ from eree.evaluate.metrics import (
     share_within,
     stratified_mean,
     stratum_of,
+    tidy_row,
 )
 from eree.mechanisms import registry
 from eree.mechanisms.base import Cells, Mechanism
@@ -484,18 +485,17 @@ class _Rows:
         value: float,
     ) -> None:
         self.rows.append(
-            {
-                "experiment": experiment,
-                "workload": workload,
-                "mechanism": mechanism,
-                "alpha": alpha,
-                "epsilon": epsilon,
-                "mu": None,
-                "stratum": stratum,
-                "metric": metric,
-                "value": float(value),
-                "trials": self.trials,
-            }
+            tidy_row(
+                experiment,
+                workload,
+                mechanism,
+                stratum,
+                metric,
+                value,
+                self.trials,
+                alpha=alpha,
+                epsilon=epsilon,
+            )  # fmt: skip
         )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -42,6 +43,35 @@ TIDY_SCHEMA: dict[str, type[pl.DataType]] = {
     "value": pl.Float64,
     "trials": pl.Int64,
 }
+
+
+def tidy_row(
+    experiment: str,
+    workload: str,
+    mechanism: str,
+    stratum: str,
+    metric: str,
+    value: float,
+    trials: int,
+    *,
+    alpha: float | None = None,
+    epsilon: float | None = None,
+    mu: float | None = None,
+) -> dict[str, Any]:
+    """One row of :data:`TIDY_SCHEMA`; parameters a paper does not use stay None."""
+    return {
+        "experiment": experiment,
+        "workload": workload,
+        "mechanism": mechanism,
+        "alpha": alpha,
+        "epsilon": epsilon,
+        "mu": mu,
+        "stratum": stratum,
+        "metric": metric,
+        "value": float(value),
+        "trials": trials,
+    }
+
 
 #: population bins of Haney et al. §10: (low, high, label), low <= population < high
 POPULATION_BINS: tuple[tuple[float, float, str], ...] = (

@@ -74,7 +74,14 @@ from eree.evaluate.haney import (
     establishment_sizes,
     marginal_cells,
 )
-from eree.evaluate.metrics import ALL, POPULATION_BINS, TIDY_SCHEMA, l1_ratio, stratified_mean
+from eree.evaluate.metrics import (
+    ALL,
+    POPULATION_BINS,
+    TIDY_SCHEMA,
+    l1_ratio,
+    stratified_mean,
+    tidy_row,
+)
 from eree.mechanisms import registry
 from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
@@ -287,18 +294,10 @@ def _row(
     value: float,
     trials: int,
 ) -> dict[str, Any]:
-    return {
-        "experiment": EXPERIMENT,
-        "workload": workload,
-        "mechanism": mechanism,
-        "alpha": alpha,
-        "epsilon": epsilon,
-        "mu": None,
-        "stratum": stratum,
-        "metric": metric,
-        "value": float(value),
-        "trials": trials,
-    }
+    return tidy_row(
+        EXPERIMENT, workload, mechanism, stratum, metric, value, trials,
+        alpha=alpha, epsilon=epsilon,
+    )  # fmt: skip
 
 
 _SCHEMA = TIDY_SCHEMA

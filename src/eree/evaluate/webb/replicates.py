@@ -13,6 +13,7 @@ import polars as pl
 
 from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import derive_seed
+from eree.evaluate.metrics import tidy_row
 from eree.evaluate.webb.ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
 from eree.evaluate.webb.plans import (
     ADAPTIVE,
@@ -143,18 +144,7 @@ def _row(
     value: float,
     trials: int,
 ) -> dict[str, Any]:
-    return {
-        "experiment": experiment,
-        "workload": workload,
-        "mechanism": mechanism,
-        "alpha": None,
-        "epsilon": None,
-        "mu": mu,
-        "stratum": stratum,
-        "metric": metric,
-        "value": float(value),
-        "trials": trials,
-    }
+    return tidy_row(experiment, workload, mechanism, stratum, metric, value, trials, mu=mu)
 
 
 def _q(x: np.ndarray, p: float) -> float:
