@@ -495,7 +495,7 @@ class _Rows:
                 self.trials,
                 alpha=alpha,
                 epsilon=epsilon,
-            )  # fmt: skip
+            )
         )
 
 
