@@ -147,15 +147,15 @@ def test_plan_is_refused_before_data_is_read(tmp_path):
 def test_failed_write_leaves_nothing_behind(small_spec, tmp_path, monkeypatch):
     plan = load_spec(small_spec)
     calls = {"n": 0}
-    orig = pl.DataFrame.write_parquet
+    orig = pl.LazyFrame.sink_parquet  # tables are streamed to disk as they are produced
 
     def flaky(self, *a, **k):
         calls["n"] += 1
-        if calls["n"] == 3:
+        if calls["n"] == 2:  # the first table is already written
             raise OSError("disk full")
         return orig(self, *a, **k)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", flaky)
+    monkeypatch.setattr(pl.LazyFrame, "sink_parquet", flaky)
     with pytest.raises(OSError):
         protect(plan, tmp_path / "out", SeededNoise(1))
     assert not (tmp_path / "out").exists()

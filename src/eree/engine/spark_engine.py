@@ -62,7 +62,7 @@ from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
 from eree.data.establishments import EstablishmentData
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
-from eree.engine.polars_engine import _domain_frame
+from eree.engine.polars_engine import _domain_frame, cell_keys
 from eree.engine.spark_common import (
     _Check,
     _missing,
@@ -733,6 +733,7 @@ class SparkEngine:
         *,
         complete: bool = False,
         truncate_below: float | None = None,
+        categorical_keys: bool = False,
     ) -> pl.DataFrame:
         """Cell statistics (see :mod:`eree.engine.base`), identical to the Polars engine's.
 
@@ -797,8 +798,9 @@ class SparkEngine:
             if est[a].null_count():
                 raise SpecError(f"workplace attribute {a!r} has missing values")
         return _assemble(
-            cells, est, wkeys, kkeys, data.domains, D, full_frame, truncate_below is not None
-        )
+            cells, est, wkeys, kkeys, data.domains, D, full_frame, truncate_below is not None,
+            categorical_keys,
+        )  # fmt: skip
 
 
 def _code_type(size: int) -> str:
@@ -839,6 +841,7 @@ def _assemble(
     D: int,
     full_frame: pl.DataFrame | None,
     truncated: bool,
+    categorical: bool = False,
 ) -> pl.DataFrame:
     """Scatter the collected non-empty cells into the full frame (as the Polars engine)."""
     est = est.cast({a: pl.Utf8 for a in wkeys}).with_columns(
@@ -874,14 +877,7 @@ def _assemble(
         return out
 
     cols: dict[str, pl.Series | np.ndarray] = {}
-    rep = np.repeat(np.arange(n_frame), D)
-    for a in wkeys:
-        cols[a] = frame[a].gather(rep)
-    if kkeys:
-        worker_frame = _domain_frame(dict(domains), kkeys)
-        tile = np.tile(np.arange(D), n_frame)
-        for a in kkeys:
-            cols[a] = worker_frame[a].gather(tile)
+    cols.update(cell_keys(frame, wkeys, kkeys, domains, D, categorical=categorical))
     n_est = frame["establishments"].to_numpy().astype(np.int64)
     cols["count"] = scatter("count")
     cols["x_v"] = scatter("x_v")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,13 @@ from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key, keyed_fingerprint
 from eree.release.build import BuiltPlan, build
-from eree.release.output import base_manifest, check_output_dir, write_release
+from eree.release.output import (
+    ReleaseWriter,
+    WrittenTable,
+    base_manifest,
+    check_finite,
+    check_output_dir,
+)
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -48,11 +55,15 @@ def explain(plan: Plan) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReleaseResult:
-    """A written release: its directory, manifest and tables."""
+    """A written release: its directory, manifest and tables.
+
+    ``tables`` are the in-memory tables when post-processing needed them all, otherwise
+    the written ones (each read back from the release when its ``table`` is used).
+    """
 
     out_dir: Path
     manifest: dict[str, Any]
-    tables: list[QueryTable]
+    tables: list[QueryTable | WrittenTable]
 
 
 def _query_by(plan: Plan, name: str) -> list[str] | str:
@@ -82,7 +93,7 @@ def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
 def build_manifest(
     plan: Plan,
     report: PrivacyReport,
-    tables: list[QueryTable],
+    tables: Sequence[QueryTable | WrittenTable],
     source: NoiseSource,
     fingerprint: str,
 ) -> dict[str, Any]:
@@ -236,18 +247,29 @@ def _run(
 
     plan = built.plan
     family = family_of(plan)
-    tables = family.release(built, data, engine, source)
-    extra_files, extra_manifest = family.postprocess(built, data, tables)
-    manifest = build_manifest(plan, report, tables, source, fingerprint)
-    if charge is not None:
-        manifest["ledger"] = charge.manifest_entry()
-        manifest["dataset"]["ledger_name"] = charge.dataset
-        if charge.notes:
-            manifest["ledger"]["notes"] = list(charge.notes)
-    manifest.update(extra_manifest)
-    write_release(
-        Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
-        seeded=source.describe().get("mode") == "seeded",
-        tag=None if charge is None else charge.tag,
-    )  # fmt: skip
+    seeded = source.describe().get("mode") == "seeded"
+    tag = None if charge is None else charge.tag
+    with ReleaseWriter(Path(out_dir), csv=plan.output.csv, seeded=seeded, tag=tag) as writer:
+        tables: list[QueryTable | WrittenTable] = []
+        extra_files: dict[str, Any] = {}
+        extra_manifest: dict[str, Any] = {}
+        if family.needs_tables(plan):  # post-processing reads every table: all in memory
+            kept = list(family.release(built, data, engine, source))
+            extra_files, extra_manifest = family.postprocess(built, data, kept)
+            check_finite(kept, extra_files or None)  # before any file is written
+            for qt in kept:
+                writer.write_table(qt)
+            tables.extend(kept)
+        else:  # each table goes to disk as it is produced; one in memory at a time
+            for qt in family.release(built, data, engine, source, streaming=True):
+                tables.append(writer.write_table(qt))
+                del qt
+        manifest = build_manifest(plan, report, tables, source, fingerprint)
+        if charge is not None:
+            manifest["ledger"] = charge.manifest_entry()
+            manifest["dataset"]["ledger_name"] = charge.dataset
+            if charge.notes:
+                manifest["ledger"]["notes"] = list(charge.notes)
+        manifest.update(extra_manifest)
+        writer.finish(manifest, extra_files or None)
     return ReleaseResult(Path(out_dir), manifest, tables)
