@@ -43,7 +43,9 @@ FOUR = {
 DOMAIN_SIZE = {"age": 3, "sex": 2, "race": 6}
 
 
-def spec_text(data: Path, marginals: dict[str, list[str]], engine: str) -> str:
+def spec_text(
+    data: Path, marginals: dict[str, list[str]], engine: str, max_cells: int | None = None
+) -> str:
     lines = [
         'name = "bench"',
         "[data]",
@@ -60,6 +62,8 @@ def spec_text(data: Path, marginals: dict[str, list[str]], engine: str) -> str:
         "[output]",
         "csv = false",
     ]  # fmt: skip
+    if max_cells is not None:  # national tables: the default limit (5M cells) is raised here
+        lines.append(f"max_cells = {max_cells}")
     for name, by in marginals.items():
         d = 1
         for a in by:
@@ -101,15 +105,57 @@ def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
     """)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(
+    cmd: list[str], env: dict[str, str], rss_limit_gib: float | None = None
+) -> tuple[float, float]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    tree_peak = guard(proc, rss_limit_gib)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise RuntimeError(f"{cmd[:4]} failed:\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024.0
+    # the child's own peak, or its process tree's sampled one (Spark's JVM is a child)
+    return wall, max(usage.ru_maxrss / 1024.0, tree_peak[0] * 1024.0)
+
+
+def tree_rss_gib(pid: int) -> float:
+    """Resident memory of ``pid`` and its descendants (a Spark run's JVM is a child)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for t in Path(f"/proc/{p}/task").iterdir():
+                kids = (t / "children").read_text().split()
+                todo.extend(int(k) for k in kids)
+        except OSError:
+            continue
+    return total / 2**20
+
+
+def guard(proc: subprocess.Popen[bytes], limit_gib: float | None) -> list[float]:
+    """Sample the resident memory of ``proc``'s tree every 0.2 s (peak in GiB, updated in
+    the returned list); kill ``proc`` when it passes ``limit_gib``."""
+    import threading
+
+    peak = [0.0]
+
+    def watch() -> None:
+        while proc.poll() is None:
+            rss = tree_rss_gib(proc.pid)
+            peak[0] = max(peak[0], rss)
+            if limit_gib is not None and rss > limit_gib:
+                print(f"memory guard: over {limit_gib} GiB, stopping the run", flush=True)
+                proc.kill()
+                return
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return peak
 
 
 def main() -> None:
@@ -119,12 +165,14 @@ def main() -> None:
     ap.add_argument("--four", action="store_true", help="the four marginals of the demo")
     ap.add_argument("--engine", default="polars")
     ap.add_argument("--skip-floor", action="store_true")
+    ap.add_argument("--max-cells", type=int, default=None, help="[output] max_cells of the spec")
+    ap.add_argument("--rss-limit-gib", type=float, default=None, help="stop a run above this")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
     marginals = FOUR if args.four else ONE
     args.workdir.mkdir(parents=True, exist_ok=True)
     spec = args.workdir / "spec.toml"
-    spec.write_text(spec_text(args.data.resolve(), marginals, args.engine))
+    spec.write_text(spec_text(args.data.resolve(), marginals, args.engine, args.max_cells))
     floor = args.workdir / "floor.py"
     floor.write_text(floor_code(args.data.resolve(), marginals))
     env = dict(os.environ)
@@ -135,10 +183,12 @@ def main() -> None:
     for _ in range(args.runs):
         run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
         if not args.skip_floor:
-            run["floor_s"], run["floor_mib"] = timed([sys.executable, str(floor)], env)
+            run["floor_s"], run["floor_mib"] = timed(
+                [sys.executable, str(floor)], env, args.rss_limit_gib
+            )
         shutil.rmtree(out, ignore_errors=True)
         cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out)]
-        run["eree_s"], run["eree_mib"] = timed(cmd, env)
+        run["eree_s"], run["eree_mib"] = timed(cmd, env, args.rss_limit_gib)
         rows.append(run)
         print(json.dumps(run), flush=True)
     med = {
