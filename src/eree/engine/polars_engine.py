@@ -263,9 +263,16 @@ class PolarsEngine:
         del pair
         est = k // D
         cell = fidx[est] * D + k % D
+        del k
         count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)
         x_v = np.zeros(F * D, dtype=np.int64)
         np.maximum.at(x_v, cell, n)
+        truncated = None
+        if truncate_below is not None:
+            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
+            keep = estab_size[est] < truncate_below
+            truncated = np.bincount(cell, weights=n * keep, minlength=F * D).astype(np.int64)
+        del est, cell, n  # per-contribution arrays go before the keys are built
         n_est = np.bincount(fidx, minlength=F).astype(np.int64)
         cols: dict[str, pl.Series | np.ndarray] = {}
         cols.update(
@@ -275,12 +282,8 @@ class PolarsEngine:
         cols["x_v"] = x_v
         cols["establishments"] = np.repeat(n_est, D)
         cols["has_establishment"] = np.repeat(n_est > 0, D)
-        if truncate_below is not None:
-            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
-            keep = estab_size[est] < truncate_below
-            cols["count_truncated"] = np.bincount(cell, weights=n * keep, minlength=F * D).astype(
-                np.int64
-            )
+        if truncated is not None:
+            cols["count_truncated"] = truncated
         return pl.DataFrame(cols)
 
 
