@@ -166,6 +166,7 @@ def main() -> None:
     ap.add_argument("--engine", default="polars")
     ap.add_argument("--skip-floor", action="store_true")
     ap.add_argument("--max-cells", type=int, default=None, help="[output] max_cells of the spec")
+    ap.add_argument("--seed", type=int, default=None, help="seeded noise (to compare engines)")
     ap.add_argument("--rss-limit-gib", type=float, default=None, help="stop a run above this")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
@@ -188,6 +189,8 @@ def main() -> None:
             )
         shutil.rmtree(out, ignore_errors=True)
         cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out)]
+        if args.seed is not None:
+            cmd += ["--seed", str(args.seed)]
         run["eree_s"], run["eree_mib"] = timed(cmd, env, args.rss_limit_gib)
         rows.append(run)
         print(json.dumps(run), flush=True)

@@ -477,8 +477,8 @@ class _Prepared:
     per-establishment group-by and the join to the workplaces need no shuffle.
     """
 
-    workplaces: SparkDataFrame  # _W (int), workplace attributes (strings), _SIZE (long)
-    jobs: SparkDataFrame  # _W (int; null: unknown workplace), per coded attribute its index
+    workplaces: SparkDataFrame  # _W (long), workplace attributes (strings), _SIZE (long)
+    jobs: SparkDataFrame  # _W (long; null: unknown workplace), per coded attribute its index
     persisted: bool
 
     def release(self) -> None:
@@ -644,16 +644,19 @@ class SparkEngine:
         if self._prepared is not None and self._prepared[0] is data:
             return self._prepared[1]
         from pyspark import StorageLevel
-        from pyspark.sql import Window
         from pyspark.sql import functions as sf
 
         self.release()
         sdata = self.to_spark(data)
         n_parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "4")
-        # establishments numbered in workplace-id order: deterministic (ids are unique),
-        # so recomputing a lost cache partition gives the same numbers
-        wp_idx = sdata.workplaces.withColumn(
-            _W, (sf.row_number().over(Window.orderBy(WORKPLACE_ID)) - 1).cast("int")
+        # establishments numbered in workplace-id order, range partition by range
+        # partition (a global window would sort every workplace in one task): the number
+        # is the partition's index and the row's place in it, deterministic (ids are
+        # unique), so recomputing a lost cache partition gives the same numbers
+        wp_idx = (
+            sdata.workplaces.repartitionByRange(n_parts, WORKPLACE_ID)
+            .sortWithinPartitions(WORKPLACE_ID)
+            .withColumn(_W, sf.monotonically_increasing_id())
         )
         coded = [a for a in sdata.jobs.columns if a != WORKPLACE_ID and a in sdata.domains]
         jobs = (
