@@ -44,7 +44,11 @@ DOMAIN_SIZE = {"age": 3, "sex": 2, "race": 6}
 
 
 def spec_text(
-    data: Path, marginals: dict[str, list[str]], engine: str, max_cells: int | None = None
+    data: Path,
+    marginals: dict[str, list[str]],
+    engine: str,
+    max_cells: int | None = None,
+    driver_memory: str | None = None,
 ) -> str:
     lines = [
         'name = "bench"',
@@ -59,6 +63,7 @@ def spec_text(
         "alpha = 0.1",
         "[engine]",
         f'kind = "{engine}"',
+        *([f'driver_memory = "{driver_memory}"'] if driver_memory else []),
         "[output]",
         "csv = false",
     ]  # fmt: skip
@@ -167,13 +172,16 @@ def main() -> None:
     ap.add_argument("--skip-floor", action="store_true")
     ap.add_argument("--max-cells", type=int, default=None, help="[output] max_cells of the spec")
     ap.add_argument("--seed", type=int, default=None, help="seeded noise (to compare engines)")
+    ap.add_argument("--driver-memory", default=None, help="Spark driver heap ([engine])")
     ap.add_argument("--rss-limit-gib", type=float, default=None, help="stop a run above this")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
     marginals = FOUR if args.four else ONE
     args.workdir.mkdir(parents=True, exist_ok=True)
     spec = args.workdir / "spec.toml"
-    spec.write_text(spec_text(args.data.resolve(), marginals, args.engine, args.max_cells))
+    spec.write_text(
+        spec_text(args.data.resolve(), marginals, args.engine, args.max_cells, args.driver_memory)
+    )
     floor = args.workdir / "floor.py"
     floor.write_text(floor_code(args.data.resolve(), marginals))
     env = dict(os.environ)
