@@ -190,5 +190,6 @@ def test_command(small_file: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert (out / "results.csv").exists() and (out / "report.html").exists()
     assert "NOT FOR PUBLICATION" in res.output
-    bad = runner.invoke(app, ["evaluate-webb", "webb-nope", "--out", str(out)])
+    bad = runner.invoke(app, ["evaluate-webb", "webb-nope", "--out", str(out.with_name("bad"))])
     assert bad.exit_code == 2 and "unknown experiment" in bad.output
+    assert not out.with_name("bad").exists()

@@ -74,31 +74,31 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
     """
     out = Path(out_dir)
     if out.is_symlink():
-        raise EreeError(f"output path {out} is a symbolic link; choose a new folder")
+        raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
     if out.exists():
         if not out.is_dir():
-            raise EreeError(f"output path {out} exists and is not a folder; choose a new one")
+            raise EreeError(f"output path {out} exists and is not a directory; choose a new one")
         if any(out.iterdir()):
             if not force:
                 raise EreeError(
-                    f"output folder {out} exists and is not empty; choose a new one "
+                    f"output directory {out} exists and is not empty; choose a new one "
                     "(or --force to replace an earlier output of eree)"
                 )
             if _holds_ledger_release(out):
                 raise EreeError(
-                    f"output folder {out} holds a release recorded in a ledger; a published "
-                    "release is never overwritten (--force does not apply): choose a new folder"
+                    f"output directory {out} holds a release recorded in a ledger; a published "
+                    "release is never overwritten (--force does not apply): choose a new directory"
                 )
             if not (out / MARKER).is_file():
                 raise EreeError(
-                    f"output folder {out} was not written by eree (no {MARKER} file); "
-                    "--force replaces only eree's own outputs: choose a new folder"
+                    f"output directory {out} was not written by eree (no {MARKER} file); "
+                    "--force replaces only eree's own outputs: choose a new directory"
                 )
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if parent.exists() and not parent.is_dir():
-        raise EreeError(f"output path {out}: {parent} is not a folder")
+        raise EreeError(f"output path {out}: {parent} is not a directory")
     return out
 
 
