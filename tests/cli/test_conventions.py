@@ -56,7 +56,7 @@ def test_the_app_is_walked_completely():
     assert ("explain",) in COMMANDS and ("ledger", "verify") in COMMANDS
 
 
-def _args_for(path: tuple[str, ...], cmd: click.Command, out: Path) -> list[str]:
+def _args_for(path: tuple[str, ...], cmd: Any, out: Path) -> list[str]:
     """The command with its required arguments filled in (the --out check comes first)."""
     args = list(path)
     for p in cmd.params:
