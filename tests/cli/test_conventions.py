@@ -198,3 +198,26 @@ def test_version():
 
     r = run_cli(["--version"])
     assert r.exit_code == 0 and r.stdout.strip() == f"eree {__version__}"
+
+
+@pytest.mark.parametrize(
+    "synth",
+    [["synth", "lodes", "--jobs", "3000", "--seed", "4"],
+     ["synth", "qcew", "--establishments", "800", "--seed", "4"]],
+    ids=["lodes", "qcew"],
+)  # fmt: skip
+def test_synth_writes_a_starter_spec_that_explain_and_protect_accept(tmp_path, synth, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the relative paths of the README's commands
+    r = run_cli([*synth, "--out", "data"])
+    assert r.exit_code == 0, r.output
+    assert "data/release.toml" in r.stdout
+    r = run_cli(["explain", "data/release.toml"])
+    assert r.exit_code == 0, r.output
+    r = run_cli(["protect", "data/release.toml", "--out", "rel", "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "rel" / "manifest.json").exists()
+    # from another working directory too: the spec's paths are relative to the spec
+    monkeypatch.chdir(tmp_path.parent)
+    r = run_cli(["protect", str(tmp_path / "data" / "release.toml"), "--out",
+                 str(tmp_path / "rel2"), "--seed", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
