@@ -9,12 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperCommand, TyperGroup
 
-from eree.clikit import Force, Quiet, check_out
+from eree.clikit import Force, LazyConsole, Quiet, check_out, escape
 from eree.errors import EreeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +68,7 @@ class _LazyGroup(TyperGroup):
 
 def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer.Typer:
     """A Typer app built as a :class:`_LazyGroup` that knows its own source app."""
+    kwargs.setdefault("rich_markup_mode", None)  # plain help: Rich costs --help ~0.3 s
     t = typer.Typer(**kwargs)
     t.info.cls = type("_Lazy", (_LazyGroup,), {"lazy_help": dict(lazy_help or {}), "source": t})
     return t
@@ -109,7 +107,9 @@ def _root(
     """Formally private releases of employer-employee and establishment statistics."""
 
 
-synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
+synth_app = typer.Typer(
+    help="Generate synthetic input data.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(synth_app, name="synth")
 evaluate_app = _lazy_typer(
     help="Reproduce the papers' experiments (tidy CSV, figures, HTML report).",
@@ -121,11 +121,20 @@ app.add_typer(audit_app, name="audit")
 ledger_app = typer.Typer(
     help="The privacy-budget ledger: register budgets, show spending, verify the chain.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(ledger_app, name="ledger")
 
-console = Console()
-err_console = Console(stderr=True)
+# Rich is imported on first output, not for --help (which must stay fast)
+console: Any = LazyConsole()
+err_console: Any = LazyConsole(stderr=True)
+
+
+def Table(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 (Rich's class, imported late)
+    """A :class:`rich.table.Table` (Rich imported on first use)."""
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
 
 
 def _fail(e: Exception) -> None:
