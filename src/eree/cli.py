@@ -56,7 +56,7 @@ class _LazyGroup(TyperGroup):
             return TyperCommand(cmd_name, help=self.lazy_help[cmd_name])
         if not self.lazy_help and cmd_name not in self.commands:
             self._load()
-        return super().get_command(ctx, cmd_name)
+        return _verbatim_examples(super().get_command(ctx, cmd_name))
 
     def resolve_command(
         self, ctx: Context, args: list[str]
@@ -64,6 +64,23 @@ class _LazyGroup(TyperGroup):
         if args and (args[0] in self.lazy_help or not self.lazy_help):
             self._load()
         return super().resolve_command(ctx, args)
+
+
+def _verbatim_examples(cmd: Any) -> Any:
+    r"""Keep each command's ``Example:`` line unwrapped in its help (click's ``\\b`` mark).
+
+    A wrapped example cannot be copied and run; click re-wraps every paragraph except one
+    that starts with a ``\\b`` line. Applied to a command and, for a group, to its
+    commands.
+    """
+    if cmd is None:
+        return cmd
+    help_text = getattr(cmd, "help", None)
+    if help_text and "\n\nExample: " in help_text:
+        cmd.help = help_text.replace("\n\nExample: ", "\n\n\b\nExample: ")
+    for sub in getattr(cmd, "commands", {}).values():
+        _verbatim_examples(sub)
+    return cmd
 
 
 def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer.Typer:
@@ -741,7 +758,9 @@ WEBB_HELP: dict[str, tuple[str, str]] = {
 
 def _help(doc: str | None, first: str, example: str) -> str:
     """A command's help: its own first line and example around a shared description."""
-    paras = [p.strip() for p in (doc or "").strip().split("\n\n")]
+    import inspect
+
+    paras = [p.strip() for p in inspect.cleandoc(doc or "").split("\n\n")]
     body = [p for p in paras[1:] if not p.startswith("Example:")]
     return "\n\n".join([first, *body, f"Example: {example}"])
 

@@ -75,6 +75,7 @@ from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
+from eree.evaluate.interrupt import absorb_echo
 from eree.evaluate.metrics import (
     ALL,
     POPULATION_BINS,
@@ -753,14 +754,18 @@ def run_haney(
                 if progress is not None:
                     progress(f"{r}: {p.label} alpha={p.alpha} eps={p.epsilon}")
         except KeyboardInterrupt:
-            # Ctrl-C: keep the finished points, drop the queued ones (DESIGN.md §7.1)
-            pool.shutdown(wait=True, cancel_futures=True)
             interrupted = (
                 f"interrupted (Ctrl-C) during run {r!r} after {done} of {len(todo)} parameter "
                 "points of that run: the results are partial"
             )
-        else:
-            pool.shutdown(wait=True)
+        while interrupted is not None:  # one Ctrl-C can raise twice (see absorb_echo)
+            try:
+                absorb_echo()
+                break
+            except KeyboardInterrupt:
+                continue
+        # Ctrl-C: keep the finished points, drop the queued ones (DESIGN.md §7.1)
+        pool.shutdown(wait=True, cancel_futures=interrupted is not None)
         timings[f"run_{r}"] = time.perf_counter() - t0
     del ni_out
     timings["total"] = time.perf_counter() - t_start

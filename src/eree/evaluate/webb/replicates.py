@@ -13,6 +13,7 @@ import polars as pl
 
 from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import derive_seed
+from eree.evaluate.interrupt import absorb_echo
 from eree.evaluate.metrics import tidy_row
 from eree.evaluate.webb.ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
 from eree.evaluate.webb.plans import (
@@ -117,6 +118,7 @@ def run_replicates(
     }
     secs = dict.fromkeys(workflows, 0.0)
     done = 0
+    stopped = False
     try:
         for r in range(trials):
             s = replicate_seed(seed, r)
@@ -134,7 +136,14 @@ def run_replicates(
     except KeyboardInterrupt:
         if done == 0:
             raise
-        # Ctrl-C: keep the finished replicates (DESIGN.md §7.1)
+        stopped = True
+    while stopped:  # one Ctrl-C can raise twice (see absorb_echo)
+        try:
+            absorb_echo()
+            break
+        except KeyboardInterrupt:
+            continue
+    if stopped:  # Ctrl-C: keep the finished replicates (DESIGN.md §7.1)
         est = {w: {a: {g: v[:done] for g, v in by_g.items()} for a, by_g in by_a.items()}
                for w, by_a in est.items()}  # fmt: skip
     mu = total_mu(budget, attrs) * scale
