@@ -12,6 +12,7 @@ from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.noise_infusion import FACTOR_CACHE, INCIDENCE, N_ESTABLISHMENTS
 from eree.release.build import COUNT_STATISTIC, BuiltPlan, QueryPlan
+from eree.release.preview import delta_warning
 from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 #: the engine's statistic columns (everything else in its frame is a key)
@@ -85,13 +86,9 @@ def release_counts(
     for q in built.queries:
         keys, m, public_zero = measure_marginal(q, data, engine, source, shared)
         notes: list[str] = []
-        delta_cell = q.mechanisms[0].per_cell_cost().delta
-        if delta_cell and delta_cell >= 1.0 / max(n_estab, 1):
-            notes.append(
-                f"warning: per-cell delta {delta_cell:.3g} >= 1/(number of establishments) "
-                f"= {1.0 / max(n_estab, 1):.3g}; a mechanism could publish some establishments "
-                "exactly at this delta (Haney et al. §9)"
-            )
+        warn = delta_warning(q, n_estab)
+        if warn is not None:
+            notes.append(f"warning: {warn['message']}; remedy: {warn['remedy']}")
         if public_zero.any():
             notes.append("cells with no establishment are public zeros, published exactly (std 0)")
         table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m)})
