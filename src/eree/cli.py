@@ -238,8 +238,8 @@ def print_preview(pv: dict[str, Any]) -> None:
 def print_warnings(warns: list[dict[str, Any]]) -> None:
     """Each warning with what to change."""
     for w in warns:
-        console.print(f"[bold yellow]warning[/] {escape('[' + w['code'] + ']')} {escape(w['message'])}",
-                      soft_wrap=True)  # fmt: skip
+        code = escape(f"[{w['code']}]")
+        console.print(f"[bold yellow]warning[/] {code} {escape(w['message'])}", soft_wrap=True)
         console.print(f"  → {escape(w['remedy'])}", soft_wrap=True)
 
 

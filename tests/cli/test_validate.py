@@ -88,7 +88,7 @@ def test_validate_no_data_skips_reading(tmp_path):
 
 def test_validate_spec_error_has_did_you_mean(tmp_path):
     spec = write_estab_case(tmp_path)
-    spec.write_text(spec.read_text().replace("mechanism = \"pnc\"", "mechanism = \"pcn\""))
+    spec.write_text(spec.read_text().replace('mechanism = "pnc"', 'mechanism = "pcn"'))
     assert_clean_failure(run_cli(["validate", str(spec)]), None, "did you mean 'pnc'")
 
 

@@ -32,8 +32,10 @@ def _close(got: float | None, want: float, rel: float = REL) -> bool:
     return got is not None and math.isclose(got, want, rel_tol=rel)
 
 
-@pytest.mark.parametrize(("alpha", "eps", "n"), [(0.1, 1.0, 0.0), (0.1, 1.0, 100.0),
-                                                 (0.2, 2.0, 10_000.0), (0.05, 0.5, 7.0)])
+@pytest.mark.parametrize(
+    ("alpha", "eps", "n"),
+    [(0.1, 1.0, 0.0), (0.1, 1.0, 100.0), (0.2, 2.0, 10_000.0), (0.05, 0.5, 7.0)],
+)
 def test_log_laplace_error_matches_lemma_8_2_and_numerical_integration(alpha, eps, n):
     m = LogLaplace(query="q", alpha=alpha, epsilon=eps)
     e = m.expected_error({"count": n})
@@ -41,9 +43,14 @@ def test_log_laplace_error_matches_lemma_8_2_and_numerical_integration(alpha, ep
     # n̂ = (n+γ)(1−λ²)e^η − γ: Var = (n+γ)²(1−λ²)²(E e^{2η} − (E e^η)²), E e^{kη} = 1/(1−k²λ²)
     var = (n + gamma) ** 2 * (1 - lam**2) ** 2 * (1 / (1 - 4 * lam**2) - 1 / (1 - lam**2) ** 2)
     assert _close(e.std, math.sqrt(var))
+
     # E|n̂ − n| by numerical integration over the Laplace density
     def f(x):
-        return abs((n + gamma) * (1 - lam**2) * math.exp(x) - gamma - n) * math.exp(-abs(x) / lam) / (2 * lam)
+        return (
+            abs((n + gamma) * (1 - lam**2) * math.exp(x) - gamma - n)
+            * math.exp(-abs(x) / lam)
+            / (2 * lam)
+        )
 
     t = math.log(1 / (1 - lam**2))
     mean_abs = sum(integrate.quad(f, a, b, limit=200)[0] for a, b in
@@ -67,24 +74,31 @@ def test_log_laplace_infinite_variance_when_lambda_at_least_half():
     assert e.std == math.inf and math.isfinite(e.mean_abs)
 
 
-@pytest.mark.parametrize(("alpha", "eps", "x_v"), [(0.1, 1.0, 1.0), (0.1, 1.0, 500.0),
-                                                   (0.2, 4.0, 30.0)])
-def test_smooth_gamma_std_is_5S_over_eps1(alpha, eps, x_v):
+@pytest.mark.parametrize(
+    ("alpha", "eps", "x_v"), [(0.1, 1.0, 1.0), (0.1, 1.0, 500.0), (0.2, 4.0, 30.0)]
+)
+def test_smooth_gamma_std_is_5s_over_eps1(alpha, eps, x_v):
     e = SmoothGamma(query="q", alpha=alpha, epsilon=eps).expected_error(
-        {"count": 100.0, "x_v": x_v})
+        {"count": 100.0, "x_v": x_v}
+    )
     s = max(alpha * x_v, 1.0)
     eps1 = eps - 5 * math.log(1 + alpha)
     b = 5 * s / eps1
     # Z with density (√2/π)/(1+z⁴): Var Z = 1, E|Z| = 1/√2 (by integration)
-    var_z = integrate.quad(lambda z: z * z * math.sqrt(2) / math.pi / (1 + z**4), -np.inf, np.inf)[0]
-    abs_z = integrate.quad(lambda z: abs(z) * math.sqrt(2) / math.pi / (1 + z**4), -np.inf, np.inf)[0]
+    var_z = integrate.quad(lambda z: z * z * math.sqrt(2) / math.pi / (1 + z**4), -np.inf, np.inf)[
+        0
+    ]
+    abs_z = integrate.quad(lambda z: abs(z) * math.sqrt(2) / math.pi / (1 + z**4), -np.inf, np.inf)[
+        0
+    ]
     assert _close(e.std, b * math.sqrt(var_z), 1e-7)
     assert _close(e.mean_abs, b * abs_z, 1e-7)
     assert e.ci_width is None  # no interval is published
 
 
-@pytest.mark.parametrize(("alpha", "eps", "x_v", "d"), [(0.1, 1.0, 1.0, 1), (0.1, 1.0, 200.0, 1),
-                                                        (0.1, 6.0, 200.0, 6)])
+@pytest.mark.parametrize(
+    ("alpha", "eps", "x_v", "d"), [(0.1, 1.0, 1.0, 1), (0.1, 1.0, 200.0, 1), (0.1, 6.0, 200.0, 6)]
+)
 def test_smooth_laplace_error_is_lemma_9_3(alpha, eps, x_v, d):
     attrs = ("sex",) if d > 1 else ()
     m = SmoothLaplace(query="q", alpha=alpha, epsilon=eps, worker_cells=d,
@@ -98,7 +112,9 @@ def test_dp_baselines():
     e = EdgeLaplace(query="q", epsilon=0.5).expected_error({"count": 10.0})
     assert _close(e.std, math.sqrt(2) / 0.5) and _close(e.mean_abs, 2.0)
     assert _close(e.ci_width, 2 * math.log(20) / 0.5)
-    t = TruncatedLaplace(query="q", epsilon=2.0, theta=50.0).expected_error({"count_truncated": 10.0})
+    t = TruncatedLaplace(query="q", epsilon=2.0, theta=50.0).expected_error(
+        {"count_truncated": 10.0}
+    )
     assert _close(t.std, math.sqrt(2) * 25.0) and "bias" in t.note
 
 
@@ -110,7 +126,8 @@ def _sqrt():
 def test_psi_sqrt_std_is_theorem_6_6(x):
     gamma, mu = 0.5, 0.7
     e = PsiMechanism(query="q", attribute="a", neighbor=_sqrt(), gamma=gamma, mu=mu).expected_error(
-        {"value": x})
+        {"value": x}
+    )
     s2 = (gamma / mu) ** 2
     assert _close(e.std, math.sqrt(2 * s2 * (2 * x + s2)))
     z = stats.norm.ppf(0.975)

@@ -33,7 +33,8 @@ def _plan(tmp_path, text):
 
 def _with_eps(eps: float) -> str:
     return SPEC.replace(
-        'mechanism = "smooth_laplace"\nepsilon = 1.0', f'mechanism = "smooth_laplace"\nepsilon = {eps}'
+        'mechanism = "smooth_laplace"\nepsilon = 1.0',
+        f'mechanism = "smooth_laplace"\nepsilon = {eps}',
     )
 
 

@@ -214,12 +214,12 @@ def log_laplace_expectation(n: ArrayLike, alpha: float, epsilon: float) -> Float
 
 
 def laplace_quantile(scale: float, confidence: float) -> float:
-    r"""The half-width q of the central ``confidence`` interval of Lap(scale): :math:`b\ln(1/(1-c))`."""
+    r"""Half-width of the central ``confidence`` interval of Lap(b): :math:`b\ln(1/(1-c))`."""
     return scale * math.log(1.0 / (1.0 - confidence))
 
 
 def log_laplace_sd_factor(lam: float) -> float:
-    r"""sd of the bias-corrected n̂ over (n+γ): :math:`\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}`.
+    r"""Sd of the bias-corrected n̂ over (n+γ): :math:`\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}`.
 
     Var e^η = 1/(1−4λ²) − 1/(1−λ²)² for η ~ Lap(λ); infinite for λ ≥ 1/2.
     """
@@ -382,7 +382,7 @@ class SmoothGamma(CountMechanism):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """std = 5S/ε₁ (Var Z = 1), E|error| = 5S/(ε₁√2); no interval is published."""
+        """Std = 5S/ε₁ (Var Z = 1), E|error| = 5S/(ε₁√2); no interval is published."""
         b = float(self.noise_scale(at["x_v"]))
         return ExpectedError(b, b / math.sqrt(2.0), None)
 
@@ -473,7 +473,7 @@ class SmoothLaplace(ApproximateCountMechanism):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """std = √2·2S/ε_cell, E|error| = 2S/ε_cell (Lemma 9.3); no interval is published."""
+        """Std = √2·2S/ε_cell, E|error| = 2S/ε_cell (Lemma 9.3); no interval is published."""
         b = float(self.noise_scale(at["x_v"]))
         return ExpectedError(math.sqrt(2.0) * b, b, None)
 

@@ -315,15 +315,18 @@ class PsiMechanism(GedpMechanism):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """At a group sum x (``value``): std from Thm 6.6 (:func:`psi_variance_at`), None
-        for a ψ without a closed-form estimator; the §6.1 CI's width at ω = ψ(x)."""
+        """At a group sum x (``value``): std by Thm 6.6, CI width at ω = ψ(x) (§6.1).
+
+        The std is None for a ψ without a closed-form estimator (:func:`psi_variance_at`).
+        """
         x = float(at["value"])
         var = psi_variance_at(self.neighbor, np.array([x]), self.sigma)
         lo, hi = psi_confidence_interval(
             self.neighbor.psi(np.array([x])), self.neighbor, self.sigma, self.confidence
         )
         std = None if var is None else math.sqrt(float(var[0]))
-        mean_abs = std * math.sqrt(2.0 / math.pi) if isinstance(self.neighbor, DPNeighbor) else None
+        dp = isinstance(self.neighbor, DPNeighbor) and std is not None  # ψ = x: Gaussian error
+        mean_abs = std * math.sqrt(2.0 / math.pi) if dp and std is not None else None
         return ExpectedError(std, mean_abs, float(hi[0] - lo[0]),
                              "CI width at the median answer omega = psi(x)")  # fmt: skip
 
@@ -419,7 +422,7 @@ class PncBounded(GedpMechanism):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """pnc at a group whose public bound is u*_ℓ (``bound``): N(0, (Δ_ℓ/μ)²), Def 6.8."""
+        """Pnc at a group whose public bound is u*_ℓ (``bound``): N(0, (Δ_ℓ/μ)²), Def 6.8."""
         delta = float(pnc_sensitivity(np.array([float(at["bound"])]), self.neighbor, self.gamma)[0])
         return _gaussian_error(delta / self.mu, self.confidence)
 

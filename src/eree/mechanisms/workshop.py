@@ -160,7 +160,7 @@ class WorkshopLogLaplace(_Workshop):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """As the SIGMOD Log-Laplace with γ = Δ/α (:func:`~eree.mechanisms.eree.log_laplace_error`)."""
+        """As the SIGMOD Log-Laplace, with γ = Δ/α (:func:`.log_laplace_error`)."""
         return log_laplace_error(at["count"], self.gamma, self.lam, self.confidence)
 
     @override

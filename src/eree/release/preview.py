@@ -121,7 +121,9 @@ def break_even(mech: Mechanism, n_est: int) -> float | None:
     return hi
 
 
-def _smallest(make: Callable[[float], Mechanism], ok: Callable[[Mechanism], bool], start: float) -> float | None:
+def _smallest(
+    make: Callable[[float], Mechanism], ok: Callable[[Mechanism], bool], start: float
+) -> float | None:
     """The smallest parameter ≥ ``start`` (geometric search) whose mechanism satisfies ``ok``."""
 
     def good(v: float) -> bool:
@@ -187,8 +189,8 @@ def _notes(mech: Mechanism, n_est: int, known: bool) -> list[str]:
             "establishments, the least noise; x_v = n: one establishment, the most)"
         )
     if isinstance(mech, PncBounded):
-        how = "the data's number of establishments" if known else (
-            f"an assumed {GEDP_ASSUMED_ESTABLISHMENTS:,} establishments (no data read)")  # fmt: skip
+        assumed = f"an assumed {GEDP_ASSUMED_ESTABLISHMENTS:,} establishments (no data read)"
+        how = "the data's number of establishments" if known else assumed
         notes.append(
             "pnc rows: a group whose largest establishment has this value; its public bound u* "
             f"at the identity query's median answer, with tau-hat for {how}; the group's sum is "
@@ -212,7 +214,7 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
     """
     n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
     known = n_establishments is not None
-    out = []
+    out: list[dict[str, Any]] = []
     for q in built.queries:
         for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
             gedp = isinstance(mech, GedpMechanism)
@@ -222,7 +224,7 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
             conf = f"{getattr(mech, 'confidence', 0.95):.0%}"
             cols = (["value", "std", "E|error|", "std/value", f"{conf} CI width"] if gedp else
                     ["n", "x_v", "std", "E|error|", "E|error|/n", f"{conf} CI width"])  # fmt: skip
-            entry = {
+            entry: dict[str, Any] = {
                 "query": q.name, "statistic": stat, "mechanism": mech.name,
                 "columns": cols, "rows": rows, "break_even": break_even(mech, n_est),
                 "notes": _notes(mech, n_est, known),
@@ -252,40 +254,44 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
         return b is None or b <= limit
 
     size = f"{limit:,.0f}"
-    coarsen = ("drop the identity query's answers for small establishments from use"
-               if q.spec.is_identity else "coarsen the query (fewer, larger cells)")  # fmt: skip
+    coarsen = "coarsen the query (fewer, larger cells)"
     if isinstance(mech, GedpMechanism):
         unit = f" (in {stat}'s units)"
         what = f"groups of attribute {stat!r}"
         then = f"(then groups above {size} get noise below their value)"
+        if q.spec.is_identity:
+            what, then = f"establishments' {stat}", f"(then those above {size} get noise below it)"
+            coarsen = "accept it: the identity query answers single establishments"
+        current = f"mu = {mech.mu:g}"
         if isinstance(mech, PncBounded):  # the bounds come from the identity query's μ
+            m0 = mech
             factor = _smallest(
-                lambda k: dataclasses.replace(mech, mu=k * mech.mu, bounds_mu=k * mech.bounds_mu),
+                lambda k: dataclasses.replace(m0, mu=k * m0.mu, bounds_mu=k * m0.bounds_mu),
                 fine, 1.0,
             )  # fmt: skip
-            how = (f"raise mu for {stat} here and in query {mech.bounds_from!r} (whose answers "
-                   f"set pnc's bounds) by a factor of {factor:.3g} {then}, or {coarsen}")  # fmt: skip
+            how = coarsen if factor is None else (
+                f"raise mu for {stat} here and in query {mech.bounds_from!r} (whose answers "
+                f"set pnc's bounds) by a factor of {factor:.3g} {then}, or {coarsen}")  # fmt: skip
         else:
             need = _smallest(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
-            how = f"raise mu for {stat} to {need:.3g} {then}, or {coarsen}"
-            factor = need
-        current = f"mu = {mech.mu:g}"
-        if factor is None:
-            how = coarsen
+            how = coarsen if need is None else (
+                f"raise mu for {stat} to {need:.3g} {then}, or {coarsen}")  # fmt: skip
         if isinstance(mech.neighbor, SqrtShift):
             how += (
                 f"; check the unit of {stat}: with psi = sqrt, a distance chosen for dollars is "
                 f"sqrt(1000) ≈ 31.6 times too large for thousands of dollars (gamma = "
                 f"{mech.gamma:g} here)"
             )
-    else:
-        eps = mech.epsilon  # type: ignore[attr-defined]
+    elif isinstance(mech, CountMechanism):
+        eps = mech.epsilon
         unit, what = " jobs, even with x_v = 1", "cells"
-        need = _smallest(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)  # type: ignore[type-var]
+        need = _smallest(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)
         current = f"epsilon = {eps:g}"
         how = coarsen if need is None else (
             f"raise the query's epsilon to {need:.3g} (then cells above {size} jobs get noise "
             f"below their value), or {coarsen}")  # fmt: skip
+    else:
+        return None
     below = "every size" if math.isinf(n) else f"{n:,.0f}"
     message = (
         f"noise std exceeds the value for {what} below {below}{unit} "

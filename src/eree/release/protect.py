@@ -255,9 +255,7 @@ def _run(
     from eree.release.preview import plan_warnings
 
     # the one place a release's plan warnings join the manifest's list
-    manifest.setdefault("warnings", []).extend(
-        plan_warnings(built, family.n_establishments(data))
-    )
+    manifest.setdefault("warnings", []).extend(plan_warnings(built, family.n_establishments(data)))
     write_release(
         Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
         seeded=source.describe().get("mode") == "seeded",
