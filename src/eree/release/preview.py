@@ -163,7 +163,8 @@ def _count_rows(mech: Mechanism, n_est: int) -> list[list[Any]]:
             if e is None:
                 continue
             rel = None if e.mean_abs is None else e.mean_abs / n
-            rows.append([n, x_v, _fmt(e.std), _fmt(e.mean_abs), rel, _fmt(e.ci_width)])
+            cells = [n] if x_v is None else [n, x_v]
+            rows.append([*cells, _fmt(e.std), _fmt(e.mean_abs), rel, _fmt(e.ci_width)])
     return rows
 
 
@@ -222,8 +223,9 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
             if not rows:
                 continue
             conf = f"{getattr(mech, 'confidence', 0.95):.0%}"
-            cols = (["value", "std", "E|error|", "std/value", f"{conf} CI width"] if gedp else
-                    ["n", "x_v", "std", "E|error|", "E|error|/n", f"{conf} CI width"])  # fmt: skip
+            size_cols = ["value"] if gedp else (["n", "x_v"] if _uses_x_v(mech) else ["n"])
+            err_cols = ["std", "E|error|", "std/value" if gedp else "E|error|/n"]
+            cols = [*size_cols, *err_cols, f"{conf} CI width"]
             entry: dict[str, Any] = {
                 "query": q.name, "statistic": stat, "mechanism": mech.name,
                 "columns": cols, "rows": rows, "break_even": break_even(mech, n_est),
