@@ -398,6 +398,7 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
+    print_warnings(manifest.get("warnings", []))
     led = manifest.get("ledger")
     if led:
         for note in led.get("notes", []):

@@ -12,7 +12,6 @@ from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.noise_infusion import FACTOR_CACHE, INCIDENCE, N_ESTABLISHMENTS
 from eree.release.build import COUNT_STATISTIC, BuiltPlan, QueryPlan
-from eree.release.preview import delta_warning
 from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 #: the engine's statistic columns (everything else in its frame is a key)
@@ -80,15 +79,11 @@ def release_counts(
     Confidential columns (count, x_v) never leave :func:`measure_marginal`: a table holds
     only the keys and the published statistic columns.
     """
-    n_estab = data.n_workplaces
     shared: dict[str, object] = {}  # release-wide: noise infusion's factors, drawn once
     tables = []
     for q in built.queries:
         keys, m, public_zero = measure_marginal(q, data, engine, source, shared)
         notes: list[str] = []
-        warn = delta_warning(q, n_estab)
-        if warn is not None:
-            notes.append(f"warning: {warn['message']}; remedy: {warn['remedy']}")
         if public_zero.any():
             notes.append("cells with no establishment are public zeros, published exactly (std 0)")
         table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m)})

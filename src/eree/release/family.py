@@ -125,9 +125,8 @@ class CountRelease(ReleaseFamily):
 
     @override
     def n_establishments(self, data: Any) -> int | None:
-        """The workplace frame's rows (public, DESIGN.md §2.1)."""
-        wp = getattr(data, "workplaces", None)
-        return wp.height if isinstance(wp, pl.DataFrame) else None
+        """The workplace frame's rows (public, DESIGN.md §2.1); a count with Spark."""
+        return int(data.n_workplaces)
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
@@ -201,8 +200,8 @@ class EstablishmentRelease(ReleaseFamily):
     @override
     def n_establishments(self, data: Any) -> int | None:
         """The establishment file's rows (public: pnc's τ̂ uses it, Thm 6.7)."""
-        frame = getattr(data, "frame", None)
-        return frame.height if isinstance(frame, pl.DataFrame) else None
+        frame = data.frame
+        return frame.height if isinstance(frame, pl.DataFrame) else int(data.n)
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
