@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -214,6 +215,17 @@ def _num(v: Any) -> str:
     return f"{v:.3g}"
 
 
+def _finite(obj: Any) -> Any:
+    """``obj`` with ±inf and NaN as the strings "inf", "-inf", "nan" (strict JSON has none)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def print_preview(pv: dict[str, Any]) -> None:
     """The accuracy preview (one table per query and statistic), then the warnings."""
     console.print("[bold]Accuracy preview[/] (representative sizes, public information only; "
@@ -261,7 +273,7 @@ def explain(
         _fail(e)
         return
     if as_json:
-        console.print_json(json.dumps(explained, default=str))
+        console.print_json(json.dumps(_finite(explained), default=str, allow_nan=False))
         return
     print_cost_table(explained)
     print_cells(explained.get("cells", {}))
@@ -299,7 +311,7 @@ def validate(
         _fail(e)
         return
     if as_json:
-        console.print_json(json.dumps(result, default=str))
+        console.print_json(json.dumps(_finite(result), default=str, allow_nan=False))
         return
     for line in result["checks"]:
         console.print(f"[bold green]ok[/] {escape(line)}")

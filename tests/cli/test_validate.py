@@ -102,3 +102,27 @@ def test_explain_shows_the_preview_and_warnings(tmp_path):
     assert r.exit_code == 0, r.output
     assert "Accuracy preview" in r.stdout and "noise-exceeds-value" in r.stdout
     assert "raise the query's epsilon" in r.stdout
+
+
+def test_validate_eree_unknown_workplace_names_file_row_column(tmp_path):
+    spec = write_eree_case(tmp_path)
+    f = tmp_path / "data" / "job.csv"
+    lines = f.read_text().splitlines()
+    lines[5] = lines[5].split(",")[0] + ",w999"  # a job at an unknown workplace
+    f.write_text("\n".join(lines) + "\n")
+    assert_clean_failure(run_cli(["validate", str(spec)]), None, "job.csv", "row", "workplace_id")
+
+
+def test_json_is_strict_with_infinite_values(tmp_path):
+    """Log-Laplace at λ ≥ 1/2 has infinite variance: strict JSON still parses."""
+    spec = write_eree_case(tmp_path)
+    spec.write_text(spec.read_text().replace("epsilon = 1.0", "epsilon = 0.3", 1))
+    r = run_cli(["explain", str(spec), "--json"])
+    assert r.exit_code == 0, r.output
+
+    def no_constants(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    out = json.loads(r.stdout, parse_constant=no_constants)
+    county = next(q for q in out["preview"]["queries"] if q["query"] == "county")
+    assert county["break_even"] == "inf" and county["rows"][0][1] == "inf"

@@ -76,6 +76,11 @@ def test_delta_warning_needs_the_number_of_establishments(tmp_path):
     warns = [w for w in plan_warnings(built, n) if w["code"] == "delta-per-cell-large"]
     assert {w["query"] for w in warns} == {"county_industry", "county_age_sex"}
     assert all("log_laplace" in w["remedy"] for w in warns)
+    # Alg 3's condition ε_cell ≥ 2 ln(1+α) ln(1/δ_cell) at δ_cell = 0.1/N; d = 1 and d = 6
+    for w, d in ((warns[0], 1), (warns[1], 6)):
+        need = 2 * math.log(1.1) * math.log(n / 0.1) * d
+        got = float(w["remedy"].split("epsilon >= ")[1].split(";")[0])
+        assert math.isclose(got, need, rel_tol=2e-3), (got, need)
     assert not [w for w in plan_warnings(built, n - 2) if w["code"] == "delta-per-cell-large"]
 
 
