@@ -178,3 +178,20 @@ def test_power_a_30_percent_scale_error_fails_the_comparisons():
     assert _close(p.std, want) and not _close(p.std * 1.3, want)
     g = SmoothGamma(query="q", alpha=0.1, epsilon=1.0).expected_error({"count": 1.0, "x_v": 1.0})
     assert not _close(g.std * 0.7, 5 / (1 - 5 * math.log(1.1)))
+
+
+def test_noise_infusion_ramp_moments_and_small_cells():
+    """Haney et al. §5.1 with the ramp density p(δ) = 2(t−δ)/(t−s)² of δ = |f−1| on [s, t]."""
+    from eree.mechanisms.noise_infusion import NoiseInfusion
+
+    s, t = 0.05, 0.15
+    m = NoiseInfusion(query="q", s=s, t=t)
+    ramp = lambda d: 2 * (t - d) / (t - s) ** 2  # noqa: E731
+    m1 = integrate.quad(lambda d: d * ramp(d), s, t)[0]
+    m2 = integrate.quad(lambda d: d * d * ramp(d), s, t)[0]
+    one = m.expected_error({"count": 100.0, "x_v": 100.0})  # one establishment: n(f − 1)
+    assert _close(one.mean_abs, 100 * m1, 1e-9) and _close(one.std, 100 * math.sqrt(m2), 1e-9)
+    many = m.expected_error({"count": 100.0, "x_v": 4.0})  # 25 establishments of 4
+    assert _close(many.std, math.sqrt(25 * 16 * m2), 1e-9) and many.mean_abs is None
+    small = m.expected_error({"count": 1.0, "x_v": 1.0})  # replaced by U{1, 2}
+    assert _close(small.mean_abs, 0.5) and _close(small.std, math.sqrt(0.5))
