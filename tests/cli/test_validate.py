@@ -126,3 +126,10 @@ def test_json_is_strict_with_infinite_values(tmp_path):
     out = json.loads(r.stdout, parse_constant=no_constants)
     county = next(q for q in out["preview"]["queries"] if q["query"] == "county")
     assert county["break_even"] == "inf" and county["rows"][0][1] == "inf"
+
+
+def test_validate_refuses_a_plan_over_its_own_budget(tmp_path):
+    spec = write_eree_case(tmp_path)
+    text = spec.read_text().replace("alpha = 0.1", "alpha = 0.1\nbudget = { epsilon = 1.5 }")
+    spec.write_text(text)  # the two queries cost ε = 2
+    assert_clean_failure(run_cli(["validate", str(spec), "--no-data"]), None, "budget")

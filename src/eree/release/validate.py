@@ -69,7 +69,13 @@ def validate_plan(spec: str | Path, *, read_data: bool = True) -> dict[str, Any]
     plan = load_spec(spec)
     checks = ["spec: keys, types and values"]
     check_plan_cells(plan)
-    build(plan)
+    built = build(plan)
+    budget = plan.privacy.budget
+    if budget:  # the release alone must fit the spec's own budget (as protect checks)
+        from eree.privacy.ledger import check_spec_budget
+
+        p = plan.privacy
+        check_spec_budget(plan.name, p.definition, p.alpha, built.report().total, budget)
     family = family_of(plan)
     family.check_before_load(plan)
     checks.append("privacy parameters and mechanisms of every query")
