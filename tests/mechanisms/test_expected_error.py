@@ -23,6 +23,7 @@ from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
 from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism
+from eree.mechanisms.registry import REGISTRY
 from eree.privacy.neighbors import LogShift, SqrtShift
 
 REL = 1e-9
@@ -195,3 +196,40 @@ def test_noise_infusion_ramp_moments_and_small_cells():
     assert _close(many.std, math.sqrt(25 * 16 * m2), 1e-9) and many.mean_abs is None
     small = m.expected_error({"count": 1.0, "x_v": 1.0})  # replaced by U{1, 2}
     assert _close(small.mean_abs, 0.5) and _close(small.std, math.sqrt(0.5))
+
+
+def _instance(e):
+    """A valid object of each registered class (parameters from the papers' ranges)."""
+    from eree.mechanisms.noise_infusion import NoiseInfusion
+    from eree.privacy.neighbors import DPNeighbor
+
+    cls = e.cls
+    if cls is NoiseInfusion:
+        return cls(query="q")
+    if "attribute" in cls.__dataclass_fields__:
+        neighbor = DPNeighbor(1.0) if cls is EstabGaussian else _sqrt()
+        kw = (
+            {"bounds_from": "identity", "bounds_mu": 0.7}
+            if "zeta" in cls.__dataclass_fields__
+            else {}
+        )
+        gamma = 1.0 if cls is EstabGaussian else 0.5
+        return cls(query="q", attribute="a", neighbor=neighbor, gamma=gamma, mu=0.6, **kw)
+    kw = {"alpha": 0.1} if "alpha" in cls.__dataclass_fields__ else {}
+    if "theta" in cls.__dataclass_fields__:
+        kw["theta"] = 50.0
+    return cls(query="q", epsilon=2.0, **kw)
+
+
+@pytest.mark.parametrize("e", REGISTRY, ids=lambda e: f"{e.name}-{e.variant or 'x'}")
+def test_every_registered_mechanism_has_a_preview_that_grows_with_size(e):
+    m = _instance(e)
+    stds = []
+    for size in (1.0, 100.0, 10_000.0):
+        at = {"count": size, "count_truncated": size, "x_v": size, "value": size, "bound": size}
+        err = m.expected_error(at)
+        assert err is not None, f"{e.name}: no expected_error"
+        assert err.std is None or err.std >= 0
+        stds.append(err.std)
+    if None not in stds:
+        assert stds[0] <= stds[1] <= stds[2]
