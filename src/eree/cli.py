@@ -239,7 +239,7 @@ def print_preview(pv: dict[str, Any]) -> None:
             t.add_row(*[_num(v) for v in row])
         console.print(t)
         be = q.get("break_even")
-        if be is not None:
+        if be is not None and be >= 1:
             below = "every size" if be == float("inf") else _num(be)
             console.print(f"  noise std exceeds the value below {below}")
         for note in q["notes"]:
