@@ -39,7 +39,7 @@ epsilon = 1.0
 [[query]]
 name = "county_sex"
 by = ["county", "sex"]
-mechanism = "smooth_laplace"
+mechanism = "smooth_gamma"
 epsilon = 2.0                 # whole cost: d = 2 sexes, so 1.0 per cell
 """
 
