@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from eree import __version__
+from eree.data.outdir import check_out, make_temp_folder, put_in_place, write_marker
 from eree.errors import EreeError
 from eree.mechanisms.base import Measurement
 from eree.release.tables import QueryTable
@@ -34,29 +33,17 @@ def base_manifest() -> dict[str, Any]:
     return {"eree_version": __version__, "created": utc_now()}
 
 
-def check_output_dir(out_dir: str | Path) -> Path:
+def check_output_dir(out_dir: str | Path, *, force: bool = False) -> Path:
     """Refuse an output path a release cannot be written to, before anything is done.
 
-    The path must be absent or an empty directory; a file, a device such as
-    ``/dev/null``, a symbolic link (dangling or not) or a non-empty directory is refused.
+    The one ``--out`` convention of every command (:func:`eree.data.outdir.check_out`):
+    absent or empty, or, with ``force``, an earlier output of eree that holds no release
+    recorded in a ledger.
 
     Raises:
         EreeError: naming the path and what is wrong with it.
     """
-    out = Path(out_dir)
-    if out.is_symlink():
-        raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
-    if out.exists():
-        if not out.is_dir():
-            raise EreeError(f"output path {out} exists and is not a directory; choose a new one")
-        if any(out.iterdir()):
-            raise EreeError(f"output directory {out} exists and is not empty; choose a new one")
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise EreeError(f"output path {out}: {parent} is not a directory")
-    return out
+    return check_out(out_dir, force=force)
 
 
 def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | None = None) -> None:
@@ -103,12 +90,21 @@ class ReleaseWriter:
             file is written in the release directory.
         tag: the ledger reservation's tag, put in the partial directory's name so that
             the ledger can find (and finish or remove) it after a crash.
+        force: replace an earlier output of eree (:func:`eree.data.outdir.check_out`)
+            once the new release is complete.
     """
 
     def __init__(
-        self, out_dir: Path, *, csv: bool = True, seeded: bool = False, tag: str | None = None
+        self,
+        out_dir: Path,
+        *,
+        csv: bool = True,
+        seeded: bool = False,
+        tag: str | None = None,
+        force: bool = False,
     ) -> None:
-        self.out_dir = check_output_dir(out_dir)
+        self.force = force
+        self.out_dir = check_output_dir(out_dir, force=force)
         self.csv = csv
         self.seeded = seeded
         self.tag = tag
@@ -116,9 +112,8 @@ class ReleaseWriter:
         self._tmp: Path | None = None
 
     def __enter__(self) -> ReleaseWriter:
-        self.out_dir.parent.mkdir(parents=True, exist_ok=True)
         prefix = f".{self.out_dir.name}.partial-" + (f"{self.tag}-" if self.tag else "")
-        self._tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out_dir.parent))
+        self._tmp = make_temp_folder(self.out_dir, prefix)
         (self._tmp / "tables").mkdir()
         if self.seeded:
             (self._tmp / NOT_FOR_PUBLICATION).write_text(
@@ -190,9 +185,9 @@ class ReleaseWriter:
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
             json.dump(manifest, fp, indent=2, default=_json_default)
             fp.write("\n")
-        if self.out_dir.exists():
-            self.out_dir.rmdir()
-        os.replace(tmp, self.out_dir)
+        write_marker(tmp, "eree protect")
+        check_output_dir(self.out_dir, force=self.force)
+        put_in_place(tmp, self.out_dir)
         self._tmp = None
         return self.out_dir
 
@@ -232,13 +227,14 @@ def write_release(
     extra: Mapping[str, pl.DataFrame] | None = None,
     seeded: bool = False,
     tag: str | None = None,
+    force: bool = False,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
     All tables at once, through a :class:`ReleaseWriter` (same arguments): nothing is
     written when a table holds a non-finite value (:func:`check_finite`).
     """
-    writer = ReleaseWriter(out_dir, csv=csv, seeded=seeded, tag=tag)
+    writer = ReleaseWriter(out_dir, csv=csv, seeded=seeded, tag=tag, force=force)
     check_finite(tables, extra)
     with writer:
         for qt in tables:
