@@ -147,10 +147,10 @@ class ReleaseWriter:
             for c, t in qt.table.schema.items()
             if isinstance(t, pl.Enum | pl.Categorical)
         )
-        stem = self._dir / "tables" / qt.name
-        frame.sink_parquet(stem.with_suffix(".parquet"), metadata=self._meta)
+        tables = self._dir / "tables"
+        frame.sink_parquet(tables / f"{qt.name}.parquet", metadata=self._meta)
         if self.csv:
-            frame.sink_csv(stem.with_suffix(".csv"))
+            frame.sink_csv(tables / f"{qt.name}.csv")
         return WrittenTable(
             qt.name,
             self.out_dir / "tables" / f"{qt.name}.parquet",
