@@ -9,11 +9,23 @@ processes:
 * ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
   loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
 
-Reported: median wall time and peak RSS of each over ``--runs`` runs and their ratios,
-with the 1-minute load average before each run (a shared machine makes every timing an
-upper bound).
+Reported: median wall time and peak memory of each over ``--runs`` runs and their
+ratios, with the 1-minute load average before each run (a shared machine makes every
+timing an upper bound). Peak memory is the larger of the child's own peak RSS and its
+process tree's resident memory sampled every 0.2 s (a Spark run's JVM is a child);
+``--rss-limit-gib`` stops a run whose tree passes the limit.
 
     python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four]
+
+National, the demo's four marginals (the last has 82.8M cells, above the default
+``[output] max_cells``, so the spec raises it), seeded so that engines can be compared
+(``benchmarks/compare_releases.py``):
+
+    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \
+        --max-cells 100000000 --rss-limit-gib 16 --seed 1 --workdir /tmp/nation/polars4
+    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \
+        --max-cells 100000000 --rss-limit-gib 16 --seed 1 --engine spark \
+        --driver-memory 8g --workdir /tmp/nation/spark4
 """
 
 from __future__ import annotations
