@@ -1,4 +1,4 @@
-"""Run the documentation's fenced code blocks as a reader would, from a fresh copy of the repository.
+"""Run the documentation's fenced code blocks as a reader would, from a fresh copy of the repo.
 
 A reader copies a block from README.md or docs/*.md and runs it from the repository root of a
 fresh clone with ``../shared`` beside it. :func:`fresh_clone` makes such a tree in a temporary

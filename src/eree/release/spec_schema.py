@@ -172,7 +172,7 @@ SECTIONS: tuple[Section, ...] = (
                 None,
                 'Declared domains, `[data.domains] age = ["A01", "A02", "A03"]`: '
                 "every value an attribute may take, listed once each. Defaults: the "
-                "LODES codes of the worker attributes (docs/spec.md). May only name "
+                "LODES codes of the worker attributes ([spec.md](spec.md)). May only name "
                 "attributes the data declares.",
             ),
         ),
@@ -205,7 +205,7 @@ SECTIONS: tuple[Section, ...] = (
                 list(EstablishmentDataConfig.confidential),
                 "Confidential numeric attributes (employment per month, quarterly wages); "
                 "each needs a distance in [privacy].distance. Non-negative numbers in the "
-                "data's own units (docs/choosing-parameters.md#units).",
+                "data's own units ([units](choosing-parameters.md#units)).",
             ),
             Key(
                 "domains",
@@ -414,7 +414,7 @@ SECTIONS: tuple[Section, ...] = (
         "[postprocess]",
         "both",
         "Post-processing of the published values: costs no privacy, reads no "
-        "confidential value (docs/spec.md explains each option).",
+        "confidential value ([spec.md](spec.md) explains each option).",
         (
             Key(
                 "microdata",
