@@ -35,12 +35,21 @@ def section(markdown: str, heading: str) -> str:
 
 
 def fenced(markdown: str, lang: str) -> list[str]:
-    """Every fenced block of ``markdown`` whose info string starts with ``lang``, in order."""
+    """Every fenced block of ``markdown`` whose language is ``lang``, in order."""
     return [m.group(2) for m in _FENCE.finditer(markdown) if m.group(1) == lang]
 
 
-def fresh_clone(tmp: Path, shared: Path) -> Path:
-    """A copy of the repository at ``tmp/repo`` with ``tmp/shared`` → ``shared``'s parent."""
+def runnable(markdown: str) -> list[tuple[str, str]]:
+    """The ``bash`` and ``python`` blocks of ``markdown`` as (language, code), in order."""
+    return [
+        (m.group(1), m.group(2))
+        for m in _FENCE.finditer(markdown)
+        if m.group(1) in ("bash", "python")
+    ]
+
+
+def fresh_clone(tmp: Path, shared: Path | None = None) -> Path:
+    """A copy of the repository at ``tmp/repo``; ``tmp/shared`` → ``shared``'s parent if given."""
     dest = tmp / "repo"
     try:
         tracked = subprocess.run(
@@ -61,7 +70,8 @@ def fresh_clone(tmp: Path, shared: Path) -> Path:
             dest,
             ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".*_cache"),
         )
-    (tmp / "shared").symlink_to(shared.parent.resolve(), target_is_directory=True)
+    if shared is not None:
+        (tmp / "shared").symlink_to(shared.parent.resolve(), target_is_directory=True)
     return dest
 
 
@@ -71,6 +81,32 @@ def run_bash(block: str, cwd: Path, *, timeout: float = 900) -> subprocess.Compl
     ``eree`` runs ``python -m eree.cli`` with this interpreter on ``cwd/src``: the code of the
     copy, as ``pip install -e .`` in a fresh clone would.
     """
+    return _run(["bash", "-e", "-o", "pipefail", "-c", block], cwd, timeout)
+
+
+def run_python(block: str, cwd: Path, *, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ``block`` with this interpreter in ``cwd``, the copy's ``src`` first on the path."""
+    return _run([sys.executable, "-c", block], cwd, timeout)
+
+
+def run_document(markdown: str, cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Run every bash and python block of ``markdown`` in order in ``cwd``.
+
+    Raises:
+        AssertionError: a block failed (its output is in the message).
+    """
+    done = []
+    for i, (lang, code) in enumerate(runnable(markdown)):
+        r = run_bash(code, cwd) if lang == "bash" else run_python(code, cwd)
+        assert r.returncode == 0, (
+            f"block {i + 1} ({lang}) failed:\n{code}\n--- stdout\n{r.stdout[-4000:]}"
+            f"\n--- stderr\n{r.stderr[-4000:]}"
+        )
+        done.append(r)
+    return done
+
+
+def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
     bin_dir = cwd.parent / "bin"
     bin_dir.mkdir(exist_ok=True)
     shim = bin_dir / "eree"
@@ -81,7 +117,7 @@ def run_bash(block: str, cwd: Path, *, timeout: float = 900) -> subprocess.Compl
     env["PYTHONPATH"] = str(cwd / "src")
     env["COLUMNS"] = "100"
     return subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", block],
+        argv,
         cwd=cwd,
         env=env,
         capture_output=True,
