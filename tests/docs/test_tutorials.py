@@ -32,3 +32,11 @@ def test_tutorial_qcew_runs_as_written(tmp_path, shared_data):
     manifest = json.loads((out / "release" / "manifest.json").read_text())
     assert manifest["random"]["mode"] == "secure"
     assert abs(manifest["privacy"]["total"]["mu"] - 2.3065) < 1e-3  # Table 7
+
+
+def test_choosing_parameters_snippet_runs(tmp_path):
+    results = run_document(_doc("choosing-parameters.md"), tmp_path)
+    out = results[-1].stdout
+    # by hand: 2·√2·max(0.1·40, 1)/1 = 11.3; σ = 0.5/0.6, σ·√(2(2·10⁴ + σ²)) = 166.7
+    assert "Smooth Laplace: ±11.3 jobs" in out
+    assert "psi: ±167," in out
