@@ -71,3 +71,16 @@ def test_no_command_help_cites_the_design_file():
         r = runner.invoke(app, [*cmd, "--help"])
         assert r.exit_code == 0, cmd
         assert "DESIGN" not in r.output, cmd
+
+
+def test_readme_links_every_docs_page_and_every_link_resolves():
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for page in sorted((REPO / "docs").glob("*.md")):
+        assert f"docs/{page.name}" in readme, page.name
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+            if "://" in target:
+                continue
+            assert (path.parent / target).exists(), f"{path.name}: broken link {target}"

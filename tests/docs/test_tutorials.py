@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.docs.blocks import REPO, fresh_clone, run_document
+from tests.docs.blocks import REPO, fenced, fresh_clone, run_document, run_python
 
 
 def _doc(name: str) -> str:
@@ -40,3 +40,11 @@ def test_choosing_parameters_snippet_runs(tmp_path):
     # by hand: 2·√2·max(0.1·40, 1)/1 = 11.3; σ = 0.5/0.6, σ·√(2(2·10⁴ + σ²)) = 166.7
     assert "Smooth Laplace: ±11.3 jobs" in out
     assert "psi: ±167," in out
+
+
+def test_python_api_notebook_runs_in_one_session(tmp_path):
+    blocks = fenced(_doc("python-api.md"), "python")
+    assert len(blocks) >= 6
+    r = run_python("\n".join(blocks), fresh_clone(tmp_path))  # one session, blocks in order
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "empirical std" in r.stdout
