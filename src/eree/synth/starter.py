@@ -47,8 +47,10 @@ QCEW_STARTER = """\
 # Starter release spec for the QCEW-like establishments in this folder (written by
 # eree synth qcew). Employment and wage sums under mu-Gaussian Establishment DP (Webb et
 # al.): a psi identity query and pnc group-by sums, the structure of their Table 7.
-# Wages are in thousands of dollars: gamma = 50 on sqrt(dollars), the paper's setting,
-# is gamma = 50/sqrt(1000) = 1.58 on sqrt(thousands).
+# Wages are in thousands of dollars per quarter (docs/choosing-parameters.md, "Units").
+# gamma_wage = 1.58 on sqrt(thousands) is gamma = 50 on sqrt(dollars): a $63K wage bill is
+# protected within $40K-$91K. The paper's Table 7 uses 50 on sqrt(thousands)
+# (examples/qcew-table7.toml), a far wider protection with far more noise.
 # Paths are relative to this file. Edit the queries and budgets, then:
 #   eree explain {folder}/release.toml
 #   eree protect {folder}/release.toml --out release
