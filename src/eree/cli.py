@@ -317,6 +317,10 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
+    for w in manifest.get("warnings", []):
+        where = f"{w['query']}: " if w.get("query") else ""
+        console.print(f"[bold yellow]warning[/] {where}{escape(w['message'])}")
+        console.print(f"  [bold]what to change:[/] {escape(w['remedy'])}")
     led = manifest.get("ledger")
     if led:
         for note in led.get("notes", []):
@@ -324,6 +328,8 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
         console.print(f"ledger row {led['id']} (dataset {led['dataset']!r}, version "
                       f"{led['version']})")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
+    if (out_dir / "report.html").is_file():
+        console.print(f"report:   {out_dir / 'report.html'}")
 
 
 def _open_ledger(path: Path, must_exist: bool = True) -> Any:

@@ -91,6 +91,7 @@ def write_release(
     extra: Mapping[str, pl.DataFrame] | None = None,
     seeded: bool = False,
     tag: str | None = None,
+    documents: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
@@ -108,6 +109,8 @@ def write_release(
             file is written in the release directory.
         tag: the ledger reservation's tag, put in the partial directory's name so that
             the ledger can find (and finish or remove) it after a crash.
+        documents: text files of the release by name (e.g. ``{"report.html": page}``),
+            written with the rest, atomically.
     """
     out_dir = check_output_dir(out_dir)
     check_finite(tables, extra)
@@ -138,6 +141,10 @@ def write_release(
                 frame.write_csv(dest)
             else:
                 raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
+        for name, text in (documents or {}).items():
+            if Path(name).name != name:
+                raise EreeError(f"release document {name!r} must be a plain file name")
+            (tmp / name).write_text(text, encoding="utf-8")
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
             json.dump(manifest, fp, indent=2, default=_json_default)
             fp.write("\n")

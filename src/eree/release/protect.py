@@ -132,6 +132,7 @@ def build_manifest(
         queries.append(entry)
     m["queries"] = queries
     m["semantics"] = semantics(plan, report)
+    m["warnings"] = [w.to_dict() for qt in tables for w in qt.warnings]
     return m
 
 
@@ -233,6 +234,7 @@ def _run(
     charge: Charge | None,
 ) -> ReleaseResult:
     from eree.release.family import family_of
+    from eree.release.report import REPORT_FILE, release_report
 
     plan = built.plan
     family = family_of(plan)
@@ -245,9 +247,10 @@ def _run(
         if charge.notes:
             manifest["ledger"]["notes"] = list(charge.notes)
     manifest.update(extra_manifest)
+    report_html = release_report(manifest, tables, extra_files)
     write_release(
         Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
         seeded=source.describe().get("mode") == "seeded",
-        tag=None if charge is None else charge.tag,
+        tag=None if charge is None else charge.tag, documents={REPORT_FILE: report_html},
     )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)
