@@ -247,6 +247,25 @@ def _nice_ticks(lo: float, hi: float, log: bool, integer: bool = False) -> list[
     return ticks
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def tick(v: float) -> str:
+    """A compact axis label: 0.01, 1, 100, 10k, 1M, 10⁻⁶."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e9 or a < 1e-3:
+        k = math.floor(math.log10(a) + 1e-9)
+        m = v / 10**k
+        head = "" if abs(m - 1) < 1e-9 else f"{m:g}×"
+        return head + "10" + str(k).translate(_SUPERSCRIPT)
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
 class _Axis:
     def __init__(
         self, lo: float, hi: float, log: bool, a: float, b: float, integer: bool = False
@@ -283,11 +302,11 @@ def _frame(x: _Axis, y: _Axis, w: int, h: int, xlabel: str, ylabel: str, title: 
     for t in x.ticks:
         px = x(t)
         out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{y.b}" y2="{y.a}" stroke="#eceff3"/>')
-        out.append(f'<text x="{px:.1f}" y="{y.a + 14}" text-anchor="middle">{num(t, 3)}</text>')
+        out.append(f'<text x="{px:.1f}" y="{y.a + 14}" text-anchor="middle">{tick(t)}</text>')
     for t in y.ticks:
         py = y(t)
         out.append(f'<line x1="{x.a}" x2="{x.b}" y1="{py:.1f}" y2="{py:.1f}" stroke="#eceff3"/>')
-        out.append(f'<text x="{x.a - 5}" y="{py + 4:.1f}" text-anchor="end">{num(t, 3)}</text>')
+        out.append(f'<text x="{x.a - 5}" y="{py + 4:.1f}" text-anchor="end">{tick(t)}</text>')
     out.append(f'<text x="{(x.a + x.b) / 2:.0f}" y="{h - 6}" text-anchor="middle">{esc(xlabel)}</text>')
     out.append(f'<text transform="translate(13,{(y.a + y.b) / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{esc(ylabel)}</text>')  # fmt: skip
@@ -296,11 +315,13 @@ def _frame(x: _Axis, y: _Axis, w: int, h: int, xlabel: str, ylabel: str, title: 
 
 
 def _legend(labels: Sequence[str], x0: float, y0: float) -> list[str]:
-    out = []
+    """One row of legend entries above the plot (never over the data)."""
+    out, x = [], x0
     for i, lab in enumerate(labels):
         c = PALETTE[i % len(PALETTE)]
-        out.append(f'<rect x="{x0:.0f}" y="{y0 + 14 * i:.0f}" width="10" height="10" fill="{c}"/>'
-                   f'<text x="{x0 + 14:.0f}" y="{y0 + 14 * i + 9:.0f}">{esc(lab)}</text>')  # fmt: skip
+        out.append(f'<rect x="{x:.0f}" y="{y0:.0f}" width="10" height="10" fill="{c}"/>'
+                   f'<text x="{x + 14:.0f}" y="{y0 + 9:.0f}">{esc(lab)}</text>')  # fmt: skip
+        x += 30 + 7.5 * len(lab)
     return out
 
 
@@ -316,7 +337,8 @@ def svg_histogram(
 ) -> str:
     """Histograms of one or more series on shared bins (outlined steps), as inline SVG.
 
-    With ``log``, bins are equal on a log scale and only positive values are counted.
+    With ``log``, bins are equal on a log scale and only positive values are counted;
+    with 100 values or more, the smallest 1% are counted in the first bar.
     Returns an empty string when no series has a value to draw.
     """
     clean = {
@@ -326,8 +348,10 @@ def svg_histogram(
     clean = {k: v for k, v in clean.items() if v}
     if not clean:
         return ""
-    lo = min(min(v) for v in clean.values())
-    hi = max(max(v) for v in clean.values())
+    pooled = sorted(v for vs in clean.values() for v in vs)
+    lo, hi = pooled[0], pooled[-1]
+    if log and len(pooled) >= 100:  # a few tiny values would squash the rest: pool them
+        lo = pooled[len(pooled) // 100]
     if log:
         llo, lhi = math.log10(lo), math.log10(hi)
         if lhi - llo < 1e-9:
@@ -349,7 +373,7 @@ def svg_histogram(
         counts[k] = c
     top = max(max(c) for c in counts.values())
     x = _Axis(edges[0], edges[-1], log, 58, width - 28)
-    y = _Axis(0, top * 1.08, False, height - 36, 22, integer=True)
+    y = _Axis(0, top * 1.08, False, height - 36, 40 if len(counts) > 1 else 22, integer=True)
     y.lo = 0.0
     out = _frame(x, y, width, height, xlabel, "cells", title)
     for j, (k, c) in enumerate(counts.items()):
@@ -361,7 +385,7 @@ def svg_histogram(
         out.append(f'<polyline points="{" ".join(pts)}" fill="{col}" fill-opacity="0.18" '
                    f'stroke="{col}" stroke-width="1.4"/>')  # fmt: skip
     if len(counts) > 1:
-        out += _legend(list(counts), width - 130, 24)
+        out += _legend(list(counts), x.a, 21)
     out.append("</svg>")
     return "".join(out)
 
@@ -403,7 +427,7 @@ def svg_scatter(
     xs_all = [p[0] for v in clean.values() for p in v]
     ys_all = [p[1] for v in clean.values() for p in v]
     x = _Axis(min(xs_all), max(xs_all), logx, 58, width - 28)
-    y = _Axis(min(ys_all), max(ys_all), logy, height - 36, 22)
+    y = _Axis(min(ys_all), max(ys_all), logy, height - 36, 40 if len(clean) > 1 else 22)
     out = _frame(x, y, width, height, xlabel, ylabel, title)
     for j, (_, pts) in enumerate(clean.items()):
         col = PALETTE[j % len(PALETTE)]
@@ -411,7 +435,7 @@ def svg_scatter(
         out += [f'<circle cx="{x(a):.1f}" cy="{y(b):.1f}" r="2.2"/>' for a, b in pts]
         out.append("</g>")
     if len(clean) > 1:
-        out += _legend(list(clean), width - 130, 24)
+        out += _legend(list(clean), x.a, 21)
     out.append("</svg>")
     return "".join(out)
 

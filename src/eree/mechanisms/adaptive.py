@@ -93,7 +93,7 @@ class AdaptiveGroupBy(PncBounded):
     description: ClassVar[str] = (
         "adaptive choice per group between the ψ-mechanism (Def 6.4) and the "
         "pnc-mechanism (Def 6.8), chosen from the identity query's published answers "
-        "(post-processing, DESIGN.md §4.2)"
+        "(post-processing)"
     )
 
     #: the ψ branch's published variance, an estimate of Thm 6.6's 2σ²(2x + σ²):
@@ -158,7 +158,7 @@ class AdaptiveGroupBy(PncBounded):
         ci_high = np.where(use_pnc, noisy + z * sd_pnc, hi)
         chosen = np.where(use_pnc, Pnc.name, PsiMechanism.name)
         method = (
-            "adaptive (DESIGN.md §4.2): per group the mechanism with the smaller predicted "
+            "adaptive: per group the mechanism with the smaller predicted "
             "variance, from the identity query's published answers only — pnc-mechanism "
             "(Def 6.8; noisy clipped sum, std = Δ_ℓ/μ exact and public) or ψ-mechanism "
             "(Def 6.4; " + est.method + "); the column <attribute>_mechanism says which"

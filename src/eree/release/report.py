@@ -37,6 +37,9 @@ REPORT_FILE = "report.html"
 #: rows of each table shown in the report (the files hold them all)
 PREVIEW_ROWS = 10
 
+#: tables with fewer cells get the summary table only (a chart of a few points says little)
+MIN_CHART_CELLS = 10
+
 #: false-positive rate at which a GEDP query's hypothesis-test bound is quoted
 FPR = 0.05
 
@@ -104,7 +107,14 @@ def _cost_rows(manifest: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]
 def _semantics_html(manifest: Mapping[str, Any]) -> str:
     sem = manifest.get("semantics") or {}
     parts = []
-    if sem.get("statements"):
+    if sem.get("intervals"):  # GEDP: the structured tables below say it all, once
+        mu = sem.get("mu")
+        parts.append(
+            f"<p>The whole release is μ-GEDP with μ = {num(mu)} (Webb et al. Def 5.6): "
+            "it hides each establishment's confidential values within its uncertainty "
+            "interval, in the sense of the hypothesis-test bound below.</p>"
+        )
+    elif sem.get("statements"):
         parts.append(bullets(sem["statements"]))
     if sem.get("size_protection"):
         rows = [[f"y ≤ {num(r['size_ratio'], 3)}·x", num(r["k"]),
@@ -209,6 +219,8 @@ def uncertainty_charts(name: str, frame: pl.DataFrame) -> str:
     half-width against the published value (both axes logarithmic).
     """
     stats = statistics_of(frame)
+    if frame.height < MIN_CHART_CELLS:
+        return ""
     halves: dict[str, np.ndarray] = {}
     rels: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for s in stats:
@@ -217,11 +229,11 @@ def uncertainty_charts(name: str, frame: pl.DataFrame) -> str:
         if not np.isfinite(half).any():
             continue
         halves[s] = half
-        ok = np.isfinite(half) & (est > 0)
+        ok = np.isfinite(half) & (est >= 1)
         rels[s] = (est[ok], half[ok] / est[ok])
     if not halves:
         return ""
-    n = max((int(np.isfinite(h).sum()) for h in halves.values()), default=0)
+    n = max((len(x) for x, _ in rels.values()), default=0)
     thin = f" Scatter: 1,500 of {n:,} cells, evenly spaced by value." if n > 1500 else ""
     return charts(
         svg_histogram({k: list(v) for k, v in halves.items()},
@@ -231,7 +243,8 @@ def uncertainty_charts(name: str, frame: pl.DataFrame) -> str:
                     title=f"{name}: relative uncertainty vs value"),
         caption=("Published values only. Left: how many cells have a 95% confidence "
                  "interval of each half-width. Right: the half-width relative to the "
-                 "published value; small cells are relatively the most uncertain." + thin),
+                 "published value (cells with a value of at least 1); small cells are "
+                 "relatively the most uncertain." + thin),
     )  # fmt: skip
 
 
@@ -284,7 +297,8 @@ def _table_section(
     name = q["name"]
     parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {esc(name)}</h3>']
     by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(one total cell)")
-    parts.append(f"<p>{num(q['cells'])} cells grouped by <b>{esc(by)}</b>, mechanism "
+    cells = "1 cell" if q["cells"] == 1 else f"{num(q['cells'])} cells"
+    parts.append(f"<p>{cells} grouped by <b>{esc(by)}</b>, mechanism "
                  f"<code>{esc(q['mechanism'])}</code>, file <code>{esc(q['file'])}</code>.</p>")  # fmt: skip
     methods = []
     for stat, how in (q.get("uncertainty") or {}).items():
@@ -305,9 +319,12 @@ def _table_section(
     headers, rows = uncertainty_summary(frame)
     if rows:
         parts.append(table(headers, rows))
-        parts.append(uncertainty_charts(name, frame) or
-                     '<p class="muted">No standard error or confidence interval is published '
-                     "for this table (see the method above), so there is nothing to chart.</p>")  # fmt: skip
+        chart = uncertainty_charts(name, frame)
+        if chart:
+            parts.append(chart)
+        elif all(r[4] == 0 for r in rows):
+            parts.append('<p class="muted">No confidence interval is published for this '
+                         "table (see the method above), so there is nothing to chart.</p>")  # fmt: skip
     parts.append(f"<h4>First {min(PREVIEW_ROWS, frame.height)} of {num(frame.height)} rows</h4>")
     parts.append(preview(frame))
     return "".join(parts)
