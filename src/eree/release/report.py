@@ -417,7 +417,7 @@ def release_section(
         entry = manifest.get(key)
         if isinstance(entry, Mapping) and entry:
             parts.append(f"<h3>{'Post-processing' if key == 'postprocess' else 'Microdata'}</h3>")
-            parts.append(definitions((k, esc(_short(v))) for k, v in entry.items()))
+            parts.append(_entry_html(entry))
     parts.append(f'<h3 id="{prefix}tables">Published tables</h3>')
     for q in manifest["queries"]:
         parts.append(_table_section(q, tables.get(q["name"]), notes, prefix))
@@ -428,7 +428,64 @@ def release_section(
     return "".join(parts)
 
 
+def _is_scalar(v: Any) -> bool:
+    if isinstance(v, list | tuple):
+        return all(not isinstance(x, Mapping | list | tuple) for x in v)
+    return not isinstance(v, Mapping)
+
+
+def _records_table(records: Sequence[Mapping[str, Any]], lead: Sequence[Any] = ()) -> str:
+    keys = list(dict.fromkeys(k for r in records for k in r if _is_scalar(r[k])))
+    rows = [[*lead, *(r.get(k) if isinstance(r.get(k), int | float) else _short(r.get(k, "")) for k in keys)]
+            for r in records]  # fmt: skip
+    return table(keys, rows, wrap=[i for i, k in enumerate(keys) if k in _LONG_TEXT])
+
+
+#: manifest fields whose text is long enough to wrap in a table
+_LONG_TEXT = ("variance", "method", "note", "notes")
+
+
+def _entry_html(entry: Mapping[str, Any]) -> str:
+    """A post-processing or microdata manifest entry: facts, then its nested records.
+
+    Per-attribute entries (``attributes``: attribute → solver facts and the measurements
+    used) become one row per attribute; the measurements' variance kinds, the same for
+    every attribute, are listed once.
+    """
+    parts = [definitions((k, esc(_short(v))) for k, v in entry.items() if _is_scalar(v))]
+    for key, v in entry.items():
+        if _is_scalar(v):
+            continue
+        if isinstance(v, Mapping) and all(isinstance(x, Mapping) for x in v.values()):
+            facts = [k for k in dict.fromkeys(k for x in v.values() for k in x)
+                     if all(_is_scalar(x.get(k)) for x in v.values())]  # fmt: skip
+            rows = []
+            for name, x in v.items():
+                used = "; ".join(f"{m.get('query')} {num(m.get('cells_used'))}/{num(m.get('cells'))}"
+                                 for m in x.get("measurements", []))  # fmt: skip
+                rows.append([name, *(x.get(k) if isinstance(x.get(k), int | float) and not
+                                     isinstance(x.get(k), bool) else _short(x.get(k)) for k in facts),
+                             used])  # fmt: skip
+            heads = [key.rstrip("s") if key.endswith("s") else key, *facts]
+            if any(x.get("measurements") for x in v.values()):
+                heads.append("measurements used (cells used / cells)")
+            parts.append(table(heads, [r[: len(heads)] for r in rows], wrap=[len(heads) - 1]))
+            kinds = {m.get("query"): m.get("variance") for x in v.values()
+                     for m in x.get("measurements", []) if m.get("variance")}  # fmt: skip
+            if kinds:
+                parts.append("<p>Variances used, per query:</p>"
+                             + table(["query", "variance"], [[q, t] for q, t in kinds.items()],
+                                     wrap=[1]))  # fmt: skip
+        elif isinstance(v, list) and all(isinstance(x, Mapping) for x in v):
+            parts.append(f"<p>{esc(key)}:</p>" + _records_table(v))
+        else:
+            parts.append(definitions([(key, esc(_short(v)))]))
+    return "".join(parts)
+
+
 def _short(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return num(v)
     if isinstance(v, list | tuple):
