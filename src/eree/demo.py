@@ -192,9 +192,7 @@ _ACCURACY_COLUMNS = {
 
 def _accuracy_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     keys = [k for k in _ACCURACY_COLUMNS if rows and k in rows[0]]
-    body = [
-        [f"{r[k]:.2%}" if k == "median_relative_error" else r[k] for k in keys] for r in rows
-    ]
+    body = [[f"{r[k]:.2%}" if k == "median_relative_error" else r[k] for k in keys] for r in rows]
     return [_ACCURACY_COLUMNS[k] for k in keys], body
 
 

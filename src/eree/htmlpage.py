@@ -46,7 +46,7 @@ tr:nth-child(even) td{background:#fafbfc}
   border-radius:3px}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:0.25em 1.2em;margin:0.6em 0}
 .kv dt{color:var(--muted)} .kv dd{margin:0;overflow-wrap:anywhere}
-figure{margin:0.6em 0 1.2em} figure img{max-width:100%;height:auto;border:1px solid var(--line)}
+img{max-width:100%;height:auto} figure{margin:0.6em 0 1.2em}
 figcaption{color:var(--muted);font-size:0.88em;max-width:90ch}
 nav.toc{background:#f6f8fa;border:1px solid var(--line);padding:0.5em 1em;border-radius:4px}
 nav.toc ul{margin:0.2em 0;padding-left:1.2em}
@@ -142,15 +142,15 @@ def table(
     head = "".join(f"<th{cls(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
     body = "".join(
         "<tr>"
-        + "".join(
-            f"<td{cls(i)}>{v if raw else cell(v, digits)}</td>" for i, v in enumerate(r)
-        )
+        + "".join(f"<td{cls(i)}>{v if raw else cell(v, digits)}</td>" for i, v in enumerate(r))
         + "</tr>"
         for r in rows
     )
     box = "scroll full" if full else "scroll"
-    return (f'<div class="{box}"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
-            "</table></div>")  # fmt: skip
+    return (
+        f'<div class="{box}"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+        "</table></div>"
+    )
 
 
 def bullets(items: Iterable[str], *, raw: bool = False) -> str:
@@ -199,9 +199,11 @@ def page(title: str, sections: Sequence[str], *, subtitle: str = "", toc: bool =
     if toc:
         links = re.findall(r'<h2 id="([^"]+)">(.*?)</h2>', body)
         if links:
-            nav = '<nav class="toc"><b>Contents</b>' + bullets(
-                (f'<a href="#{i}">{t}</a>' for i, t in links), raw=True
-            ) + "</nav>"
+            nav = (
+                '<nav class="toc"><b>Contents</b>'
+                + bullets((f'<a href="#{i}">{t}</a>' for i, t in links), raw=True)
+                + "</nav>"
+            )
     sub = f'<p class="muted">{esc(subtitle)}</p>' if subtitle else ""
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
@@ -307,9 +309,13 @@ def _frame(x: _Axis, y: _Axis, w: int, h: int, xlabel: str, ylabel: str, title: 
         py = y(t)
         out.append(f'<line x1="{x.a}" x2="{x.b}" y1="{py:.1f}" y2="{py:.1f}" stroke="#eceff3"/>')
         out.append(f'<text x="{x.a - 5}" y="{py + 4:.1f}" text-anchor="end">{tick(t)}</text>')
-    out.append(f'<text x="{(x.a + x.b) / 2:.0f}" y="{h - 6}" text-anchor="middle">{esc(xlabel)}</text>')
-    out.append(f'<text transform="translate(13,{(y.a + y.b) / 2:.0f}) rotate(-90)" '
-               f'text-anchor="middle">{esc(ylabel)}</text>')  # fmt: skip
+    out.append(
+        f'<text x="{(x.a + x.b) / 2:.0f}" y="{h - 6}" text-anchor="middle">{esc(xlabel)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(13,{(y.a + y.b) / 2:.0f}) rotate(-90)" '
+        f'text-anchor="middle">{esc(ylabel)}</text>'
+    )
     out.append(f'<text x="{x.a}" y="13" font-weight="600">{esc(title)}</text>')
     return out
 
@@ -319,8 +325,10 @@ def _legend(labels: Sequence[str], x0: float, y0: float) -> list[str]:
     out, x = [], x0
     for i, lab in enumerate(labels):
         c = PALETTE[i % len(PALETTE)]
-        out.append(f'<rect x="{x:.0f}" y="{y0:.0f}" width="10" height="10" fill="{c}"/>'
-                   f'<text x="{x + 14:.0f}" y="{y0 + 9:.0f}">{esc(lab)}</text>')  # fmt: skip
+        out.append(
+            f'<rect x="{x:.0f}" y="{y0:.0f}" width="10" height="10" fill="{c}"/>'
+            f'<text x="{x + 14:.0f}" y="{y0 + 9:.0f}">{esc(lab)}</text>'
+        )
         x += 30 + 7.5 * len(lab)
     return out
 
@@ -366,7 +374,11 @@ def svg_histogram(
         c = [0] * bins
         for v in vs:
             if log:
-                i = int((math.log10(v) - math.log10(edges[0])) / (math.log10(edges[-1]) - math.log10(edges[0])) * bins)
+                i = int(
+                    (math.log10(v) - math.log10(edges[0]))
+                    / (math.log10(edges[-1]) - math.log10(edges[0]))
+                    * bins
+                )
             else:
                 i = int((v - edges[0]) / (edges[-1] - edges[0]) * bins)
             c[min(max(i, 0), bins - 1)] += 1
@@ -376,14 +388,16 @@ def svg_histogram(
     y = _Axis(0, top * 1.08, False, height - 36, 40 if len(counts) > 1 else 22, integer=True)
     y.lo = 0.0
     out = _frame(x, y, width, height, xlabel, "cells", title)
-    for j, (k, c) in enumerate(counts.items()):
+    for j, c in enumerate(counts.values()):
         col = PALETTE[j % len(PALETTE)]
         pts = [f"{x(edges[0]):.1f},{y(0):.1f}"]
         for i, n in enumerate(c):
             pts += [f"{x(edges[i]):.1f},{y(n):.1f}", f"{x(edges[i + 1]):.1f},{y(n):.1f}"]
         pts.append(f"{x(edges[-1]):.1f},{y(0):.1f}")
-        out.append(f'<polyline points="{" ".join(pts)}" fill="{col}" fill-opacity="0.18" '
-                   f'stroke="{col}" stroke-width="1.4"/>')  # fmt: skip
+        out.append(
+            f'<polyline points="{" ".join(pts)}" fill="{col}" fill-opacity="0.18" '
+            f'stroke="{col}" stroke-width="1.4"/>'
+        )
     if len(counts) > 1:
         out += _legend(list(counts), x.a, 21)
     out.append("</svg>")
@@ -413,8 +427,12 @@ def svg_scatter(
         pts = [
             (float(a), float(b))
             for a, b in zip(xs, ys, strict=True)
-            if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
-            and (a > 0 or not logx) and (b > 0 or not logy)
+            if a is not None
+            and b is not None
+            and math.isfinite(a)
+            and math.isfinite(b)
+            and (a > 0 or not logx)
+            and (b > 0 or not logy)
         ]
         if len(pts) > max_points:
             pts.sort()
@@ -446,5 +464,7 @@ def charts(*svgs: str, caption: str = "") -> str:
     if not body:
         return ""
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return (f'<figure class="charts"><div style="display:flex;flex-wrap:wrap;gap:12px">'
-            f"{body}</div>{cap}</figure>")  # fmt: skip
+    return (
+        f'<figure class="charts"><div style="display:flex;flex-wrap:wrap;gap:12px">'
+        f"{body}</div>{cap}</figure>"
+    )

@@ -148,7 +148,7 @@ def _eree_secrets(plan: Any) -> list[float]:
 
 
 def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
-    plan, out = eree_release(tmp_path)
+    _plan, out = eree_release(tmp_path)
     page = (out / "report.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", " ", page))
     manifest = json.loads((out / "manifest.json").read_text())
@@ -179,7 +179,7 @@ def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
     assert not any("warning" in n for q in manifest["queries"] for n in q["notes"])
     # a chart for the table with published CIs; a plain statement for the others
     assert page.count("<svg") == 2
-    assert "nothing to chart" in text
+    assert text.count("no uncertainty to summarise or chart") == 2
     # no raw dataframe printout, explanations said once
     assert "shape: (" not in text and "dtype" not in text
     assert text.count("Each published table has the query's key columns") == 1
@@ -249,7 +249,7 @@ def test_cli_prints_the_warning_and_its_remedy(tmp_path):
 
 
 def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
-    plan, out, _ = gedp_release(tmp_path)
+    _plan, out, _ = gedp_release(tmp_path)
     page = (out / "report.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", " ", page))
     # Webb et al. Thm 5.7: μ_total = √Σμ² over every (query, attribute) of Table 7
@@ -259,10 +259,10 @@ def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
     assert f"μ = {mu:.4g}" in text
     nd = NormalDist()
     power = nd.cdf(nd.inv_cdf(0.05) + mu)  # Φ(Φ⁻¹(0.05) + μ)
-    assert f"power ≤ {power:.1%}" in text
+    assert f"power ≤ {power:.1%} at 5% false positives" in text
     # per query: identity 0.7×3, 0.15 → μ = √(3·0.49 + 0.0225)
     mu_id = math.sqrt(3 * 0.49 + 0.0225)
-    assert f"power ≤ {nd.cdf(nd.inv_cdf(0.05) + mu_id):.1%}" in text
+    assert f"power ≤ {nd.cdf(nd.inv_cdf(0.05) + mu_id):.1%} at 5% false positives" in text
     # Def 5.2 interval, sqrt, γ = 0.5 at x = 36: [30.25, 42.25]
     assert "[30.25, 42.25]" in text
     # every table has its section with a summary and (≥ 10 cells) charts
@@ -274,7 +274,7 @@ def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
 
 
 def test_gedp_report_leaks_no_true_value(tmp_path):
-    plan, out, df = gedp_release(tmp_path)
+    _plan, out, df = gedp_release(tmp_path)
     big = df.row(7, named=True)
     w = df["wage"]
     # the planted wage and every true sum containing it (all distinctive, > 987,654)
@@ -294,7 +294,7 @@ def test_manifest_warnings_are_all_rendered(tmp_path):
     # every warning another step puts into the manifest (e.g. an accuracy preview) shows
     from eree.release.report import release_report
 
-    plan, out = eree_release(tmp_path)
+    _plan, out = eree_release(tmp_path)
     m = json.loads((out / "manifest.json").read_text())
     m["warnings"].append({"code": "noise-larger-than-values", "query": None,
                           "message": "noise <b>larger</b> than the values",

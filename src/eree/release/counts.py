@@ -120,8 +120,8 @@ def per_cell_delta_warning(
     d = int(getattr(mech, "worker_cells", 1))
     no_delta = 'or use mechanism = "log_laplace" or "smooth_gamma", which have no delta'
     if smallest is None or alpha is None or not eps or not eps_cell:
-        return ReleaseWarning("delta-per-cell", query, message,
-                              f"lower this query's delta below {d * limit:.3g}, {no_delta}")  # fmt: skip
+        remedy = f"lower this query's delta below {d * limit:.3g}, {no_delta}"
+        return ReleaseWarning("delta-per-cell", query, message, remedy)
 
     def below(a: float, e: float) -> bool:
         try:

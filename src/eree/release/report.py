@@ -46,11 +46,6 @@ FPR = 0.05
 _SUFFIXES = ("_std", "_ci_low", "_ci_high")
 
 
-def html_page(title: str, sections: list[str]) -> str:
-    """A self-contained HTML page of ``sections`` (the shared page shell)."""
-    return page(title, sections)
-
-
 # --------------------------------------------------------------------------------------
 # Privacy, in words
 # --------------------------------------------------------------------------------------
@@ -74,12 +69,11 @@ def _meaning(cost: Mapping[str, Any] | None) -> str:
         return "—"
     eps, delta, mu = cost.get("epsilon"), cost.get("delta"), cost.get("mu")
     if mu is not None:
-        return (f"a test with {FPR:.0%} false positives has power ≤ "
-                f"{_power_bound(FPR, mu):.1%}")  # fmt: skip
+        return f"power ≤ {_power_bound(FPR, mu):.1%} at {FPR:.0%} false positives"
     if eps is not None:
-        s = f"an attacker's odds change by at most {_bayes(eps)}"
+        s = f"odds × ≤ {_bayes(eps)}"
         if delta:
-            s += f", except with probability {num(delta, 3)}"
+            s += f" (but for probability {num(delta, 3)})"
         return s
     return "no formal guarantee"
 
@@ -89,18 +83,39 @@ def _cost_rows(manifest: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]
     tot = priv["total"]
     keys = [k for k in ("epsilon", "delta", "mu") if tot.get(k) is not None] or ["epsilon"]
     sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
-    headers = ["query", "grouped by", "mechanism", "cells", *(sym[k] for k in keys),
-               "what it means"]  # fmt: skip
+    headers = [
+        "query",
+        "grouped by",
+        "mechanism",
+        "cells",
+        *(sym[k] for k in keys),
+        "what it means",
+    ]
     rows: list[list[Any]] = []
     for q in manifest["queries"]:
         c = q.get("cost") or {}
         by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(total)")
-        rows.append([esc(q["name"]), esc(by), esc(q["mechanism"]), num(q["cells"]),
-                     *(num(c.get(k)) for k in keys), esc(_meaning(c))])  # fmt: skip
+        rows.append(
+            [
+                esc(q["name"]),
+                esc(by),
+                esc(q["mechanism"]),
+                num(q["cells"]),
+                *(num(c.get(k)) for k in keys),
+                esc(_meaning(c)),
+            ]
+        )
     cells = sum(int(q["cells"]) for q in manifest["queries"])
-    rows.append(["<b>total</b>", "", esc(priv.get("guarantee") or priv["definition"]),
-                 f"<b>{num(cells)}</b>", *(f"<b>{num(tot.get(k))}</b>" for k in keys),
-                 f"<b>{esc(_meaning(tot))}</b>"])  # fmt: skip
+    rows.append(
+        [
+            "<b>total</b>",
+            "",
+            "",
+            f"<b>{num(cells)}</b>",
+            *(f"<b>{num(tot.get(k))}</b>" for k in keys),
+            f"<b>{esc(_meaning(tot))}</b>",
+        ]
+    )
     return headers, rows
 
 
@@ -117,10 +132,17 @@ def _semantics_html(manifest: Mapping[str, Any]) -> str:
     elif sem.get("statements"):
         parts.append(bullets(sem["statements"]))
     if sem.get("size_protection"):
-        rows = [[f"y ≤ {num(r['size_ratio'], 3)}·x", num(r["k"]),
-                 f"e^{num(r['log_bayes_factor_bound'], 4)}",
-                 num(r.get("bayes_factor_bound"), 3) if r.get("bayes_factor_bound") else "beyond 10^300"]
-                for r in sem["size_protection"]]  # fmt: skip
+        rows = [
+            [
+                f"y ≤ {num(r['size_ratio'], 3)}·x",
+                num(r["k"]),
+                f"e^{num(r['log_bayes_factor_bound'], 4)}",
+                num(r.get("bayes_factor_bound"), 3)
+                if r.get("bayes_factor_bound")
+                else "beyond 10^300",
+            ]
+            for r in sem["size_protection"]
+        ]
         parts.append(
             "<p>How well an establishment's size is hidden: telling a size x from a size y "
             "changes an attacker's odds by at most this Bayes factor (k steps of the factor "
@@ -129,23 +151,36 @@ def _semantics_html(manifest: Mapping[str, Any]) -> str:
         )
     ht = sem.get("hypothesis_test")
     if isinstance(ht, Mapping) and ht.get("examples"):
-        rows = [[f"{r['false_positive_rate']:.0%}" if r["false_positive_rate"] >= 0.01
-                 else num(r["false_positive_rate"], 2), f"{r['max_power']:.1%}"]
-                for r in ht["examples"]]  # fmt: skip
-        parts.append(f"<p>Hypothesis tests: {esc(ht['statement'])}.</p>"
-                     + table(["false-positive rate", "largest possible power"], rows, raw=True))  # fmt: skip
+        rows = [
+            [
+                f"{r['false_positive_rate']:.0%}"
+                if r["false_positive_rate"] >= 0.01
+                else num(r["false_positive_rate"], 2),
+                f"{r['max_power']:.1%}",
+            ]
+            for r in ht["examples"]
+        ]
+        parts.append(
+            f"<p>Hypothesis tests: {esc(ht['statement'])}.</p>"
+            + table(["false-positive rate", "largest possible power"], rows, raw=True)
+        )
     firms = sem.get("firms")
     if isinstance(firms, Mapping) and firms.get("examples"):
-        rows = [[num(r["establishments"]), num(r["mu"], 4), f"{r['max_power_at_5pct']:.1%}"]
-                for r in firms["examples"]]  # fmt: skip
-        parts.append(f"<p>Firms: {esc(firms['statement'])}.</p>"
-                     + table(["establishments of the firm", "μ", "power at 5% false positives"],
-                             rows, raw=True))  # fmt: skip
-    for t in sem.get("tables") or []:
-        parts.append(f"<p>{esc(t['title'])}:</p>" + table(t["columns"], t["rows"]))
+        rows = [
+            [num(r["establishments"]), num(r["mu"], 4), f"{r['max_power_at_5pct']:.1%}"]
+            for r in firms["examples"]
+        ]
+        parts.append(
+            f"<p>Firms: {esc(firms['statement'])}.</p>"
+            + table(
+                ["establishments of the firm", "μ", "power at 5% false positives"], rows, raw=True
+            )
+        )
     persons = sem.get("persons")
-    if isinstance(persons, Mapping) and persons.get("statement"):
-        parts.append(f"<p>Persons: {esc(persons['statement'])}.</p>")
+    for t in sem.get("tables") or []:
+        if t["title"].startswith("Persons") and isinstance(persons, Mapping):
+            parts.append(f"<p>Persons: {esc(persons.get('statement', ''))}.</p>")
+        parts.append(f"<p>{esc(t['title'])}:</p>" + table(t["columns"], t["rows"]))
     return "".join(parts)
 
 
@@ -196,19 +231,36 @@ def uncertainty_summary(frame: pl.DataFrame) -> tuple[list[str], list[list[Any]]
     The relative CI half-width is half the CI's width over the published estimate
     (cells whose estimate is positive).
     """
-    headers = ["statistic", "cells", "with std", "median std", "with CI",
-               "median CI half-width", "90th pct. CI half-width",
-               "median relative half-width", "published total"]  # fmt: skip
+    headers = [
+        "statistic",
+        "cells",
+        "with std",
+        "median std",
+        "with CI",
+        "median CI half-width",
+        "90th pct. CI half-width",
+        "median relative half-width",
+        "published total",
+    ]
     rows: list[list[Any]] = []
     for s in statistics_of(frame):
         est, std = _floats(frame, s), _floats(frame, f"{s}_std")
         half = (_floats(frame, f"{s}_ci_high") - _floats(frame, f"{s}_ci_low")) / 2
         pos = np.isfinite(half) & (est > 0)
         rel = np.where(pos, half / np.where(pos, est, 1.0), np.nan)
-        rows.append([s, frame.height, int(np.isfinite(std).sum()), _q(std, 0.5),
-                     int(np.isfinite(half).sum()), _q(half, 0.5), _q(half, 0.9),
-                     None if not pos.any() else f"{_q(rel, 0.5):.1%}",
-                     float(np.nansum(est))])  # fmt: skip
+        rows.append(
+            [
+                s,
+                frame.height,
+                int(np.isfinite(std).sum()),
+                _q(std, 0.5),
+                int(np.isfinite(half).sum()),
+                _q(half, 0.5),
+                _q(half, 0.9),
+                None if not pos.any() else f"{_q(rel, 0.5):.1%}",
+                float(np.nansum(est)),
+            ]
+        )
     return headers, rows
 
 
@@ -236,16 +288,24 @@ def uncertainty_charts(name: str, frame: pl.DataFrame) -> str:
     n = max((len(x) for x, _ in rels.values()), default=0)
     thin = f" Scatter: 1,500 of {n:,} cells, evenly spaced by value." if n > 1500 else ""
     return charts(
-        svg_histogram({k: list(v) for k, v in halves.items()},
-                      xlabel="95% CI half-width (log scale)", title=f"{name}: CI half-width by cell"),
-        svg_scatter({k: (list(x), list(y)) for k, (x, y) in rels.items()},
-                    xlabel="published value (log scale)", ylabel="CI half-width / value",
-                    title=f"{name}: relative uncertainty vs value"),
-        caption=("Published values only. Left: how many cells have a 95% confidence "
-                 "interval of each half-width. Right: the half-width relative to the "
-                 "published value (cells with a value of at least 1); small cells are "
-                 "relatively the most uncertain." + thin),
-    )  # fmt: skip
+        svg_histogram(
+            {k: list(v) for k, v in halves.items()},
+            xlabel="95% CI half-width (log scale)",
+            title=f"{name}: CI half-width by cell",
+        ),
+        svg_scatter(
+            {k: (list(x), list(y)) for k, (x, y) in rels.items()},
+            xlabel="published value (log scale)",
+            ylabel="CI half-width / value",
+            title=f"{name}: relative uncertainty vs value",
+        ),
+        caption=(
+            "Published values only. Left: how many cells have a 95% confidence "
+            "interval of each half-width. Right: the half-width relative to the "
+            "published value (cells with a value of at least 1); small cells are "
+            "relatively the most uncertain." + thin
+        ),
+    )
 
 
 def preview(frame: pl.DataFrame, rows: int = PREVIEW_ROWS) -> str:
@@ -285,10 +345,15 @@ class Footnotes:
         if not self.texts:
             return ""
         items = "".join(f'<li id="method-{i + 1}">{esc(t)}</li>' for i, t in enumerate(self.texts))
-        clamp = (f"<p>Wherever a confidence interval is published: {esc(CLAMP_NOTE)}.</p>"
-                 if self.clamped else "")  # fmt: skip
-        return ('<h2 id="how-uncertainty">How each standard error and interval was obtained</h2>'
-                f"<ol>{items}</ol>{clamp}")  # fmt: skip
+        clamp = (
+            f"<p>Wherever a confidence interval is published: {esc(CLAMP_NOTE)}.</p>"
+            if self.clamped
+            else ""
+        )
+        return (
+            '<h2 id="how-uncertainty">How each standard error and interval was obtained</h2>'
+            f"<ol>{items}</ol>{clamp}"
+        )
 
 
 def _table_section(
@@ -298,8 +363,10 @@ def _table_section(
     parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {esc(name)}</h3>']
     by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(one total cell)")
     cells = "1 cell" if q["cells"] == 1 else f"{num(q['cells'])} cells"
-    parts.append(f"<p>{cells} grouped by <b>{esc(by)}</b>, mechanism "
-                 f"<code>{esc(q['mechanism'])}</code>, file <code>{esc(q['file'])}</code>.</p>")  # fmt: skip
+    parts.append(
+        f"<p>{cells} grouped by <b>{esc(by)}</b>, mechanism "
+        f"<code>{esc(q['mechanism'])}</code>, file <code>{esc(q['file'])}</code>.</p>"
+    )
     methods = []
     for stat, how in (q.get("uncertainty") or {}).items():
         text, clamped = _split_method(how)
@@ -309,22 +376,28 @@ def _table_section(
     for stat, text in methods:
         grouped.setdefault(text, []).append(stat)
     if grouped:
-        parts.append("<p>Standard error and CI: " + "; ".join(
-            f"{esc(', '.join(stats))} {notes.ref(text)}" for text, stats in grouped.items()
-        ) + ".</p>")  # fmt: skip
+        parts.append(
+            "<p>Standard error and CI: "
+            + "; ".join(
+                f"{esc(', '.join(stats))} {notes.ref(text)}" for text, stats in grouped.items()
+            )
+            + ".</p>"
+        )
     if q.get("notes"):
         parts.append('<p class="muted">Notes: ' + esc("; ".join(q["notes"])) + ".</p>")
     if frame is None:
         return "".join(parts)
     headers, rows = uncertainty_summary(frame)
-    if rows:
+    if rows and all(r[2] == 0 and r[4] == 0 for r in rows):
+        totals = ", ".join(f"{r[0]} {num(r[-1])}" for r in rows)
+        parts.append(
+            '<p class="muted">No standard error or confidence interval is published '
+            "for this table (see the method above), so there is no uncertainty to "
+            f"summarise or chart. Published total: {esc(totals)}.</p>"
+        )
+    elif rows:
         parts.append(table(headers, rows))
-        chart = uncertainty_charts(name, frame)
-        if chart:
-            parts.append(chart)
-        elif all(r[4] == 0 for r in rows):
-            parts.append('<p class="muted">No confidence interval is published for this '
-                         "table (see the method above), so there is nothing to chart.</p>")  # fmt: skip
+        parts.append(uncertainty_charts(name, frame))
     parts.append(f"<h4>First {min(PREVIEW_ROWS, frame.height)} of {num(frame.height)} rows</h4>")
     parts.append(preview(frame))
     return "".join(parts)
@@ -339,8 +412,10 @@ def _random_words(rnd: Mapping[str, Any]) -> str:
     mode = rnd.get("mode")
     if mode == "seeded":
         return f"seeded (seed {esc(rnd.get('seed'))}): reproducible, NOT FOR PUBLICATION"
-    s = {"csprng": "the operating system's cryptographically secure generator",
-         "exact": "exact (floating-point-safe) samplers"}.get(str(mode), str(mode))  # fmt: skip
+    s = {
+        "secure": "secure: the operating system's cryptographically secure generator",
+        "exact": "exact: floating-point-safe samplers",
+    }.get(str(mode), str(mode))
     if rnd.get("fallbacks"):
         s += f" (fallbacks: {', '.join(map(str, rnd['fallbacks']))})"
     return esc(s)
@@ -371,34 +446,53 @@ def release_section(
     parts = [f'<h2 id="{prefix}release">{esc(title or "Release " + ds["name"])}</h2>']
     rnd = manifest.get("random") or {}
     if rnd.get("mode") == "seeded":
-        parts.append(f'<div class="banner">NOT FOR PUBLICATION — seeded randomness (seed '
-                     f"{esc(rnd.get('seed'))}): anyone who knows the seed can remove the "
-                     "noise. For experiments only.</div>")  # fmt: skip
+        parts.append(
+            f'<div class="banner">NOT FOR PUBLICATION — seeded randomness (seed '
+            f"{esc(rnd.get('seed'))}): anyone who knows the seed can remove the "
+            "noise. For experiments only.</div>"
+        )
     cells = sum(int(q["cells"]) for q in manifest["queries"])
     facts = [
         ("dataset", esc(ds["name"])),
         ("input files", esc(", ".join(ds.get("files", [])) or "—")),
-        ("fingerprint (keyed)", f"<code>{esc(ds.get('fingerprint', '—'))}</code> "
-         '<span class="muted">(HMAC under a secret key: it identifies the data only to '
-         "whoever holds the key)</span>"),
+        (
+            "fingerprint (keyed)",
+            f"<code>{esc(ds.get('fingerprint', '—'))}</code> "
+            '<span class="muted">(HMAC under a secret key: it identifies the data only to '
+            "whoever holds the key)</span>",
+        ),
         ("privacy definition", esc(priv.get("guarantee") or priv["definition"])),
-    ]  # fmt: skip
+    ]
     if priv.get("alpha") is not None:
         facts.append(("α (establishment-size protection)", num(priv["alpha"])))
     if priv.get("neighbor"):
         facts.append(("neighbor function ψ", esc(priv["neighbor"])))
     if priv.get("distance"):
-        facts.append(("distance γ per attribute", esc(", ".join(
-            f"{k} = {num(v)}" for k, v in priv["distance"].items()))))  # fmt: skip
+        facts.append(
+            (
+                "distance γ per attribute",
+                esc(", ".join(f"{k} = {num(v)}" for k, v in priv["distance"].items())),
+            )
+        )
     facts += [
         ("queries / published cells", f"{len(manifest['queries'])} / {num(cells)}"),
         ("randomness", _random_words(rnd)),
-        ("created", esc(f"{manifest.get('created', '—')} by eree {manifest.get('eree_version', '')}")),
-    ]  # fmt: skip
+        (
+            "created",
+            esc(f"{manifest.get('created', '—')} by eree {manifest.get('eree_version', '')}"),
+        ),
+    ]
     led = manifest.get("ledger")
     if led:
-        facts.append(("budget ledger", esc(f"row {led.get('id')}, dataset {led.get('dataset')!r}, "
-                                           f"version {led.get('version')}")))  # fmt: skip
+        facts.append(
+            (
+                "budget ledger",
+                esc(
+                    f"row {led.get('id')}, dataset {led.get('dataset')!r}, "
+                    f"version {led.get('version')}"
+                ),
+            )
+        )
     parts.append(definitions(facts))
 
     warns = list(manifest.get("warnings") or [])
@@ -408,6 +502,18 @@ def release_section(
 
     headers, rows = _cost_rows(manifest)
     parts.append(f'<h3 id="{prefix}privacy">Privacy spent</h3>')
+    if priv["total"].get("mu") is not None:
+        parts.append(
+            "<p>What it means: the most power any test has to tell whether an "
+            "establishment's confidential values are x or a value inside x's "
+            f"uncertainty interval, at a {FPR:.0%} false-positive rate (μ-GEDP).</p>"
+        )
+    elif priv["total"].get("epsilon") is not None:
+        parts.append(
+            "<p>What it means: the largest factor by which anything published can "
+            "change an attacker's odds about one worker (a Bayes-factor bound "
+            "e^ε); with δ &gt; 0 the bound may fail with probability δ.</p>"
+        )
     parts.append(table(headers, rows, left=3, raw=True, wrap=[len(headers) - 1], full=True))
     if priv.get("notes"):
         parts.append(bullets(priv["notes"]))
@@ -422,8 +528,10 @@ def release_section(
     for q in manifest["queries"]:
         parts.append(_table_section(q, tables.get(q["name"]), notes, prefix))
     for rel, frame in (extra or {}).items():
-        parts.append(f"<h3>{esc(rel)}</h3><p>{num(frame.height)} rows, columns "
-                     f"{esc(', '.join(frame.columns))}.</p>")  # fmt: skip
+        parts.append(
+            f"<h3>{esc(rel)}</h3><p>{num(frame.height)} rows, columns "
+            f"{esc(', '.join(frame.columns))}.</p>"
+        )
         parts.append(f"<h4>First {min(PREVIEW_ROWS, frame.height)} rows</h4>" + preview(frame))
     return "".join(parts)
 
@@ -436,8 +544,16 @@ def _is_scalar(v: Any) -> bool:
 
 def _records_table(records: Sequence[Mapping[str, Any]], lead: Sequence[Any] = ()) -> str:
     keys = list(dict.fromkeys(k for r in records for k in r if _is_scalar(r[k])))
-    rows = [[*lead, *(r.get(k) if isinstance(r.get(k), int | float) else _short(r.get(k, "")) for k in keys)]
-            for r in records]  # fmt: skip
+    rows = [
+        [
+            *lead,
+            *(
+                r.get(k) if isinstance(r.get(k), int | float) else _short(r.get(k, ""))
+                for k in keys
+            ),
+        ]
+        for r in records
+    ]
     return table(keys, rows, wrap=[i for i, k in enumerate(keys) if k in _LONG_TEXT])
 
 
@@ -457,25 +573,44 @@ def _entry_html(entry: Mapping[str, Any]) -> str:
         if _is_scalar(v):
             continue
         if isinstance(v, Mapping) and all(isinstance(x, Mapping) for x in v.values()):
-            facts = [k for k in dict.fromkeys(k for x in v.values() for k in x)
-                     if all(_is_scalar(x.get(k)) for x in v.values())]  # fmt: skip
+            facts = [
+                k
+                for k in dict.fromkeys(k for x in v.values() for k in x)
+                if all(_is_scalar(x.get(k)) for x in v.values())
+            ]
             rows = []
             for name, x in v.items():
-                used = "; ".join(f"{m.get('query')} {num(m.get('cells_used'))}/{num(m.get('cells'))}"
-                                 for m in x.get("measurements", []))  # fmt: skip
-                rows.append([name, *(x.get(k) if isinstance(x.get(k), int | float) and not
-                                     isinstance(x.get(k), bool) else _short(x.get(k)) for k in facts),
-                             used])  # fmt: skip
+                used = "; ".join(
+                    f"{m.get('query')} {num(m.get('cells_used'))}/{num(m.get('cells'))}"
+                    for m in x.get("measurements", [])
+                )
+                rows.append(
+                    [
+                        name,
+                        *(
+                            x.get(k)
+                            if isinstance(x.get(k), int | float) and not isinstance(x.get(k), bool)
+                            else _short(x.get(k))
+                            for k in facts
+                        ),
+                        used,
+                    ]
+                )
             heads = [key.rstrip("s") if key.endswith("s") else key, *facts]
             if any(x.get("measurements") for x in v.values()):
                 heads.append("measurements used (cells used / cells)")
             parts.append(table(heads, [r[: len(heads)] for r in rows], wrap=[len(heads) - 1]))
-            kinds = {m.get("query"): m.get("variance") for x in v.values()
-                     for m in x.get("measurements", []) if m.get("variance")}  # fmt: skip
+            kinds = {
+                m.get("query"): m.get("variance")
+                for x in v.values()
+                for m in x.get("measurements", [])
+                if m.get("variance")
+            }
             if kinds:
-                parts.append("<p>Variances used, per query:</p>"
-                             + table(["query", "variance"], [[q, t] for q, t in kinds.items()],
-                                     wrap=[1]))  # fmt: skip
+                parts.append(
+                    "<p>Variances used, per query:</p>"
+                    + table(["query", "variance"], [[q, t] for q, t in kinds.items()], wrap=[1])
+                )
         elif isinstance(v, list) and all(isinstance(x, Mapping) for x in v):
             parts.append(f"<p>{esc(key)}:</p>" + _records_table(v))
         else:
@@ -522,18 +657,27 @@ def release_report(
         '<h2 id="reading">How to read the tables</h2>' + READING,
         notes.html(),
     ]
-    return page(f"Release report: {manifest['dataset']['name']}", sections,
-                subtitle="A protected release: what was published, what privacy it spent "
-                "and what that means, every warning, and how uncertain the published "
-                "values are.", toc=True)  # fmt: skip
+    return page(
+        f"Release report: {manifest['dataset']['name']}",
+        sections,
+        subtitle="A protected release: what was published, what privacy it spent "
+        "and what that means, every warning, and how uncertain the published "
+        "values are.",
+        toc=True,
+    )
 
 
 def _summary_box(manifest: Mapping[str, Any]) -> str:
     tot = manifest["privacy"]["total"]
     n = len(manifest.get("warnings") or [])
-    spent = ", ".join(f"{s} = {num(tot[k])}" for k, s in
-                      (("epsilon", "ε"), ("delta", "δ"), ("mu", "μ")) if tot.get(k) is not None)  # fmt: skip
-    return (f'<p class="info"><b>{esc(manifest["dataset"]["name"])}</b>: '
-            f"{len(manifest['queries'])} tables under "
-            f"{esc(manifest['privacy'].get('guarantee') or manifest['privacy']['definition'])}; "
-            f"total privacy spent {spent or 'none'}; <b>{n} warning{'s' if n != 1 else ''}</b>.</p>")  # fmt: skip
+    spent = ", ".join(
+        f"{s} = {num(tot[k])}"
+        for k, s in (("epsilon", "ε"), ("delta", "δ"), ("mu", "μ"))
+        if tot.get(k) is not None
+    )
+    return (
+        f'<p class="info"><b>{esc(manifest["dataset"]["name"])}</b>: '
+        f"{len(manifest['queries'])} tables under "
+        f"{esc(manifest['privacy'].get('guarantee') or manifest['privacy']['definition'])}; "
+        f"total privacy spent {spent or 'none'}; <b>{n} warning{'s' if n != 1 else ''}</b>.</p>"
+    )
