@@ -110,7 +110,7 @@ def per_cell_delta_warning(
     if not delta_cell or delta_cell < limit:
         return None
     message = (
-        f"per-cell delta {delta_cell:.3g} >= 1/(number of establishments) = 1/{n:,} = "
+        f"per-cell delta {delta_cell:.3g} ≥ 1/(number of establishments) = 1/{n:,} = "
         f"{limit:.3g}; a mechanism at this delta could publish some establishments exactly "
         "(Haney et al. §9)"
     )

@@ -71,7 +71,7 @@ def _meaning(cost: Mapping[str, Any] | None) -> str:
     if mu is not None:
         return f"power ≤ {_power_bound(FPR, mu):.1%} at {FPR:.0%} false positives"
     if eps is not None:
-        s = f"odds × ≤ {_bayes(eps)}"
+        s = f"odds change by ≤ {_bayes(eps)}"
         if delta:
             s += f" (but for probability {num(delta, 3)})"
         return s
