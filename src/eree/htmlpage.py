@@ -2,8 +2,8 @@
 
 Every report eree writes (a release's ``report.html``, the demo's, the evaluation and
 audit reports) is built from these pieces, so that all of them look alike and all are
-self-contained: CSS inline, figures embedded as base64 PNG, no external file and no
-network access. Wide tables scroll horizontally inside their own box.
+self-contained: CSS inline, charts as inline SVG, figures as base64 PNG, no external
+file and no network access. Wide tables scroll horizontally inside their own box.
 
 This module imports nothing of eree: every layer may use it.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -172,17 +171,6 @@ def png_img(data: bytes, alt: str) -> str:
 def img_file(path: Path, alt: str | None = None) -> str:
     """A PNG file embedded in the page (the page does not refer to the file)."""
     return png_img(Path(path).read_bytes(), alt or path.stem)
-
-
-def figure(fig: Any, alt: str, caption: str = "", *, dpi: int = 110) -> str:
-    """A matplotlib figure embedded as PNG, with a caption; the figure is closed."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
-    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return f"<figure>{png_img(buf.getvalue(), alt)}{cap}</figure>"
 
 
 def page(title: str, sections: Sequence[str], *, subtitle: str = "", toc: bool = False) -> str:

@@ -29,6 +29,7 @@ from eree.htmlpage import (
     svg_scatter,
     table,
 )
+from eree.privacy.gedp import power_bound
 from eree.release.tables import CLAMP_NOTE, QueryTable
 
 #: the report's file name inside a release directory
@@ -51,14 +52,6 @@ _SUFFIXES = ("_std", "_ci_low", "_ci_high")
 # --------------------------------------------------------------------------------------
 
 
-def _power_bound(fpr: float, mu: float) -> float:
-    """Φ(Φ⁻¹(fpr) + μ): the most power a test at false-positive rate fpr has (μ-GEDP)."""
-    from statistics import NormalDist
-
-    nd = NormalDist()
-    return nd.cdf(nd.inv_cdf(fpr) + mu)
-
-
 def _bayes(eps: float) -> str:
     return f"e^{num(eps, 4)} = {num(math.exp(eps), 4)}" if eps < 700 else f"e^{num(eps, 4)}"
 
@@ -69,7 +62,7 @@ def _meaning(cost: Mapping[str, Any] | None) -> str:
         return "—"
     eps, delta, mu = cost.get("epsilon"), cost.get("delta"), cost.get("mu")
     if mu is not None:
-        return f"power ≤ {_power_bound(FPR, mu):.1%} at {FPR:.0%} false positives"
+        return f"power ≤ {power_bound(FPR, mu):.1%} at {FPR:.0%} false positives"
     if eps is not None:
         s = f"odds change by ≤ {_bayes(eps)}"
         if delta:
