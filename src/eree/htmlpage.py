@@ -322,7 +322,7 @@ def _legend(labels: Sequence[str], x0: float, y0: float) -> list[str]:
 
 
 def svg_histogram(
-    series: dict[str, Sequence[float]],
+    series: dict[str, Any],
     *,
     xlabel: str,
     title: str,
@@ -337,17 +337,20 @@ def svg_histogram(
     with 100 values or more, the smallest 1% are counted in the first bar.
     Returns an empty string when no series has a value to draw.
     """
-    clean = {
-        k: [float(v) for v in vs if v is not None and math.isfinite(v) and (v > 0 or not log)]
-        for k, vs in series.items()
-    }
-    clean = {k: v for k, v in clean.items() if v}
+    import numpy as np
+
+    clean: dict[str, Any] = {}
+    for k, vs in series.items():
+        a = np.asarray(vs, dtype=np.float64).ravel()
+        a = a[np.isfinite(a) & ((a > 0) if log else True)]
+        if a.size:
+            clean[k] = a
     if not clean:
         return ""
-    pooled = sorted(v for vs in clean.values() for v in vs)
-    lo, hi = pooled[0], pooled[-1]
-    if log and len(pooled) >= 100:  # a few tiny values would squash the rest: pool them
-        lo = pooled[len(pooled) // 100]
+    pooled = np.concatenate(list(clean.values()))
+    lo, hi = float(pooled.min()), float(pooled.max())
+    if log and pooled.size >= 100:  # a few tiny values would squash the rest: pool them
+        lo = float(np.partition(pooled, pooled.size // 100)[pooled.size // 100])
     if log:
         llo, lhi = math.log10(lo), math.log10(hi)
         if lhi - llo < 1e-9:
@@ -356,21 +359,13 @@ def svg_histogram(
     else:
         if hi - lo < 1e-12:
             lo, hi = lo - 0.5, hi + 0.5
+        llo, lhi = lo, hi
         edges = [lo + (hi - lo) * i / bins for i in range(bins + 1)]
     counts: dict[str, list[int]] = {}
-    for k, vs in clean.items():
-        c = [0] * bins
-        for v in vs:
-            if log:
-                i = int(
-                    (math.log10(v) - math.log10(edges[0]))
-                    / (math.log10(edges[-1]) - math.log10(edges[0]))
-                    * bins
-                )
-            else:
-                i = int((v - edges[0]) / (edges[-1] - edges[0]) * bins)
-            c[min(max(i, 0), bins - 1)] += 1
-        counts[k] = c
+    for k, a in clean.items():
+        t = (np.log10(a) if log else a) - llo
+        idx = np.clip((t / (lhi - llo) * bins).astype(np.int64), 0, bins - 1)
+        counts[k] = np.bincount(idx, minlength=bins).tolist()
     top = max(max(c) for c in counts.values())
     x = _Axis(edges[0], edges[-1], log, 58, width - 28)
     y = _Axis(0, top * 1.08, False, height - 36, 40 if len(counts) > 1 else 22, integer=True)
@@ -393,7 +388,7 @@ def svg_histogram(
 
 
 def svg_scatter(
-    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    series: dict[str, tuple[Any, Any]],
     *,
     xlabel: str,
     ylabel: str,
@@ -410,24 +405,24 @@ def svg_scatter(
     longer than ``max_points`` is thinned to evenly spaced points in x order (the caption
     should say so). Returns an empty string when nothing can be drawn.
     """
+    import numpy as np
+
     clean: dict[str, list[tuple[float, float]]] = {}
     for k, (xs, ys) in series.items():
-        pts = [
-            (float(a), float(b))
-            for a, b in zip(xs, ys, strict=True)
-            if a is not None
-            and b is not None
-            and math.isfinite(a)
-            and math.isfinite(b)
-            and (a > 0 or not logx)
-            and (b > 0 or not logy)
-        ]
-        if len(pts) > max_points:
-            pts.sort()
-            step = len(pts) / max_points
-            pts = [pts[int(i * step)] for i in range(max_points)]
-        if pts:
-            clean[k] = pts
+        a = np.asarray(xs, dtype=np.float64).ravel()
+        b = np.asarray(ys, dtype=np.float64).ravel()
+        ok = np.isfinite(a) & np.isfinite(b)
+        if logx:
+            ok &= a > 0
+        if logy:
+            ok &= b > 0
+        a, b = a[ok], b[ok]
+        if a.size > max_points:  # evenly spaced in x order
+            order = np.argsort(a, kind="stable")
+            keep = order[(np.arange(max_points) * (a.size / max_points)).astype(np.int64)]
+            a, b = a[keep], b[keep]
+        if a.size:
+            clean[k] = list(zip(a.tolist(), b.tolist(), strict=True))
     if not clean:
         return ""
     xs_all = [p[0] for v in clean.values() for p in v]

@@ -282,12 +282,12 @@ def uncertainty_charts(name: str, frame: pl.DataFrame) -> str:
     thin = f" Scatter: 1,500 of {n:,} cells, evenly spaced by value." if n > 1500 else ""
     return charts(
         svg_histogram(
-            {k: list(v) for k, v in halves.items()},
+            dict(halves),
             xlabel="95% CI half-width (log scale)",
             title=f"{name}: CI half-width by cell",
         ),
         svg_scatter(
-            {k: (list(x), list(y)) for k, (x, y) in rels.items()},
+            dict(rels),
             xlabel="published value (log scale)",
             ylabel="CI half-width / value",
             title=f"{name}: relative uncertainty vs value",
@@ -311,6 +311,12 @@ def preview(frame: pl.DataFrame, rows: int = PREVIEW_ROWS) -> str:
     ]
     head = frame.select(order).head(rows)
     return table(order, [list(r) for r in head.iter_rows()], left=keys, digits=5)
+
+
+def _rows_heading(n: int) -> str:
+    if n == 1:
+        return "Its one row"
+    return f"All {num(n)} rows" if n <= PREVIEW_ROWS else f"First {PREVIEW_ROWS} of {num(n)} rows"
 
 
 def _split_method(how: str) -> tuple[str, bool]:
@@ -391,7 +397,7 @@ def _table_section(
     elif rows:
         parts.append(table(headers, rows))
         parts.append(uncertainty_charts(name, frame))
-    parts.append(f"<h4>First {min(PREVIEW_ROWS, frame.height)} of {num(frame.height)} rows</h4>")
+    parts.append(f"<h4>{_rows_heading(frame.height)}</h4>")
     parts.append(preview(frame))
     return "".join(parts)
 
@@ -525,7 +531,7 @@ def release_section(
             f"<h3>{esc(rel)}</h3><p>{num(frame.height)} rows, columns "
             f"{esc(', '.join(frame.columns))}.</p>"
         )
-        parts.append(f"<h4>First {min(PREVIEW_ROWS, frame.height)} rows</h4>" + preview(frame))
+        parts.append(f"<h4>{_rows_heading(frame.height)}</h4>" + preview(frame))
     return "".join(parts)
 
 
