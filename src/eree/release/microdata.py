@@ -368,5 +368,5 @@ def tabulated_tables(
         how = {a: "tabulated from the WLS microdata (consistent = true); std/CI not "
                "published for these values" for a in attrs}  # fmt: skip
         out.append(QueryTable(t.name, table, how, (*t.notes, "tabulated from the WLS microdata"),
-                              t.measurements, t.warnings))  # fmt: skip
+                              t.measurements))  # fmt: skip
     return out

@@ -163,7 +163,7 @@ def publication_tables(
         )
         notes = (*t.notes, f"published values {method}")
         out.append(QueryTable(t.name, table, {COUNT_STATISTIC: uncertainty}, notes,
-                              t.measurements, t.warnings))  # fmt: skip
+                              t.measurements))  # fmt: skip
     entry: dict[str, Any] = {
         "consistent": pp.consistent,
         "nonnegative": pp.nonnegative,

@@ -12,32 +12,6 @@ from eree.mechanisms.base import Measurement
 
 
 @dataclass(frozen=True)
-class ReleaseWarning:
-    """A warning about a release, with what to change in the spec to avoid it.
-
-    Manifests list them under ``"warnings"`` as ``{"code", "query", "message", "remedy"}``;
-    the CLI prints them and the release's report shows every one. Their text holds public
-    information only (spec parameters, public frame sizes), never a confidential value.
-
-    Attributes:
-        code: a short stable identifier (e.g. ``"delta-per-cell"``).
-        query: the query it concerns, or None for the whole release.
-        message: what is wrong.
-        remedy: what to change in the spec (or elsewhere) to avoid it.
-    """
-
-    code: str
-    query: str | None
-    message: str
-    remedy: str
-
-    def to_dict(self) -> dict[str, str | None]:
-        """The manifest's form."""
-        return {"code": self.code, "query": self.query, "message": self.message,
-                "remedy": self.remedy}  # fmt: skip
-
-
-@dataclass(frozen=True)
 class QueryTable:
     """One published table.
 
@@ -46,10 +20,9 @@ class QueryTable:
         table: key columns, then per statistic s: ``s``, ``s_std``, ``s_ci_low``,
             ``s_ci_high`` (null where not publishable).
         uncertainty: statistic → how its std/CI were obtained (or why withheld).
-        notes: public remarks (defaults used, public zeros); warnings go to ``warnings``.
+        notes: public remarks (defaults used, public zeros); warnings are the manifest's.
         measurements: the mechanisms' Measurements behind the table, one per statistic
             (what post-processing consumes; never written as such).
-        warnings: what a reviewer must be told about this table, each with a remedy.
     """
 
     name: str
@@ -57,7 +30,6 @@ class QueryTable:
     uncertainty: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     measurements: tuple[Measurement, ...] = ()
-    warnings: tuple[ReleaseWarning, ...] = ()
 
     @property
     def cells(self) -> int:
