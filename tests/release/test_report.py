@@ -161,20 +161,22 @@ def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
     # per query, the Bayes-factor bound e^ε in words
     assert "e^1 = 2.718" in text and "e^2 = 7.389" in text
     assert "NOT FOR PUBLICATION" in text
-    # the warning: in the manifest's list, with a remedy, and every remedy on the page
+    # the δ warning: in the manifest's list, with a remedy, and every warning on the page
     warns = manifest["warnings"]
-    assert [w["query"] for w in warns] == ["county_industry"]
-    w = warns[0]
+    delta = [w for w in warns if w["code"].startswith("delta")]
+    assert [w["query"] for w in delta] == ["county_industry"]
+    w = delta[0]
     assert set(w) == {"code", "query", "message", "remedy"}
-    assert f"1/{N_ESTABLISHMENTS}" in w["message"]
-    # remedies from δ_min < 1/N: ε_cell > 2 ln(1+α) ln N, α < exp(ε/(2 ln N)) − 1
-    need_eps = 2 * math.log1p(alpha) * math.log(N_ESTABLISHMENTS)  # 1.3451
-    need_alpha = math.exp(1.0 / (2 * math.log(N_ESTABLISHMENTS))) - 1  # 0.14516
-    assert f"epsilon to at least {math.ceil(need_eps * 100) / 100:.3g}" in w["remedy"]
-    assert f"alpha to at most {math.floor(need_alpha * 1000) / 1000:.3g}" in w["remedy"]
+    assert f"{1 / N_ESTABLISHMENTS:.3g}" in w["message"]
+    # the remedy asks for a per-cell δ of 0.1/N; δ_min ≤ 0.1/N needs ε ≥ 2 ln(1+α) ln(10 N)
+    assert "delta to 0.0025" in w["remedy"]
+    need_eps = 2 * math.log1p(alpha) * math.log(10 * N_ESTABLISHMENTS)  # 2.1847
+    m = re.search(r"epsilon >= ([0-9.]+)", w["remedy"])
+    assert m and abs(float(m.group(1)) - need_eps) <= 0.01 * need_eps, w["remedy"]
     assert "log_laplace" in w["remedy"]
     for warning in warns:
         assert warning["remedy"] in text and warning["message"] in text
+    assert f"Warnings ({len(warns)})" in text
     # not also repeated as a note
     assert not any("warning" in n for q in manifest["queries"] for n in q["notes"])
     # a chart for the table with published CIs; a plain statement for the others
@@ -209,23 +211,39 @@ def test_delta_warning_with_an_explicit_delta_asks_for_a_smaller_one(tmp_path):
         'mechanism = "smooth_laplace"\nepsilon = 1.0',
         'mechanism = "smooth_laplace"\nepsilon = 1.0\ndelta = 0.05'))  # fmt: skip
     protect(load_spec(spec), tmp_path / "out", SeededNoise(1))
-    (w,) = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
-    # δ_min(0.1, 1) = exp(−1/(2 ln 1.1)) = 0.005268 < 1/40: a δ between them is allowed
-    dmin = math.exp(-1.0 / (2 * math.log1p(0.1)))
-    m = re.search(r"set delta = ([0-9.e-]+)", w["remedy"])
-    assert m, w["remedy"]
-    assert dmin * (1 - 1e-3) <= float(m.group(1)) < 1 / N_ESTABLISHMENTS
+    warns = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
+    (w,) = [w for w in warns if w["code"].startswith("delta")]
+    assert w["query"] == "county_industry"
+    # a per-cell δ of 0.1/40 = 0.0025 needs ε ≥ 2 ln(1.1) ln(400) = 1.142 (Algorithm 3)
+    assert "delta to 0.0025" in w["remedy"]
+    need = 2 * math.log1p(0.1) * math.log(10 * N_ESTABLISHMENTS)
+    m = re.search(r"epsilon >= ([0-9.]+)", w["remedy"])
+    assert m and abs(float(m.group(1)) - need) <= 0.01 * need, w["remedy"]
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert w["remedy"] in html.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
-def test_no_warning_when_delta_is_small_enough(tmp_path):
-    # α = 0.1: δ_min = 0.00527 < 1/40, the default δ draws no warning
+def test_no_delta_warning_when_delta_is_small_enough(tmp_path):
+    # α = 0.1: δ_min = 0.00527 < 1/40, the default δ draws no δ warning
     write_small_eree(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(ERE_SPEC.replace("alpha = 0.2", "alpha = 0.1"))
     protect(load_spec(spec), tmp_path / "out", SeededNoise(1))
     m = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert m["warnings"] == []
-    assert "No warnings." in (tmp_path / "out" / "report.html").read_text()
+    assert not [w for w in m["warnings"] if w["code"].startswith("delta")]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert f"Warnings ({len(m['warnings'])})" in page
+
+
+def test_a_release_without_warnings_says_so(tmp_path):
+    from eree.release.report import release_report
+
+    _plan, out = eree_release(tmp_path)
+    m = json.loads((out / "manifest.json").read_text())
+    m["warnings"] = []
+    tables = {q["name"]: pl.read_parquet(out / q["file"]) for q in m["queries"]}
+    page = release_report(m, tables)
+    assert "No warnings." in page and "Warnings (0)" in page
 
 
 def test_cli_prints_the_warning_and_its_remedy(tmp_path):
@@ -240,7 +258,7 @@ def test_cli_prints_the_warning_and_its_remedy(tmp_path):
                                  "--seed", "1"], env={"COLUMNS": "400"})  # fmt: skip
     assert r.exit_code == 0, r.output
     flat = re.sub(r"\s+", "", r.output)  # the console may wrap lines anywhere
-    assert "per-celldelta" in flat and "whattochange:" in flat
+    assert "per-celldelta" in flat and "delta-per-cell" in flat
     assert "report.html" in flat
 
 
@@ -303,7 +321,7 @@ def test_manifest_warnings_are_all_rendered(tmp_path):
     tables = {q["name"]: pl.read_parquet(out / q["file"]) for q in m["queries"]}
     page = release_report(m, tables)
     assert "noise &lt;b&gt;larger&lt;/b&gt; than the values" in page  # escaped
-    assert "raise epsilon to 3" in page and "Warnings (2)" in page
+    assert "raise epsilon to 3" in page and f"Warnings ({len(m['warnings'])})" in page
 
 
 def test_numbers_are_formatted_for_people():
