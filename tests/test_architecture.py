@@ -24,7 +24,9 @@ ALLOWED: dict[str, set[str]] = {
     "synth": {"data"},
     "suppression": {"data", "postprocess"},
     "release": {"data", "engine", "mechanisms", "privacy", "postprocess", "htmlpage"},
+    "clikit": {"data"},  # the options, error line and progress bar every command shares
     "evaluate": {
+        "clikit",
         "data",
         "engine",
         "mechanisms",
@@ -37,7 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     },
     "cli": {"*"},
     "suppression_cli": {"*"},  # the commands of ``eree suppress`` / ``eree audit suppression``
-    "demo": {"data", "engine", "mechanisms", "privacy", "release", "synth", "errors", "htmlpage"},
+    "demo": {"clikit", "data", "engine", "mechanisms", "privacy", "release", "synth", "errors",
+             "htmlpage"},  # fmt: skip
     "__init__": set(),
 }
 

@@ -150,6 +150,7 @@ def protect(
     engine: Engine | None = None,
     ledger: Ledger | str | Path | None = None,
     new_version: bool = False,
+    force: bool = False,
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
@@ -161,6 +162,9 @@ def protect(
 
     Args:
         new_version: the data under the spec's name changed on purpose (a new version).
+        force: replace an earlier output of eree in ``out_dir`` that holds no release
+            recorded in a ledger (:func:`eree.data.outdir.check_out`). Never with a
+            ledger: a release charged to a ledger goes to a new or empty folder.
 
     Raises:
         LedgerError: seeded noise with a ledger, an unregistered dataset, changed content
@@ -173,7 +177,12 @@ def protect(
     check_plan_cells(plan)  # lower bounds from the declared domains, before any data
     built = build(plan)
     report = built.report()
-    check_output_dir(out_dir)
+    if force and ledger is not None and Path(out_dir).is_dir() and any(Path(out_dir).iterdir()):
+        raise LedgerError(
+            f"output folder {out_dir} is not empty: a release charged to a ledger is written "
+            "only to a new or empty folder (--force does not apply)"
+        )
+    check_output_dir(out_dir, force=force)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
         check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
@@ -197,7 +206,7 @@ def protect(
     fingerprint = _content_fingerprint(data)
     if book is None:  # a fresh random key: the published fingerprint identifies nothing
         return _run(built, out_dir, source, engine, report, data,
-                    keyed_fingerprint(fingerprint, fresh_key()), None)  # fmt: skip
+                    keyed_fingerprint(fingerprint, fresh_key()), None, force)  # fmt: skip
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
@@ -238,6 +247,7 @@ def _run(
     data: Any,
     fingerprint: str,
     charge: Charge | None,
+    force: bool = False,
 ) -> ReleaseResult:
     from eree.release.family import family_of
     from eree.release.report import REPORT_FILE, release_report
@@ -261,6 +271,7 @@ def _run(
     write_release(
         Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
         seeded=source.describe().get("mode") == "seeded",
-        tag=None if charge is None else charge.tag, documents={REPORT_FILE: report_html},
+        tag=None if charge is None else charge.tag, force=force,
+        documents={REPORT_FILE: report_html},
     )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)
