@@ -39,8 +39,17 @@ ALLOWED: dict[str, set[str]] = {
     },
     "cli": {"*"},
     "suppression_cli": {"*"},  # the commands of ``eree suppress`` / ``eree audit suppression``
-    "demo": {"clikit", "data", "engine", "mechanisms", "privacy", "release", "synth", "errors",
-             "htmlpage"},  # fmt: skip
+    "demo": {
+        "clikit",
+        "data",
+        "engine",
+        "mechanisms",
+        "privacy",
+        "release",
+        "synth",
+        "errors",
+        "htmlpage",
+    },
     "__init__": set(),
 }
 
