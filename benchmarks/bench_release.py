@@ -13,7 +13,10 @@ Reported: median wall time and peak RSS of each over ``--runs`` runs and their r
 with the 1-minute load average before each run (a shared machine makes every timing an
 upper bound).
 
-    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four]
+    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four] [--ledger]
+
+With ``--ledger`` the release is charged to a budget ledger made for the run: it then
+reads every configured column and computes the content and structure fingerprints.
 """
 
 from __future__ import annotations
@@ -119,6 +122,11 @@ def main() -> None:
     ap.add_argument("--four", action="store_true", help="the four marginals of the demo")
     ap.add_argument("--engine", default="polars")
     ap.add_argument("--skip-floor", action="store_true")
+    ap.add_argument(
+        "--ledger",
+        action="store_true",
+        help="release with a budget ledger (every configured column read and fingerprinted)",
+    )
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
     marginals = FOUR if args.four else ONE
@@ -131,13 +139,24 @@ def main() -> None:
     src = Path(__file__).resolve().parent.parent / "src"
     env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
     out = args.workdir / "release"
+    ledger: list[str] = []
+    if args.ledger:
+        book = args.workdir / "ledger.sqlite"
+        for f in (book, book.with_name(book.name + ".key")):
+            f.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "eree.cli", "ledger", "budget", str(book), "bench",
+             "--epsilon", "1e9", "--delta", "1", "--alpha", "0.1"],
+            env=env, check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        ledger = ["--ledger", str(book)]
     rows = []
     for _ in range(args.runs):
         run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
         if not args.skip_floor:
             run["floor_s"], run["floor_mib"] = timed([sys.executable, str(floor)], env)
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out)]
+        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out), *ledger]
         run["eree_s"], run["eree_mib"] = timed(cmd, env)
         rows.append(run)
         print(json.dumps(run), flush=True)
@@ -150,7 +169,7 @@ def main() -> None:
         med["wall_ratio"] = med["eree_s"] / med["floor_s"]
         med["memory_ratio"] = med["eree_mib"] / med["floor_mib"]
     print(json.dumps({"median": med, "engine": args.engine, "marginals": list(marginals),
-                      "machine": machine()}, indent=2))  # fmt: skip
+                      "ledger": args.ledger, "machine": machine()}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

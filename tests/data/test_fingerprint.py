@@ -183,8 +183,9 @@ def test_two_row_establishment_frame_matches_the_definition():
         "wage": ("float", [0.0, 1234.5]), "m1emp": ("float", [3.0, float("nan")]),
     })])  # fmt: skip
     assert content_fingerprint(_estab(frame)) == expect
-    structure = _by_hand("establishments structure",
-                         [("establishments", {"primary_key": ("text", ["E1", "É2"])})])
+    structure = _by_hand(
+        "establishments structure", [("establishments", {"primary_key": ("text", ["E1", "É2"])})]
+    )
     assert structure_fingerprint(_estab(frame)) == structure
 
 
@@ -195,7 +196,8 @@ def test_two_row_eree_frames_match_the_definition_with_enum_codes_and_integers()
     coded = jobs.with_columns(pl.col("workplace_id").cast(pl.Enum(["w1", "w2"])),
                               pl.col("sex").cast(pl.Enum(["M", "F"])))  # fmt: skip
     expect = _by_hand("eree", [
-        ("workplaces", {"workplace_id": ("text", ["w1", "w2"]), "county": ("text", ["001", "003"])}),
+        ("workplaces", {"workplace_id": ("text", ["w1", "w2"]),
+                        "county": ("text", ["001", "003"])}),
         ("jobs", {"workplace_id": ("text", ["w2", "w2"]), "sex": ("text", ["F", None]),
                   "n": ("int", [7, -1])}),
     ])  # fmt: skip

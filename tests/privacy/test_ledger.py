@@ -399,11 +399,12 @@ def test_content_recorded_under_another_fingerprint_scheme_is_refused(tmp_path):
     assert json.loads(version[0][3])["scheme"] == SCHEME  # recorded with the content
     # the same ledger seen by a release computing another scheme: refused, for any name
     for name in ("pa", "other"):
-        with pytest.raises(LedgerError) as e:
-            with led.release(dataset=name, fingerprint=FP_B, definition="eree", alpha=0.1,
-                             cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o2",
-                             scheme="eree-fingerprint-v3"):  # fmt: skip
-                raise AssertionError("must not be reached")
+        with pytest.raises(LedgerError) as e, led.release(
+            dataset=name, fingerprint=FP_B, definition="eree", alpha=0.1,
+            cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o2",
+            scheme="eree-fingerprint-v3",
+        ):  # fmt: skip
+            raise AssertionError("must not be reached")
         msg = str(e.value)
         assert "\n" not in msg and SCHEME in msg and "eree-fingerprint-v3" in msg
         assert "new ledger" in msg
@@ -417,8 +418,17 @@ def test_version_records_without_a_scheme_are_the_first_scheme(tmp_path):
     led.set_budget("pa", epsilon=10.0, alpha=0.1)
     # a version record as an older eree wrote it: no "scheme" key
     with led._transaction() as con:
-        led._append(con, "version", "pa", {"fingerprint": led.fingerprint(FP_A),
-                                           "structure": None, "version": 1, "previous": None})
+        led._append(
+            con,
+            "version",
+            "pa",
+            {
+                "fingerprint": led.fingerprint(FP_A),
+                "structure": None,
+                "version": 1,
+                "previous": None,
+            },
+        )
     assert Ledger(path).verify().ok
     with pytest.raises(LedgerError, match="eree-fingerprint-v1"):
         _release(led, tmp_path / "o")

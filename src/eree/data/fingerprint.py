@@ -1,4 +1,4 @@
-"""Content fingerprint of validated input data (DESIGN.md §3.4, §7.2).
+r"""Content fingerprint of validated input data (DESIGN.md §3.4, §7.2).
 
 A dataset is identified in the budget ledger by what it contains, not by its name or its
 files: the fingerprint summarises the *validated* frames a release reads
@@ -30,9 +30,9 @@ Definition (scheme ``eree-fingerprint-v2``; all arithmetic modulo 2⁶⁴):
 * A row's hash in lane ``j``: ``acc = 0``, then for each column in name order
   ``acc = fmix(acc ^ value hash)``.
 * Lane sum ``S_j``: the sum of the rows' hashes in lane ``j`` (a multiset hash).
-* The fingerprint: hex SHA-256 of the UTF-8 text ``"eree-fingerprint-v2\\n" + family +
-  "\\n"`` followed, per table in a fixed order, by ``"table T rows N\\n"``, one line
-  ``"column c k\\n"`` per column in name order and ``"lanes S_0 S_1 S_2 S_3\\n"`` (16
+* The fingerprint: hex SHA-256 of the UTF-8 text ``"eree-fingerprint-v2\n" + family +
+  "\n"`` followed, per table in a fixed order, by ``"table T rows N\n"``, one line
+  ``"column c k\n"`` per column in name order and ``"lanes S_0 S_1 S_2 S_3\n"`` (16
   lower-case hex digits each). Families: ``eree`` (tables ``workplaces``, ``jobs``),
   ``establishments`` (table ``establishments``) and their ``… structure`` skeletons.
 
@@ -151,14 +151,17 @@ class _TextWords:
             if s.len() == distinct.len() and s.equals(distinct):
                 return w
         sha = hashlib.sha256
-        raw = b"".join([sha(v.encode("utf-8")).digest()[:8] for v in distinct.to_list()])
-        w = np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+        raw = b"".join([sha(v).digest() for v in distinct.cast(pl.Binary).to_list()])
+        digests = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 32)
+        w = np.ascontiguousarray(digests[:, :8]).view(">u8").ravel().astype(np.uint64)
         self._cache.append((distinct, w))
         return w
 
     def codes(self, s: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-        """Per row, the index of its value in the distinct values (nulls: their count),
-        and the words of the distinct values."""
+        """Per row, the index of its value among the distinct values; their words.
+
+        Nulls get the index ``len(words)``.
+        """
         if isinstance(s.dtype, pl.Enum):
             distinct = pl.Series(s.dtype.categories, dtype=pl.Utf8)
             phys = s.to_physical()

@@ -264,10 +264,10 @@ def _scan_csv(path: Path, width: int) -> int:
     """Check every CSV record has ``width`` fields; return the number of data records.
 
     A file without quotes is checked vectorised (:func:`_records_fast`); any other
-    file, and any file that fails that check, is read with Python's strict CSV reader, so a corrupt or
-    truncated gzip stream, bad UTF-8, bad quoting or a record with more or fewer fields
-    than the header is found here and reported by its 1-based data row (header
-    excluded), never by content. A blank line counts as a record (of missing values,
+    file, and any file that fails that check, is read with Python's strict CSV reader,
+    so a corrupt or truncated gzip stream, bad UTF-8, bad quoting or a record with more
+    or fewer fields than the header is found here and reported by its 1-based data row
+    (header excluded), never by content. A blank line counts as a record (of missing values,
     which the callers' checks reject), as it does for the reader that loads the data.
 
     Raises:

@@ -100,7 +100,7 @@ def _missing(c: str) -> pl.Expr:
 
 
 def _filled_stats(c: str, i: int) -> list[pl.Expr]:
-    """Aggregations that usually prove column ``c`` has no missing value (no copy).
+    r"""Aggregations that usually prove column ``c`` has no missing value (no copy).
 
     Nulls, the least and the greatest value: when every value sorts between ``"!"`` and
     ``"\\x7f"`` each starts with a printable ASCII character, so none is blank.
@@ -113,8 +113,10 @@ def _filled_stats(c: str, i: int) -> list[pl.Expr]:
 
 
 def _filled(frame: pl.LazyFrame | pl.DataFrame, c: str, i: int, st: dict[str, object]) -> bool:
-    """Whether column ``c`` has no missing value, from :func:`_filled_stats` (index ``i``),
-    counting blanks exactly only when the cheap proof does not apply."""
+    """Whether column ``c`` has no missing value, from :func:`_filled_stats` (index ``i``).
+
+    Blanks are counted exactly only when the cheap proof does not apply.
+    """
     if st[f"nulls_{i}"]:
         return False
     lo, hi = st[f"min_{i}"], st[f"max_{i}"]
@@ -230,7 +232,10 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
     # the worker table's next id (strictly increasing ids, the usual layout, are unique)
     jk, nx = "__eree_job_worker", "__eree_next_worker"
     nxt = pl.concat(
-        [wk.select(pl.col(kid).alias(nx)).slice(1), pl.LazyFrame({nx: [None]}, schema={nx: pl.Utf8})]
+        [
+            wk.select(pl.col(kid).alias(nx)).slice(1),
+            pl.LazyFrame({nx: [None]}, schema={nx: pl.Utf8}),
+        ]
     )
     zipped = pl.concat([jb.select(pl.col(kid).alias(jk)), wk, nxt], how="horizontal")
     st = (

@@ -257,15 +257,17 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
             return sf.shiftleft(hi, 32).bitwiseOR(lo)
         if kind == "float":  # NaN → 0x7FF8000000000000, as the definition
             bits = sf.expr(
-                f"java_method('java.lang.Double', 'doubleToLongBits', "
-                f"cast(`{c}` as double) + 0.0D)"
+                f"java_method('java.lang.Double', 'doubleToLongBits', cast(`{c}` as double) + 0.0D)"
             )
             return bits.cast("long")
         return x.cast("long")
 
     def fmix_steps(df: SparkDataFrame, names: list[str]) -> SparkDataFrame:
-        """``fmix`` of each column in ``names``, one projection per step (never inlined
-        into an expression that repeats its input)."""
+        """``fmix`` of each column in ``names``, one projection per step.
+
+        Separate projections keep Spark from inlining a step into an expression that
+        repeats its input (exponential growth of the plan).
+        """
         keep = [c for c in df.columns if c not in names]
         for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
             cols = []
@@ -311,11 +313,11 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
                 work = work.select(
                     *rest,
                     *[
-                        sf.col(acc[j]).bitwiseXOR(
-                            sf.when(sf.col(f"__null{i}"), lit(salts[j][1])).otherwise(
-                                sf.col(v[j])
-                            )
-                        ).alias(acc[j])
+                        sf.col(acc[j])
+                        .bitwiseXOR(
+                            sf.when(sf.col(f"__null{i}"), lit(salts[j][1])).otherwise(sf.col(v[j]))
+                        )
+                        .alias(acc[j])
                         for j in range(LANES)
                     ],
                 )

@@ -201,8 +201,11 @@ def protect(
 
 
 def _fingerprints(data: Any, *, structure: bool) -> tuple[str, str | None]:
-    """The content fingerprint (:mod:`eree.data.fingerprint`) and, with ``structure``, the
-    structure fingerprint; computed by Spark for Spark-side data (the same values)."""
+    """The content fingerprint and, with ``structure``, the structure fingerprint.
+
+    See :mod:`eree.data.fingerprint`; Spark computes them for Spark-side data (the same
+    values).
+    """
     if _is_spark_side(data):
         from eree.engine.spark_common import spark_fingerprint
 
