@@ -212,28 +212,36 @@ def _table_lanes(
                 tables[c, j] = np.append(t, np.uint64(nh))
     weights: np.ndarray | None = None
     rows: dict[str, np.ndarray] = {}
-    if not raw and cols and n:
-        # all columns coded: hash each distinct row once, weighted by its multiplicity
-        cards = [len(coded[c][1]) + 1 for c in cols]
-        if float(np.prod(np.array(cards, dtype=np.float64))) < 2.0**62:
-            key = np.zeros(n, dtype=np.int64)
+    cards = [len(coded[c][1]) + 1 for c in cols] if not raw else []
+    if cards and n and max(cards) <= n and float(np.prod(np.array(cards, float))) < 2.0**62:
+        # all columns coded, none all-distinct: hash each distinct row once, weighted by
+        # its multiplicity (rows are numbered in mixed radix by their codes)
+        total = int(np.prod(cards))
+
+        def keys(lo: int, hi: int) -> np.ndarray:
+            if len(cols) == 1:
+                return coded[cols[0]][0][lo:hi]
+            key = np.zeros(hi - lo, dtype=np.int64)
             for c, card in zip(cols, cards, strict=True):
                 key *= card
-                key += coded[c][0]
-            total = int(np.prod(cards))
-            if total <= 4 * n:
-                counts = np.bincount(key, minlength=total)
-                distinct = np.flatnonzero(counts)
-                weights = counts[distinct].astype(np.uint64)
-            else:
-                vc = pl.Series("k", key).value_counts(name="n")
-                distinct = vc["k"].to_numpy()
-                weights = vc["n"].to_numpy().astype(np.uint64)
-            del key
-            rest = distinct
-            for c, card in zip(reversed(cols), reversed(cards), strict=True):
-                rows[c] = rest % card
-                rest = rest // card
+                key += coded[c][0][lo:hi]
+            return key
+
+        if total <= 4 * n:  # dense: count chunk by chunk, no key array for all rows
+            counts = np.zeros(total, dtype=np.int64)
+            for lo in range(0, n, _CHUNK):
+                counts += np.bincount(keys(lo, min(n, lo + _CHUNK)), minlength=total)
+            distinct = np.flatnonzero(counts)
+            weights = counts[distinct].astype(np.uint64)
+            del counts
+        else:
+            vc = pl.Series("k", keys(0, n)).value_counts(name="n")
+            distinct = vc["k"].to_numpy().astype(np.int64)
+            weights = vc["n"].to_numpy().astype(np.uint64)
+        rest = distinct
+        for c, card in zip(reversed(cols), reversed(cards), strict=True):
+            rows[c] = rest % card
+            rest = rest // card
     sums = []
     m = len(weights) if weights is not None else n
     for j in range(LANES):
