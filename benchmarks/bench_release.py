@@ -9,7 +9,8 @@ processes:
 * ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
   loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
 
-Reported: median wall time and peak RSS of each over ``--runs`` runs and their ratios,
+Reported: median wall time, peak RSS and CPU time (user + system, all threads) of each
+over ``--runs`` runs and their ratios,
 with the 1-minute load average before each run (a shared machine makes every timing an
 upper bound).
 
@@ -104,7 +105,8 @@ def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
     """)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -112,7 +114,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise RuntimeError(f"{cmd[:4]} failed:\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -154,10 +156,12 @@ def main() -> None:
     for _ in range(args.runs):
         run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
         if not args.skip_floor:
-            run["floor_s"], run["floor_mib"] = timed([sys.executable, str(floor)], env)
+            run["floor_s"], run["floor_mib"], run["floor_cpu_s"] = timed(
+                [sys.executable, str(floor)], env
+            )
         shutil.rmtree(out, ignore_errors=True)
         cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out), *ledger]
-        run["eree_s"], run["eree_mib"] = timed(cmd, env)
+        run["eree_s"], run["eree_mib"], run["eree_cpu_s"] = timed(cmd, env)
         rows.append(run)
         print(json.dumps(run), flush=True)
     med = {
@@ -168,6 +172,7 @@ def main() -> None:
     if not args.skip_floor:
         med["wall_ratio"] = med["eree_s"] / med["floor_s"]
         med["memory_ratio"] = med["eree_mib"] / med["floor_mib"]
+        med["cpu_ratio"] = med["eree_cpu_s"] / med["floor_cpu_s"]
     print(json.dumps({"median": med, "engine": args.engine, "marginals": list(marginals),
                       "ledger": args.ledger, "machine": machine()}, indent=2))  # fmt: skip
 

@@ -157,13 +157,13 @@ class _TextWords:
         self._cache.append((distinct, w))
         return w
 
-    def codes(self, s: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    def codes(self, s: pl.Series, dtype: pl.DataType) -> tuple[np.ndarray, np.ndarray]:
         """Per row, the index of its value among the distinct values; their words.
 
         Nulls get the index ``len(words)``.
         """
-        if isinstance(s.dtype, pl.Enum):
-            distinct = pl.Series(s.dtype.categories, dtype=pl.Utf8)
+        if isinstance(dtype, pl.Enum):  # (reading an Enum's dtype copies its categories)
+            distinct = pl.Series(dtype.categories, dtype=pl.Utf8)
             phys = s.to_physical()
         else:
             u = s.cast(pl.Utf8)
@@ -193,13 +193,14 @@ def _table_lanes(
 ) -> tuple[str, int, list[tuple[str, str]], list[int]]:
     """One table's ``(label, rows, [(column, kind)], lane sums)`` (module docstring)."""
     cols = sorted(df.columns)
-    kinds = [(c, kind_of(df.schema[c])) for c in cols]
+    schema = df.schema
+    kinds = [(c, kind_of(schema[c])) for c in cols]
     n = df.height
     coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     raw: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for c, k in kinds:
         if k == "text":
-            coded[c] = text.codes(df[c])
+            coded[c] = text.codes(df[c], schema[c])
         else:
             raw[c] = _numeric_words(df[c], k)
     # per lane and coded column, the hash of every distinct value (+ the null's, last)
