@@ -129,7 +129,7 @@ def _fmix(z: np.ndarray) -> np.ndarray:
 
 def kind_of(dtype: pl.DataType) -> str:
     """The fingerprint kind of a Polars column type: ``text``, ``int`` or ``float``."""
-    if dtype.is_float():
+    if dtype.is_float() or dtype.is_decimal():  # (decimals count as their float value)
         return "float"
     if dtype.is_integer() or dtype == pl.Boolean:
         return "int"
