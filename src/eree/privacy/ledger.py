@@ -8,7 +8,9 @@ One SQLite file holds an append-only, hash-chained log of events:
   version 1; changed content under a known name needs ``new_version=True`` and is linked
   to the previous version). Content is identified by the keyed fingerprint of the
   validated rows (:mod:`eree.data.fingerprint`), never by the name: content already known
-  under another name is charged to that name.
+  under another name is charged to that name. Each version records the fingerprint
+  scheme; a ledger holding content of another scheme is refused (it could not be
+  recognised).
 * ``reserve`` — a release's cost, reserved in one ``BEGIN IMMEDIATE`` transaction before
   any noise is drawn, with the releasing process's pid, host and start time.
 * ``commit`` / ``void`` — the reservation settled: its output is in place, or it never
