@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -201,6 +202,59 @@ def print_semantics(sem: dict[str, Any]) -> None:
         console.print(t)
 
 
+def _num(v: Any) -> str:
+    """A preview number for humans: thousands separators, 3 significant digits."""
+    if v is None:
+        return "—"
+    if isinstance(v, float) and v == float("inf"):
+        return "∞"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with ±inf and NaN as the strings "inf", "-inf", "nan" (strict JSON has none)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def print_preview(pv: dict[str, Any]) -> None:
+    """The accuracy preview (one table per query and statistic), then the warnings."""
+    console.print("[bold]Accuracy preview[/] (representative sizes, public information only; "
+                  "see docs/accuracy-preview.md)")  # fmt: skip
+    for q in pv["queries"]:
+        title = f"{q['query']}: {q['statistic']} ({q['mechanism']})"
+        t = Table(title=escape(title), title_justify="left")
+        for col in q["columns"]:
+            t.add_column(escape(col), justify="right")
+        for row in q["rows"]:
+            t.add_row(*[_num(v) for v in row])
+        console.print(t)
+        be = q.get("break_even")
+        if be is not None and be >= 1:
+            below = "every size" if be == float("inf") else _num(be)
+            console.print(f"  noise std exceeds the value below {below}")
+        for note in q["notes"]:
+            console.print(f"  [dim]{escape(note)}[/]")
+    print_warnings(pv["warnings"])
+
+
+def print_warnings(warns: list[dict[str, Any]]) -> None:
+    """Each warning with what to change."""
+    for w in warns:
+        code = escape(f"[{w['code']}]")
+        console.print(f"[bold yellow]warning[/] {code} {escape(w['message'])}", soft_wrap=True)
+        console.print(f"  → {escape(w['remedy'])}", soft_wrap=True)
+
+
 @app.command()
 def explain(
     spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
@@ -219,12 +273,51 @@ def explain(
         _fail(e)
         return
     if as_json:
-        console.print_json(json.dumps(explained, default=str))
+        console.print_json(json.dumps(_finite(explained), default=str, allow_nan=False))
         return
     print_cost_table(explained)
     print_cells(explained.get("cells", {}))
     console.print("[bold]What this guarantees[/]")
     print_semantics(explained["semantics"])
+    print_preview(explained["preview"])
+
+
+@app.command()
+def validate(
+    spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
+    no_data: Annotated[
+        bool, typer.Option("--no-data", help="check the spec and its paths, read no data")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+) -> None:
+    """Check a spec, its paths and its data; print the accuracy preview. Spends nothing.
+
+    Reads the data through the same loader as `eree protect` (every check of a release),
+    writes nothing and touches no ledger. Prints no value of the data: only whether it
+    passed, and the file, row and column of a problem. Exit code 0 when valid (warnings
+    allowed), 2 on any problem.
+
+    Example: eree validate examples/pa-lodes.toml
+    """
+    from eree.release.validate import validate_plan
+
+    try:
+        result = validate_plan(spec, read_data=not no_data)
+    except OSError as e:  # the file system's message names paths, never data values
+        _fail(EreeError(f"cannot read the input: {e.strerror or type(e).__name__} "
+                        f"({getattr(e, 'filename', '') or spec})"))  # fmt: skip
+        return
+    except EreeError as e:
+        _fail(e)
+        return
+    if as_json:
+        console.print_json(json.dumps(_finite(result), default=str, allow_nan=False))
+        return
+    for line in result["checks"]:
+        console.print(f"[bold green]ok[/] {escape(line)}")
+    print_cost_table(result["explain"])
+    print_preview(result["explain"]["preview"])
+    console.print(f"[bold green]valid[/]: {escape(str(spec))} (nothing spent, nothing written)")
 
 
 @app.command()
@@ -317,6 +410,7 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
+    print_warnings(manifest.get("warnings", []))
     led = manifest.get("ledger")
     if led:
         for note in led.get("notes", []):

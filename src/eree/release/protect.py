@@ -32,17 +32,24 @@ def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     return family_of(plan).semantics(plan, report)
 
 
-def explain(plan: Plan) -> dict[str, Any]:
-    """Everything ``eree explain`` shows: per-query cost and the semantics. Reads no data."""
+def explain(plan: Plan, n_establishments: int | None = None) -> dict[str, Any]:
+    """Everything ``eree explain`` shows: per-query cost, semantics and accuracy preview.
+
+    Reads no data; ``n_establishments`` (public: the workplace frame) sharpens the
+    preview and its warnings when the caller has read the frame (``eree validate``).
+    """
     from eree.release.cells import check_plan_cells
+    from eree.release.preview import preview
 
     cells = {name: qc.to_dict() for name, qc in check_plan_cells(plan).items()}
-    report = account(plan)
+    built = build(plan)
+    report = built.report()
     return {
         "plan": plan.name,
         "privacy": report.to_dict(),
         "semantics": semantics(plan, report),
         "cells": cells,
+        "preview": preview(built, n_establishments),
     }
 
 
@@ -244,6 +251,10 @@ def _run(
         if charge.notes:
             manifest["ledger"]["notes"] = list(charge.notes)
     manifest.update(extra_manifest)
+    from eree.release.preview import plan_warnings
+
+    # the one place a release's plan warnings join the manifest's list
+    manifest.setdefault("warnings", []).extend(plan_warnings(built, family.n_establishments(data)))
     write_release(
         Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
         seeded=source.describe().get("mode") == "seeded",
