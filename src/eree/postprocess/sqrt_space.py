@@ -42,9 +42,10 @@ not. The fit replaces every one-group measurement by the anchor :math:`\hat T` w
 variance :math:`10^{-6}\cdot\mathrm{Var}(\hat T)` (the total is then :math:`\hat T` up
 to rounding) and spreads the rest by the √-space fit.
 
-Everything here is a function of the published answers and public parameters: ω is
-determined by the published x̃ and CI (|ω| = √(x̃ + σ² + a); its sign is that of
-√(CI high) − zσ — the CI is ψ⁻¹ of ω ± zσ), σ = γ/μ and a are public. No privacy cost.
+Everything here is a function of the mechanisms' outputs ω (the same outputs Eq. 1's
+x̃ = ω² − σ² − a is computed from) and public parameters (σ = γ/μ, a): post-processing,
+no privacy cost. Where ω + zσ ≥ 0, ω is also read off the published CI
+(ω = √(CI high + a) − zσ, the CI being ψ⁻¹ of ω ± zσ).
 
 Measured (``eree evaluate webb-figures``, docs/webb-evaluation.md): with the adaptive
 workflow it lowers the wage errors 2–3× at every grouping below the state, and the state's

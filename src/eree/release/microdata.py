@@ -222,8 +222,8 @@ def microdata_measurements(
 def _sqrt_answers(m: Measurement, neighbor: NeighborFunction) -> SqrtAnswers | None:
     """The ψ-space answers ω of m's cells answered by the ψ-mechanism with ψ = √(x + a).
 
-    ω is a function of the published x̃ and CI (|ω| = √(x̃ + σ² + a), the sign from the
-    CI), so using it is post-processing (:mod:`eree.postprocess.sqrt_space`).
+    ω is the mechanism's output (x̃ = ω² − σ² − a is computed from it), so fitting it is
+    post-processing (:mod:`eree.postprocess.sqrt_space`).
     """
     if not isinstance(neighbor, SqrtShift) or "sigma" not in m.extra:
         return None
