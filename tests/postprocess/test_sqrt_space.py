@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
 
-from eree.postprocess.sqrt_space import ANCHOR_VARIANCE_FACTOR, anchored_total, solve_sqrt_space
+from eree.postprocess.sqrt_space import anchored_total, solve_sqrt_space
 from eree.postprocess.wls import GroupSumObservation, SqrtAnswers, solve_wls
 
 
