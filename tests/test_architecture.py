@@ -23,7 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "synth": {"data"},
     "suppression": {"data", "postprocess"},
     "release": {"data", "engine", "mechanisms", "privacy", "postprocess"},
+    "clikit": {"data"},  # the options, error line and progress bar every command shares
     "evaluate": {
+        "clikit",
         "data",
         "engine",
         "mechanisms",
@@ -35,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "cli": {"*"},
     "suppression_cli": {"*"},  # the commands of ``eree suppress`` / ``eree audit suppression``
-    "demo": {"data", "engine", "mechanisms", "privacy", "release", "synth", "errors"},
+    "demo": {"clikit", "data", "engine", "mechanisms", "privacy", "release", "synth", "errors"},
     "__init__": set(),
 }
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperCommand, TyperGroup
 
+from eree.clikit import Force, LazyConsole, Quiet, check_out, escape
 from eree.errors import EreeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +57,7 @@ class _LazyGroup(TyperGroup):
             return TyperCommand(cmd_name, help=self.lazy_help[cmd_name])
         if not self.lazy_help and cmd_name not in self.commands:
             self._load()
-        return super().get_command(ctx, cmd_name)
+        return _verbatim_examples(super().get_command(ctx, cmd_name))
 
     def resolve_command(
         self, ctx: Context, args: list[str]
@@ -68,8 +67,26 @@ class _LazyGroup(TyperGroup):
         return super().resolve_command(ctx, args)
 
 
+def _verbatim_examples(cmd: Any) -> Any:
+    r"""Keep each command's ``Example:`` line unwrapped in its help (click's ``\\b`` mark).
+
+    A wrapped example cannot be copied and run; click re-wraps every paragraph except one
+    that starts with a ``\\b`` line. Applied to a command and, for a group, to its
+    commands.
+    """
+    if cmd is None:
+        return cmd
+    help_text = getattr(cmd, "help", None)
+    if help_text and "\n\nExample: " in help_text:
+        cmd.help = help_text.replace("\n\nExample: ", "\n\n\b\nExample: ")
+    for sub in getattr(cmd, "commands", {}).values():
+        _verbatim_examples(sub)
+    return cmd
+
+
 def _lazy_typer(lazy_help: dict[str, str] | None = None, **kwargs: Any) -> typer.Typer:
     """A Typer app built as a :class:`_LazyGroup` that knows its own source app."""
+    kwargs.setdefault("rich_markup_mode", None)  # plain help: Rich costs --help ~0.3 s
     t = typer.Typer(**kwargs)
     t.info.cls = type("_Lazy", (_LazyGroup,), {"lazy_help": dict(lazy_help or {}), "source": t})
     return t
@@ -108,7 +125,9 @@ def _root(
     """Formally private releases of employer-employee and establishment statistics."""
 
 
-synth_app = typer.Typer(help="Generate synthetic input data.", no_args_is_help=True)
+synth_app = typer.Typer(
+    help="Generate synthetic input data.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(synth_app, name="synth")
 evaluate_app = _lazy_typer(
     help="Reproduce the papers' experiments (tidy CSV, figures, HTML report).",
@@ -120,11 +139,20 @@ app.add_typer(audit_app, name="audit")
 ledger_app = typer.Typer(
     help="The privacy-budget ledger: register budgets, show spending, verify the chain.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(ledger_app, name="ledger")
 
-console = Console()
-err_console = Console(stderr=True)
+# Rich is imported on first output, not for --help (which must stay fast)
+console: Any = LazyConsole()
+err_console: Any = LazyConsole(stderr=True)
+
+
+def Table(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 (Rich's class, imported late)
+    """A :class:`rich.table.Table` (Rich imported on first use)."""
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
 
 
 def _fail(e: Exception) -> None:
@@ -201,6 +229,59 @@ def print_semantics(sem: dict[str, Any]) -> None:
         console.print(t)
 
 
+def _num(v: Any) -> str:
+    """A preview number for humans: thousands separators, 3 significant digits."""
+    if v is None:
+        return "—"
+    if isinstance(v, float) and v == float("inf"):
+        return "∞"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with ±inf and NaN as the strings "inf", "-inf", "nan" (strict JSON has none)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def print_preview(pv: dict[str, Any]) -> None:
+    """The accuracy preview (one table per query and statistic), then the warnings."""
+    console.print("[bold]Accuracy preview[/] (representative sizes, public information only; "
+                  "see docs/accuracy-preview.md)")  # fmt: skip
+    for q in pv["queries"]:
+        title = f"{q['query']}: {q['statistic']} ({q['mechanism']})"
+        t = Table(title=escape(title), title_justify="left")
+        for col in q["columns"]:
+            t.add_column(escape(col), justify="right")
+        for row in q["rows"]:
+            t.add_row(*[_num(v) for v in row])
+        console.print(t)
+        be = q.get("break_even")
+        if be is not None and be >= 1:
+            below = "every size" if be == float("inf") else _num(be)
+            console.print(f"  noise std exceeds the value below {below}")
+        for note in q["notes"]:
+            console.print(f"  [dim]{escape(note)}[/]")
+    print_warnings(pv["warnings"])
+
+
+def print_warnings(warns: list[dict[str, Any]]) -> None:
+    """Each warning with what to change."""
+    for w in warns:
+        code = escape(f"[{w['code']}]")
+        console.print(f"[bold yellow]warning[/] {code} {escape(w['message'])}", soft_wrap=True)
+        console.print(f"  → {escape(w['remedy'])}", soft_wrap=True)
+
+
 @app.command()
 def explain(
     spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
@@ -219,18 +300,57 @@ def explain(
         _fail(e)
         return
     if as_json:
-        console.print_json(json.dumps(explained, default=str))
+        console.print_json(json.dumps(_finite(explained), default=str, allow_nan=False))
         return
     print_cost_table(explained)
     print_cells(explained.get("cells", {}))
     console.print("[bold]What this guarantees[/]")
     print_semantics(explained["semantics"])
+    print_preview(explained["preview"])
+
+
+@app.command()
+def validate(
+    spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
+    no_data: Annotated[
+        bool, typer.Option("--no-data", help="check the spec and its paths, read no data")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+) -> None:
+    """Check a spec, its paths and its data; print the accuracy preview. Spends nothing.
+
+    Reads the data through the same loader as `eree protect` (every check of a release),
+    writes nothing and touches no ledger. Prints no value of the data: only whether it
+    passed, and the file, row and column of a problem. Exit code 0 when valid (warnings
+    allowed), 2 on any problem.
+
+    Example: eree validate examples/pa-lodes.toml
+    """
+    from eree.release.validate import validate_plan
+
+    try:
+        result = validate_plan(spec, read_data=not no_data)
+    except OSError as e:  # the file system's message names paths, never data values
+        _fail(EreeError(f"cannot read the input: {e.strerror or type(e).__name__} "
+                        f"({getattr(e, 'filename', '') or spec})"))  # fmt: skip
+        return
+    except EreeError as e:
+        _fail(e)
+        return
+    if as_json:
+        console.print_json(json.dumps(_finite(result), default=str, allow_nan=False))
+        return
+    for line in result["checks"]:
+        console.print(f"[bold green]ok[/] {escape(line)}")
+    print_cost_table(result["explain"])
+    print_preview(result["explain"]["preview"])
+    console.print(f"[bold green]valid[/]: {escape(str(spec))} (nothing spent, nothing written)")
 
 
 @app.command()
 def protect(
     spec: Annotated[Path, typer.Argument(help="release spec (TOML)")],
-    out: Annotated[Path, typer.Option("--out", help="output directory (must not exist)")],
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
     seed: Annotated[
         int | None, typer.Option(help="seeded randomness: reproducible, NOT FOR PUBLICATION")
     ] = None,
@@ -249,20 +369,29 @@ def protect(
         bool,
         typer.Option("--new-version", help="the data under this name changed on purpose"),
     ] = False,
+    force: Force = False,
 ) -> None:
     """Run one release: protected tables and a manifest in OUT.
 
     With --ledger, the dataset must have been registered by an administrator
-    (`eree ledger budget`); the release is charged to its lifetime budget.
+    (`eree ledger budget`); the release is charged to its lifetime budget. A release is
+    written atomically (an interrupted run writes nothing). --force replaces an earlier
+    unpublished output of eree; it never replaces a release recorded in a ledger, and a
+    release charged to a ledger always goes to a new or empty folder.
 
     Example: eree protect release.toml --out release-2026q1 --ledger budget.sqlite
     """
     from dataclasses import replace
 
-    from eree.release.output import check_output_dir
     from eree.release.protect import protect as run
     from eree.release.spec import ENGINE_KINDS, load_spec
 
+    check_out(out, force)
+    if force and ledger is not None and out.is_dir() and any(out.iterdir()):
+        _fail(EreeError(
+            f"output folder {out} is not empty: a release charged to a ledger is written only "
+            "to a new or empty folder (--force does not apply)"
+        ))  # fmt: skip
     if seed is not None and ledger is not None:
         _fail(EreeError(
             "seeded randomness is never charged as a release: --seed cannot be combined with "
@@ -275,11 +404,10 @@ def protect(
             if engine not in ENGINE_KINDS:
                 _fail(ValueError(f"--engine must be one of {', '.join(ENGINE_KINDS)}"))
             plan = replace(plan, engine=replace(plan.engine, kind=engine))
-        check_output_dir(out)
-        with console.status("releasing…"), warnings.catch_warnings():
+        with err_console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error
             warnings.simplefilter("ignore", RuntimeWarning)
-            result = run(plan, out, source, ledger=ledger, new_version=new_version)
+            result = run(plan, out, source, ledger=ledger, new_version=new_version, force=force)
     except OSError as e:  # the file system's message names paths, never data values
         _fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
         return
@@ -317,6 +445,7 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
+    print_warnings(manifest.get("warnings", []))
     led = manifest.get("ledger")
     if led:
         for note in led.get("notes", []):
@@ -425,27 +554,37 @@ def ledger_verify(
 
 @synth_app.command("lodes")
 def synth_lodes(
-    out: Annotated[Path, typer.Option("--out", help="output directory")],
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
     wac: Annotated[
         Path | None, typer.Option(help="LODES WAC file (csv/csv.gz); parametric if absent")
     ] = None,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     scale: Annotated[float, typer.Option(help="multiply the number of jobs")] = 1.0,
     jobs: Annotated[int, typer.Option(help="jobs of the parametric generator")] = 50_000,
+    force: Force = False,
 ) -> None:
-    """LODES-like workplace, worker and job tables.
+    """LODES-like workplace, worker and job tables, and a starter release spec.
+
+    Writes OUT/workplace.parquet, OUT/worker.parquet, OUT/job.parquet and
+    OUT/release.toml, a release spec for them (paths relative to it) that
+    `eree explain` and `eree protect` accept as is.
 
     Example: eree synth lodes --wac pa_wac_S000_JT00_2015.csv.gz --out pa --seed 1
     """
+    from eree.data.outdir import output_folder
     from eree.synth.lodes import synth_from_wac, synth_parametric
+    from eree.synth.starter import write_lodes_starter
 
+    check_out(out, force)
     try:
-        with console.status("generating…"):
+        with err_console.status("generating…"):
             if wac is not None:
                 s = synth_from_wac(wac, seed=seed, scale=scale)
             else:
                 s = synth_parametric(seed=seed, n_jobs=int(jobs * scale))
-            s.write(out)
+            with output_folder(out, "eree synth lodes", force=force) as tmp:
+                s.write(tmp)
+                write_lodes_starter(tmp, shown_as=out)
     except (EreeError, OSError) as e:
         _fail(e)
         return
@@ -453,11 +592,12 @@ def synth_lodes(
         f"wrote {s.workplace.height:,} workplaces, {s.worker.height:,} workers, "
         f"{s.job.height:,} jobs to {out}"
     )
+    console.print(f"starter spec: {out / 'release.toml'} (eree explain {out / 'release.toml'})")
 
 
 @synth_app.command("qcew")
 def synth_qcew(
-    out: Annotated[Path, typer.Option("--out", help="output file (.csv, .csv.gz or .parquet)")],
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
     qcew_area: Annotated[
         Path | None,
         typer.Option("--qcew-area", help="directory of QCEW 'by area' files; parametric if absent"),
@@ -466,41 +606,64 @@ def synth_qcew(
     establishments: Annotated[
         int, typer.Option(help="establishments of the parametric generator")
     ] = 25_000,
+    file_format: Annotated[
+        str, typer.Option("--format", help="csv.gz (default) | csv | parquet")
+    ] = "csv.gz",
+    force: Force = False,
 ) -> None:
-    """QCEW-like establishment microdata (one row per establishment, the Syn-RI schema).
+    """QCEW-like establishment microdata (the Syn-RI schema) and a starter release spec.
 
-    Example: eree synth qcew --qcew-area ../shared/data/qcew_2016_by_area --out syn.csv.gz
+    Writes OUT/establishments.csv.gz (one row per establishment; --format for csv or
+    parquet) and OUT/release.toml, a release spec for it (paths relative to it) that
+    `eree explain` and `eree protect` accept as is.
+
+    Example: eree synth qcew --qcew-area ../shared/data/qcew_2016_by_area --out ri
     """
+    from eree.data.outdir import output_folder
     from eree.synth.qcew import synth_qcew_from_area, synth_qcew_parametric
+    from eree.synth.starter import write_qcew_starter
 
+    check_out(out, force)
+    if file_format not in ("csv.gz", "csv", "parquet"):
+        _fail(EreeError(f"--format must be csv.gz, csv or parquet, not {file_format!r}"))
+    name = f"establishments.{file_format}"
     try:
-        with console.status("generating…"):
+        with err_console.status("generating…"):
             if qcew_area is not None:
                 s = synth_qcew_from_area(qcew_area, seed=seed)
             else:
                 s = synth_qcew_parametric(seed=seed, n_establishments=establishments)
-            s.write(out)
-    except (EreeError, OSError) as e:
+            with output_folder(out, "eree synth qcew", force=force) as tmp:
+                s.write(tmp / name)
+                write_qcew_starter(tmp, name, shown_as=out)
+    except (EreeError, OSError, ValueError) as e:
         _fail(e)
         return
-    console.print(f"wrote {s.establishments.height:,} establishments to {out}")
+    console.print(f"wrote {s.establishments.height:,} establishments to {out / name}")
+    console.print(f"starter spec: {out / 'release.toml'} (eree explain {out / 'release.toml'})")
 
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="output directory")] = Path("eree-demo"),
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")] = Path(
+        "eree-demo"
+    ),
     seed: Annotated[
         int | None, typer.Option(help="seed the release noise (NOT FOR PUBLICATION)")
     ] = None,
+    force: Force = False,
 ) -> None:
     """The main job on built-in synthetic data: synthesise, release, report.
 
     Example: eree demo --out eree-demo
     """
+    from eree.data.outdir import folder_in_place
     from eree.demo import run_demo
 
+    check_out(out, force)
     try:
-        summary = run_demo(out, seed=seed, console=console, on_release=_print_release)
+        with folder_in_place(out, "eree demo", force=force) as folder:
+            summary = run_demo(folder, seed=seed, console=console, on_release=_print_release)
     except EreeError as e:
         _fail(e)
         return
@@ -534,8 +697,10 @@ def audit_privacy(
     ] = 0.95,
     seed: Annotated[int, typer.Option(help="root seed (seeded noise: an experiment)")] = 0,
     workers: Annotated[int | None, typer.Option(help="processes (default: CPUs)")] = None,
+    force: Force = False,
+    quiet: Quiet = False,
 ) -> None:
-    """Empirical privacy audit of every registered mechanism.
+    """Empirical privacy audit of every registered mechanism (privacy_audit.csv, report).
 
     Runs every registered mechanism on worst-case neighbouring inputs of its definition
     and lower-bounds its privacy loss (ε at its δ, or μ).
@@ -547,14 +712,8 @@ def audit_privacy(
     """
     import time
 
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
+    from eree.clikit import progress_bar
+    from eree.data.outdir import output_folder, relocate
     from eree.evaluate.privacy_audit import (
         N_FULL,
         N_QUICK,
@@ -565,22 +724,21 @@ def audit_privacy(
         write_outputs,
     )
 
+    check_out(out, force)
     t0 = time.perf_counter()
     factors = tuple(scale_factor) if scale_factor else (1.0, 0.5)
     draws = n if n is not None else (N_QUICK if quick else N_FULL)
     try:
         total = len(planned_pairs(quick=quick, scale_factors=factors, mechanisms=mechanism))
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=console, transient=True,
-        ) as bar:  # fmt: skip
+        with progress_bar(quiet) as bar:
             task = bar.add_task("auditing", total=total)
             result = run_audit(
                 n=draws, quick=quick, scale_factors=factors, confidence=confidence, seed=seed,
                 workers=workers, mechanisms=mechanism,
                 progress=lambda msg: bar.update(task, advance=1, description=escape(msg)),
             )  # fmt: skip
-        paths = write_outputs(result, out)
+        with output_folder(out, "eree audit privacy", force=force) as tmp:
+            paths = relocate(write_outputs(result, tmp), tmp, out)
     except (EreeError, OSError, ValueError) as e:
         _fail(e)
         return
@@ -629,6 +787,78 @@ def _bound(func: Any, **fixed: Any) -> Any:
     return command
 
 
+_WAC = "../shared/data/lodes/pa_wac_S000_JT00_2015.csv.gz"
+#: evaluate haney-…: (first line of the help: what it reproduces, example)
+HANEY_HELP: dict[str, tuple[str, str]] = {
+    "haney-workload1": (
+        "Reproduce Haney et al. (SIGMOD 2017) Figure 1: Workload 1, the L1 error ratio to "
+        "noise infusion of tract × sector × ownership counts.",
+        f"eree evaluate haney-workload1 --wac {_WAC} --out haney-w1",
+    ),
+    "haney-workload2": (
+        "Reproduce Haney et al. (SIGMOD 2017) Figure 3: Workload 2, the L1 error ratio of "
+        "single queries with sex × education.",
+        "eree evaluate haney-workload2 --small-grid --trials 2 --out haney-w2",
+    ),
+    "haney-workload3": (
+        "Reproduce Haney et al. (SIGMOD 2017) Figure 4: Workload 3, the L1 error ratio of "
+        "the marginal with sex × education.",
+        f"eree evaluate haney-workload3 --wac {_WAC} --out haney-w3",
+    ),
+    "haney-ranking1": (
+        "Reproduce Haney et al. (SIGMOD 2017) Figure 2: Ranking 1, the Spearman correlation "
+        "of tract × sector × ownership rankings with the truth.",
+        f"eree evaluate haney-ranking1 --wac {_WAC} --out haney-r1",
+    ),
+    "haney-ranking2": (
+        "Reproduce Haney et al. (SIGMOD 2017) Figure 5: Ranking 2, the Spearman correlation "
+        "of the ranking of cells by women with a BA+.",
+        f"eree evaluate haney-ranking2 --wac {_WAC} --out haney-r2",
+    ),
+    "haney-all": (
+        "Reproduce Haney et al. (SIGMOD 2017) §10, Figures 1–5: Workloads 1–3 and "
+        "Rankings 1–2 in one run.",
+        f"eree evaluate haney-all --wac {_WAC} --out haney-pa",
+    ),
+}
+#: evaluate webb-…: (first line of the help: what it reproduces, example)
+WEBB_HELP: dict[str, tuple[str, str]] = {
+    "webb-table11": (
+        "Reproduce Webb et al. (QCEW paper) Table 11 (Appendix H): WLS with estimated vs "
+        "true variances (no data needed).",
+        "eree evaluate webb-table11 --out webb-t11 --table11-trials 2000",
+    ),
+    "webb-table3": (
+        "Reproduce Webb et al. (QCEW paper) Table 3: quartiles of the signed differences "
+        "between protected microdata and the truth on Syn-RI.",
+        "eree evaluate webb-table3 --out webb-t3 --trials 34",
+    ),
+    "webb-figures": (
+        "Reproduce Webb et al. (QCEW paper) Figures 2, 3 and 8: absolute and relative "
+        "error by grouping, pnc vs √ workflows on Syn-RI.",
+        "eree evaluate webb-figures --out webb-fig --trials 34",
+    ),
+    "webb-figure9": (
+        "Reproduce Webb et al. (QCEW paper) Figure 9: relative error as the overall "
+        "budget μ varies, on Syn-RI.",
+        "eree evaluate webb-figure9 --out webb-f9 --trials 10",
+    ),
+    "webb-all": (
+        "Reproduce Webb et al. (QCEW paper) §8: Tables 3 and 11, Figures 2, 3, 8 and 9 in one run.",
+        "eree evaluate webb-all --out webb-ri --trials 34",
+    ),
+}
+
+
+def _help(doc: str | None, first: str, example: str) -> str:
+    """A command's help: its own first line and example around a shared description."""
+    import inspect
+
+    paras = [p.strip() for p in inspect.cleandoc(doc or "").split("\n\n")]
+    body = [p for p in paras[1:] if not p.startswith("Example:")]
+    return "\n\n".join([first, *body, f"Example: {example}"])
+
+
 _registered = False
 
 
@@ -641,16 +871,15 @@ def _register_experiments() -> None:
     from eree import suppression_cli as scli
     from eree.evaluate import cli as ecli
 
-    for name in ("haney-workload1", "haney-workload2", "haney-workload3", "haney-ranking1",
-                 "haney-ranking2", "haney-all"):  # fmt: skip
-        evaluate_app.command(name, help=ecli.evaluate.__doc__)(
+    for name, (first, example) in HANEY_HELP.items():
+        evaluate_app.command(name, help=_help(ecli.evaluate.__doc__, first, example))(
             _bound(ecli.evaluate, experiment=name)
         )
     from eree.evaluate.webb import evaluate_webb
     from eree.evaluate.workshop import workshop_figure1_command
 
-    for name in ("webb-table11", "webb-table3", "webb-figures", "webb-figure9", "webb-all"):
-        evaluate_app.command(name, help=evaluate_webb.__doc__)(
+    for name, (first, example) in WEBB_HELP.items():
+        evaluate_app.command(name, help=_help(evaluate_webb.__doc__, first, example))(
             _bound(evaluate_webb, experiment=name)
         )
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,16 +28,10 @@ import polars as pl
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 from rich.table import Table
 
+from eree.clikit import Force, Quiet, check_out
 from eree.errors import EreeError
 
 __all__ = ["audit_suppression", "suppress"]
@@ -124,17 +117,11 @@ def _states(frame: pl.DataFrame, state: str | None) -> list[tuple[str | None, pl
     return [(c, frame.filter(pl.col("state") == c)) for c in codes]
 
 
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
+def _progress(quiet: bool = False) -> Progress:
+    from eree.clikit import progress_bar
+
+    bar: Progress = progress_bar(quiet)
+    return bar
 
 
 def _updater(prog: Progress, task: Any) -> Callable[[int, int], None]:
@@ -247,7 +234,7 @@ def _pinned_small(bounds: pl.DataFrame, counts: np.ndarray) -> dict[str, int]:
 
 def suppress(
     input: Annotated[Path, typer.Argument(help="establishment file (csv, csv.gz, parquet)")],
-    out: Annotated[Path, typer.Option("--out", help="output directory (must not exist)")],
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
     state: Annotated[
         str | None, typer.Option(help="only this state (default: every state, one by one)")
     ] = None,
@@ -304,8 +291,10 @@ def suppress(
     trials: Annotated[int, typer.Option(help="GEDP releases for --gedp")] = 3,
     seed: Annotated[int, typer.Option(help="seed of --gedp (NOT FOR PUBLICATION)")] = 0,
     csv: Annotated[bool, typer.Option(help="also write CSV files")] = True,
+    force: Force = False,
+    quiet: Quiet = False,
 ) -> None:
-    """Cell suppression, the current QCEW practice.
+    """Cell suppression, the current QCEW practice (published tables, rates, audit).
 
     Primary rules, complementary suppression over the linked tables (HiGHS), and the
     attacker's LP audit.
@@ -318,13 +307,12 @@ def suppress(
     bls_comparison.csv; with --gedp, gedp_comparison.csv. Interrupting (Ctrl-C)
     keeps the states already finished (OUT/INTERRUPTED lists them).
 
-    Example: eree suppress ri.parquet --out ri-suppressed --bls qcew_2016_by_area
+    Example: eree suppress ri/establishments.csv.gz --out ri-suppressed --bls qcew_2016_by_area
     """
+    from eree.data.outdir import make_temp_folder, put_in_place, write_marker
     from eree.suppression import suppress_establishments
 
-    if out.exists():
-        _fail(ValueError(f"output directory {out} already exists"))
-        return
+    check_out(out, force)
     try:
         cfg = _config(
             attributes,
@@ -348,13 +336,12 @@ def suppress(
     except (EreeError, OSError, ValueError) as e:
         _fail(e)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = make_temp_folder(out, f".{out.name}.partial-")
     finished: list[str] = []
     try:
         for code, part in parts:
             t0 = time.perf_counter()
-            with _progress() as prog:
+            with _progress(quiet) as prog:
                 label = f"state {code or '—'}"
                 task = prog.add_task(f"{label}: complementary suppression", total=None)
                 atask = prog.add_task(f"{label}: attacker's audit", total=None, visible=False)
@@ -400,13 +387,15 @@ def suppress(
                 console.print(_audit_table("Attacker's LP audit", res.audit.summary(), small))
             console.print(f"done in {summary['seconds']:.1f} s ({summary['timings_s']})")
             finished.append(code or "all")
-        shutil.move(str(tmp), str(out))
+        write_marker(tmp, "eree suppress")
+        put_in_place(tmp, out)
     except KeyboardInterrupt:
         if finished:
             (tmp / "INTERRUPTED").write_text(
                 "interrupted; states finished: " + ", ".join(finished) + "\n"
             )
-            shutil.move(str(tmp), str(out))
+            write_marker(tmp, "eree suppress")
+            put_in_place(tmp, out)
             err_console.print(
                 f"interrupted: kept the finished states ({', '.join(finished)}) in {out}"
             )
@@ -475,10 +464,14 @@ def audit_suppression(
     ] = False,
     out: Annotated[
         Path | None,
-        typer.Option(help="write summary.json and, owner-only, internal/audit.parquet here"),
+        typer.Option(
+            help="folder (new or empty): summary.json and, owner-only, internal/audit.parquet"
+        ),
     ] = None,
+    force: Force = False,
+    quiet: Quiet = False,
 ) -> None:
-    """The attacker's audit of a suppression pattern.
+    """The attacker's LP audit of a suppression pattern (eree's, a published table or BLS's).
 
     For every suppressed cell, the minimum and maximum an attacker can derive by linear
     programming from the published cells, the tables' additivity and non-negativity
@@ -495,6 +488,8 @@ def audit_suppression(
     from eree.suppression import audit, primary_suppression, suppress_establishments
     from eree.suppression.pipeline import qcew_tables
 
+    if out is not None:
+        check_out(out, force)
     sources = [published is not None, bls_pattern is not None, bls_published is not None]
     if sum(sources) > 1:
         _fail(ValueError("give at most one of --published, --bls-pattern, --bls-published"))
@@ -527,7 +522,7 @@ def audit_suppression(
                 tables, mask = bls_linked_tables(
                     _read_area(bls_published, year, qtr), state, attributes=cfg.attributes
                 )
-            with _progress() as prog:
+            with _progress(quiet) as prog:
                 task = prog.add_task("attacker's audit", total=None)
                 res = audit(
                     tables,
@@ -545,7 +540,7 @@ def audit_suppression(
             for code, part in _states(frame, state):
                 label = f"state {code or '—'}"
                 if published is None and bls_pattern is None:
-                    with _progress() as prog:
+                    with _progress(quiet) as prog:
                         t1 = prog.add_task(f"{label}: complementary suppression", total=None)
                         t2 = prog.add_task(f"{label}: attacker's audit", total=None)
                         r = suppress_establishments(
@@ -572,7 +567,7 @@ def audit_suppression(
                 else:
                     mask = _published_mask(tables, published, code)  # type: ignore[arg-type]
                     kind = f"pattern of {published}"
-                with _progress() as prog:
+                with _progress(quiet) as prog:
                     task = prog.add_task(f"{label}: attacker's audit", total=None)
                     res = audit(
                         tables,
@@ -594,15 +589,20 @@ def audit_suppression(
         summaries.append(s)
     console.print(f"done in {time.perf_counter() - t0:.1f} s")
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        _write_internal(
-            pl.concat(
-                [r.bounds.with_columns(pl.lit(t).alias("run")) for t, r, _ in runs],
-                how="diagonal_relaxed",
-            ),
-            _internal(out) / "audit.parquet",
-        )
-        (out / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
+        from eree.data.outdir import output_folder
+
+        try:
+            with output_folder(out, "eree audit suppression", force=force) as tmp:
+                _write_internal(
+                    pl.concat(
+                        [r.bounds.with_columns(pl.lit(t).alias("run")) for t, r, _ in runs],
+                        how="diagonal_relaxed",
+                    ),
+                    _internal(tmp) / "audit.parquet",
+                )
+                (tmp / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
+        except (EreeError, OSError) as e:
+            _fail(e)
         console.print(f"written to {out}")
 
 

@@ -82,10 +82,12 @@ def test_demo_runs_end_to_end(tmp_path):
 
 
 def test_synth_qcew_parametric(tmp_path):
-    out = tmp_path / "e.parquet"
-    r = runner.invoke(app, ["synth", "qcew", "--out", str(out), "--establishments", "500"])
+    out = tmp_path / "e"
+    r = runner.invoke(
+        app, ["synth", "qcew", "--out", str(out), "--establishments", "500", "--format", "parquet"]
+    )
     assert r.exit_code == 0, r.output
-    df = pl.read_parquet(out)
+    df = pl.read_parquet(out / "establishments.parquet")
     assert df.height == 500 and {"primary_key", "cnty", "m3emp", "wage"} <= set(df.columns)
 
 

@@ -25,6 +25,9 @@ def test_top_level_help_imports_no_experiment_or_data_library() -> None:
     assert not any(m.startswith(("eree.evaluate", "eree.suppression")) for m in mods)
     assert "polars" not in mods
     assert "scipy" not in mods
+    # Rich (console, help boxes) costs --help ~0.3 s: it is imported on first output only
+    assert not any(m == "rich" or m.startswith("rich.") for m in mods)
+    assert "typer.rich_utils" not in mods
 
 
 def test_experiment_group_help_loads_the_experiments() -> None:

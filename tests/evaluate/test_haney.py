@@ -217,3 +217,88 @@ def test_results_do_not_depend_on_threads(ds):
         "disallowed: alpha + 1 >= e^(eps/5) (Algorithm 2)",
         "disallowed at delta = 0.05 (Algorithm 3)",
     }
+
+
+def test_headline_point_is_in_the_grid():
+    from eree.evaluate.haney import HaneyResult
+    from eree.evaluate.report import headline_point
+
+    def point(eps, alphas):
+        grid = {"epsilons": eps, "alphas": alphas}
+        return headline_point(HaneyResult(pl.DataFrame(), pl.DataFrame(), {"grid": grid}))
+
+    # the paper's grid has the baseline α = 0.1, ε = 2
+    assert point((0.25, 0.5, 1.0, 2.0, 4.0), (0.01, 0.05, 0.1, 0.2)) == (0.1, 2.0)
+    # --small-grid: |log(1/2)| = |log(4/2)|, the tie goes to the larger ε
+    assert point((1.0, 4.0), (0.05, 0.1)) == (0.1, 4.0)
+    assert point((0.25, 1.0), (0.01, 0.05)) == (0.05, 1.0)
+
+
+def test_small_grid_headline_shows_numbers(tmp_path):
+    app = typer.Typer()
+    app.command()(evaluate)
+    app.command("noop")(lambda: None)
+    res = CliRunner().invoke(
+        app,
+        ["evaluate", "haney-workload1", "--out", str(tmp_path / "h"), "--trials", "2",
+         "--small-grid", "--jobs", "5000", "--quiet"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "at ε = 4, α = 0.1" in res.output
+    rows = [ln for ln in res.output.splitlines() if "haney-workload1" in ln and "│" in ln]
+    assert len(rows) == 3  # the three ER-EE mechanisms
+    assert all("nan" not in ln and "—" not in ln for ln in rows), rows
+
+
+class _StopAfter:
+    """A progress callback that presses Ctrl-C after ``n`` finished parameter points."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen = n, 0
+
+    def __call__(self, msg: str) -> None:
+        if "(omitted)" in msg:
+            return
+        self.seen += 1
+        if self.seen == self.n:
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_keeps_the_finished_points(ds):
+    full = run_haney("haney-workload1", ds, grid=GRID, seed=3, workers=1)
+    part = run_haney("haney-workload1", ds, grid=GRID, seed=3, workers=1, progress=_StopAfter(3))
+    assert "interrupted" in part.meta and "interrupted" not in full.meta
+    assert "3 of" in part.meta["interrupted"]
+    assert 0 < part.results.height < full.results.height
+    # what was kept is exactly what the full run computed first (rows in grid order)
+    from polars.testing import assert_frame_equal
+
+    assert_frame_equal(part.results, full.results.head(part.results.height))
+
+
+def test_ctrl_c_writes_the_partial_run_with_a_note(tmp_path, monkeypatch):
+    import json
+
+    import eree.evaluate.haney as haney
+
+    real = haney.run_haney
+
+    def interrupted(*a, **k):
+        k["progress"] = _StopAfter(2)
+        return real(*a, **k)
+
+    monkeypatch.setattr(haney, "run_haney", interrupted)
+    app = typer.Typer()
+    app.command()(evaluate)
+    app.command("noop")(lambda: None)
+    out = tmp_path / "h"
+    res = CliRunner().invoke(
+        app,
+        ["evaluate", "haney-workload1", "--out", str(out), "--trials", "2", "--small-grid",
+         "--jobs", "5000", "--workers", "1"],
+    )  # fmt: skip
+    assert res.exit_code == 130, res.output
+    assert (out / "results.csv").exists() and (out / "report.html").exists()
+    note = (out / "INTERRUPTED").read_text()
+    assert "partial" in note and "2 of" in note
+    assert json.loads((out / "run.json").read_text())["interrupted"] == note.strip()

@@ -193,5 +193,30 @@ def test_command(small_file: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert (out / "results.csv").exists() and (out / "report.html").exists()
     assert "NOT FOR PUBLICATION" in res.output
-    bad = runner.invoke(app, ["evaluate-webb", "webb-nope", "--out", str(out)])
+    bad = runner.invoke(app, ["evaluate-webb", "webb-nope", "--out", str(out.with_name("bad"))])
     assert bad.exit_code == 2 and "unknown experiment" in bad.output
+    assert not out.with_name("bad").exists()
+
+
+def test_ctrl_c_keeps_the_finished_replicates(
+    small: EstablishmentData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = run_replicates(small, trials=3, seed=5, groupings={"county": ("cnty",)})
+
+    def stop(msg: str) -> None:
+        if msg.startswith("replicate 2/"):
+            raise KeyboardInterrupt
+
+    part = run_replicates(small, trials=3, seed=5, groupings={"county": ("cnty",)}, progress=stop)
+    assert part.interrupted and not full.interrupted and part.trials == 2
+    for w, by_a in part.estimates.items():
+        for a, by_g in by_a.items():
+            assert by_g["county"].shape[0] == 2
+            np.testing.assert_array_equal(by_g["county"], full.estimates[w][a]["county"][:2])
+
+    def ctrl_c(*a: object, **k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("eree.evaluate.webb.replicates.build_microdata", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):  # during the first replicate: nothing to keep
+        run_replicates(small, trials=3, seed=5)

@@ -129,8 +129,10 @@ def test_command_runs_through_typer(tmp_path):
     assert res.exit_code == 0, res.output
     assert (out / "workshop_figure1.png").exists() and not (out / "workshop_vs_sigmod.png").exists()
     assert "NOT FOR PUBLICATION" in res.output
-    bad = CliRunner().invoke(app, [*args[:-2], "--variants", "blowfish"])
+    bad_args = [a if a != str(out) else str(tmp_path / "wf-bad") for a in args[:-2]]
+    bad = CliRunner().invoke(app, [*bad_args, "--variants", "blowfish"])
     assert bad.exit_code == 2 and "variants" in bad.output
+    assert not (tmp_path / "wf-bad").exists()
 
 
 def test_noise_infusion_baseline_is_haney_workload1s(dataset, result):

@@ -366,7 +366,7 @@ def test_partial_directory_carries_the_reservation_tag(tmp_path, monkeypatch):
         seen.extend(p.name for p in tmp_path.iterdir() if ".partial-" in p.name)
         raise OSError("disk full")
 
-    monkeypatch.setattr("eree.release.output.os.replace", crash)
+    monkeypatch.setattr("eree.data.outdir.os.replace", crash)
     with pytest.raises(OSError, match="disk full"):
         _release(led, tmp_path / "o")
     (charge,) = led.releases()

@@ -75,6 +75,7 @@ from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
+from eree.evaluate.interrupt import absorb_echo
 from eree.evaluate.metrics import (
     ALL,
     POPULATION_BINS,
@@ -612,6 +613,10 @@ def run_haney(
         workers: threads evaluating parameter points in parallel (default: the number
             of CPUs, at most 4). Results do not depend on it.
 
+    Ctrl-C (:class:`KeyboardInterrupt`) while parameter points run keeps the finished
+    points: the result is returned with ``meta["interrupted"]`` saying where it stopped
+    (an interrupt before that propagates).
+
     Returns:
         Tidy results (:data:`CSV_COLUMNS`), the omitted points with reasons, and metadata
         (seed, grid, dataset, wall times).
@@ -673,7 +678,10 @@ def run_haney(
 
     rows = _Rows(T)
     omitted: list[dict[str, Any]] = []
+    interrupted: str | None = None
     for r in runs_needed:
+        if interrupted is not None:
+            break
         t0 = time.perf_counter()
         run = _RUNS[r]
         cells = marginals[run.worker_by]
@@ -737,11 +745,27 @@ def run_haney(
                     }
                 )
         # points in parallel threads (numpy releases the GIL); rows kept in grid order
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        done = 0
+        try:
             for p, local in zip(todo, pool.map(evaluate, todo), strict=True):
                 rows.rows.extend(local.rows)
+                done += 1
                 if progress is not None:
                     progress(f"{r}: {p.label} alpha={p.alpha} eps={p.epsilon}")
+        except KeyboardInterrupt:
+            interrupted = (
+                f"interrupted (Ctrl-C) during run {r!r} after {done} of {len(todo)} parameter "
+                "points of that run: the results are partial"
+            )
+        while interrupted is not None:  # one Ctrl-C can raise twice (see absorb_echo)
+            try:
+                absorb_echo()
+                break
+            except KeyboardInterrupt:
+                continue
+        # Ctrl-C: keep the finished points, drop the queued ones (DESIGN.md §7.1)
+        pool.shutdown(wait=True, cancel_futures=interrupted is not None)
         timings[f"run_{r}"] = time.perf_counter() - t0
     del ni_out
     timings["total"] = time.perf_counter() - t_start
@@ -774,4 +798,6 @@ def run_haney(
         "seconds": timings,
         "workers": workers,
     }
+    if interrupted is not None:
+        meta["interrupted"] = interrupted
     return HaneyResult(results, omitted_df, meta)

@@ -224,8 +224,25 @@ def write_outputs(
     return paths
 
 
+def headline_point(result: HaneyResult) -> tuple[float, float]:
+    """The (α, ε) of the console's headline table: the paper's baseline, or its nearest.
+
+    The baseline (α = 0.1, ε = 2) when the run's grid has it; otherwise the grid's α
+    nearest to 0.1 and the grid's ε nearest to 2 on a log scale (ties: the larger ε,
+    which fewer mechanisms omit), so that a smaller grid (``--small-grid``) still shows
+    numbers it computed.
+    """
+    grid = result.meta.get("grid", {})
+    eps = [float(e) for e in grid.get("epsilons", ())] or [BASELINE_EPSILON]
+    alphas = [float(a) for a in grid.get("alphas", ())] or [BASELINE_ALPHA]
+    e = min(eps, key=lambda x: (round(abs(math.log(x / BASELINE_EPSILON)), 12), -x))
+    a = min(alphas, key=lambda x: (round(abs(x - BASELINE_ALPHA), 12), -x))
+    return a, e
+
+
 def summary_rows(result: HaneyResult) -> list[dict[str, Any]]:
-    """Baseline-point numbers per experiment (for the console)."""
+    """Headline numbers per experiment (for the console), at :func:`headline_point`."""
+    alpha, epsilon = headline_point(result)
     rows = []
     for exp in result.meta["experiments"]:
         _, metric = FIGURE_OF[exp]
@@ -235,8 +252,10 @@ def summary_rows(result: HaneyResult) -> list[dict[str, Any]]:
                     "experiment": exp,
                     "mechanism": m,
                     "metric": metric,
-                    "value": value(result.results, exp, m, metric, alpha=BASELINE_ALPHA,
-                                   epsilon=BASELINE_EPSILON),
+                    "value": value(result.results, exp, m, metric, alpha=alpha,
+                                   epsilon=epsilon),
+                    "alpha": alpha,
+                    "epsilon": epsilon,
                 }
             )  # fmt: skip
     return rows

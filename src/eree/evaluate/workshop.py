@@ -61,6 +61,7 @@ import numpy as np
 import polars as pl
 import typer
 
+from eree.clikit import Force, Quiet, check_out, fail, progress_bar
 from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
@@ -565,7 +566,7 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
 
 
 def workshop_figure1_command(
-    out: Annotated[Path, typer.Option("--out", help="output directory")],
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
     trials: Annotated[int, typer.Option(help="independent trials per point")] = 20,
     seed: Annotated[int, typer.Option(help="seed of the noise (NOT FOR PUBLICATION)")] = 0,
     wac: Annotated[
@@ -583,17 +584,20 @@ def workshop_figure1_command(
     variants: Annotated[
         str, typer.Option(help="workshop,sigmod or one of them")
     ] = "workshop,sigmod",
+    force: Force = False,
+    quiet: Quiet = False,
 ) -> None:
-    """Workshop Figure 1: L1 error ratio of the workshop variants to noise infusion.
+    """Reproduce Figure 1 of the workshop version of Haney et al.: L1 error ratio to noise infusion.
 
     Example: eree evaluate workshop-figure1 --wac pa_wac_S000_JT00_2015.csv.gz --out wf1
     """
     from rich.console import Console
-    from rich.progress import Progress
 
+    from eree.data.outdir import output_folder, relocate
     from eree.errors import EreeError
     from eree.evaluate.datasets import load_dataset
 
+    check_out(out, force)
     console = Console()
     try:
         grid = WorkshopGrid(
@@ -602,19 +606,19 @@ def workshop_figure1_command(
             trials=trials,
             variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
         )
-        with console.status("loading data…"):
+        with Console(stderr=True).status("loading data…"):
             ds = load_dataset(data, wac, seed=data_seed, jobs=jobs)
-        with Progress(console=console, transient=True) as bar:
+        with progress_bar(quiet) as bar:
             task = bar.add_task("workshop-figure1", total=count_points(grid))
 
             def tick(msg: str) -> None:
                 bar.update(task, advance=1, description=msg)
 
             result = run_workshop_figure1(ds, grid=grid, seed=seed, progress=tick)
-        paths = write_workshop_outputs(result, out)
-    except EreeError as e:
-        Console(stderr=True).print(f"[bold red]error:[/] {e}")
-        raise typer.Exit(code=2) from e
+        with output_folder(out, "eree evaluate workshop-figure1", force=force) as tmp:
+            paths = relocate(write_workshop_outputs(result, tmp), tmp, out)
+    except (EreeError, OSError) as e:
+        fail(e)
     console.print("[bold yellow]seeded randomness: NOT FOR PUBLICATION[/]")
     for w, c in result.meta["cells"].items():
         console.print(f"  {w}: {c:,} cells (paper: {PAPER_CELLS[w]:,})")

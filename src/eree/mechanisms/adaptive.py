@@ -21,7 +21,7 @@ groups are disjoint, so the query costs μ per attribute exactly as pnc or ψ wo
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,31 +29,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 from typing_extensions import override
 
-from eree.mechanisms.base import Cells, Measurement
-from eree.mechanisms.estimators import psi_confidence_interval, psi_estimates, z_value
+from eree.mechanisms.base import Cells, ExpectedError, Measurement
+from eree.mechanisms.estimators import (
+    psi_confidence_interval,
+    psi_estimates,
+    psi_variance_at,
+    z_value,
+)
 from eree.mechanisms.gedp import Pnc, PncBounded, PsiMechanism, pnc_sensitivity
-from eree.mechanisms.noise import FloatArray, NoiseSource
-from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
+from eree.mechanisms.noise import NoiseSource
 
 __all__ = ["AdaptiveGroupBy", "psi_variance_at"]
-
-
-def psi_variance_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> FloatArray | None:
-    r"""The ψ-mechanism's estimator variance at a group sum x (Thm 6.6), or None.
-
-    √(x+a): :math:`2\sigma^2(2(x+a)+\sigma^2)`; log(x+a): :math:`(x+a)^2(e^{\sigma^2}-1)`;
-    ψ = x: σ². Other ψ have no closed-form unbiased estimator (None). Called with a
-    *public* x (an estimate from published answers) only.
-    """
-    v = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    s2 = sigma * sigma
-    if isinstance(neighbor, SqrtShift):
-        return 2.0 * s2 * (2.0 * (v + neighbor.a) + s2)
-    if isinstance(neighbor, LogShift) and neighbor.a > 0:
-        return (v + neighbor.a) ** 2 * math.expm1(s2)
-    if isinstance(neighbor, DPNeighbor):
-        return np.full(v.shape, s2)
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +106,18 @@ class AdaptiveGroupBy(PncBounded):
     @override
     def public_params(self) -> dict[str, Any]:
         return {**super().public_params(), "sigma": self.sigma}
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """The smaller of the ψ-mechanism's error at ``value`` and pnc's at ``bound``."""
+        psi = PsiMechanism(query=self.query, attribute=self.attribute, neighbor=self.neighbor,
+                           gamma=self.gamma, mu=self.mu, confidence=self.confidence)  # fmt: skip
+        a, b = psi.expected_error(at), super().expected_error(at)
+        if a is None or a.std is None:
+            return b
+        if b is None or b.std is None:
+            return a
+        return b if b.std <= a.std else a
 
     def choose(self, bound: ArrayLike, identity_sum: ArrayLike) -> np.ndarray:
         """True where pnc answers the group (from public inputs only).

@@ -27,7 +27,7 @@ from eree.errors import PrivacyParameterError
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.composition import Composition, Cost
 
-__all__ = ["VARIANCE_KINDS", "Cells", "Measurement", "Mechanism"]
+__all__ = ["VARIANCE_KINDS", "Cells", "ExpectedError", "Measurement", "Mechanism"]
 
 #: how a Measurement's variance came about
 VARIANCE_KINDS = ("public", "estimated", "withheld")
@@ -138,6 +138,29 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class ExpectedError:
+    """A mechanism's error on one cell at stated, representative (public) cell statistics.
+
+    For planning only (the accuracy preview of ``eree explain`` / ``eree validate``):
+    computed from the mechanism's public parameters and sizes the *user* chooses, never
+    from the data.
+
+    Attributes:
+        std: standard deviation of (published estimate − true value); ``inf`` where it
+            is infinite, None where no closed form is known.
+        mean_abs: E|published estimate − true value|, or None where unknown.
+        ci_width: expected width of the published confidence interval; None where no
+            interval is published.
+        note: what the numbers leave out (e.g. a truncation bias), or "".
+    """
+
+    std: float | None
+    mean_abs: float | None
+    ci_width: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Mechanism(ABC):
     """A privacy mechanism with its parameters: one object, one place for scale and cost.
 
@@ -187,6 +210,14 @@ class Mechanism(ABC):
         For the smooth-sensitivity mechanisms: the variance at the smallest smooth
         sensitivity (the true scale depends on the confidential x_v). None when the
         mechanism has no such bound. Used only as a post-processing weight.
+        """
+        return None
+
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """The error of one cell whose statistics are ``at`` (names as in :attr:`needs`).
+
+        ``at`` holds representative values chosen by the caller (e.g. ``count`` = 100,
+        ``x_v`` = 1), never confidential ones. None when the mechanism has no preview.
         """
         return None
 

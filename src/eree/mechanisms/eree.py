@@ -24,6 +24,7 @@ strong privacy there is refused. Under the workshop's Blowfish policy
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -33,7 +34,7 @@ from numpy.typing import ArrayLike
 from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import Cells, Measurement, Mechanism
+from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.samplers import smooth_gamma_standard
 from eree.privacy.composition import Composition, Cost, EpsilonDeltaComposition, float_down
@@ -51,6 +52,7 @@ __all__ = [
     "SmoothGamma",
     "SmoothLaplace",
     "log_laplace",
+    "log_laplace_error",
     "log_laplace_expectation",
     "smooth_gamma",
     "smooth_laplace",
@@ -211,6 +213,48 @@ def log_laplace_expectation(n: ArrayLike, alpha: float, epsilon: float) -> Float
     return (np.asarray(n, dtype=np.float64) + gamma) / (1.0 - lam * lam) - gamma
 
 
+def laplace_quantile(scale: float, confidence: float) -> float:
+    r"""Half-width of the central ``confidence`` interval of Lap(b): :math:`b\ln(1/(1-c))`."""
+    return scale * math.log(1.0 / (1.0 - confidence))
+
+
+def log_laplace_sd_factor(lam: float) -> float:
+    r"""Sd of the bias-corrected n̂ over (n+γ): :math:`\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}`.
+
+    Var e^η = 1/(1−4λ²) − 1/(1−λ²)² for η ~ Lap(λ); infinite for λ ≥ 1/2.
+    """
+    if lam >= 0.5:
+        return math.inf
+    return math.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0)
+
+
+def log_laplace_error(n: float, gamma: float, lam: float, confidence: float) -> ExpectedError:
+    r"""Error of the published Log-Laplace estimate at a true count n (Lemma 8.2).
+
+    * std of :math:`\hat n`: :math:`(n+\gamma)` · :func:`log_laplace_sd_factor`.
+    * :math:`E|\hat n-n| = (n+\gamma)(1-\lambda^2)E|e^\eta-c|`, c = 1/(1−λ²) = E e^η, in
+      closed form: :math:`E|e^\eta-c| = 2E[(c-e^\eta)1\{\eta<\ln c\}]` with
+      :math:`P(\eta<t)=1-e^{-t/\lambda}/2`, :math:`E[e^\eta 1\{\eta<0\}]=1/(2(1+\lambda))`,
+      :math:`E[e^\eta 1\{0\le\eta<t\}]=(1-e^{t(1-1/\lambda)})/(2(1-\lambda))`.
+    * CI width: :math:`E[\tilde n+\gamma](e^q-e^{-q}) = (n+\gamma)\,2\sinh(q)/(1-\lambda^2)`,
+      q = :func:`laplace_quantile` (λ, c).
+    Infinite for λ ≥ 1 (unbounded expectation).
+    """
+    if lam >= 1:
+        return ExpectedError(math.inf, math.inf, math.inf, "lambda >= 1: unbounded expectation")
+    base = n + gamma
+    c = 1.0 / (1.0 - lam * lam)
+    t = math.log(c)
+    below = c * (1.0 - 0.5 * math.exp(-t / lam))
+    below -= 0.5 / (1.0 + lam) + (1.0 - math.exp(t * (1.0 - 1.0 / lam))) / (2.0 * (1.0 - lam))
+    q = laplace_quantile(lam, confidence)
+    return ExpectedError(
+        std=base * log_laplace_sd_factor(lam),
+        mean_abs=base * (1.0 - lam * lam) * 2.0 * below,
+        ci_width=base * c * 2.0 * math.sinh(q),
+    )
+
+
 def log_laplace_release(
     n: FloatArray, gamma: float, lam: float, source: NoiseSource, confidence: float, who: str
 ) -> Measurement:
@@ -224,11 +268,11 @@ def log_laplace_release(
     """
     noisy = np.exp(source.add_laplace(np.log(n + gamma), lam)) - gamma
     estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma if lam < 1 else noisy.copy()
-    q = lam * math.log(1.0 / (1.0 - confidence))
+    q = laplace_quantile(lam, confidence)
     ci_low = (noisy + gamma) * math.exp(-q) - gamma
     ci_high = (noisy + gamma) * math.exp(q) - gamma
     if lam < 0.5:
-        factor = math.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0)
+        factor = log_laplace_sd_factor(lam)
         std = (np.maximum(estimate, 0.0) + gamma) * factor
         method = (
             f"exact {confidence:.0%} CI from the Laplace pivot ln(n+gamma) = ln(noisy+gamma)"
@@ -267,6 +311,11 @@ class LogLaplace(CountMechanism):
     @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "gamma": self.gamma, "lambda": self.lam}
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """Multiplicative noise: the error grows with n + γ (:func:`log_laplace_error`)."""
+        return log_laplace_error(at["count"], self.gamma, self.lam, self.confidence)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -322,15 +371,25 @@ class SmoothGamma(CountMechanism):
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "epsilon1": self.epsilon1, "epsilon2": self.epsilon2}
 
+    def noise_scale(self, x_v: ArrayLike) -> FloatArray:
+        """5S/ε₁ with S = max(α·x_v, 1) (confidential where x_v is)."""
+        return 5.0 * smooth_sensitivity(x_v, self.alpha) / self.epsilon1
+
     @override
     def variance_floor(self) -> float | None:
         """(5S/ε₁)² at S = 1 (Var Z = 1)."""
-        return (5.0 / self.epsilon1) ** 2
+        return float(self.noise_scale(0.0)) ** 2
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """Std = 5S/ε₁ (Var Z = 1), E|error| = 5S/(ε₁√2); no interval is published."""
+        b = float(self.noise_scale(at["x_v"]))
+        return ExpectedError(b, b / math.sqrt(2.0), None)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         n = cells["count"]
-        scale = 5.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon1
+        scale = self.noise_scale(cells["x_v"])
         z = smooth_gamma_standard(source, n.size).reshape(n.shape)
         return _withheld(n + scale * z, self.name)
 
@@ -403,14 +462,24 @@ class SmoothLaplace(ApproximateCountMechanism):
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "delta_min": self.delta_min}
 
+    def noise_scale(self, x_v: ArrayLike) -> FloatArray:
+        """2S/ε_cell with S = max(α·x_v, 1) (confidential where x_v is)."""
+        return 2.0 * smooth_sensitivity(x_v, self.alpha) / self.epsilon_cell
+
     @override
     def variance_floor(self) -> float | None:
         """2(2S/ε_cell)² at S = 1 (Var Lap(b) = 2b²)."""
-        return 2.0 * (2.0 / self.epsilon_cell) ** 2
+        return 2.0 * float(self.noise_scale(0.0)) ** 2
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """Std = √2·2S/ε_cell, E|error| = 2S/ε_cell (Lemma 9.3); no interval is published."""
+        b = float(self.noise_scale(at["x_v"]))
+        return ExpectedError(math.sqrt(2.0) * b, b, None)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        scale = 2.0 * smooth_sensitivity(cells["x_v"], self.alpha) / self.epsilon_cell
+        scale = self.noise_scale(cells["x_v"])
         return _withheld(source.add_laplace(cells["count"], scale), self.name)
 
 

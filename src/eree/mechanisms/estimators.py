@@ -47,6 +47,7 @@ __all__ = [
     "log_shift_variance_estimate",
     "psi_confidence_interval",
     "psi_estimates",
+    "psi_variance_at",
     "sqrt_estimate",
     "sqrt_true_variance",
     "sqrt_variance_estimate",
@@ -179,3 +180,21 @@ def psi_estimates(
         f"known for {neighbor.describe()}); no standard error published; " + ci
     )
     return PsiEstimates(est, None, lo, hi, m, "withheld")
+
+
+def psi_variance_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> FloatArray | None:
+    r"""The ψ-mechanism's estimator variance at a group sum x (Thm 6.6), or None.
+
+    √(x+a): :math:`2\sigma^2(2(x+a)+\sigma^2)`; log(x+a): :math:`(x+a)^2(e^{\sigma^2}-1)`;
+    ψ = x: σ². Other ψ have no closed-form unbiased estimator (None). Called with a
+    *public* x (an estimate from published answers) only.
+    """
+    v = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    s2 = sigma * sigma
+    if isinstance(neighbor, SqrtShift):
+        return 2.0 * s2 * (2.0 * (v + neighbor.a) + s2)
+    if isinstance(neighbor, LogShift) and neighbor.a > 0:
+        return (v + neighbor.a) ** 2 * math.expm1(s2)
+    if isinstance(neighbor, DPNeighbor):
+        return np.full(v.shape, s2)
+    return None

@@ -18,6 +18,7 @@ comes from :meth:`NoiseSource.add_gaussian`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,11 +27,16 @@ from numpy.typing import ArrayLike
 from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import Cells, Measurement, Mechanism
-from eree.mechanisms.estimators import psi_estimates, z_value
+from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
+from eree.mechanisms.estimators import (
+    psi_confidence_interval,
+    psi_estimates,
+    psi_variance_at,
+    z_value,
+)
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.composition import Composition, Cost, GaussianComposition
-from eree.privacy.neighbors import NeighborFunction
+from eree.privacy.neighbors import DPNeighbor, NeighborFunction
 from eree.privacy.scipy_lazy import ndtri
 
 __all__ = [
@@ -230,6 +236,11 @@ def pnc_mechanism(
     )
 
 
+def _gaussian_error(sd: float, confidence: float) -> ExpectedError:
+    """N(0, sd²): E|error| = sd·√(2/π); interval ±z·sd (width before clamping at 0)."""
+    return ExpectedError(sd, sd * math.sqrt(2.0 / math.pi), 2.0 * z_value(confidence) * sd)
+
+
 # --------------------------------------------------------------------------------------
 # Mechanism objects: one per (query, confidential attribute) measurement
 # --------------------------------------------------------------------------------------
@@ -303,6 +314,23 @@ class PsiMechanism(GedpMechanism):
         return {"mu": self.mu, "sigma": self.sigma}
 
     @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """At a group sum x (``value``): std by Thm 6.6, CI width at ω = ψ(x) (§6.1).
+
+        The std is None for a ψ without a closed-form estimator (:func:`psi_variance_at`).
+        """
+        x = float(at["value"])
+        var = psi_variance_at(self.neighbor, np.array([x]), self.sigma)
+        lo, hi = psi_confidence_interval(
+            self.neighbor.psi(np.array([x])), self.neighbor, self.sigma, self.confidence
+        )
+        std = None if var is None else math.sqrt(float(var[0]))
+        dp = isinstance(self.neighbor, DPNeighbor) and std is not None  # ψ = x: Gaussian error
+        mean_abs = std * math.sqrt(2.0 / math.pi) if dp and std is not None else None
+        return ExpectedError(std, mean_abs, float(hi[0] - lo[0]),
+                             "CI width at the median answer omega = psi(x)")  # fmt: skip
+
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         x = cells["value"]
         omega = source.add_gaussian(self.neighbor.psi(x), self.sigma)
@@ -341,6 +369,11 @@ class EstabGaussian(GedpMechanism):
     @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """N(0, (Δ_ψ/μ)²) at every value (before clamping the CI at 0)."""
+        return _gaussian_error(self.sd, self.confidence)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -386,6 +419,12 @@ class PncBounded(GedpMechanism):
     @override
     def public_params(self) -> dict[str, Any]:
         return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from}
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """Pnc at a group whose public bound is u*_ℓ (``bound``): N(0, (Δ_ℓ/μ)²), Def 6.8."""
+        delta = float(pnc_sensitivity(np.array([float(at["bound"])]), self.neighbor, self.gamma)[0])
+        return _gaussian_error(delta / self.mu, self.confidence)
 
     def upper_bounds(self, omega_identity: ArrayLike, n_establishments: int) -> FloatArray:
         r"""Thm 6.7: :math:`u_{j,i} = \psi^{-1}(\omega_{j,i} + \gamma_i\hat\tau/\mu_i^{(a)})`."""

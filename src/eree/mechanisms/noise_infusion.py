@@ -50,6 +50,7 @@ factors and s, t).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -58,7 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import Cells, Measurement, Mechanism
+from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.composition import Composition, Cost, NoGuarantee
 
@@ -286,6 +287,28 @@ class NoiseInfusion(Mechanism):
     @override
     def guarantee(self) -> str:
         return "no formal guarantee (input noise infusion, the current SDL baseline)"
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """Error at a true count n held by establishments of x_v jobs each (n/x_v of them).
+
+        0 < n < S: a uniform draw from {1, …, ⌊S⌋}. Otherwise each establishment's jobs
+        are scaled by its own f_w: Var = n·x_v·E[(f−1)²] (E[f−1] = 0), and for one
+        establishment (x_v ≥ n) E|error| = n·E|f−1| (:func:`ramp_moments`). These depend
+        on the confidential s and t: for the agency's planning only, never to publish.
+        """
+        n, x_v = float(at["count"]), float(at.get("x_v", at["count"]))
+        note = "depends on the confidential s, t: for internal planning only"
+        if 0 < n < self.small_cell:
+            draws = np.arange(1, math.floor(self.small_cell) + 1, dtype=np.float64)
+            err = draws - n
+            return ExpectedError(
+                float(np.sqrt(np.mean(err * err))), float(np.mean(np.abs(err))), None,
+                "small cell: replaced by a uniform draw",
+            )  # fmt: skip
+        m1, m2 = ramp_moments(self.s, self.t)
+        mean_abs = n * m1 if x_v >= n else None
+        return ExpectedError(math.sqrt(n * min(x_v, n) * m2), mean_abs, None, note)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

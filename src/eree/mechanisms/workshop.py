@@ -38,6 +38,7 @@ E|ñ − n| is the mean absolute value of :math:`bZ + \eta'` with b the smooth s
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,8 +47,13 @@ from numpy.typing import ArrayLike
 from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.base import Cells, Measurement
-from eree.mechanisms.eree import ApproximateCountMechanism, CountMechanism, log_laplace_release
+from eree.mechanisms.base import Cells, ExpectedError, Measurement
+from eree.mechanisms.eree import (
+    ApproximateCountMechanism,
+    CountMechanism,
+    log_laplace_error,
+    log_laplace_release,
+)
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.samplers import smooth_gamma_standard
 from eree.privacy.blowfish import (
@@ -153,6 +159,11 @@ class WorkshopLogLaplace(_Workshop):
                 "lambda": self.lam}  # fmt: skip
 
     @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """As the SIGMOD Log-Laplace, with γ = Δ/α (:func:`.log_laplace_error`)."""
+        return log_laplace_error(at["count"], self.gamma, self.lam, self.confidence)
+
+    @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
             cells["count"], self.gamma, self.lam, source, self.confidence, "workshop Lemma 5.2"
@@ -178,6 +189,12 @@ class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
     def variance_floor(self) -> float | None:
         """Var Lap(1/ε_cell) = 2/ε_cell²: the η′ term alone (x_V = 0)."""
         return 2.0 / self.epsilon_cell**2
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """std² = 2/ε² + 2(2αx_V/ε)² (two independent Laplace terms); no interval published."""
+        b = float(workshop_smooth_laplace_scale(at["x_v"], self.alpha, self.epsilon_cell))
+        return ExpectedError(math.sqrt(self.variance_floor() + 2.0 * b * b), None, None)  # type: ignore[operator]
 
     @staticmethod
     @override
@@ -221,6 +238,12 @@ class WorkshopSmoothGamma(_Workshop):
     def variance_floor(self) -> float | None:
         """Var Lap(1/ε_cell) = 2/ε_cell²: the η′ term alone (x_V = 0)."""
         return 2.0 / self.epsilon_cell**2
+
+    @override
+    def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
+        """std² = (16αx_V/ε)² + 2/ε² (Var Z = 1); no interval published."""
+        b = float(workshop_smooth_gamma_scale(at["x_v"], self.alpha, self.epsilon_cell))
+        return ExpectedError(math.sqrt(b * b + 2.0 / self.epsilon_cell**2), None, None)
 
     beta: float = field(init=False, default=0.0)
 

@@ -79,19 +79,11 @@ def release_counts(
     Confidential columns (count, x_v) never leave :func:`measure_marginal`: a table holds
     only the keys and the published statistic columns.
     """
-    n_estab = data.n_workplaces
     shared: dict[str, object] = {}  # release-wide: noise infusion's factors, drawn once
     tables = []
     for q in built.queries:
         keys, m, public_zero = measure_marginal(q, data, engine, source, shared)
         notes: list[str] = []
-        delta_cell = q.mechanisms[0].per_cell_cost().delta
-        if delta_cell and delta_cell >= 1.0 / max(n_estab, 1):
-            notes.append(
-                f"warning: per-cell delta {delta_cell:.3g} >= 1/(number of establishments) "
-                f"= {1.0 / max(n_estab, 1):.3g}; a mechanism could publish some establishments "
-                "exactly at this delta (Haney et al. §9)"
-            )
         if public_zero.any():
             notes.append("cells with no establishment are public zeros, published exactly (std 0)")
         table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m)})

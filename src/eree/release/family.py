@@ -61,6 +61,10 @@ class ReleaseFamily(ABC):
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         """What the release guarantees, in words (DESIGN.md §3.3)."""
 
+    def n_establishments(self, data: Any) -> int | None:
+        """The number of establishments of loaded data (public), or None if unknown."""
+        return None
+
 
 class CountRelease(ReleaseFamily):
     """ER-EE data: count marginals (ER-EE mechanisms, DP baselines, noise infusion)."""
@@ -118,6 +122,11 @@ class CountRelease(ReleaseFamily):
         new, entry = publication_tables(built, tables, frame)
         tables[:] = new
         return {}, {"postprocess": entry}
+
+    @override
+    def n_establishments(self, data: Any) -> int | None:
+        """The workplace frame's rows (public, DESIGN.md §2.1); a count with Spark."""
+        return int(data.n_workplaces)
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
@@ -187,6 +196,12 @@ class EstablishmentRelease(ReleaseFamily):
                 "privacy_cost": "none (post-processing of published values)",
             }
         return {MICRODATA_FILE: md.frame}, entry
+
+    @override
+    def n_establishments(self, data: Any) -> int | None:
+        """The establishment file's rows (public: pnc's τ̂ uses it, Thm 6.7)."""
+        frame = data.frame
+        return frame.height if isinstance(frame, pl.DataFrame) else int(data.n)
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:

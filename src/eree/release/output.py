@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from eree import __version__
+from eree.data.outdir import check_out, make_temp_folder, put_in_place, write_marker
 from eree.errors import EreeError
 from eree.release.tables import QueryTable
 
@@ -32,29 +31,17 @@ def base_manifest() -> dict[str, Any]:
     return {"eree_version": __version__, "created": utc_now()}
 
 
-def check_output_dir(out_dir: str | Path) -> Path:
+def check_output_dir(out_dir: str | Path, *, force: bool = False) -> Path:
     """Refuse an output path a release cannot be written to, before anything is done.
 
-    The path must be absent or an empty directory; a file, a device such as
-    ``/dev/null``, a symbolic link (dangling or not) or a non-empty directory is refused.
+    The one ``--out`` convention of every command (:func:`eree.data.outdir.check_out`):
+    absent or empty, or, with ``force``, an earlier output of eree that holds no release
+    recorded in a ledger.
 
     Raises:
         EreeError: naming the path and what is wrong with it.
     """
-    out = Path(out_dir)
-    if out.is_symlink():
-        raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
-    if out.exists():
-        if not out.is_dir():
-            raise EreeError(f"output path {out} exists and is not a directory; choose a new one")
-        if any(out.iterdir()):
-            raise EreeError(f"output directory {out} exists and is not empty; choose a new one")
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise EreeError(f"output path {out}: {parent} is not a directory")
-    return out
+    return check_out(out_dir, force=force)
 
 
 def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | None = None) -> None:
@@ -91,13 +78,15 @@ def write_release(
     extra: Mapping[str, pl.DataFrame] | None = None,
     seeded: bool = False,
     tag: str | None = None,
+    force: bool = False,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
     Everything is written to a temporary sibling directory that is renamed into place at
     the end, so a failed run leaves no partial output. An existing non-empty ``out_dir``
-    is never overwritten, and nothing is written when a table holds a non-finite value
-    (:func:`check_finite`).
+    is never overwritten (with ``force``, an earlier output of eree that holds no ledger
+    release is replaced once the new one is complete), and nothing is written when a
+    table holds a non-finite value (:func:`check_finite`).
 
     Args:
         extra: further files of the release, relative path → frame (``.parquet`` or
@@ -108,12 +97,12 @@ def write_release(
             file is written in the release directory.
         tag: the ledger reservation's tag, put in the partial directory's name so that
             the ledger can find (and finish or remove) it after a crash.
+        force: replace an earlier output of eree (:func:`eree.data.outdir.check_out`).
     """
-    out_dir = check_output_dir(out_dir)
+    out_dir = check_output_dir(out_dir, force=force)
     check_finite(tables, extra)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{out_dir.name}.partial-" + (f"{tag}-" if tag else "")
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir.parent))
+    tmp = make_temp_folder(out_dir, prefix)
     meta = {"eree.random": SEEDED_MARK} if seeded else None
     try:
         (tmp / "tables").mkdir()
@@ -141,9 +130,9 @@ def write_release(
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
             json.dump(manifest, fp, indent=2, default=_json_default)
             fp.write("\n")
-        if out_dir.exists():
-            out_dir.rmdir()
-        os.replace(tmp, out_dir)
+        write_marker(tmp, "eree protect")
+        check_output_dir(out_dir, force=force)
+        put_in_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -32,17 +32,24 @@ def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     return family_of(plan).semantics(plan, report)
 
 
-def explain(plan: Plan) -> dict[str, Any]:
-    """Everything ``eree explain`` shows: per-query cost and the semantics. Reads no data."""
+def explain(plan: Plan, n_establishments: int | None = None) -> dict[str, Any]:
+    """Everything ``eree explain`` shows: per-query cost, semantics and accuracy preview.
+
+    Reads no data; ``n_establishments`` (public: the workplace frame) sharpens the
+    preview and its warnings when the caller has read the frame (``eree validate``).
+    """
     from eree.release.cells import check_plan_cells
+    from eree.release.preview import preview
 
     cells = {name: qc.to_dict() for name, qc in check_plan_cells(plan).items()}
-    report = account(plan)
+    built = build(plan)
+    report = built.report()
     return {
         "plan": plan.name,
         "privacy": report.to_dict(),
         "semantics": semantics(plan, report),
         "cells": cells,
+        "preview": preview(built, n_establishments),
     }
 
 
@@ -143,6 +150,7 @@ def protect(
     engine: Engine | None = None,
     ledger: Ledger | str | Path | None = None,
     new_version: bool = False,
+    force: bool = False,
 ) -> ReleaseResult:
     """Run one release and write it atomically to ``out_dir``.
 
@@ -154,6 +162,9 @@ def protect(
 
     Args:
         new_version: the data under the spec's name changed on purpose (a new version).
+        force: replace an earlier output of eree in ``out_dir`` that holds no release
+            recorded in a ledger (:func:`eree.data.outdir.check_out`). Never with a
+            ledger: a release charged to a ledger goes to a new or empty folder.
 
     Raises:
         LedgerError: seeded noise with a ledger, an unregistered dataset, changed content
@@ -166,7 +177,12 @@ def protect(
     check_plan_cells(plan)  # lower bounds from the declared domains, before any data
     built = build(plan)
     report = built.report()
-    check_output_dir(out_dir)
+    if force and ledger is not None and Path(out_dir).is_dir() and any(Path(out_dir).iterdir()):
+        raise LedgerError(
+            f"output folder {out_dir} is not empty: a release charged to a ledger is written "
+            "only to a new or empty folder (--force does not apply)"
+        )
+    check_output_dir(out_dir, force=force)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
         check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
@@ -190,7 +206,7 @@ def protect(
     fingerprint = _content_fingerprint(data)
     if book is None:  # a fresh random key: the published fingerprint identifies nothing
         return _run(built, out_dir, source, engine, report, data,
-                    keyed_fingerprint(fingerprint, fresh_key()), None)  # fmt: skip
+                    keyed_fingerprint(fingerprint, fresh_key()), None, force)  # fmt: skip
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
@@ -231,6 +247,7 @@ def _run(
     data: Any,
     fingerprint: str,
     charge: Charge | None,
+    force: bool = False,
 ) -> ReleaseResult:
     from eree.release.family import family_of
 
@@ -245,9 +262,13 @@ def _run(
         if charge.notes:
             manifest["ledger"]["notes"] = list(charge.notes)
     manifest.update(extra_manifest)
+    from eree.release.preview import plan_warnings
+
+    # the one place a release's plan warnings join the manifest's list
+    manifest.setdefault("warnings", []).extend(plan_warnings(built, family.n_establishments(data)))
     write_release(
         Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
         seeded=source.describe().get("mode") == "seeded",
-        tag=None if charge is None else charge.tag,
+        tag=None if charge is None else charge.tag, force=force,
     )  # fmt: skip
     return ReleaseResult(Path(out_dir), manifest, tables)

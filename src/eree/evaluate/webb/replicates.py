@@ -13,6 +13,7 @@ import polars as pl
 
 from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import derive_seed
+from eree.evaluate.interrupt import absorb_echo
 from eree.evaluate.metrics import tidy_row
 from eree.evaluate.webb.ablation import PAPER_TABLE11, QUERIES, STRATEGIES, webb_table11
 from eree.evaluate.webb.plans import (
@@ -52,6 +53,7 @@ class Replicates:
         mu: the overall μ.
         trials: number of replicates.
         seconds: wall time per workflow (releases + microdata + tabulation).
+        interrupted: Ctrl-C stopped the run; ``trials`` counts the finished replicates.
     """
 
     estimates: dict[str, dict[str, dict[str, np.ndarray]]]
@@ -61,6 +63,7 @@ class Replicates:
     mu: float
     trials: int
     seconds: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
 
 
 def replicate_seed(seed: int, r: int) -> int:
@@ -84,7 +87,8 @@ def run_replicates(
     Each replicate: :func:`~eree.release.gedp.release_gedp` (seeded noise) →
     :func:`~eree.release.microdata.build_microdata` (WLS from the published tables) →
     group sums of the microdata by every grouping (one ``bincount`` each; group ids and
-    the truth are computed once).
+    the truth are computed once). Ctrl-C after at least one replicate keeps the finished
+    ones (``interrupted`` is then set).
     """
     if trials < 1:
         raise ValueError("trials must be ≥ 1")
@@ -113,20 +117,37 @@ def run_replicates(
         for w in workflows
     }
     secs = dict.fromkeys(workflows, 0.0)
-    for r in range(trials):
-        s = replicate_seed(seed, r)
-        for w in workflows:
-            t0 = time.perf_counter()
-            tables = release_gedp(plans[w], data, SeededNoise(s), reports[w])
-            md = build_microdata(plans[w], tables, public)
-            for a in attrs:
-                x = md.frame.get_column(a).to_numpy()
-                for g, (gid, m) in ids.items():
-                    est[w][a][g][r] = np.bincount(gid, x, m)
-            secs[w] += time.perf_counter() - t0
-        progress(f"replicate {r + 1}/{trials} (μ = {total_mu(budget, attrs) * scale:.3g})")
+    done = 0
+    stopped = False
+    try:
+        for r in range(trials):
+            s = replicate_seed(seed, r)
+            for w in workflows:
+                t0 = time.perf_counter()
+                tables = release_gedp(plans[w], data, SeededNoise(s), reports[w])
+                md = build_microdata(plans[w], tables, public)
+                for a in attrs:
+                    x = md.frame.get_column(a).to_numpy()
+                    for g, (gid, m) in ids.items():
+                        est[w][a][g][r] = np.bincount(gid, x, m)
+                secs[w] += time.perf_counter() - t0
+            done = r + 1
+            progress(f"replicate {r + 1}/{trials} (μ = {total_mu(budget, attrs) * scale:.3g})")
+    except KeyboardInterrupt:
+        if done == 0:
+            raise
+        stopped = True
+    while stopped:  # one Ctrl-C can raise twice (see absorb_echo)
+        try:
+            absorb_echo()
+            break
+        except KeyboardInterrupt:
+            continue
+    if stopped:  # Ctrl-C: keep the finished replicates (DESIGN.md §7.1)
+        est = {w: {a: {g: v[:done] for g, v in by_g.items()} for a, by_g in by_a.items()}
+               for w, by_a in est.items()}  # fmt: skip
     mu = total_mu(budget, attrs) * scale
-    return Replicates(est, truth, estabs, keys, mu, trials, secs)
+    return Replicates(est, truth, estabs, keys, mu, done, secs, interrupted=done < trials)
 
 
 # --------------------------------------------------------------------------------------

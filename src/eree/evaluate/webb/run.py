@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import polars as pl
 import typer
 
+from eree.clikit import Force, Quiet, check_out, fail, progress_bar
 from eree.data.establishments import EstablishmentData
 from eree.evaluate.metrics import TIDY_SCHEMA
 from eree.evaluate.webb.figures import _attrs
@@ -23,6 +24,7 @@ from eree.evaluate.webb.plans import (
     GAMMA_WAGE,
     GROUPINGS,
     PAPER_TABLE3,
+    TABLE11_CHUNK,
     TABLE11_TRIALS,
     TRIALS,
     ZETA,
@@ -119,13 +121,18 @@ def run_webb(
         t0 = time.perf_counter()
         rep = run_replicates(data, trials=trials, seed=seed, budget=bud, progress=progress)
         secs["replicates"] = time.perf_counter() - t0
+        if rep.interrupted:
+            meta["interrupted"] = (
+                f"interrupted (Ctrl-C) after {rep.trials} of {trials} replicates: the results "
+                "are partial and the later experiments did not run"
+            )
         meta["seconds_per_workflow"] = rep.seconds
         if "webb-figures" in exps:
             rows += error_rows(rep, "webb-figures")
         if "webb-table3" in exps:
             rows += error_rows(rep, "webb-table3", list(PAPER_TABLE3), signed=True)
         cells = cell_frame(rep)
-    if "webb-figure9" in exps:
+    if "webb-figure9" in exps and "interrupted" not in meta:
         assert data is not None
         t0 = time.perf_counter()
         base = total_mu(bud, data.confidential)
@@ -145,8 +152,14 @@ def run_webb(
                 )
             sweep[mu] = r
             rows += error_rows(r, "webb-figure9", FIGURE9_GROUPINGS)
+            if r.interrupted:
+                meta["interrupted"] = (
+                    f"interrupted (Ctrl-C) in Figure 9's sweep at μ = {mu:.3g} after "
+                    f"{r.trials} of {trials} replicates: the results are partial"
+                )
+                break
         secs["figure9"] = time.perf_counter() - t0
-    if "webb-table11" in exps:
+    if "webb-table11" in exps and "interrupted" not in meta:
         t0 = time.perf_counter()
         t11 = table11(table11_trials, seed, progress=progress)
         rows += _table11_rows(t11)
@@ -167,7 +180,7 @@ def evaluate_webb(
         str,
         typer.Argument(help="webb-table11 | webb-table3 | webb-figures | webb-figure9 | webb-all"),
     ],
-    out: Annotated[Path, typer.Option("--out", help="output directory")],
+    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
     trials: Annotated[int, typer.Option(help="replicates per workflow (the paper: 34)")] = TRIALS,
     seed: Annotated[int, typer.Option(help="root seed (seeded noise: NOT FOR PUBLICATION)")] = 0,
     data: Annotated[
@@ -181,38 +194,39 @@ def evaluate_webb(
         str,
         typer.Option(help="table7 (Table 7, default) | section8.2 (the budgets in §8.2's text)"),
     ] = "table7",
+    force: Force = False,
+    quiet: Quiet = False,
 ) -> None:
     """Reproduce Webb et al. (QCEW paper) §8: Tables 3 and 11, Figures 2, 3, 8 and 9.
 
     pnc-mechanism vs √-mechanism workflows on Syn-RI with the Table 7 budgets, γ_emp = 0.5,
     γ_wage = 50, ζ = 0.01: protected microdata by WLS from the published tables, tabulated at
     QCEW aggregation levels and compared with the truth. Writes results.csv (tidy),
-    cells.csv, table11.csv, run.json, figures/*.png and report.html to OUT.
+    cells.csv, table11.csv, run.json, figures/*.png and report.html to OUT. Ctrl-C keeps
+    the finished replicates: they are written with an INTERRUPTED note (exit 130).
 
     Example: eree evaluate webb-all --out webb-ri --trials 34
     """
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import Progress as Bar
-    from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from eree.data.outdir import output_folder, relocate
+    from eree.evaluate.cli import write_interrupted_note
+
+    check_out(out, force)
     console = Console()
+    err = Console(stderr=True)
     t0 = time.perf_counter()
     try:
         exps = experiments_of(experiment)
         ds = None
         if any(e != "webb-table11" for e in exps):
-            with console.status("loading data…"):
+            with err.status("loading data…"):
                 ds = load_webb_data(data)
             console.print(f"dataset: {ds.n:,} establishments ({escape(str(ds.config.path))})")
-        with Bar(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task(experiment)
+        with progress_bar(quiet) as bar:
+            steps = count_steps(exps, trials, table11_trials, ds, budget)
+            task = bar.add_task(experiment, total=steps)
             res = run_webb(
                 experiment,
                 ds,
@@ -220,19 +234,19 @@ def evaluate_webb(
                 seed=seed,
                 budget=budget,
                 table11_trials=table11_trials,
-                progress=lambda m: bar.update(task, description=escape(m)),
+                progress=lambda m: bar.update(task, advance=1, description=escape(m)),
             )
-        paths = write_webb_outputs(res, out)
+        with output_folder(out, f"eree evaluate {experiment}", force=force) as tmp:
+            paths = relocate(write_webb_outputs(res, tmp), tmp, out)
+            note = write_interrupted_note(tmp, res.meta)
     except (ValueError, OSError) as e:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}")
-        raise typer.Exit(code=2) from None
+        fail(e)
     except Exception as e:  # EreeError and friends
         from eree.errors import EreeError
 
         if not isinstance(e, EreeError):
             raise
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}")
-        raise typer.Exit(code=2) from None
+        fail(e)
     console.print(f"[bold yellow]seeded randomness (seed {seed}): NOT FOR PUBLICATION[/]")
     attrs = _attrs(res.replicates) if res.replicates is not None else []
     for line in reading_figures(res.results, attrs) + reading_table3(res.results, attrs):
@@ -243,3 +257,29 @@ def evaluate_webb(
     console.print(f"results: {paths['results']}")
     console.print(f"report:  {paths['report']}")
     console.print(f"done in {time.perf_counter() - t0:.1f} s")
+    if note:
+        err.print(f"[bold yellow]{escape(note)}[/]: partial results in {out}")
+        raise typer.Exit(code=130)
+
+
+def count_steps(
+    exps: Sequence[str],
+    trials: int,
+    table11_trials: int,
+    data: EstablishmentData | None,
+    budget: str = "table7",
+    sweep_mu: Sequence[float] = FIGURE9_MU,
+) -> int:
+    """How many progress messages :func:`run_webb` sends for these experiments (for an ETA)."""
+    steps = 0
+    rep = "webb-table3" in exps or "webb-figures" in exps
+    if rep:
+        steps += trials
+    if "webb-figure9" in exps and data is not None and budget in BUDGETS:
+        base = total_mu(BUDGETS[budget], data.confidential)
+        mus = sorted({*(float(m) for m in sweep_mu), base})
+        reused = rep and any(math.isclose(m, base) for m in mus)
+        steps += trials * (len(mus) - (1 if reused else 0))
+    if "webb-table11" in exps:
+        steps += 2 * math.ceil(table11_trials / TABLE11_CHUNK)
+    return steps

@@ -1,0 +1,33 @@
+"""Ctrl-C during an experiment: keep the finished work (DESIGN.md §7.1)."""
+
+from __future__ import annotations
+
+import time
+
+
+def absorb_echo(seconds: float = 0.1) -> None:
+    """Swallow the repeated interrupt that one Ctrl-C can cause; call on catching the first.
+
+    A Ctrl-C that lands inside a Polars query is raised there as
+    :class:`KeyboardInterrupt` and then once more at the interpreter's next signal check,
+    which would cut short the saving of the finished work. The echo can fire as early as
+    the entry of this function, so the caller retries it::
+
+        while stopped:
+            try:
+                absorb_echo()
+                break
+            except KeyboardInterrupt:
+                continue
+
+    It waits ``seconds`` and absorbs any further interrupt arriving meanwhile.
+    """
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(left)
+        except KeyboardInterrupt:
+            continue

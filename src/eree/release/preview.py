@@ -1,0 +1,347 @@
+"""Accuracy preview of a plan, from public information only (``eree explain``, ``eree validate``).
+
+For each query, the error of one published cell at representative sizes the user can
+read against their tables — never the data's own sizes. Every number comes from the
+query's mechanism object (:meth:`eree.mechanisms.base.Mechanism.expected_error`), the
+same object whose scale the release draws with; nothing here repeats a formula.
+
+* ER-EE and DP count marginals: a cell of n jobs (n = 1, 10, …, 10,000) whose largest
+  establishment holds x_v of them, at x_v = 1 (jobs spread over many establishments:
+  the least noise of a smooth-sensitivity mechanism) and x_v = n (one establishment
+  holds the whole cell: the most).
+* GEDP sums, per confidential attribute: a group whose sum is x (ψ-mechanism,
+  Estab-Gaussian) and whose largest establishment has value x (pnc: its public bound
+  u*_ℓ is ψ⁻¹(ψ(x) + γτ̂/μ⁽ᵃ⁾) at the identity query's median answer), x = 1 … 10⁶ in the
+  attribute's own units.
+
+Warnings have the shape ``{"code", "query", "message", "remedy"}`` and say what to change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from eree.errors import EreeError
+from eree.mechanisms.base import ExpectedError, Mechanism
+from eree.mechanisms.eree import ApproximateCountMechanism, CountMechanism
+from eree.mechanisms.gedp import GedpMechanism, PncBounded
+from eree.mechanisms.noise_infusion import NoiseInfusion
+from eree.privacy.neighbors import SqrtShift
+from eree.release.build import BuiltPlan, QueryPlan
+
+__all__ = [
+    "COUNT_SIZES",
+    "COUNT_WARN_BELOW",
+    "GEDP_ASSUMED_ESTABLISHMENTS",
+    "GEDP_WARN_BELOW",
+    "VALUE_SIZES",
+    "delta_warning",
+    "plan_warnings",
+    "preview",
+]
+
+#: representative cell sizes n (jobs) of a count marginal
+COUNT_SIZES = (1, 10, 100, 1_000, 10_000)
+#: representative group values of a GEDP attribute, in the attribute's own units
+VALUE_SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+#: warn when a count cell of more than this many jobs gets noise larger than its value
+COUNT_WARN_BELOW = 10.0
+#: warn when a GEDP group of value above this (attribute's units) gets noise larger than it
+GEDP_WARN_BELOW = 1_000.0
+#: n used for pnc's τ̂ when the number of establishments is not known (``eree explain``)
+GEDP_ASSUMED_ESTABLISHMENTS = 10_000
+
+#: search range of the break-even size and of a remedy's parameter
+_LOW, _HIGH = 1e-3, 1e12
+
+
+def warning(code: str, query: str | None, message: str, remedy: str) -> dict[str, Any]:
+    """One warning in the shape the manifest and the report use."""
+    return {"code": code, "query": query, "message": message, "remedy": remedy}
+
+
+# ------------------------------------------------------------------ per-mechanism inputs
+
+
+def _pnc_bound(mech: PncBounded, x: float, n_est: int) -> float:
+    """u*_ℓ of a group whose largest establishment has value x, at the median ω = ψ(x)."""
+    omega = mech.neighbor.psi(np.array([x], dtype=np.float64))
+    return float(mech.upper_bounds(omega, n_est)[0])
+
+
+def _at(mech: Mechanism, size: float, x_v: float, n_est: int) -> dict[str, float]:
+    """The cell statistics a mechanism reads, at a representative size."""
+    if isinstance(mech, GedpMechanism):
+        at = {"value": size}
+        if isinstance(mech, PncBounded):
+            at["bound"] = _pnc_bound(mech, size, n_est)
+        return at
+    return {"count": size, "count_truncated": size, "x_v": x_v}
+
+
+def _error(mech: Mechanism, size: float, x_v: float, n_est: int) -> ExpectedError | None:
+    return mech.expected_error(_at(mech, size, x_v, n_est))
+
+
+def _uses_x_v(mech: Mechanism) -> bool:
+    return "x_v" in mech.needs or mech.uses_establishment_incidence
+
+
+def break_even(mech: Mechanism, n_est: int) -> float | None:
+    """The size below which the noise std exceeds the value (x_v = 1 for counts).
+
+    Assumes std/size decreases in size (true of every registered mechanism). None when
+    the std never exceeds the value above size 10⁻³; ``inf`` when it always does.
+    """
+
+    def ratio(size: float) -> float:
+        e = _error(mech, size, 1.0, n_est)
+        if e is None or e.std is None:
+            return math.nan
+        return e.std / size
+
+    lo, hi = _LOW, _HIGH
+    if not ratio(lo) > 1:  # nan (no preview) or already below
+        return None
+    if ratio(hi) > 1:
+        return math.inf
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if ratio(mid) > 1:
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1 + 1e-9:
+            break
+    return hi
+
+
+def _smallest(
+    make: Callable[[float], Mechanism], ok: Callable[[Mechanism], bool], start: float
+) -> float | None:
+    """The smallest parameter ≥ ``start`` (geometric search) whose mechanism satisfies ``ok``."""
+
+    def good(v: float) -> bool:
+        try:
+            return ok(make(v))
+        except EreeError:
+            return False
+
+    lo, hi = start, start
+    while not good(hi):
+        lo, hi = hi, hi * 2
+        if hi > _HIGH:
+            return None
+    for _ in range(200):
+        if hi / lo < 1 + 1e-6:
+            break
+        mid = math.sqrt(lo * hi)
+        if good(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# ------------------------------------------------------------------ the preview
+
+
+def _fmt(v: float | None) -> float | None:
+    return None if v is None else float(v)
+
+
+def _count_rows(mech: Mechanism, n_est: int) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for n in COUNT_SIZES:
+        for x_v in dict.fromkeys((1, n)) if _uses_x_v(mech) else (None,):
+            e = _error(mech, float(n), float(x_v or n), n_est)
+            if e is None:
+                continue
+            rel = None if e.mean_abs is None else e.mean_abs / n
+            cells = [n] if x_v is None else [n, x_v]
+            rows.append([*cells, _fmt(e.std), _fmt(e.mean_abs), rel, _fmt(e.ci_width)])
+    return rows
+
+
+def _value_rows(mech: Mechanism, n_est: int) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for x in VALUE_SIZES:
+        e = _error(mech, float(x), 1.0, n_est)
+        if e is None:
+            continue
+        rel = None if e.std is None else e.std / x
+        rows.append([x, _fmt(e.std), _fmt(e.mean_abs), rel, _fmt(e.ci_width)])
+    return rows
+
+
+def _notes(mech: Mechanism, n_est: int, known: bool) -> list[str]:
+    notes = []
+    e = _error(mech, 100.0, 1.0, n_est)
+    if e is not None and e.note:
+        notes.append(e.note)
+    if isinstance(mech, CountMechanism) and _uses_x_v(mech):
+        notes.append(
+            "x_v: jobs of the cell in its largest establishment (x_v = 1: spread over many "
+            "establishments, the least noise; x_v = n: one establishment, the most)"
+        )
+    if isinstance(mech, PncBounded):
+        assumed = f"an assumed {GEDP_ASSUMED_ESTABLISHMENTS:,} establishments (no data read)"
+        how = "the data's number of establishments" if known else assumed
+        notes.append(
+            "pnc rows: a group whose largest establishment has this value; its public bound u* "
+            f"at the identity query's median answer, with tau-hat for {how}; the group's sum is "
+            "at least the value, so std/value bounds the relative error from above"
+        )
+    return notes
+
+
+def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, Any]:
+    """The accuracy preview and warnings of a built plan (public information only).
+
+    Args:
+        built: the plan's mechanism objects.
+        n_establishments: the number of establishments (public: the workplace frame);
+            None when no data is read.
+
+    Returns:
+        ``{"queries": [...], "warnings": [...]}``; each query entry has ``query``,
+        ``statistic``, ``mechanism``, ``columns``, ``rows``, ``break_even`` (the size
+        below which the noise std exceeds the value) and ``notes``.
+    """
+    n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
+    known = n_establishments is not None
+    out: list[dict[str, Any]] = []
+    for q in built.queries:
+        for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
+            gedp = isinstance(mech, GedpMechanism)
+            rows = _value_rows(mech, n_est) if gedp else _count_rows(mech, n_est)
+            if not rows:
+                continue
+            conf = f"{getattr(mech, 'confidence', 0.95):.0%}"
+            size_cols = ["value"] if gedp else (["n", "x_v"] if _uses_x_v(mech) else ["n"])
+            err_cols = ["std", "E|error|", "std/value" if gedp else "E|error|/n"]
+            cols = [*size_cols, *err_cols, f"{conf} CI width"]
+            entry: dict[str, Any] = {
+                "query": q.name, "statistic": stat, "mechanism": mech.name,
+                "columns": cols, "rows": rows, "break_even": break_even(mech, n_est),
+                "notes": _notes(mech, n_est, known),
+            }  # fmt: skip
+            same = [e for e in out if e["query"] == q.name and e["rows"] == rows]
+            if same:  # attributes with the same parameters share one table
+                same[0]["statistic"] += f", {stat}"
+                continue
+            out.append(entry)
+    return {"queries": out, "warnings": plan_warnings(built, n_establishments)}
+
+
+# ------------------------------------------------------------------ warnings
+
+
+def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict[str, Any] | None:
+    if isinstance(mech, NoiseInfusion):
+        return None  # no formal guarantee; its error depends on confidential s, t
+    gedp = isinstance(mech, GedpMechanism)
+    limit = GEDP_WARN_BELOW if gedp else COUNT_WARN_BELOW
+    n = break_even(mech, n_est)
+    if n is None or n <= limit:
+        return None
+
+    def fine(m: Mechanism) -> bool:
+        b = break_even(m, n_est)
+        return b is None or b <= limit
+
+    size = f"{limit:,.0f}"
+    coarsen = "coarsen the query (fewer, larger cells)"
+    if isinstance(mech, GedpMechanism):
+        unit = f" (in {stat}'s units)"
+        what = f"groups of attribute {stat!r}"
+        then = f"(then groups above {size} get noise below their value)"
+        if q.spec.is_identity:
+            what, then = f"establishments' {stat}", f"(then those above {size} get noise below it)"
+            coarsen = "accept it: the identity query answers single establishments"
+        current = f"mu = {mech.mu:g}"
+        if isinstance(mech, PncBounded):  # the bounds come from the identity query's μ
+            m0 = mech
+            factor = _smallest(
+                lambda k: dataclasses.replace(m0, mu=k * m0.mu, bounds_mu=k * m0.bounds_mu),
+                fine, 1.0,
+            )  # fmt: skip
+            how = coarsen if factor is None else (
+                f"raise mu for {stat} here and in query {mech.bounds_from!r} (whose answers "
+                f"set pnc's bounds) by a factor of {factor:.3g} {then}, or {coarsen}")  # fmt: skip
+        else:
+            need = _smallest(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
+            how = coarsen if need is None else (
+                f"raise mu for {stat} to {need:.3g} {then}, or {coarsen}")  # fmt: skip
+        if isinstance(mech.neighbor, SqrtShift):
+            how += (
+                f"; check the unit of {stat}: with psi = sqrt, a distance chosen for dollars is "
+                f"sqrt(1000) ≈ 31.6 times too large for thousands of dollars (gamma = "
+                f"{mech.gamma:g} here)"
+            )
+    elif isinstance(mech, CountMechanism):
+        eps = mech.epsilon
+        unit, what = " jobs, even with x_v = 1", "cells"
+        need = _smallest(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)
+        current = f"epsilon = {eps:g}"
+        how = coarsen if need is None else (
+            f"raise the query's epsilon to {need:.3g} (then cells above {size} jobs get noise "
+            f"below their value), or {coarsen}")  # fmt: skip
+    else:
+        return None
+    below = "every size" if math.isinf(n) else f"{n:,.0f}"
+    message = (
+        f"noise std exceeds the value for {what} below {below}{unit} "
+        f"(query {q.name!r}, mechanism {mech.name}, {current})"
+    )
+    return warning("noise-exceeds-value", q.name, message, how)
+
+
+def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
+    """Smooth Laplace: a per-cell δ ≥ 1/(number of establishments) (Haney et al. §9).
+
+    At such a δ a mechanism may publish some establishments exactly. The remedy gives
+    the query's δ for a per-cell δ of a tenth of 1/N and the ε that δ needs, both from
+    the mechanism object.
+    """
+    mech = q.mechanisms[0]
+    if not isinstance(mech, ApproximateCountMechanism) or n_establishments < 1:
+        return None
+    dcell = mech.delta_cell
+    if dcell < 1.0 / n_establishments:
+        return None
+    target = 0.1 / n_establishments * mech.worker_cells
+    need = _smallest(lambda e: dataclasses.replace(mech, epsilon=e, delta=target),
+                     lambda m: True, mech.epsilon)  # fmt: skip
+    message = (
+        f"per-cell delta {dcell:.3g} >= 1/(number of establishments) = "
+        f"{1.0 / n_establishments:.3g}: a mechanism could publish some establishments "
+        f"exactly at this delta (Haney et al. §9; query {q.name!r})"
+    )
+    remedy = (
+        f"set the query's delta to {target:.2g} (per cell {0.1 / n_establishments:.2g}); "
+        + (f"that needs epsilon >= {need:.3g}; " if need is not None else "")
+        + "or use log_laplace or smooth_gamma, which have no delta"
+    )
+    return warning("delta-per-cell-large", q.name, message, remedy)
+
+
+def plan_warnings(built: BuiltPlan, n_establishments: int | None = None) -> list[dict[str, Any]]:
+    """Every warning of a plan, from public information (and N when known)."""
+    n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
+    out = []
+    for q in built.queries:
+        for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
+            w = _noise_warning(q, stat, mech, n_est)
+            if w is not None:
+                out.append(w)
+        if n_establishments is not None:
+            d = delta_warning(q, n_establishments)
+            if d is not None:
+                out.append(d)
+    return out

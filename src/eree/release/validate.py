@@ -1,0 +1,103 @@
+"""``eree validate``: the spec, its paths and its data, checked as a release would; nothing spent.
+
+The data are read through the same family loader and engine as
+:func:`eree.release.protect.protect` (every check of DESIGN.md §2.3, the same one-line
+errors naming file, row and column). Nothing is written, no ledger is opened and no
+noise is drawn. What is returned holds public information only: which checks passed,
+the plan's cost, semantics and accuracy preview (:mod:`eree.release.preview`), where
+the number of establishments (public: the workplace frame) sharpens the warnings.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from eree.errors import SpecError
+from eree.release.spec import Plan, load_spec
+
+__all__ = ["check_paths", "validate_plan"]
+
+#: the [data] keys that name input files
+_PATH_KEYS = ("workplace", "worker", "job", "jobs", "path")
+
+
+def check_paths(plan: Plan) -> list[str]:
+    """Every input file exists and is readable; returns the keys checked.
+
+    Raises:
+        SpecError: naming the ``[data]`` key and the path.
+    """
+    checked = []
+    for key in _PATH_KEYS:
+        p = getattr(plan.data, key, None)
+        if p is None:
+            continue
+        path = Path(p)
+        if not path.exists():
+            raise SpecError(f"[data].{key}: file not found: {path}")
+        if path.is_dir():
+            raise SpecError(f"[data].{key}: {path} is a directory, not a data file")
+        if not os.access(path, os.R_OK):
+            raise SpecError(f"[data].{key}: {path} is not readable")
+        checked.append(key)
+    return checked
+
+
+def validate_plan(spec: str | Path, *, read_data: bool = True) -> dict[str, Any]:
+    """Check ``spec`` as a release would, without spending or writing anything.
+
+    Args:
+        spec: the TOML spec file.
+        read_data: also load and validate the data (False: the spec and its paths only).
+
+    Returns:
+        ``{"spec", "checks", "data_checked", "explain"}``: the checks passed (in words),
+        whether the data were read, and :func:`eree.release.protect.explain` of the plan.
+
+    Raises:
+        EreeError: the first problem found (spec, parameters, paths or data), as the
+            one-line message a release would give.
+    """
+    from eree.release.build import build
+    from eree.release.cells import check_plan_cells
+    from eree.release.family import family_of
+    from eree.release.protect import explain
+
+    plan = load_spec(spec)
+    checks = ["spec: keys, types and values"]
+    check_plan_cells(plan)
+    built = build(plan)
+    budget = plan.privacy.budget
+    if budget:  # the release alone must fit the spec's own budget (as protect checks)
+        from eree.privacy.ledger import check_spec_budget
+
+        p = plan.privacy
+        check_spec_budget(plan.name, p.definition, p.alpha, built.report().total, budget)
+    family = family_of(plan)
+    family.check_before_load(plan)
+    checks.append("privacy parameters and mechanisms of every query")
+    keys = check_paths(plan)
+    checks.append(f"input files exist and are readable ({', '.join(f'[data].{k}' for k in keys)})")
+    n_establishments = None
+    if read_data:
+        from eree.engine.select import make_engine
+
+        e = plan.engine
+        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            data = family.load(plan, engine, narrow=False)
+        n_establishments = family.n_establishments(data)
+        checks.append(
+            "data: every configured column against the spec (ids, links, domains, values; "
+            "the checks of a release)"
+        )
+    return {
+        "spec": str(spec),
+        "checks": checks,
+        "data_checked": read_data,
+        "explain": explain(plan, n_establishments),
+    }
