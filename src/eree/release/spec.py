@@ -54,7 +54,10 @@ _QUERY_KEYS = (
     "additive",
 )
 _PNC_KEYS = ("zeta", "bounds_from")
-_POSTPROCESS_KEYS = ("microdata", "nonnegative", "integer", "consistent")
+_POSTPROCESS_KEYS = ("microdata", "nonnegative", "integer", "consistent", "microdata_fit")
+#: how the GEDP microdata is fitted: Eq. 1 of the QCEW paper, or in √-space where the
+#: answers are √-ψ answers (eree.postprocess.sqrt_space; docs/spec.md)
+MICRODATA_FITS = ("eq1", "sqrt-space")
 _OUTPUT_KEYS = ("confidence", "csv", "max_cells")
 
 #: longest query name: it becomes a file name (``tables/<name>.parquet``)
@@ -184,12 +187,16 @@ class PostprocessSpec:
         integer: ER-EE: every published count is an integer.
         consistent: ER-EE: every released marginal's cell equals the sum of its cells in
             each finer released marginal (geography and worker attributes).
+        microdata_fit: GEDP microdata: ``"eq1"`` (Eq. 1 of the QCEW paper, the default)
+            or ``"sqrt-space"`` (√-ψ answers fitted in √-space, the total anchored;
+            :mod:`eree.postprocess.sqrt_space`).
     """
 
     microdata: bool = False
     nonnegative: bool = False
     integer: bool = False
     consistent: bool = False
+    microdata_fit: str = "eq1"
 
 
 @dataclass(frozen=True)
@@ -483,7 +490,12 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     pp_raw = raw.get("postprocess", {})
     _check_keys(pp_raw, _POSTPROCESS_KEYS, "[postprocess]")
     for key in _POSTPROCESS_KEYS:
-        if key in pp_raw and not isinstance(pp_raw[key], bool):
+        if key == "microdata_fit":
+            if key in pp_raw and pp_raw[key] not in MICRODATA_FITS:
+                raise SpecError(
+                    f"[postprocess].microdata_fit must be one of {', '.join(MICRODATA_FITS)}"
+                )
+        elif key in pp_raw and not isinstance(pp_raw[key], bool):
             raise SpecError(f"[postprocess].{key} must be true or false")
     postprocess = PostprocessSpec(**pp_raw)
     _check_postprocess(postprocess, data_cfg, queries)
@@ -525,6 +537,11 @@ def _check_postprocess(
     queries: tuple[QuerySpec, ...],
 ) -> None:
     """Refuse post-processing options that do not apply, before any data is read."""
+    if pp.microdata_fit != "eq1" and not pp.microdata:
+        raise SpecError(
+            "[postprocess] microdata_fit says how the GEDP microdata is fitted: it needs "
+            "microdata = true"
+        )
     if not isinstance(data, EreeDataConfig):
         if pp.integer:
             raise SpecError(
