@@ -9,11 +9,15 @@ processes:
 * ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
   loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
 
-Reported: median wall time and peak RSS of each over ``--runs`` runs and their ratios,
+Reported: median wall time, peak RSS and CPU time (user + system, all threads) of each
+over ``--runs`` runs and their ratios,
 with the 1-minute load average before each run (a shared machine makes every timing an
 upper bound).
 
-    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four]
+    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four] [--ledger]
+
+With ``--ledger`` the release is charged to a budget ledger made for the run: it then
+reads every configured column and computes the content and structure fingerprints.
 """
 
 from __future__ import annotations
@@ -101,7 +105,8 @@ def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
     """)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -109,7 +114,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise RuntimeError(f"{cmd[:4]} failed:\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -119,6 +124,11 @@ def main() -> None:
     ap.add_argument("--four", action="store_true", help="the four marginals of the demo")
     ap.add_argument("--engine", default="polars")
     ap.add_argument("--skip-floor", action="store_true")
+    ap.add_argument(
+        "--ledger",
+        action="store_true",
+        help="release with a budget ledger (every configured column read and fingerprinted)",
+    )
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
     marginals = FOUR if args.four else ONE
@@ -131,14 +141,27 @@ def main() -> None:
     src = Path(__file__).resolve().parent.parent / "src"
     env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
     out = args.workdir / "release"
+    ledger: list[str] = []
+    if args.ledger:
+        book = args.workdir / "ledger.sqlite"
+        for f in (book, book.with_name(book.name + ".key")):
+            f.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "eree.cli", "ledger", "budget", str(book), "bench",
+             "--epsilon", "1e9", "--delta", "1", "--alpha", "0.1"],
+            env=env, check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        ledger = ["--ledger", str(book)]
     rows = []
     for _ in range(args.runs):
         run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
         if not args.skip_floor:
-            run["floor_s"], run["floor_mib"] = timed([sys.executable, str(floor)], env)
+            run["floor_s"], run["floor_mib"], run["floor_cpu_s"] = timed(
+                [sys.executable, str(floor)], env
+            )
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out)]
-        run["eree_s"], run["eree_mib"] = timed(cmd, env)
+        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out), *ledger]
+        run["eree_s"], run["eree_mib"], run["eree_cpu_s"] = timed(cmd, env)
         rows.append(run)
         print(json.dumps(run), flush=True)
     med = {
@@ -149,8 +172,9 @@ def main() -> None:
     if not args.skip_floor:
         med["wall_ratio"] = med["eree_s"] / med["floor_s"]
         med["memory_ratio"] = med["eree_mib"] / med["floor_mib"]
+        med["cpu_ratio"] = med["eree_cpu_s"] / med["floor_cpu_s"]
     print(json.dumps({"median": med, "engine": args.engine, "marginals": list(marginals),
-                      "machine": machine()}, indent=2))  # fmt: skip
+                      "ledger": args.ledger, "machine": machine()}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

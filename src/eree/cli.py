@@ -453,6 +453,8 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
         console.print(f"ledger row {led['id']} (dataset {led['dataset']!r}, version "
                       f"{led['version']})")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
+    if (out_dir / "report.html").is_file():
+        console.print(f"report:   {out_dir / 'report.html'}")
 
 
 def _open_ledger(path: Path, must_exist: bool = True) -> Any:

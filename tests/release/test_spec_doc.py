@@ -79,7 +79,8 @@ def test_defaults_are_the_parsers():
     assert plan.output.max_cells == schema.default("[output]", "max_cells") == 5_000_000
     assert plan.engine.kind == "polars" and plan.engine.cores == 2
     assert plan.engine.driver_memory == "4g"
-    assert not any(vars(plan.postprocess).values())
+    assert plan.postprocess.microdata_fit == "eq1"
+    assert not any(v for k, v in vars(plan.postprocess).items() if k != "microdata_fit")
     assert plan.data.id == schema.default("[data]", "id", "establishments")
 
 

@@ -79,6 +79,7 @@ def write_release(
     seeded: bool = False,
     tag: str | None = None,
     force: bool = False,
+    documents: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
@@ -98,6 +99,8 @@ def write_release(
         tag: the ledger reservation's tag, put in the partial directory's name so that
             the ledger can find (and finish or remove) it after a crash.
         force: replace an earlier output of eree (:func:`eree.data.outdir.check_out`).
+        documents: text files of the release by name (e.g. ``{"report.html": page}``),
+            written with the rest, atomically.
     """
     out_dir = check_output_dir(out_dir, force=force)
     check_finite(tables, extra)
@@ -127,6 +130,10 @@ def write_release(
                 frame.write_csv(dest)
             else:
                 raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
+        for name, text in (documents or {}).items():
+            if Path(name).name != name:
+                raise EreeError(f"release document {name!r} must be a plain file name")
+            (tmp / name).write_text(text, encoding="utf-8")
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
             json.dump(manifest, fp, indent=2, default=_json_default)
             fp.write("\n")

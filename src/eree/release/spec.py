@@ -34,6 +34,9 @@ _QUERY_KEYS = schema.keys("[[query]]")
 _PNC_KEYS = schema.keys("[pnc]")
 _POSTPROCESS_KEYS = schema.keys("[postprocess]")
 _OUTPUT_KEYS = schema.keys("[output]")
+#: how the GEDP microdata is fitted: Eq. 1 of the QCEW paper, or in √-space where the
+#: answers are √-ψ answers (eree.postprocess.sqrt_space; docs/spec.md)
+MICRODATA_FITS = schema.key("[postprocess]", "microdata_fit").allowed
 
 #: longest query name: it becomes a file name (``tables/<name>.parquet``)
 MAX_QUERY_NAME = 100
@@ -159,12 +162,16 @@ class PostprocessSpec:
         integer: ER-EE: every published count is an integer.
         consistent: ER-EE: every released marginal's cell equals the sum of its cells in
             each finer released marginal (geography and worker attributes).
+        microdata_fit: GEDP microdata: ``"eq1"`` (Eq. 1 of the QCEW paper, the default)
+            or ``"sqrt-space"`` (√-ψ answers fitted in √-space, the total anchored;
+            :mod:`eree.postprocess.sqrt_space`).
     """
 
     microdata: bool = schema.default("[postprocess]", "microdata")
     nonnegative: bool = schema.default("[postprocess]", "nonnegative")
     integer: bool = schema.default("[postprocess]", "integer")
     consistent: bool = schema.default("[postprocess]", "consistent")
+    microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
 
 
 @dataclass(frozen=True)
@@ -458,7 +465,12 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     pp_raw = raw.get("postprocess", {})
     _check_keys(pp_raw, _POSTPROCESS_KEYS, "[postprocess]")
     for key in _POSTPROCESS_KEYS:
-        if key in pp_raw and not isinstance(pp_raw[key], bool):
+        if key == "microdata_fit":
+            if key in pp_raw and pp_raw[key] not in MICRODATA_FITS:
+                raise SpecError(
+                    f"[postprocess].microdata_fit must be one of {', '.join(MICRODATA_FITS)}"
+                )
+        elif key in pp_raw and not isinstance(pp_raw[key], bool):
             raise SpecError(f"[postprocess].{key} must be true or false")
     postprocess = PostprocessSpec(**pp_raw)
     _check_postprocess(postprocess, data_cfg, queries)
@@ -500,6 +512,11 @@ def _check_postprocess(
     queries: tuple[QuerySpec, ...],
 ) -> None:
     """Refuse post-processing options that do not apply, before any data is read."""
+    if pp.microdata_fit != "eq1" and not pp.microdata:
+        raise SpecError(
+            "[postprocess] microdata_fit says how the GEDP microdata is fitted: it needs "
+            "microdata = true"
+        )
     if not isinstance(data, EreeDataConfig):
         if pp.integer:
             raise SpecError(

@@ -445,6 +445,16 @@ SECTIONS: tuple[Section, ...] = (
                 "of marginals; establishments: needs microdata = true, tables are "
                 "tabulations of the microdata).",
             ),
+            Key(
+                "microdata_fit",
+                "string",
+                "eq1",
+                'Establishments, with microdata = true: how the microdata is fitted. "eq1": '
+                'Webb et al. Eq. 1 on every published estimate; "sqrt-space" (beyond the '
+                "paper): the cells answered by the √-ψ-mechanism are fitted in √-space with "
+                "the total anchored ([spec.md](spec.md)). Refused for ER-EE data.",
+                ("eq1", "sqrt-space"),
+            ),
         ),
     ),
     Section(
