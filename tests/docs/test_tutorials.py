@@ -17,6 +17,7 @@ def test_tutorial_lodes_runs_as_written(tmp_path):
     out = repo / "tutorial-lodes"
     manifest = json.loads((out / "release" / "manifest.json").read_text())
     assert manifest["privacy"]["total"]["epsilon"] == 6.0
+    assert (out / "release" / "report.html").is_file()
     # the over-budget release was refused and wrote nothing
     assert not (out / "release-q2").exists()
     assert any("refused: 6 + 6 > 10" in r.stdout for r in results)
