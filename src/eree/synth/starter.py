@@ -60,6 +60,8 @@ name = "{name}"
 kind = "establishments"
 path = "{data}"
 id = "primary_key"
+public = ["state", "cnty", "own", "naics", "naics3", "naics4", "naics5",
+          "naics_sector", "super_sector"]
 
 [privacy]
 definition = "gedp"
@@ -74,19 +76,19 @@ mu = {{ m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.15 }}
 
 [[query]]
 name = "state"
-by = []
+by = ["state"]
 mechanism = "pnc"
 mu = {{ m1emp = 0.2, m2emp = 0.2, m3emp = 0.2, wage = 0.10 }}
 
 [[query]]
 name = "county"
-by = ["cnty"]
+by = ["state", "cnty"]          # county codes repeat across states
 mechanism = "pnc"
 mu = {{ m1emp = 0.6, m2emp = 0.6, m3emp = 0.6, wage = 0.15 }}
 
 [[query]]
 name = "county_sector"
-by = ["cnty", "naics_sector"]
+by = ["state", "cnty", "naics_sector"]
 mechanism = "pnc"
 mu = {{ m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.15 }}
 
