@@ -162,7 +162,7 @@ def release(args: argparse.Namespace) -> None:
     if args.noise_seed is not None:
         cmd += ["--seed", str(args.noise_seed)]
     before = load()
-    wall, peak = timed(cmd, env, args.rss_limit_gib)
+    wall, peak, _ = timed(cmd, env, args.rss_limit_gib)
     print(json.dumps({"kind": "gedp", "data": str(args.data), "engine": args.engine,
                       "wall_s": round(wall, 1), "peak_mib": round(peak),
                       "load_before": before, "load_after": load(), "machine": machine()},

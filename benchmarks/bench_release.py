@@ -9,22 +9,25 @@ processes:
 * ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
   loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
 
-Reported: median wall time and peak memory of each over ``--runs`` runs and their
-ratios, with the 1-minute load average before each run (a shared machine makes every
-timing an upper bound). Peak memory is the larger of the child's own peak RSS and its
-process tree's resident memory sampled every 0.2 s (a Spark run's JVM is a child);
-``--rss-limit-gib`` stops a run whose tree passes the limit.
+Reported: median wall time, peak memory and CPU time (user + system, all threads) of
+each over ``--runs`` runs and their ratios, with the 1-minute load average before each
+run (a shared machine makes every timing an upper bound). Peak memory is the larger of
+the child's own peak RSS and its process tree's resident memory sampled every 0.2 s (a
+Spark run's JVM is a child); ``--rss-limit-gib`` stops a run whose tree passes the limit.
 
-    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four]
+    python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four] [--ledger]
+
+With ``--ledger`` the release is charged to a budget ledger made for the run: it then
+reads every configured column and computes the content and structure fingerprints.
 
 National, the demo's four marginals (the last has 82.8M cells, above the default
 ``[output] max_cells``, so the spec raises it), seeded so that engines can be compared
 (``benchmarks/compare_releases.py``):
 
-    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \
+    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \\
         --max-cells 100000000 --rss-limit-gib 16 --seed 1 --workdir /tmp/nation/polars4
-    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \
-        --max-cells 100000000 --rss-limit-gib 16 --seed 1 --engine spark \
+    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \\
+        --max-cells 100000000 --rss-limit-gib 16 --seed 1 --engine spark \\
         --driver-memory 8g --workdir /tmp/nation/spark4
 """
 
@@ -124,7 +127,8 @@ def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
 
 def timed(
     cmd: list[str], env: dict[str, str], rss_limit_gib: float | None = None
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
+    """Wall seconds, peak memory (MiB) and CPU seconds (user + system) of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     tree_peak = guard(proc, rss_limit_gib)
@@ -134,7 +138,8 @@ def timed(
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise RuntimeError(f"{cmd[:4]} failed:\n{err[-3000:]}")
     # the child's own peak, or its process tree's sampled one (Spark's JVM is a child)
-    return wall, max(usage.ru_maxrss / 1024.0, tree_peak[0] * 1024.0)
+    peak = max(usage.ru_maxrss / 1024.0, tree_peak[0] * 1024.0)
+    return wall, peak, usage.ru_utime + usage.ru_stime
 
 
 def tree_rss_gib(pid: int) -> float:
@@ -186,6 +191,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=None, help="seeded noise (to compare engines)")
     ap.add_argument("--driver-memory", default=None, help="Spark driver heap ([engine])")
     ap.add_argument("--rss-limit-gib", type=float, default=None, help="stop a run above this")
+    ap.add_argument(
+        "--ledger",
+        action="store_true",
+        help="release with a budget ledger (every configured column read and fingerprinted)",
+    )
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
     marginals = FOUR if args.four else ONE
@@ -200,18 +210,29 @@ def main() -> None:
     src = Path(__file__).resolve().parent.parent / "src"
     env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
     out = args.workdir / "release"
+    ledger: list[str] = []
+    if args.ledger:
+        book = args.workdir / "ledger.sqlite"
+        for f in (book, book.with_name(book.name + ".key")):
+            f.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "eree.cli", "ledger", "budget", str(book), "bench",
+             "--epsilon", "1e9", "--delta", "1", "--alpha", "0.1"],
+            env=env, check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        ledger = ["--ledger", str(book)]
     rows = []
     for _ in range(args.runs):
         run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
         if not args.skip_floor:
-            run["floor_s"], run["floor_mib"] = timed(
+            run["floor_s"], run["floor_mib"], run["floor_cpu_s"] = timed(
                 [sys.executable, str(floor)], env, args.rss_limit_gib
             )
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out)]
+        cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out), *ledger]
         if args.seed is not None:
             cmd += ["--seed", str(args.seed)]
-        run["eree_s"], run["eree_mib"] = timed(cmd, env, args.rss_limit_gib)
+        run["eree_s"], run["eree_mib"], run["eree_cpu_s"] = timed(cmd, env, args.rss_limit_gib)
         rows.append(run)
         print(json.dumps(run), flush=True)
     med = {
@@ -222,8 +243,9 @@ def main() -> None:
     if not args.skip_floor:
         med["wall_ratio"] = med["eree_s"] / med["floor_s"]
         med["memory_ratio"] = med["eree_mib"] / med["floor_mib"]
+        med["cpu_ratio"] = med["eree_cpu_s"] / med["floor_cpu_s"]
     print(json.dumps({"median": med, "engine": args.engine, "marginals": list(marginals),
-                      "machine": machine()}, indent=2))  # fmt: skip
+                      "ledger": args.ledger, "machine": machine()}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ def print_cells(cells: dict[str, Any]) -> None:
     """One line per count query: its number of cells, or its lower bound without data."""
     if not cells:
         return
-    console.print("[bold]Cells per query[/] (limit: [output] max_cells)")
+    console.print("[bold]Cells per query[/] (limit: \\[output] max_cells)")
     for name, c in cells.items():
         amount = f"{c['cells']:,}" if c["cells"] is not None else f"≥ {c['at_least']:,}"
         console.print(f"  {escape(name)}: {amount} ({escape(c['how'])})")
@@ -453,6 +453,8 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
         console.print(f"ledger row {led['id']} (dataset {led['dataset']!r}, version "
                       f"{led['version']})")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
+    if (out_dir / "report.html").is_file():
+        console.print(f"report:   {out_dir / 'report.html'}")
 
 
 def _open_ledger(path: Path, must_exist: bool = True) -> Any:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 from rich.console import Console
 
 from eree.errors import EreeError
@@ -109,8 +108,10 @@ id = "primary_key"
 [privacy]
 definition = "gedp"
 neighbor = "sqrt"
-# wages are in thousands of dollars here: gamma = 50 on sqrt(dollars), the paper's
-# setting, is gamma = 50/sqrt(1000) ≈ 1.58 on sqrt(thousands)
+# wages are in thousands of dollars per quarter (docs/choosing-parameters.md, "Units").
+# gamma_wage = 1.58 on sqrt(thousands) is gamma = 50 on sqrt(dollars): a $63K wage bill is
+# protected within $40K-$91K. The paper's Table 7 uses 50 on sqrt(thousands) (examples/),
+# a far wider protection with far more noise.
 distance = { m1emp = 0.5, m2emp = 0.5, m3emp = 0.5, wage = 1.58 }
 
 [[query]]
@@ -180,6 +181,82 @@ def _gedp_half(out: Path, seed: int | None, console: Console) -> dict[str, Any]:
     return {"spec": spec_path, "result": result, "accuracy": accuracy}
 
 
+#: columns of the accuracy tables: key → (title, kind)
+_ACCURACY_COLUMNS = {
+    "query": "query",
+    "attribute": "attribute",
+    "cells": "cells",
+    "mean_abs_error": "mean |error|",
+    "median_abs_error": "median |error|",
+    "median_relative_error": "median relative error",
+}
+
+
+def _accuracy_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    keys = [k for k in _ACCURACY_COLUMNS if rows and k in rows[0]]
+    body = [[f"{r[k]:.2%}" if k == "median_relative_error" else r[k] for k in keys] for r in rows]
+    return [_ACCURACY_COLUMNS[k] for k in keys], body
+
+
+def _accuracy_table(title: str, rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    from eree.htmlpage import num
+
+    headers, body = _accuracy_rows(rows)
+    t = Table(title=f"{title} against the synthetic truth")
+    for h in headers:
+        t.add_column(h, justify="left" if h in ("query", "attribute") else "right")
+    for r in body:
+        t.add_row(*(v if isinstance(v, str) else num(v) for v in r))
+    return t
+
+
+def _accuracy_html(rows: list[dict[str, Any]], what: str) -> str:
+    from eree.htmlpage import table
+
+    headers, body = _accuracy_rows(rows)
+    left = sum(1 for h in headers if h in ("query", "attribute"))
+    return (
+        "<h3>Accuracy against the truth (synthetic data only)</h3>"
+        '<p class="info">Only possible because these data are synthetic: the error of each '
+        "published value against the true value it protects. A real release cannot show this "
+        f"(the truth is confidential); its report shows only the published uncertainty. {what}</p>"
+        + table(headers, body, left=left)
+    )
+
+
+def demo_report(lodes: dict[str, Any], gedp: dict[str, Any]) -> str:
+    """The demo's page: both releases (as their own reports show them) and their accuracy."""
+    from eree.htmlpage import page
+    from eree.release.report import READING, Footnotes, release_section
+
+    notes = Footnotes()
+    sections = [
+        '<p class="info">Two releases of synthetic data: LODES-like job counts under weak '
+        "ER-EE privacy (Haney et al. 2017) and QCEW-like establishment sums under μ-Gaussian "
+        "Establishment DP (Webb et al.). Each release folder holds its own "
+        "<code>report.html</code> with the same content; this page puts both side by side "
+        "and adds their error against the synthetic truth.</p>"
+    ]
+    for half, prefix, title, what in (
+        (lodes, "eree-", "ER-EE release: job counts", "Error = |published jobs − true jobs|."),
+        (gedp, "gedp-", "GEDP release: establishment sums",
+         "Error = |published sum − true sum| for employment (m3emp) and wages (wage, "
+         "thousands of dollars); relative error = error / (true sum + 1)."),
+    ):  # fmt: skip
+        res = half["result"]
+        frames = {t.name: t.table for t in res.tables}
+        sections.append(release_section(res.manifest, frames, notes=notes, prefix=prefix,
+                                        title=title))  # fmt: skip
+        sections.append(_accuracy_html(half["accuracy"], what))
+    sections += ['<h2 id="reading">How to read the tables</h2>' + READING, notes.html()]
+    return page("eree demo", sections, toc=True,
+                subtitle="Synthetic data, protected end to end: what was released, the "
+                "privacy spent and what it means, every warning, and the uncertainty of the "
+                "published values.")  # fmt: skip
+
+
 def run_demo(
     out: str | Path,
     *,
@@ -196,8 +273,6 @@ def run_demo(
         on_release: called with each release's manifest and directory (the CLI prints
             the cost table there).
     """
-    from eree.release.report import html_page, release_section
-
     console = console or Console()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
@@ -207,11 +282,6 @@ def run_demo(
     res = lodes["result"]
     if on_release is not None:
         on_release(res.manifest, res.out_dir)
-    sections = [
-        release_section(res.manifest, {t.name: t.table for t in res.tables}),
-        "<h3>Accuracy against the synthetic truth</h3>"
-        + pl.DataFrame(lodes["accuracy"])._repr_html_(),
-    ]
     outputs: dict[str, Any] = {
         "ER-EE spec": lodes["spec"],
         "ER-EE release": res.out_dir,
@@ -220,16 +290,11 @@ def run_demo(
     gres = gedp["result"]
     if on_release is not None:
         on_release(gres.manifest, gres.out_dir)
-    sections += [
-        release_section(gres.manifest, {t.name: t.table for t in gres.tables}),
-        "<h3>Accuracy against the synthetic truth</h3>"
-        + pl.DataFrame(gedp["accuracy"])._repr_html_(),
-    ]
     outputs["GEDP spec"] = gedp["spec"]
     outputs["GEDP release"] = gres.out_dir
     report = out / "report.html"
-    report.write_text(html_page("eree demo", sections), encoding="utf-8")
+    report.write_text(demo_report(lodes, gedp), encoding="utf-8")
     outputs["report"] = report
-    console.print(pl.DataFrame(lodes["accuracy"]))
-    console.print(pl.DataFrame(gedp["accuracy"]))
+    for title, rows in (("ER-EE accuracy", lodes["accuracy"]), ("GEDP accuracy", gedp["accuracy"])):
+        console.print(_accuracy_table(title, rows))
     return {"seconds": time.perf_counter() - t0, "outputs": outputs}

@@ -84,9 +84,39 @@ def _blank_workplace_attr(t):
         .otherwise(pl.col("county")).alias("county")))  # fmt: skip
 
 
+def _worker_id(t, row: int, value: str, *, job: bool):
+    """Worker ``row``'s id set to ``value`` (and in the job table too, with ``job``)."""
+    out = dict(t)
+    for name in ("worker", "job") if job else ("worker",):
+        df = t[name]
+        out[name] = df.with_columns(
+            pl.when(pl.col("worker_id") == t["worker"]["worker_id"][row]).then(pl.lit(value))
+            .otherwise(pl.col("worker_id")).alias("worker_id"))  # fmt: skip
+    return out
+
+
+def _blank_worker_id(t):  # U+3000 is whitespace: blank, though it sorts after "!"
+    return _worker_id(t, 4, "\u3000", job=True)
+
+
+def _blank_job_worker_id(t):
+    jb = t["job"]
+    return dict(t, job=jb.with_columns(
+        pl.when(pl.int_range(jb.height) == 9).then(pl.lit(""))
+        .otherwise(pl.col("worker_id")).alias("worker_id")))  # fmt: skip
+
+
+def _unsorted_duplicate_worker(t):  # a duplicate the "increasing" proof must not miss
+    wk = t["worker"]
+    return dict(t, worker=wk.with_columns(
+        pl.when(pl.int_range(wk.height) == wk.height - 1).then(pl.lit(wk["worker_id"][0]))
+        .otherwise(pl.col("worker_id")).alias("worker_id")))  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "corrupt", [_dup_worker, _unknown_workplace, _outside_domain, _missing_job,
-                _blank_workplace_attr],
+                _blank_workplace_attr, _blank_worker_id, _blank_job_worker_id,
+                _unsorted_duplicate_worker],
 )  # fmt: skip
 def test_invalid_input_is_rejected_like_the_eager_loader(tmp_path, tables, corrupt) -> None:
     cfg = write(tmp_path, corrupt(tables))
@@ -97,6 +127,15 @@ def test_invalid_input_is_rejected_like_the_eager_loader(tmp_path, tables, corru
     assert (fast.value.rule, fast.value.row, fast.value.column) == (
         slow.value.rule, slow.value.row, slow.value.column,
     )  # fmt: skip
+
+
+def test_ids_the_cheap_proof_cannot_vouch_for_are_checked_exactly(tmp_path, tables) -> None:
+    """Ids starting with a space or a non-ASCII letter are not blank: loaded as valid."""
+    t = _worker_id(tables, 0, " p-first", job=True)
+    t = _worker_id(t, t["worker"].height - 1, "é-last", job=True)
+    cfg = write(tmp_path, t)
+    fast = PolarsEngine().load_eree(cfg, BY)
+    assert fast.jobs.height == load_eree(cfg).jobs.height == tables["job"].height
 
 
 def test_partitioned_directories_load_like_single_files(tmp_path, tables) -> None:

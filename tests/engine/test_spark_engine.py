@@ -379,3 +379,30 @@ microdata = true
     micro_p = pl.read_parquet(next((tmp_path / "p").rglob("microdata*.parquet")))
     micro_s = pl.read_parquet(next((tmp_path / "s").rglob("microdata*.parquet")))
     assert_frame_equal(micro_s, micro_p)
+
+
+@pytest.mark.slow
+def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) -> None:
+    """The ledger sees the same content whichever engine loaded it (docs/privacy.md)."""
+    from eree.data.config import EstablishmentDataConfig
+    from eree.data.fingerprint import content_fingerprint, structure_fingerprint
+    from eree.engine.spark_common import spark_fingerprint
+    from eree.engine.spark_establishments import load_establishments_spark
+    from tests.release.test_gedp import write_small
+
+    spark_data = engine.load_eree(synth_files)
+    for polars_data in (PolarsEngine().load_eree(synth_files), load_eree(synth_files)):
+        assert spark_fingerprint(spark_data, structure=False) == content_fingerprint(polars_data)
+        assert spark_fingerprint(spark_data, structure=True) == structure_fingerprint(polars_data)
+    # establishments: text ids and codes, confidential doubles (a -0.0 and a NaN-free wage)
+    csv = write_small(tmp_path / "e.csv", n=50)
+    df = pl.read_csv(csv, infer_schema_length=0)
+    df.with_columns(pl.when(pl.col("primary_key") == "E0003").then(pl.lit("-0.0"))
+                    .otherwise(pl.col("wage")).alias("wage")).write_csv(csv)  # fmt: skip
+    cfg = EstablishmentDataConfig(csv, public=("cnty", "own", "naics"))
+    from eree.data.establishments import load_establishments
+
+    est = load_establishments(cfg)
+    sest = load_establishments_spark(engine.spark, cfg)
+    assert spark_fingerprint(sest, structure=False) == content_fingerprint(est)
+    assert spark_fingerprint(sest, structure=True) == structure_fingerprint(est)

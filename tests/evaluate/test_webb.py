@@ -58,6 +58,9 @@ def test_plans_and_table7_budget(small: EstablishmentData) -> None:
     assert sqrt.query("identity").mu == {"m1emp": 1.4, "m2emp": 1.4, "m3emp": 1.4, "wage": 0.3}
     with pytest.raises(ValueError, match="workflow"):
         webb_plan(small.config, "laplace")
+    # the paper's workflows fit Eq. 1; the adaptive one fits its √-ψ answers in √-space
+    assert pnc.postprocess.microdata_fit == sqrt.postprocess.microdata_fit == "eq1"
+    assert webb_plan(small.config, "adaptive").postprocess.microdata_fit == "sqrt-space"
 
 
 def test_replicates_truth_and_accuracy(small: EstablishmentData) -> None:

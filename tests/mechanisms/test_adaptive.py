@@ -57,7 +57,9 @@ def test_a_psi_without_variance_formula_is_refused() -> None:
         _mech(neighbor=combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0)))
 
 
-def _simulate(rng: np.random.Generator, sizes: list[int], reps: int) -> dict[str, np.ndarray]:
+def _simulate(
+    rng: np.random.Generator, sizes: list[int], reps: int, mu_id: float = MU_ID
+) -> dict[str, np.ndarray]:
     """reps full releases of the identity query (Def 6.4) and their public products.
 
     Returns the true group sums, clipped sums T_ℓ, bounds u*_ℓ (Thm 6.7) and x̂_ℓ (the sum
@@ -66,10 +68,10 @@ def _simulate(rng: np.random.Generator, sizes: list[int], reps: int) -> dict[str
     n = sum(sizes)
     x = rng.integers(2_000, 9_000, n).astype(float)
     group = np.repeat(np.arange(len(sizes)), sizes)
-    s_a = GAMMA / MU_ID
+    s_a = GAMMA / mu_id
     omega = np.sqrt(x) + rng.normal(0.0, s_a, (reps, n))
     tau = norm.ppf((1 - ZETA) ** (1 / n))
-    u = np.where(omega + GAMMA * tau / MU_ID > 0, (omega + GAMMA * tau / MU_ID) ** 2, 0.0)
+    u = np.where(omega + GAMMA * tau / mu_id > 0, (omega + GAMMA * tau / mu_id) ** 2, 0.0)
     g = len(sizes)
     u_star = np.full((reps, g), -np.inf)
     for j in range(n):
@@ -120,3 +122,37 @@ def test_published_variance_matches_the_empirical_variance() -> None:
     # and the published values are unbiased for the true sums (no clipping in practice)
     bias_z = (m.estimate.mean(axis=0) - cells["value"][0]) / np.sqrt(var.mean(axis=0) / reps)
     assert np.all(np.abs(bias_z) < 4.5)
+
+
+def test_published_variance_is_right_given_the_choice() -> None:
+    """Where the identity query is so noisy that the choice varies from release to release
+    (μ_id = 0.05, groups of three), the ψ answers' published variance is right *given that
+    ψ was chosen*: the empirical variance of x̃ over the releases where ψ answered matches
+    the mean published variance there. Thm 6.6's variance at the identity-based x̂ (what
+    the choice compares) would be biased low given the choice (ψ is chosen where x̂ is
+    small) — the same check catches it, and a 30% error too (power)."""
+    mu_id = 0.05
+    rng = np.random.default_rng(99)
+    reps = 6_000
+    cells = _simulate(rng, [3] * 40, reps, mu_id)
+    m = _mech(bounds_mu=mu_id)(Cells(cells), SeededNoise(13))
+    psi = np.asarray(m.extra["chosen"]) == "psi"
+    var = m.variance
+    assert var is not None
+    x_hat = np.maximum(cells["identity_sum"], 0.0)
+    at_x_hat = 2 * SIGMA**2 * (2 * x_hat + SIGMA**2)  # Thm 6.6 at x̂
+    own = 2 * SIGMA**2 * (2 * np.maximum(m.estimate, 0.0) + SIGMA**2)  # Thm 6.6's v̂
+    keep = [g for g in range(40) if 300 <= psi[:, g].sum() <= reps - 300]
+    assert len(keep) >= 10  # the choice really varies
+    np.testing.assert_allclose(var[psi], own[psi], rtol=1e-12)
+    z_own, z_x_hat, z_far = [], [], []
+    for g in keep:
+        sel = psi[:, g]
+        est = m.estimate[sel, g][:, None]
+        z_own.append(_variance_z(est, var[sel, g][:, None])[0])
+        z_x_hat.append(_variance_z(est, at_x_hat[sel, g][:, None])[0])
+        z_far.append(max(abs(_variance_z(est, f * var[sel, g][:, None])[0]) for f in (0.7, 1.3)))
+    k = math.sqrt(len(keep))
+    assert abs(sum(z_own) / k) < 4.0, z_own
+    assert sum(z_x_hat) / k > 4.0  # empirical variance above the x̂-based one: biased low
+    assert sum(z_far) / k > 4.0  # power

@@ -25,6 +25,7 @@ from eree.release.output import write_release
 
 FP_A = "a" * 64  # content fingerprints (the ledger keys them)
 FP_B = "b" * 64
+SCHEME = "eree-fingerprint-v2"
 
 
 def _release(led: Ledger, out: Path, *, dataset="pa", fp=FP_A, definition="eree", alpha=0.1,
@@ -33,10 +34,18 @@ def _release(led: Ledger, out: Path, *, dataset="pa", fp=FP_A, definition="eree"
     with led.release(
         dataset=dataset, fingerprint=fp, definition=definition, alpha=alpha,
         cost=cost if cost is not None else Cost(epsilon=1.0, delta=0.0), out_dir=out,
-        spec_budget=spec_budget, new_version=new_version,
+        spec_budget=spec_budget, new_version=new_version, scheme=SCHEME,
     ) as charge:  # fmt: skip
         write_release(out, [], {"ledger": charge.manifest_entry()}, tag=charge.tag)
     return charge
+
+
+def _events(path: Path) -> list[tuple]:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("SELECT id, kind, dataset, body FROM events ORDER BY id").fetchall()
+    finally:
+        con.close()
 
 
 def _statuses(led: Ledger) -> list[str]:
@@ -249,7 +258,8 @@ def _reserve_as(monkeypatch, led, owner, out, **kw):
     monkeypatch.setattr(ledger_mod, "_me", lambda: owner)
     try:
         return led.reserve(dataset="pa", fingerprint=FP_A, definition="eree", alpha=0.1,
-                           cost=Cost(epsilon=1.0, delta=0.0), out_dir=out, **kw)  # fmt: skip
+                           cost=Cost(epsilon=1.0, delta=0.0), out_dir=out, scheme=SCHEME,
+                           **kw)  # fmt: skip
     finally:
         monkeypatch.undo()
 
@@ -303,7 +313,7 @@ def test_failure_before_output_voids_the_charge(tmp_path):
     led.set_budget("pa", epsilon=10.0, alpha=0.1)
     with pytest.raises(RuntimeError), led.release(
         dataset="pa", fingerprint=FP_A, definition="eree", alpha=0.1,
-        cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o",
+        cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o", scheme=SCHEME,
     ):  # fmt: skip
         raise RuntimeError("noise failed")
     assert _statuses(led) == ["void"]
@@ -375,3 +385,51 @@ def test_partial_directory_carries_the_reservation_tag(tmp_path, monkeypatch):
     assert len(seen) == 1 and seen[0].startswith(f".o.partial-{tag}-")
     assert charge["status"] == "void"
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+def test_content_recorded_under_another_fingerprint_scheme_is_refused(tmp_path):
+    """A ledger holding content fingerprinted with an older scheme cannot recognise it
+    under the new one: every release is refused (one line, nothing charged)."""
+    path = tmp_path / "l.sqlite"
+    led = Ledger(path)
+    led.set_budget("pa", epsilon=10.0, alpha=0.1)
+    led.set_budget("other", epsilon=10.0, alpha=0.1)
+    _release(led, tmp_path / "o1")
+    version = [r for r in _events(path) if r[1] == "version"]
+    assert json.loads(version[0][3])["scheme"] == SCHEME  # recorded with the content
+    # the same ledger seen by a release computing another scheme: refused, for any name
+    for name in ("pa", "other"):
+        with pytest.raises(LedgerError) as e, led.release(
+            dataset=name, fingerprint=FP_B, definition="eree", alpha=0.1,
+            cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o2",
+            scheme="eree-fingerprint-v3",
+        ):  # fmt: skip
+            raise AssertionError("must not be reached")
+        msg = str(e.value)
+        assert "\n" not in msg and SCHEME in msg and "eree-fingerprint-v3" in msg
+        assert "new ledger" in msg
+    assert led.spent("pa").exact_epsilon == 1 and len(led.releases()) == 1
+
+
+def test_version_records_without_a_scheme_are_the_first_scheme(tmp_path):
+    """Records written before the scheme was stored (the sort-based v1) are refused too."""
+    path = tmp_path / "l.sqlite"
+    led = Ledger(path)
+    led.set_budget("pa", epsilon=10.0, alpha=0.1)
+    # a version record as an older eree wrote it: no "scheme" key
+    with led._transaction() as con:
+        led._append(
+            con,
+            "version",
+            "pa",
+            {
+                "fingerprint": led.fingerprint(FP_A),
+                "structure": None,
+                "version": 1,
+                "previous": None,
+            },
+        )
+    assert Ledger(path).verify().ok
+    with pytest.raises(LedgerError, match="eree-fingerprint-v1"):
+        _release(led, tmp_path / "o")
+    assert led.releases() == []

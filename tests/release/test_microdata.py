@@ -15,6 +15,7 @@ import pytest
 from eree.data.establishments import load_establishments
 from eree.errors import EreeError, SpecError
 from eree.mechanisms.noise import SeededNoise
+from eree.postprocess.sqrt_space import anchored_total
 from eree.postprocess.wls import solve_wls
 from eree.release.gedp import account_gedp_plan, release_gedp
 from eree.release.microdata import (
@@ -276,3 +277,49 @@ def test_adaptive_answers_are_wls_observations(tmp_path: Path) -> None:
             md.frame[a].to_numpy(), dense, rtol=1e-6, atol=1e-6 * np.abs(dense).max()
         )
     assert chosen <= {"pnc", "psi"} and chosen
+
+
+def test_sqrt_space_fit_of_adaptive_answers(tmp_path: Path) -> None:
+    """With ``microdata_fit = "sqrt-space"`` the ψ-answered cells of adaptive queries (and
+    the identity's) carry their ψ-space answers ω — |ω| = √(x̃ + σ²) (Thm 6.6: x̃ = ω² − σ²),
+    ω = √(CI high) − zσ where ω + zσ ≥ 0 (§6.1 CI) —, the pnc cells none; the microdata's
+    total is the anchor (the one-group query is replaced by it)."""
+    path = write_small(tmp_path / "e.csv", n=300)
+    raw = paper_spec(str(path), wages=True)
+    raw["postprocess"] = {"microdata": True, "microdata_fit": "sqrt-space"}
+    for q in raw["query"]:
+        if q["by"] != "identity":
+            q["mechanism"] = "adaptive"
+    plan = parse_spec(copy.deepcopy(raw), path.parent)
+    data = load_establishments(plan.data)
+    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    public = public_frame(data)
+    md = build_microdata(plan, tables, public)
+    meas, _ = microdata_measurements(plan, tables, public)
+    by = {t.name: t.table for t in tables}
+    z = 1.959963984540054
+    for a in ATTRS:
+        sigma = {q["name"]: (50.0 if a == "wage" else 0.5) / q["mu"][a] for q in raw["query"]}
+        for m in (m for m in meas if m.attribute == a):
+            sa = m.sqrt_answers
+            t = by[m.name]
+            if m.groups is None:
+                assert sa is not None and sa.answered.all()
+                assert sa.sigma == pytest.approx(sigma[m.name]) and sa.a == 0
+                continue
+            psi = t[f"{a}_mechanism"].to_numpy() == "psi"
+            if not psi.any():  # every cell answered by pnc: nothing to fit in √-space
+                assert sa is None
+                continue
+            assert sa is not None and sa.sigma == pytest.approx(sigma[m.name]) and sa.a == 0
+            np.testing.assert_array_equal(sa.answered, psi)
+            w = sa.omega[psi]
+            np.testing.assert_allclose(np.abs(w), np.sqrt(m.values[psi] + sa.sigma**2))
+            hi = t[f"{a}_ci_high"].to_numpy()[psi]
+            ok = w + z * sa.sigma >= 0
+            np.testing.assert_allclose(w[ok], np.sqrt(hi[ok]) - z * sa.sigma, atol=1e-9)
+        anchor = anchored_total(data.n, [m for m in meas if m.attribute == a])
+        assert anchor is not None
+        assert md.frame[a].sum() == pytest.approx(anchor[0], abs=1e-2 * np.sqrt(anchor[1]))
+        assert md.results[a].method.startswith("sqrt-space/")
+    assert md.manifest_entry()["fit"].startswith("sqrt-space")

@@ -81,6 +81,10 @@ def _numbers_in_file(path):
             else:
                 for v in col.drop_nulls().cast(pl.Utf8).to_list():
                     yield from (float(t) for t in re.findall(r"\d+(?:\.\d+)?", v))
+    elif path.suffix == ".html":  # the report: numbers with thousands separators
+        from .test_report import report_numbers
+
+        yield from (v for v, _ in report_numbers(path.read_text(encoding="utf-8")))
     else:
         text = path.read_text(errors="replace")
         # a hex digest (the keyed fingerprint, the ledger's chain hash) is one token, not

@@ -81,6 +81,16 @@ def test_design_examples_parse():
     assert g.pnc.bounds_from == "identity" and g.postprocess.microdata
 
 
+def test_microdata_fit():
+    assert parse(GEDP).postprocess.microdata_fit == "eq1"  # the QCEW paper's Eq. 1
+    fit = GEDP.replace("nonnegative = false", 'nonnegative = false\nmicrodata_fit = "sqrt-space"')
+    assert parse(fit).postprocess.microdata_fit == "sqrt-space"
+    with pytest.raises(SpecError, match="microdata_fit must be one of eq1, sqrt-space"):
+        parse(GEDP.replace("nonnegative = false", 'microdata_fit = "sqrt"'))
+    with pytest.raises(SpecError, match="needs microdata = true"):
+        parse(fit.replace("microdata = true", "microdata = false"))
+
+
 def test_paths_are_relative_to_the_spec_file(tmp_path):
     (tmp_path / "s.toml").write_text(EREE)
     p = load_spec(tmp_path / "s.toml")

@@ -99,14 +99,36 @@ def _missing(c: str) -> pl.Expr:
     return (pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")).sum()
 
 
+def _filled_stats(c: str, i: int) -> list[pl.Expr]:
+    r"""Aggregations that usually prove column ``c`` has no missing value (no copy).
+
+    Nulls, the least and the greatest value: when every value sorts between ``"!"`` and
+    ``"\\x7f"`` each starts with a printable ASCII character, so none is blank.
+    """
+    return [
+        pl.col(c).null_count().alias(f"nulls_{i}"),
+        pl.col(c).min().alias(f"min_{i}"),
+        pl.col(c).max().alias(f"max_{i}"),
+    ]
+
+
+def _filled(frame: pl.LazyFrame | pl.DataFrame, c: str, i: int, st: dict[str, object]) -> bool:
+    """Whether column ``c`` has no missing value, from :func:`_filled_stats` (index ``i``).
+
+    Blanks are counted exactly only when the cheap proof does not apply.
+    """
+    if st[f"nulls_{i}"]:
+        return False
+    lo, hi = st[f"min_{i}"], st[f"max_{i}"]
+    if lo is None or (isinstance(lo, str) and isinstance(hi, str) and lo >= "!" and hi < "\x7f"):
+        return True
+    blanks = frame.lazy().select(_missing(c)).collect(engine="streaming").item()
+    return not blanks
+
+
 def _outside(c: str, domain: Sequence[str]) -> pl.Expr:
     allowed = pl.Series(list(domain), dtype=pl.Utf8).implode()
     return (~pl.col(c).is_in(allowed).fill_null(False)).sum()
-
-
-def _increasing(c: str) -> pl.Expr:
-    """Strictly increasing (hence unique) values; cheap to check in a stream."""
-    return (pl.col(c) > pl.col(c).shift(1)).all()
 
 
 def _unique(frame: pl.LazyFrame, c: str, stats: dict[str, object]) -> bool:
@@ -143,7 +165,7 @@ def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
         # the eager loader reads single files only: say what failed without row numbers
         raise DataValidationError(
             "a partitioned (directory) input is not valid Parquet with text or integer "
-            "columns, or fails a rule of DESIGN.md §2.3 (ids missing or duplicated, a job "
+            "columns, or fails an input rule of docs/spec.md (ids missing or duplicated, a job "
             "at an unknown workplace or worker, a worker without exactly one job, a value "
             "missing or outside its declared domain); the Spark engine names the rule and "
             "an offending id",
@@ -183,11 +205,11 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
         return None
     # the public workplace table is small: read it (it is part of the output anyway)
     workplaces = wp.collect()
+    wp_cols = [wid, *wattrs]
     wp_checks = workplaces.select(
         pl.len().alias("n"),
         pl.col(wid).n_unique().alias("distinct"),
-        _missing(wid).alias("missing_id"),
-        *[_missing(a).alias(f"missing_{a}") for a in wattrs],
+        *[e for i, c in enumerate(wp_cols) for e in _filled_stats(c, i)],
         *[
             _outside(a, config.domains[a]).alias(f"outside_{a}")
             for a in wattrs
@@ -195,28 +217,41 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
         ],
     ).row(0, named=True)
     if wp_checks["distinct"] != wp_checks["n"] or any(
-        v for k, v in wp_checks.items() if k not in ("n", "distinct")
+        v for k, v in wp_checks.items() if k.startswith("outside_")
     ):
+        return None
+    if not all(_filled(workplaces, c, i, wp_checks) for i, c in enumerate(wp_cols)):
         return None
     # as many jobs as workers (Parquet metadata: no data read)
     n = wk.select(pl.len()).collect().item()
     if jb.select(pl.len()).collect().item() != n:
         return None
-    # one streaming pass over the job table's worker ids beside the worker table
-    jk = "__eree_job_worker"
-    zipped = pl.concat([jb.select(pl.col(kid).alias(jk)), wk], how="horizontal")
+    if n == 0:
+        return None
+    # one streaming pass over the job table's worker ids beside the worker table and
+    # the worker table's next id (strictly increasing ids, the usual layout, are unique)
+    jk, nx = "__eree_job_worker", "__eree_next_worker"
+    nxt = pl.concat(
+        [
+            wk.select(pl.col(kid).alias(nx)).slice(1),
+            pl.LazyFrame({nx: [None]}, schema={nx: pl.Utf8}),
+        ]
+    )
+    zipped = pl.concat([jb.select(pl.col(kid).alias(jk)), wk, nxt], how="horizontal")
     st = (
         zipped.select(
-            _missing(kid).alias("missing_id"),
-            _missing(jk).alias("missing_job_id"),
-            _increasing(kid).alias("increasing"),
+            *_filled_stats(kid, 0),
+            *_filled_stats(jk, 1),
+            (pl.col(nx) > pl.col(kid)).fill_null(True).all().alias("increasing"),
             (pl.col(jk) == pl.col(kid)).fill_null(False).all().alias("same"),
             *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
         )
         .collect(engine="streaming")
         .row(0, named=True)
     )
-    if st["missing_id"] or st["missing_job_id"] or any(st[f"outside_{a}"] for a in kattrs):
+    if any(st[f"outside_{a}"] for a in kattrs):
+        return None
+    if not (_filled(wk, kid, 0, st) and _filled(jb.select(pl.col(kid).alias(jk)), jk, 1, st)):
         return None
     if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
         return None

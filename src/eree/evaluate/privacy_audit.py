@@ -723,16 +723,17 @@ def _figure(result: AuditResult, path: Path) -> Path | None:
 def _html_table(df: pl.DataFrame) -> str:
     import html
 
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = []
+    from eree.htmlpage import table
+
+    rows = []
     for r in df.iter_rows():
         tds = []
         for v in r:
             s = ("—" if math.isnan(v) else f"{v:.4g}") if isinstance(v, float) else str(v)
-            style = " style='color:#b00;font-weight:bold'" if s == VIOLATION else ""
-            tds.append(f"<td{style}>{html.escape(s)}</td>")
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+            cell = html.escape(s)
+            tds.append(f"<b style='color:#b00'>{cell}</b>" if s == VIOLATION else cell)
+        rows.append(tds)
+    return table(df.columns, rows, raw=True, left=len(df.columns))
 
 
 def _tradeoff_figure(result: AuditResult, path: Path) -> Path | None:
@@ -777,15 +778,14 @@ def _tradeoff_figure(result: AuditResult, path: Path) -> Path | None:
 
 
 def _img(path: Path) -> str:
-    import base64
+    from eree.htmlpage import img_file
 
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img alt="{path.stem}" style="max-width:100%" src="data:image/png;base64,{data}">'
+    return img_file(path)
 
 
 def html_report(result: AuditResult, figures: Sequence[Path]) -> str:
     """The audit's page: method, summary per mechanism, every pair, the figures."""
-    from eree.release.report import html_page
+    from eree.htmlpage import page as html_page
 
     m = result.meta
     parts = [

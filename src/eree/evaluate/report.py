@@ -6,7 +6,6 @@ with a short reading of each figure (computed from the numbers, not written in a
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
@@ -18,9 +17,10 @@ import polars as pl
 from eree.evaluate.haney import CSV_COLUMNS, EXPERIMENTS, POSTPROCESSED, HaneyResult
 from eree.evaluate.metrics import ALL, POPULATION_BINS
 from eree.evaluate.plots import FIGURE_OF, NAMES, plot_all
+from eree.htmlpage import img_file
+from eree.htmlpage import page as html_page
 from eree.mechanisms.baselines import TruncatedLaplace
 from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
-from eree.release.report import html_page
 
 BASELINE_EPSILON = 2.0
 BASELINE_ALPHA = 0.1
@@ -140,9 +140,8 @@ def reading(results: pl.DataFrame, experiment: str) -> list[str]:
 
 
 def _img(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    alt = html.escape(path.stem)
-    return f'<img alt="{alt}" style="max-width:100%" src="data:image/png;base64,{data}">'
+    """The figure embedded in the page (the report is self-contained)."""
+    return img_file(path)
 
 
 def _omitted_summary(omitted: pl.DataFrame, experiment: str) -> str:

@@ -53,19 +53,20 @@ class AdaptiveGroupBy(PncBounded):
     * predicted ψ variance :func:`psi_variance_at` ``(x̂_ℓ)`` (Thm 6.6), σ = γ/μ;
     * the group is answered by pnc when its variance is not larger, else by ψ:
       ψ: :math:`\omega_\ell=\psi(x_\ell)+N(0,\sigma^2)`, published x̃ = Thm 6.6 estimate with
-      the variance estimated at x̂_ℓ; pnc: :math:`T_\ell+N(0,(\Delta_\ell/\mu)^2)` with the
+      its v̂ (below); pnc: :math:`T_\ell+N(0,(\Delta_\ell/\mu)^2)` with the
       public variance.
 
-    Why the ψ branch's variance is estimated at x̂_ℓ and not from the group's own ω (the
-    ψ-mechanism's v̂): v̂ is small exactly when ω's noise is negative, so inverse-variance
-    weighting (WLS microdata) over-weights under-estimates and sums of many cells are
-    biased downward (Webb et al. §7, Table 3). x̂_ℓ is independent of the group's noise.
-    On Syn-RI and a synthetic New York (Table 7 budgets) this made the adaptive workflow
-    at least as good as the better of pnc and √ at every grouping for employment, where
-    v̂ (and the mean of the two) lost to pnc at the state, supersector and county levels.
-    For wages at fine groupings, where sums are comparable to σ², the √ workflow's v̂
-    weighting remains better (its down-weighting of the right-skewed x̃ acts as a robust
-    estimator); see ``eree evaluate webb-figures``.
+    The ψ branch publishes the ψ-mechanism's own variance estimate v̂ = 2σ²(2·max(x̃, 0)
+    + σ²) from the group's answer (Thm 6.6), as a plain ψ-mechanism would. It is right
+    *given the choice*: the choice depends on the identity query's noise only, which is
+    independent of the group's own noise. A variance evaluated at x̂_ℓ (what the choice
+    itself compares) is not: ψ is chosen where x̂_ℓ is small, so given the choice it is
+    biased low — for Syn-RI's state wage total (identity answers nearly pure noise) x̂ = 0
+    in about a quarter of the releases, and the published standard error was then √2·σ²
+    ≈ 0.35 M against a true ≈ 3.5 M. (An earlier version published the x̂-based
+    variance because Eq. 1 microdata weighted by the own v̂ over-weights under-estimates
+    and biases sums of many cells; the adaptive workflow now fits its ψ answers in
+    √-space, :mod:`eree.postprocess.sqrt_space`, which does not use these variances.)
 
     Cells: ``value`` (group sums x_ℓ), ``clipped`` (clipped sums T_ℓ), ``bound`` (u*_ℓ),
     ``identity_sum`` (:math:`\sum_{j\in\ell}\tilde x_j` of the identity query's published
@@ -79,14 +80,14 @@ class AdaptiveGroupBy(PncBounded):
     description: ClassVar[str] = (
         "adaptive choice per group between the ψ-mechanism (Def 6.4) and the "
         "pnc-mechanism (Def 6.8), chosen from the identity query's published answers "
-        "(post-processing, DESIGN.md §4.2)"
+        "(post-processing)"
     )
 
-    #: the ψ branch's published variance, an estimate of Thm 6.6's 2σ²(2x + σ²):
-    #: "identity" (the default: at the identity-based x̂_ℓ, independent of the group's own
-    #: noise), "answer" (v̂ from the group's own ω, as the ψ-mechanism publishes) or
-    #: "pooled" (their mean). See the class docstring for why.
-    psi_variance_from: ClassVar[str] = "identity"
+    #: the ψ branch's published variance, an estimate of Thm 6.6's 2σ²(2x + σ²): "answer"
+    #: (the default: v̂ from the group's own ω, as the ψ-mechanism publishes; right given
+    #: the choice), "identity" (at the identity-based x̂_ℓ; biased low given the choice)
+    #: or "pooled" (their mean). See the class docstring for why.
+    psi_variance_from: ClassVar[str] = "answer"
 
     def _derive(self) -> None:
         super()._derive()
@@ -156,7 +157,7 @@ class AdaptiveGroupBy(PncBounded):
         ci_high = np.where(use_pnc, noisy + z * sd_pnc, hi)
         chosen = np.where(use_pnc, Pnc.name, PsiMechanism.name)
         method = (
-            "adaptive (DESIGN.md §4.2): per group the mechanism with the smaller predicted "
+            "adaptive: per group the mechanism with the smaller predicted "
             "variance, from the identity query's published answers only — pnc-mechanism "
             "(Def 6.8; noisy clipped sum, std = Δ_ℓ/μ exact and public) or ψ-mechanism "
             "(Def 6.4; " + est.method + "); the column <attribute>_mechanism says which"

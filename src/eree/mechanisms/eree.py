@@ -61,7 +61,7 @@ __all__ = [
 
 SMOOTH_WITHHELD = (
     "withheld: the noise scale of a smooth-sensitivity mechanism depends on x_v, "
-    "which is confidential (DESIGN.md §4.4)"
+    "which is confidential (see docs/privacy.md)"
 )
 
 #: definitions under which the count mechanisms of this module may run

@@ -79,7 +79,7 @@ __all__ = [
 
 WORKSHOP_WITHHELD = (
     "withheld: the noise scale of a smooth-sensitivity mechanism depends on x_V, "
-    "which is confidential (DESIGN.md §4.4)"
+    "which is confidential (see docs/privacy.md)"
 )
 
 

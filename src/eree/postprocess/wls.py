@@ -90,6 +90,7 @@ __all__ = [
     "LEVEL_TITLES",
     "QCEW_AGGREGATION_LEVELS",
     "GroupSumObservation",
+    "SqrtAnswers",
     "WLSResult",
     "group_ids",
     "level_summary",
@@ -118,6 +119,34 @@ def _bsum(groups: IntArray, weights: FloatArray, m: int) -> FloatArray:
 
 
 @dataclass(frozen=True)
+class SqrtAnswers:
+    r"""The ψ-space answers :math:`\omega_g = \sqrt{x_g + a} + N(0, \sigma^2)` of some groups.
+
+    Attributes:
+        omega: ω per group of the observation; NaN where the group was not answered by
+            the √-ψ-mechanism (e.g. a pnc cell of an adaptive query).
+        sigma: the public σ = γ/μ of those answers.
+        a: the shift of ψ = √(x + a) (0 for ψ = √x).
+    """
+
+    omega: FloatArray
+    sigma: float
+    a: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "omega", np.asarray(self.omega, dtype=np.float64).ravel())
+        if not (math.isfinite(self.sigma) and self.sigma > 0):
+            raise ValueError("sigma must be finite and > 0")
+        if not (math.isfinite(self.a) and self.a >= 0):
+            raise ValueError("the shift a must be finite and ≥ 0")
+
+    @property
+    def answered(self) -> NDArray[np.bool_]:
+        """Where a group was answered in ψ-space."""
+        return np.isfinite(self.omega)
+
+
+@dataclass(frozen=True)
 class GroupSumObservation:
     """One noisy group-by sum query of one attribute (private-pgm style).
 
@@ -131,6 +160,9 @@ class GroupSumObservation:
             measured (weight 0).
         attribute: the confidential attribute measured (for
             :func:`reconstruct_microdata`), optional.
+        sqrt_answers: the ψ-space answers of the groups answered by a ψ-mechanism with
+            ψ = √(x + a) (:class:`SqrtAnswers`), for the √-space fit
+            (:mod:`eree.postprocess.sqrt_space`); None when no group was.
     """
 
     name: str
@@ -138,6 +170,7 @@ class GroupSumObservation:
     values: FloatArray
     variances: FloatArray
     attribute: str | None = None
+    sqrt_answers: SqrtAnswers | None = None
 
     def __post_init__(self) -> None:
         vals = np.asarray(self.values, dtype=np.float64).ravel()
@@ -161,6 +194,8 @@ class GroupSumObservation:
                     f"measurement {self.name!r}: group ids must lie in 0 … {vals.size - 1}"
                 )
             object.__setattr__(self, "groups", g.astype(np.intp, copy=False))
+        if self.sqrt_answers is not None and self.sqrt_answers.omega.shape != vals.shape:
+            raise ValueError(f"measurement {self.name!r}: one ψ-space answer per group expected")
 
     @property
     def n_groups(self) -> int:

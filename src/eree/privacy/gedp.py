@@ -373,7 +373,7 @@ def gedp_semantics(
         "firms": {
             "statement": (
                 "a firm whose ℓ establishments all change within their intervals is protected "
-                "at ℓ·μ (group privacy, Remark 5.8; DESIGN.md §10 corrects the paper's (ℓ−1)μ)"
+                "at ℓ·μ (group privacy, Remark 5.8; the paper's (ℓ−1)μ is corrected to ℓ·μ)"
             ),
             "examples": firms,
         },

@@ -8,7 +8,9 @@ One SQLite file holds an append-only, hash-chained log of events:
   version 1; changed content under a known name needs ``new_version=True`` and is linked
   to the previous version). Content is identified by the keyed fingerprint of the
   validated rows (:mod:`eree.data.fingerprint`), never by the name: content already known
-  under another name is charged to that name.
+  under another name is charged to that name. Each version records the fingerprint
+  scheme; a ledger holding content of another scheme is refused (it could not be
+  recognised).
 * ``reserve`` — a release's cost, reserved in one ``BEGIN IMMEDIATE`` transaction before
   any noise is drawn, with the releasing process's pid, host and start time.
 * ``commit`` / ``void`` — the reservation settled: its output is in place, or it never
@@ -508,6 +510,7 @@ class Ledger:
         spec_budget: Mapping[str, float] | None = None,
         new_version: bool = False,
         structure: str | None = None,
+        scheme: str,
     ) -> Iterator[Charge]:
         """Reserve a release on enter; commit on success; void on failure before output.
 
@@ -526,6 +529,9 @@ class Ledger:
             structure: the structure fingerprint (:func:`eree.data.fingerprint.
                 structure_fingerprint`): the same establishments and jobs seen through other
                 columns, or with changed values, are recognised as a known dataset's.
+            scheme: the fingerprint scheme both fingerprints were computed with
+                (:data:`eree.data.fingerprint.SCHEME`). A ledger that holds content
+                recorded with another scheme is refused (it could not be recognised).
 
         Raises:
             LedgerError: unregistered dataset, changed content, tampered ledger, …
@@ -536,7 +542,7 @@ class Ledger:
         charge = self.reserve(
             dataset=dataset, fingerprint=fingerprint, definition=definition, alpha=alpha,
             cost=cost, out_dir=out, spec_budget=spec_budget, new_version=new_version,
-            structure=structure,
+            structure=structure, scheme=scheme,
         )  # fmt: skip
         try:
             yield charge
@@ -565,6 +571,7 @@ class Ledger:
         spec_budget: Mapping[str, float] | None = None,
         new_version: bool = False,
         structure: str | None = None,
+        scheme: str,
     ) -> Charge:
         """Record a pending charge, or refuse it (see :meth:`release`)."""
         family = FAMILY_OF_DEFINITION.get(definition)
@@ -587,6 +594,7 @@ class Ledger:
         with self._transaction() as con:
             self._require_intact(con)
             st = _State(self._rows(con))
+            _require_scheme(st, scheme, self.path)
             name = dataset
             known = st.by_fp.get(kfp)
             related = st.by_structure.get(kst) if kst is not None else None
@@ -622,7 +630,8 @@ class Ledger:
                     )
                 version = len(versions) + 1
                 body = {"fingerprint": kfp, "structure": kst, "version": version,
-                        "previous": versions[-1]["fingerprint"] if versions else None}  # fmt: skip
+                        "previous": versions[-1]["fingerprint"] if versions else None,
+                        "scheme": scheme}  # fmt: skip
                 self._append(con, "version", name, body)
                 if name != dataset:
                     notes.append(
@@ -777,6 +786,28 @@ class Ledger:
                              for s in ("committed", "pending", "void")},
             })  # fmt: skip
         return out
+
+
+#: the scheme of version records written before the ledger recorded one
+_FIRST_SCHEME = "eree-fingerprint-v1"
+
+
+def _require_scheme(st: _State, scheme: str, path: Path) -> None:
+    """Refuse a ledger whose recorded content was fingerprinted with another scheme.
+
+    Fingerprints of different schemes never match: content recorded under an older scheme
+    would look new and could be charged to a fresh budget. The administrator starts a new
+    ledger and registers what remains of each budget (docs/privacy.md).
+    """
+    other = sorted({v.get("scheme", _FIRST_SCHEME) for vs in st.versions.values() for v in vs}
+                   - {scheme})  # fmt: skip
+    if other:
+        raise LedgerError(
+            f"ledger {path} records dataset content with fingerprint scheme {other[0]}, "
+            f"this eree computes {scheme}: known content could not be recognised, so "
+            "nothing is charged to this ledger; start a new ledger and register the "
+            "remaining budgets (see docs/privacy.md, 'Fingerprint schemes')"
+        )
 
 
 def _check(

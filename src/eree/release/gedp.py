@@ -227,8 +227,7 @@ def release_gedp(
                 series[f"{a}_mechanism"] = pl.Series(np.asarray(m.extra["chosen"], dtype=str))
             measurements.append(m)
         table = cells.select(keys).with_columns(**series) if keys else pl.DataFrame(series)
-        note = f"mechanism {q.spec.mechanism}; keys: {', '.join(keys) if keys else '(total)'}"
-        results[q.name] = QueryTable(q.name, table, uncertainty, (note,), tuple(measurements))
+        results[q.name] = QueryTable(q.name, table, uncertainty, (), tuple(measurements))
     return [results[q.name] for q in built.queries]
 
 

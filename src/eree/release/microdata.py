@@ -43,16 +43,20 @@ import polars as pl
 
 from eree.data.establishments import EstablishmentData
 from eree.errors import SpecError
+from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import psi_estimates
 from eree.mechanisms.gedp import PsiMechanism
+from eree.postprocess.sqrt_space import solve_sqrt_space
 from eree.postprocess.wls import (
     LEVEL_TITLES,
     QCEW_AGGREGATION_LEVELS,
     GroupSumObservation,
+    SqrtAnswers,
     WLSResult,
     reconstruct_microdata,
     tabulate,
 )
+from eree.privacy.neighbors import NeighborFunction, SqrtShift
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -167,6 +171,9 @@ def microdata_measurements(
             match the public frame.
     """
     id_col = plan.establishment_data.id
+    from eree.release.build import gedp_definition_from_plan
+
+    definition = gedp_definition_from_plan(plan)
     by_name = {t.name: t for t in tables}
     observations: list[GroupSumObservation] = []
     notes: dict[str, list[dict[str, Any]]] = {}
@@ -193,9 +200,12 @@ def microdata_measurements(
             unused = ~(var > 0)
             var = np.where(unused, np.inf, var)
             values = np.where(unused, 0.0, m.estimate)
+            sqrt = _sqrt_answers(m, definition.neighbor(a))
             if groups is None:  # identity: put the values in the public frame's order
                 values, var = values[idx], var[idx]
-            observations.append(GroupSumObservation(q.name, groups, values, var, a))
+                if sqrt is not None:
+                    sqrt = SqrtAnswers(sqrt.omega[idx], sqrt.sigma, sqrt.a)
+            observations.append(GroupSumObservation(q.name, groups, values, var, a, sqrt))
             note: dict[str, Any] = {
                 "query": q.name,
                 "mechanism": m.mechanism,
@@ -209,6 +219,26 @@ def microdata_measurements(
     return observations, notes
 
 
+def _sqrt_answers(m: Measurement, neighbor: NeighborFunction) -> SqrtAnswers | None:
+    """The ψ-space answers ω of m's cells answered by the ψ-mechanism with ψ = √(x + a).
+
+    ω is the mechanism's output (x̃ = ω² − σ² − a is computed from it), so fitting it is
+    post-processing (:mod:`eree.postprocess.sqrt_space`).
+    """
+    if not isinstance(neighbor, SqrtShift) or "sigma" not in m.extra:
+        return None
+    if m.mechanism == PsiMechanism.name:
+        psi = np.ones(np.shape(m.noisy), dtype=bool)
+    elif "chosen" in m.extra:  # the adaptive choice: the cells ψ answered
+        psi = np.asarray(m.extra["chosen"]) == PsiMechanism.name
+    else:
+        return None
+    if not psi.any():
+        return None
+    omega = np.where(psi, np.asarray(m.noisy, dtype=np.float64), np.nan)
+    return SqrtAnswers(omega, float(m.extra["sigma"]), float(neighbor.a))
+
+
 @dataclass(frozen=True)
 class MicrodataResult:
     """Reconstructed establishment microdata.
@@ -219,6 +249,7 @@ class MicrodataResult:
         observations: the observations the solution is computed from.
         nonnegative: whether x ≥ 0 was imposed.
         notes: attribute → how each measurement was weighted.
+        fit: ``"eq1"`` or ``"sqrt-space"`` (``[postprocess] microdata_fit``).
     """
 
     frame: pl.DataFrame
@@ -226,6 +257,7 @@ class MicrodataResult:
     observations: list[GroupSumObservation]
     nonnegative: bool
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    fit: str = "eq1"
 
     def manifest_entry(self, file: str = MICRODATA_FILE) -> dict[str, Any]:
         """How the microdata was computed (public information only), for the manifest."""
@@ -250,6 +282,14 @@ class MicrodataResult:
                 "published cells a_g, with v_g the square of the published standard error "
                 "(estimated v̂ for ψ-mechanism answers, exact public variances for pnc and "
                 "Estab-Gaussian)"
+            ),
+            "fit": self.fit
+            + (
+                ": √-ψ answers fitted in √-space by Gauss–Newton, the total anchored to the "
+                "inverse-variance combination of the queries' totals (docs/spec.md, "
+                "[postprocess] microdata_fit)"
+                if self.fit == "sqrt-space"
+                else ": Eq. 1"
             ),
             "inputs": "the published tables only (post-processing: no additional privacy cost)",
             "nonnegative": self.nonnegative,
@@ -285,10 +325,22 @@ def build_microdata(
     public = public.select([c for c in public.columns if c not in conf])
     nonneg = bool(plan.postprocess.nonnegative if nonnegative is None else nonnegative)
     observations, notes = microdata_measurements(plan, tables, public)
-    solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
+    if plan.postprocess.microdata_fit == "sqrt-space":
+        by_attr: dict[str, list[GroupSumObservation]] = {}
+        for o in observations:
+            by_attr.setdefault(str(o.attribute), []).append(o)
+        solved = {
+            a: solve_sqrt_space(public.height, obs, nonnegative=nonneg, **options)
+            for a, obs in by_attr.items()
+        }
+    else:
+        solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
     attrs = [a for a in plan.establishment_data.confidential if a in solved]
     frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
-    return MicrodataResult(frame, {a: solved[a] for a in attrs}, observations, nonneg, notes)
+    return MicrodataResult(
+        frame, {a: solved[a] for a in attrs}, observations, nonneg, notes,
+        plan.postprocess.microdata_fit,
+    )  # fmt: skip
 
 
 #: the aggregation levels of the QCEW paper's evaluation (ownership ignored, as in its

@@ -160,7 +160,10 @@ class ReleaseWriter:
         )
 
     def finish(
-        self, manifest: dict[str, Any], extra: Mapping[str, pl.DataFrame] | None = None
+        self,
+        manifest: dict[str, Any],
+        extra: Mapping[str, pl.DataFrame] | None = None,
+        documents: Mapping[str, str] | None = None,
     ) -> Path:
         """Write the extra files and ``manifest.json``; rename the release into place.
 
@@ -168,6 +171,7 @@ class ReleaseWriter:
             manifest: the manifest.
             extra: further files of the release, relative path → frame (``.parquet`` or
                 ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``.
+            documents: text files of the release by name (e.g. ``{"report.html": page}``).
         """
         tmp = self._dir
         check_finite([], extra)
@@ -182,6 +186,10 @@ class ReleaseWriter:
                 frame.write_csv(dest)
             else:
                 raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
+        for name, text in (documents or {}).items():
+            if Path(name).name != name:
+                raise EreeError(f"release document {name!r} must be a plain file name")
+            (tmp / name).write_text(text, encoding="utf-8")
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
             json.dump(manifest, fp, indent=2, default=_json_default)
             fp.write("\n")
@@ -228,18 +236,23 @@ def write_release(
     seeded: bool = False,
     tag: str | None = None,
     force: bool = False,
+    documents: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
     All tables at once, through a :class:`ReleaseWriter` (same arguments): nothing is
     written when a table holds a non-finite value (:func:`check_finite`).
+
+    Args:
+        documents: text files of the release by name (e.g. ``{"report.html": page}``),
+            written with the rest, atomically.
     """
     writer = ReleaseWriter(out_dir, csv=csv, seeded=seeded, tag=tag, force=force)
     check_finite(tables, extra)
     with writer:
         for qt in tables:
             writer.write_table(qt)
-        return writer.finish(manifest, extra)
+        return writer.finish(manifest, extra, documents)
 
 
 def _json_default(o: Any) -> Any:

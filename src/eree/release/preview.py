@@ -273,16 +273,17 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
             )  # fmt: skip
             how = coarsen if factor is None else (
                 f"raise mu for {stat} here and in query {mech.bounds_from!r} (whose answers "
-                f"set pnc's bounds) by a factor of {factor:.3g} {then}, or {coarsen}")  # fmt: skip
+                f"set pnc's bounds) by a factor of {_up(factor)} {then}, or {coarsen}")  # fmt: skip
         else:
             need = _smallest(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
             how = coarsen if need is None else (
-                f"raise mu for {stat} to {need:.3g} {then}, or {coarsen}")  # fmt: skip
+                f"raise mu for {stat} to {_up(need)} {then}, or {coarsen}")  # fmt: skip
         if isinstance(mech.neighbor, SqrtShift):
             how += (
-                f"; check the unit of {stat}: with psi = sqrt, a distance chosen for dollars is "
-                f"sqrt(1000) ≈ 31.6 times too large for thousands of dollars (gamma = "
-                f"{mech.gamma:g} here)"
+                f"; check gamma's unit: with psi = sqrt it is in sqrt(units of {stat}), so a "
+                f"gamma chosen for {stat} in dollars is sqrt(1000) ≈ 31.6 times too large for "
+                f"{stat} in thousands of dollars (gamma = {mech.gamma:g} here, in sqrt(units "
+                f"of {stat}); see docs/choosing-parameters.md, Units)"
             )
     elif isinstance(mech, CountMechanism):
         eps = mech.epsilon
@@ -290,7 +291,7 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
         need = _smallest(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)
         current = f"epsilon = {eps:g}"
         how = coarsen if need is None else (
-            f"raise the query's epsilon to {need:.3g} (then cells above {size} jobs get noise "
+            f"raise the query's epsilon to {_up(need)} (then cells above {size} jobs get noise "
             f"below their value), or {coarsen}")  # fmt: skip
     else:
         return None
@@ -300,6 +301,23 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
         f"(query {q.name!r}, mechanism {mech.name}, {current})"
     )
     return warning("noise-exceeds-value", q.name, message, how)
+
+
+def _up(x: float, digits: int = 3) -> str:
+    """``x`` shown to ``digits`` significant digits, rounded *up*: a stated minimum suffices."""
+    if x <= 0 or not math.isfinite(x):
+        return f"{x:.{digits}g}"
+    scale = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    v = math.ceil(x / scale - 1e-9) * scale
+    return f"{v:.{digits}g}"
+
+
+def _round_down(x: float, digits: int = 2) -> float:
+    """``x`` to ``digits`` significant digits, rounded *down*: a stated maximum holds."""
+    if x <= 0 or not math.isfinite(x):
+        return x
+    scale = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    return float(f"{math.floor(x / scale + 1e-9) * scale:.{digits}g}")
 
 
 def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
@@ -315,7 +333,7 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
     dcell = mech.delta_cell
     if dcell < 1.0 / n_establishments:
         return None
-    target = 0.1 / n_establishments * mech.worker_cells
+    target = _round_down(0.1 / n_establishments * mech.worker_cells)  # the δ the remedy states
     need = _smallest(lambda e: dataclasses.replace(mech, epsilon=e, delta=target),
                      lambda m: True, mech.epsilon)  # fmt: skip
     message = (
@@ -324,8 +342,8 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
         f"exactly at this delta (Haney et al. §9; query {q.name!r})"
     )
     remedy = (
-        f"set the query's delta to {target:.2g} (per cell {0.1 / n_establishments:.2g}); "
-        + (f"that needs epsilon >= {need:.3g}; " if need is not None else "")
+        f"set the query's delta to {target:g} (per cell {target / mech.worker_cells:.2g}); "
+        + (f"that needs epsilon >= {_up(need)}; " if need is not None else "")
         + "or use log_laplace or smooth_gamma, which have no delta"
     )
     return warning("delta-per-cell-large", q.name, message, remedy)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from eree.data.fingerprint import content_fingerprint, structure_fingerprint
+from eree.data.fingerprint import SCHEME, content_fingerprint, fingerprints
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
@@ -214,39 +214,62 @@ def protect(
     # without a ledger the fingerprint is keyed with a fresh key (it identifies nothing),
     # so only the columns the queries use need to be read
     data = family.load(plan, engine, narrow=book is None)
-    fingerprint = _content_fingerprint(data)
     if book is None:  # a fresh random key: the published fingerprint identifies nothing
+        fingerprint = _fingerprints(data, structure=False)[0]
         return _run(built, out_dir, source, engine, report, data,
                     keyed_fingerprint(fingerprint, fresh_key()), None, force)  # fmt: skip
+    fingerprint, structure = _fingerprints(data, structure=True)
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
-        new_version=new_version, structure=_structure_fingerprint(data),
+        new_version=new_version, structure=structure, scheme=SCHEME,
     ) as charge:  # fmt: skip
         return _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
 
 
-def _content_fingerprint(data: Any) -> str:
-    """:func:`~eree.data.fingerprint.content_fingerprint`, or its Spark-side counterpart."""
+def _fingerprints(data: Any, *, structure: bool) -> tuple[str, str | None]:
+    """The content fingerprint and, with ``structure``, the structure fingerprint.
+
+    See :mod:`eree.data.fingerprint`; Spark computes them for Spark-side data (the same
+    values).
+    """
     if _is_spark_side(data):
         from eree.engine.spark_common import spark_fingerprint
 
-        return spark_fingerprint(data, structure=False)
-    return content_fingerprint(data)
-
-
-def _structure_fingerprint(data: Any) -> str:
-    """:func:`~eree.data.fingerprint.structure_fingerprint`, or its Spark-side counterpart."""
-    if _is_spark_side(data):
-        from eree.engine.spark_common import spark_fingerprint
-
-        return spark_fingerprint(data, structure=True)
-    return structure_fingerprint(data)
+        content = spark_fingerprint(data, structure=False)
+        return content, spark_fingerprint(data, structure=True) if structure else None
+    if structure:
+        return fingerprints(data)
+    return content_fingerprint(data), None
 
 
 def _is_spark_side(data: Any) -> bool:
     frame = getattr(data, "frame", None) if hasattr(data, "frame") else data.workplaces
     return not isinstance(frame, pl.DataFrame)
+
+
+class _TableFrames(Mapping[str, pl.DataFrame]):
+    """The published tables by name, for the report: a written table is read back on
+    access, one at a time, its text columns as categories (a code per cell, not a string)."""
+
+    def __init__(self, tables: Sequence[QueryTable | WrittenTable]) -> None:
+        self._tables = {t.name: t for t in tables}
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        t = self._tables[name]
+        if isinstance(t, WrittenTable):
+            return (
+                pl.scan_parquet(t.path)
+                .with_columns(pl.col(pl.Utf8).cast(pl.Categorical))
+                .collect(engine="streaming")
+            )
+        return t.table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
 
 
 def _run(
@@ -261,6 +284,7 @@ def _run(
     force: bool = False,
 ) -> ReleaseResult:
     from eree.release.family import family_of
+    from eree.release.report import REPORT_FILE, release_report
 
     plan = built.plan
     family = family_of(plan)
@@ -295,5 +319,6 @@ def _run(
         # the one place a release's plan warnings join the manifest's list
         warnings = plan_warnings(built, family.n_establishments(data))
         manifest.setdefault("warnings", []).extend(warnings)
-        writer.finish(manifest, extra_files or None)
+        report_html = release_report(manifest, _TableFrames(tables), extra_files)
+        writer.finish(manifest, extra_files or None, {REPORT_FILE: report_html})
     return ReleaseResult(Path(out_dir), manifest, tables)

@@ -20,7 +20,7 @@ class QueryTable:
         table: key columns, then per statistic s: ``s``, ``s_std``, ``s_ci_low``,
             ``s_ci_high`` (null where not publishable).
         uncertainty: statistic → how its std/CI were obtained (or why withheld).
-        notes: public remarks (warnings, defaults used).
+        notes: public remarks (defaults used, public zeros); warnings are the manifest's.
         measurements: the mechanisms' Measurements behind the table, one per statistic
             (what post-processing consumes; never written as such).
     """

@@ -28,7 +28,11 @@ by the pnc-mechanism (ζ = 0.01, bounds from the identity answers, public varian
 (:func:`eree.release.microdata.build_microdata`, WLS of Eq. 1 from the published tables,
 no non-negativity), then tabulates the microdata at the QCEW aggregation levels
 (:data:`GROUPINGS`: state and county × total, supersector, sector, NAICS-3 … NAICS-6). The
-truth is the same tabulation of the confidential microdata, computed once. Replicate r uses
+truth is the same tabulation of the confidential microdata, computed once. The third
+workflow, *adaptive* (beyond the paper), answers the group-bys with the per-group choice of
+:class:`~eree.mechanisms.adaptive.AdaptiveGroupBy` and fits its microdata with
+``[postprocess] microdata_fit = "sqrt-space"`` (:mod:`eree.postprocess.sqrt_space`: the
+ψ-answered cells in √-space, the total anchored). Replicate r uses
 the same seed in both workflows (and at every budget of the sweep): the identity query,
 drawn first in both, gets the same noise — common random numbers, so differences between
 workflows are not noise in the noise.

@@ -202,7 +202,13 @@ def webb_plan(
             "distance": {a: (gamma_wage if a == WAGE else gamma_emp) for a in attributes},
         },
         "query": queries,
-        "postprocess": {"microdata": True, "nonnegative": False},
+        "postprocess": {
+            "microdata": True,
+            "nonnegative": False,
+            # the paper's workflows fit Eq. 1; the adaptive one fits its √-ψ answers in
+            # √-space (eree.postprocess.sqrt_space; beyond the paper)
+            "microdata_fit": "sqrt-space" if workflow == ADAPTIVE else "eq1",
+        },
     }
     if workflow in (PNC, ADAPTIVE):
         raw[Pnc.name] = {  # the [pnc] section of the spec

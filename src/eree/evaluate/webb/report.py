@@ -194,19 +194,15 @@ def _ratio(t11: pl.DataFrame, psi: str) -> str:
 
 def _img(path: Path) -> str:
     """The figure embedded in the page (the report is self-contained)."""
-    import base64
+    from eree.htmlpage import img_file
 
-    b64 = base64.b64encode(path.read_bytes()).decode("ascii")
-    alt = html.escape(path.stem)
-    return f'<img alt="{alt}" style="max-width:100%" src="data:image/png;base64,{b64}">'
+    return img_file(path)
 
 
 def _table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    th = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
-    )
-    return f"<table><tr>{th}</tr>{body}</table>"
+    from eree.htmlpage import table
+
+    return table([str(h) for h in header], [[str(c) for c in r] for r in rows])
 
 
 def _ul(items: Sequence[str]) -> str:
@@ -215,7 +211,7 @@ def _ul(items: Sequence[str]) -> str:
 
 def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
     """The HTML report: each table and figure with its reading."""
-    from eree.release.report import html_page
+    from eree.htmlpage import page as html_page
 
     meta = res.meta
     attrs = list(FIGURE_ATTRIBUTES)
@@ -270,7 +266,7 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
                 ["ψ", "strategy", "query", "paper", "eree", "MC s.e.", "distance (s.e.)"],
             )
             + f"<p>{int(t['trials'][0]):,} trials; 50 counties × 2 establishments, γ = 0.5, μ = 1 "
-            "(DESIGN.md §10 errata).</p>"
+            "(docs/errata.md).</p>"
         )
     if "webb-table3" in meta["experiments"]:
         rows = []
@@ -359,7 +355,8 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
         adaptive = _adaptive_rows(r, attrs)
         if adaptive:
             parts.append(
-                "<h3>Adaptive (ψ or pnc per group, DESIGN.md §4.2) against the better workflow</h3>"
+                "<h3>Adaptive (ψ or pnc per group, docs/privacy.md) against the better "
+                "workflow</h3>"
                 + _ul(reading_adaptive(r, attrs))
                 + _table(
                     adaptive,
