@@ -249,8 +249,11 @@ def _is_spark_side(data: Any) -> bool:
 
 
 class _TableFrames(Mapping[str, pl.DataFrame]):
-    """The published tables by name, for the report: a written table is read back on
-    access, one at a time, its text columns as categories (a code per cell, not a string)."""
+    """The published tables by name, for the report.
+
+    A written table is read back on access, one at a time, its text columns as
+    categories (a code per cell, not a string).
+    """
 
     def __init__(self, tables: Sequence[QueryTable | WrittenTable]) -> None:
         self._tables = {t.name: t for t in tables}
