@@ -159,6 +159,10 @@ class ReleaseWriter:
             qt.notes,
         )
 
+    def staged(self, name: str) -> Path:
+        """Where table ``name`` is while the release is being written."""
+        return self._dir / "tables" / f"{name}.parquet"
+
     def finish(
         self,
         manifest: dict[str, Any],

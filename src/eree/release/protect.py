@@ -255,14 +255,15 @@ class _TableFrames(Mapping[str, pl.DataFrame]):
     categories (a code per cell, not a string).
     """
 
-    def __init__(self, tables: Sequence[QueryTable | WrittenTable]) -> None:
+    def __init__(self, tables: Sequence[QueryTable | WrittenTable], writer: ReleaseWriter) -> None:
         self._tables = {t.name: t for t in tables}
+        self._writer = writer
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         t = self._tables[name]
-        if isinstance(t, WrittenTable):
+        if isinstance(t, WrittenTable):  # not in place yet: read from the staging folder
             return (
-                pl.scan_parquet(t.path)
+                pl.scan_parquet(self._writer.staged(name))
                 .with_columns(pl.col(pl.Utf8).cast(pl.Categorical))
                 .collect(engine="streaming")
             )
@@ -322,6 +323,6 @@ def _run(
         # the one place a release's plan warnings join the manifest's list
         warnings = plan_warnings(built, family.n_establishments(data))
         manifest.setdefault("warnings", []).extend(warnings)
-        report_html = release_report(manifest, _TableFrames(tables), extra_files)
+        report_html = release_report(manifest, _TableFrames(tables, writer), extra_files)
         writer.finish(manifest, extra_files or None, {REPORT_FILE: report_html})
     return ReleaseResult(Path(out_dir), manifest, tables)
