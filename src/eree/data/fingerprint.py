@@ -83,7 +83,10 @@ _CHUNK = 1 << 20  # rows hashed at a time (bounded temporary memory)
 
 
 def salt(text: str) -> int:
-    """The first 8 bytes, big-endian, of SHA-256 of ``text`` (an unsigned 64-bit int)."""
+    """The first 8 bytes, big-endian, of SHA-256 of ``text`` (an unsigned 64-bit int).
+
+    Also the word of a text value (see :class:`_TextWords`).
+    """
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 

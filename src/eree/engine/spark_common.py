@@ -258,7 +258,14 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     from pyspark.sql import functions as sf
     from pyspark.sql.types import BooleanType, DecimalType, FractionalType, IntegralType
 
-    from eree.data.fingerprint import LANES, MASK, family_name, summary_digest, value_salts
+    from eree.data.fingerprint import (
+        LANES,
+        MASK,
+        family_name,
+        salt,
+        summary_digest,
+        value_salts,
+    )
 
     if hasattr(data, "jobs"):
         tables = [("workplaces", data.workplaces), ("jobs", data.jobs)]
@@ -270,13 +277,21 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     def lit(u: int) -> Column:  # an unsigned 64-bit constant as Spark's signed long
         return sf.lit(u - (1 << 64) if u >= 1 << 63 else u).cast("long")
 
+    domains: dict[str, Sequence[str]] = dict(getattr(data, "domains", None) or {})
+
     def word(c: str, kind: str) -> Column:
         x = sf.col(c)
         if kind == "text":  # the first 8 bytes of SHA-256, as two 32-bit halves
             h = sf.sha2(x.cast("string"), 256)
             hi = sf.conv(sf.substring(h, 1, 8), 16, 10).cast("long")
             lo = sf.conv(sf.substring(h, 9, 8), 16, 10).cast("long")
-            return sf.shiftleft(hi, 32).bitwiseOR(lo)
+            hashed = sf.shiftleft(hi, 32).bitwiseOR(lo)
+            if c not in domains or not domains[c]:
+                return hashed
+            # a declared domain: its values' words hashed once, here, and looked up per
+            # row; a value outside it (refused by validation) is still hashed in Spark
+            known = sf.create_map(*[a for v in domains[c] for a in (sf.lit(v), lit(salt(v)))])
+            return sf.coalesce(known[x.cast("string")], hashed)
         if kind == "float":  # NaN → 0x7FF8000000000000, as the definition
             bits = sf.expr(
                 f"java_method('java.lang.Double', 'doubleToLongBits', cast(`{c}` as double) + 0.0D)"

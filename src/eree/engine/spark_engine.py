@@ -166,6 +166,9 @@ class SparkEreeData:
         jobs: ``workplace_id`` + worker attributes (strings); one row per job.
         domains: declared domain of every worker attribute and of the workplace
             attributes that have one.
+        cached: a DataFrame ``jobs`` is read from that is held in Spark's cache (the
+            validated job ⋈ worker join of :meth:`from_config`), or ``None``; the
+            engine drops it (:meth:`unpersist`) once it has coded the data.
 
     Build one with :meth:`from_parquet`, :meth:`from_config` (Spark reads and validates
     the files) or :meth:`from_eree` (an in-memory :class:`EreeData`), or directly from
@@ -176,6 +179,12 @@ class SparkEreeData:
     workplaces: SparkDataFrame
     jobs: SparkDataFrame
     domains: dict[str, tuple[str, ...]]
+    cached: SparkDataFrame | None = None
+
+    def unpersist(self) -> None:
+        """Drop the cached join (later reads of ``jobs`` recompute it from the files)."""
+        if self.cached is not None:
+            self.cached.unpersist()
 
     @property
     def n_jobs(self) -> int:
@@ -289,6 +298,7 @@ class SparkEreeData:
                 doms[a] = tuple(config.domains[a])
         wid, kid = config.workplace_id, config.worker_id
         wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
+        cached = None
         if config.jobs is not None:
             df = _read(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
             if validate:
@@ -300,16 +310,18 @@ class SparkEreeData:
             wp = _read(spark, config.workplace, [wid, *wattrs], [], format)
             wk = _read(spark, config.worker, [kid, *kattrs], [], format)
             jb = _read(spark, config.job, [kid, wid], [], format)
-            if validate:
-                _validate_three(wp, wk, jb, config, doms)
             workplaces = wp.select(wid, *wattrs)
-            # left join: a job with an unknown worker is kept (and refused), never dropped
-            jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
-            jobs = jobs.select(wid, *kattrs)
+            if validate:  # the checked join, cached: it is the jobs' source too
+                cached = _validate_three(wp, wk, jb, config, doms)
+                jobs = cached.select(wid, *kattrs)
+            else:
+                # left join: a job with an unknown worker is kept (and refused), never dropped
+                jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
+                jobs = jobs.select(wid, *kattrs)
         if wid != WORKPLACE_ID:
             workplaces = workplaces.withColumnRenamed(wid, WORKPLACE_ID)
             jobs = jobs.withColumnRenamed(wid, WORKPLACE_ID)
-        return cls(workplaces=workplaces, jobs=jobs, domains=doms)
+        return cls(workplaces=workplaces, jobs=jobs, domains=doms, cached=cached)
 
 
 def _check_config(config: EreeDataConfig) -> None:
@@ -353,8 +365,16 @@ def _validate_three(
     jb: SparkDataFrame,
     config: EreeDataConfig,
     doms: Mapping[str, Sequence[str]],
-) -> None:
-    """DESIGN.md §2.3 for the three-table form, in three Spark aggregations."""
+) -> SparkDataFrame:
+    """DESIGN.md §2.3 for the three-table form, in three Spark aggregations.
+
+    Returns:
+        The jobs left-joined to their workers (worker id, workplace id, worker
+        attributes and two flags), held in Spark's cache (memory, spilling to disk):
+        the job check's aggregation computes it once and the caller reads the jobs
+        from it. Dropped here if a check fails.
+    """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as sf
 
     wid, kid = config.workplace_id, config.worker_id
@@ -379,11 +399,34 @@ def _validate_three(
     )
     # ids of both tables are now unique: left joins keep every job exactly once
     in_wp, in_wk = "__eree_in_wp", "__eree_in_wk"
+    kattrs = list(config.worker_attributes)
     jj = (
         jb.select(kid, wid)
         .join(wp.select(wid, sf.lit(True).alias(in_wp)), on=wid, how="left")
-        .join(wk.select(kid, sf.lit(True).alias(in_wk)), on=kid, how="left")
-    )
+        .join(wk.select(kid, *kattrs, sf.lit(True).alias(in_wk)), on=kid, how="left")
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        _check_jobs(jj, wk, jb, config, n_workers, in_wp, in_wk)
+    except BaseException:
+        jj.unpersist()
+        raise
+    return jj
+
+
+def _check_jobs(
+    jj: SparkDataFrame,
+    wk: SparkDataFrame,
+    jb: SparkDataFrame,
+    config: EreeDataConfig,
+    n_workers: int,
+    in_wp: str,
+    in_wk: str,
+) -> None:
+    """The job table's checks of DESIGN.md §2.3 on the job ⋈ workplace ⋈ worker join."""
+    from pyspark.sql import functions as sf
+
+    wid, kid = config.workplace_id, config.worker_id
+    assert config.job and config.worker
     n_jobs = _run_checks(
         jj,
         config.job,
@@ -566,6 +609,8 @@ class SparkEngine:
         """Drop the cached coding of the current dataset (and its Arrow copy)."""
         if self._prepared is not None:
             self._prepared[1].release()
+            if isinstance(self._prepared[0], SparkEreeData):
+                self._prepared[0].unpersist()
         self._prepared = None
         self._source = None
 
@@ -687,6 +732,7 @@ class SparkEngine:
             workplaces = workplaces.persist(StorageLevel.MEMORY_AND_DISK)
             workplaces.count()
             wp_idx.unpersist()
+            sdata.unpersist()  # the validated join: its coding is cached now
         prep = _Prepared(workplaces=workplaces, jobs=jobs, persisted=self._persist)
         self._prepared = (data, prep)
         return prep
