@@ -244,6 +244,25 @@ def _run_checks(
     return n_rows
 
 
+#: prefix of a column that holds, per row, the fingerprint word of the text column named
+#: after it (see :func:`text_word` and ``SparkEreeData.hashed``)
+WORD_PREFIX = "__eree_word:"
+
+
+def text_word(c: str) -> Column:
+    """The fingerprint word of text column ``c`` (see :mod:`eree.data.fingerprint`).
+
+    The first 8 bytes of the value's SHA-256, big-endian, as Spark's signed long; SHA-256
+    dominates the cost (the hex conversion is a few percent of it).
+    """
+    from pyspark.sql import functions as sf
+
+    h = sf.sha2(sf.col(c).cast("string"), 256)
+    hi = sf.conv(sf.substring(h, 1, 8), 16, 10).cast("long")
+    lo = sf.conv(sf.substring(h, 9, 8), 16, 10).cast("long")
+    return sf.shiftleft(hi, 32).bitwiseOR(lo)
+
+
 def spark_fingerprint(data: Any, *, structure: bool) -> str:
     """The fingerprint of Spark-side data, computed in Spark (no row reaches the driver).
 
@@ -268,7 +287,10 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     )
 
     if hasattr(data, "jobs"):
-        tables = [("workplaces", data.workplaces), ("jobs", data.jobs)]
+        # jobs with their workplace ids' words hashed once per workplace, when available
+        hashed = getattr(data, "hashed", None)
+        jobs = hashed if hashed is not None else data.jobs
+        tables = [("workplaces", data.workplaces), ("jobs", jobs)]
         ids = {"workplaces": ["workplace_id"], "jobs": ["workplace_id"]}
     else:
         tables = [("establishments", data.frame)]
@@ -278,14 +300,14 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
         return sf.lit(u - (1 << 64) if u >= 1 << 63 else u).cast("long")
 
     domains: dict[str, Sequence[str]] = dict(getattr(data, "domains", None) or {})
+    current: set[str] = set()  # the columns of the table being hashed
 
     def word(c: str, kind: str) -> Column:
         x = sf.col(c)
-        if kind == "text":  # the first 8 bytes of SHA-256, as two 32-bit halves
-            h = sf.sha2(x.cast("string"), 256)
-            hi = sf.conv(sf.substring(h, 1, 8), 16, 10).cast("long")
-            lo = sf.conv(sf.substring(h, 9, 8), 16, 10).cast("long")
-            hashed = sf.shiftleft(hi, 32).bitwiseOR(lo)
+        if kind == "text":
+            if WORD_PREFIX + c in current:  # hashed once per distinct value upstream
+                return sf.col(f"`{WORD_PREFIX}{c}`")
+            hashed = text_word(c)
             if c not in domains or not domains[c]:
                 return hashed
             # a declared domain: its values' words hashed once, here, and looked up per
@@ -320,7 +342,10 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     summary = []
     try:
         for label, df in tables:
-            cols = sorted(ids[label] if structure else df.columns)
+            current.clear()
+            current.update(df.columns)
+            data_cols = [c for c in df.columns if not c.startswith(WORD_PREFIX)]
+            cols = sorted(ids[label] if structure else data_cols)
             types = {f.name: f.dataType for f in df.schema.fields}
             kinds = []
             for c in cols:

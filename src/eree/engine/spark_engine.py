@@ -64,6 +64,7 @@ from eree.data.establishments import EstablishmentData
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.polars_engine import _domain_frame, cell_keys
 from eree.engine.spark_common import (
+    WORD_PREFIX,
     _Check,
     _missing,
     _outside,
@@ -71,6 +72,7 @@ from eree.engine.spark_common import (
     _read,
     _run_checks,
     _to_polars,
+    text_word,
 )
 from eree.errors import DataValidationError, SpecError
 
@@ -169,6 +171,10 @@ class SparkEreeData:
         cached: a DataFrame ``jobs`` is read from that is held in Spark's cache (the
             validated job ⋈ worker join of :meth:`from_config`), or ``None``; the
             engine drops it (:meth:`unpersist`) once it has coded the data.
+        hashed: ``jobs`` plus, per row, the fingerprint word of its workplace id
+            (column ``WORD_PREFIX + "workplace_id"``), hashed once per workplace by
+            :meth:`from_config`, or ``None``; the Spark fingerprint reads it instead of
+            hashing the id of every job.
 
     Build one with :meth:`from_parquet`, :meth:`from_config` (Spark reads and validates
     the files) or :meth:`from_eree` (an in-memory :class:`EreeData`), or directly from
@@ -180,6 +186,7 @@ class SparkEreeData:
     jobs: SparkDataFrame
     domains: dict[str, tuple[str, ...]]
     cached: SparkDataFrame | None = None
+    hashed: SparkDataFrame | None = None
 
     def unpersist(self) -> None:
         """Drop the cached join (later reads of ``jobs`` recompute it from the files)."""
@@ -291,6 +298,8 @@ class SparkEreeData:
         Returns:
             The Spark-side dataset.
         """
+        from pyspark.sql import functions as sf
+
         _check_config(config)
         doms = {a: tuple(config.domains[a]) for a in config.worker_attributes}
         for a in config.workplace_attributes:
@@ -298,7 +307,7 @@ class SparkEreeData:
                 doms[a] = tuple(config.domains[a])
         wid, kid = config.workplace_id, config.worker_id
         wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
-        cached = None
+        cached = hashed = None
         if config.jobs is not None:
             df = _read(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
             if validate:
@@ -314,6 +323,11 @@ class SparkEreeData:
             if validate:  # the checked join, cached: it is the jobs' source too
                 cached = _validate_three(wp, wk, jb, config, doms)
                 jobs = cached.select(wid, *kattrs)
+                hashed = cached.select(
+                    sf.col(wid).alias(WORKPLACE_ID),
+                    *kattrs,
+                    sf.col(f"`{WORD_PREFIX}{wid}`").alias(WORD_PREFIX + WORKPLACE_ID),
+                )
             else:
                 # left join: a job with an unknown worker is kept (and refused), never dropped
                 jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
@@ -321,7 +335,7 @@ class SparkEreeData:
         if wid != WORKPLACE_ID:
             workplaces = workplaces.withColumnRenamed(wid, WORKPLACE_ID)
             jobs = jobs.withColumnRenamed(wid, WORKPLACE_ID)
-        return cls(workplaces=workplaces, jobs=jobs, domains=doms, cached=cached)
+        return cls(workplaces=workplaces, jobs=jobs, domains=doms, cached=cached, hashed=hashed)
 
 
 def _check_config(config: EreeDataConfig) -> None:
@@ -370,7 +384,8 @@ def _validate_three(
 
     Returns:
         The jobs left-joined to their workers (worker id, workplace id, worker
-        attributes and two flags), held in Spark's cache (memory, spilling to disk):
+        attributes, two flags and the workplace id's fingerprint word, hashed once per
+        workplace), held in Spark's cache (memory, spilling to disk):
         the job check's aggregation computes it once and the caller reads the jobs
         from it. Dropped here if a check fails.
     """
@@ -402,7 +417,11 @@ def _validate_three(
     kattrs = list(config.worker_attributes)
     jj = (
         jb.select(kid, wid)
-        .join(wp.select(wid, sf.lit(True).alias(in_wp)), on=wid, how="left")
+        .join(
+            wp.select(wid, sf.lit(True).alias(in_wp), text_word(wid).alias(WORD_PREFIX + wid)),
+            on=wid,
+            how="left",
+        )
         .join(wk.select(kid, *kattrs, sf.lit(True).alias(in_wk)), on=kid, how="left")
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
