@@ -273,6 +273,11 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     64-bit wrapping multiplication with ANSI overflow checks off for this query), and the
     lane sums are added as two exact 32-bit halves. So changing engines does not look
     like changed content to the ledger.
+
+    SHA-256 is most of the cost, so text values are hashed once where possible: the
+    values of a declared domain on the driver (a literal map looked up per row; a value
+    outside the domain is still hashed in Spark), and the jobs' workplace ids once per
+    workplace when the data carry them hashed (``SparkEreeData.hashed``).
     """
     from pyspark.sql import functions as sf
     from pyspark.sql.types import BooleanType, DecimalType, FractionalType, IntegralType
