@@ -163,8 +163,10 @@ def test_published_variance_is_right_given_the_choice(mu_id: float, plain: bool)
     reps = 6_000
     cells = _simulate(rng, [3] * 80, reps, mu_id)
     cls = _PlainChoice if plain else AdaptiveGroupBy
-    mech = cls(query="q", attribute="m1emp", neighbor=SqrtShift(), gamma=GAMMA, mu=MU,
-               zeta=ZETA, bounds_from="identity", bounds_mu=mu_id, bounded_attributes=1)  # fmt: skip
+    mech = cls(
+        query="q", attribute="m1emp", neighbor=SqrtShift(), gamma=GAMMA, mu=MU,
+        zeta=ZETA, bounds_from="identity", bounds_mu=mu_id, bounded_attributes=1,
+    )  # fmt: skip
     m = mech(Cells(cells), SeededNoise(13))
     psi = np.asarray(m.extra["chosen"]) == "psi"
     var = m.variance

@@ -9,6 +9,8 @@ the anchor is unbiased and its reported variance right (with a power check).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
@@ -276,8 +278,9 @@ def test_cell_anchors_are_unbiased_and_their_variances_right() -> None:
 
 def test_cells_with_a_large_excess_are_fixed_to_their_anchors() -> None:
     """A cell is fixed to its anchor where the finer ψ-answered groups in it could add
-    K·σ²/2 ≥ λ·sd(T̂_c): the measurement's cell is dropped and the anchor (variance
-    10⁻²·Var T̂_c) takes its place; the other cells keep the measurement."""
+    K·σ²/2 ≥ λ·sd(T̂_c) and sd(T̂_c) ≤ ρ·T̂_c: the measurement's cell is dropped and
+    the anchor (variance 10⁻²·Var T̂_c) takes its place; the other cells keep the
+    measurement."""
     sigma = 10.0
     n = 60
     cells = np.repeat([0, 1], [50, 10])  # cell 0: 50 one-establishment groups, cell 1: 10
@@ -289,11 +292,20 @@ def test_cells_with_a_large_excess_are_fixed_to_their_anchors() -> None:
     ratio = 3.0
     expected = excess >= ratio * np.sqrt(v)
     assert expected.tolist() == [True, False]  # sd(T̂_c) ≈ 185–195 here: one of each
-    out = anchored_observations(n, obs, ratio)
+    out = anchored_observations(n, obs, ratio, math.inf)
     kept = next(o for o in out if o.name == "coarse")
     np.testing.assert_array_equal(np.isinf(kept.variances), expected)
     anchor = next(o for o in out if o.name == "coarse (anchored)")
     assert anchor.values[0] == pytest.approx(t[0])
     assert anchor.variances[0] == pytest.approx(1e-2 * v[0])
     assert np.isinf(anchor.variances[1])
-    assert not any(o.name == "coarse (anchored)" for o in anchored_observations(n, obs, 1e9))
+    assert not any(
+        o.name == "coarse (anchored)" for o in anchored_observations(n, obs, 1e9, math.inf)
+    )
+    # …and only where sd(T̂_c) ≤ ρ·T̂_c
+    sd = np.sqrt(v)
+    rho = float(sd[0] / t[0]) * 1.01
+    fixed = anchored_observations(n, obs, ratio, rho)
+    assert np.isinf(next(o for o in fixed if o.name == "coarse").variances[0])
+    kept = anchored_observations(n, obs, ratio, rho / 1.02)
+    assert not any(o.name == "coarse (anchored)" for o in kept)

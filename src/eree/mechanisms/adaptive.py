@@ -50,7 +50,11 @@ class AdaptiveGroupBy(PncBounded):
     Thm 6.7). For group ℓ with public bound u*_ℓ and public estimate x̂_ℓ:
 
     * predicted pnc variance :math:`(\Delta_\ell/\mu)^2` (Def 6.8, exact);
-    * predicted ψ variance :func:`psi_variance_at` ``(x̂_ℓ)`` (Thm 6.6), σ = γ/μ;
+    * predicted ψ variance :func:`psi_variance_at` ``(x̌_ℓ)`` (Thm 6.6), σ = γ/μ, at the
+      lower confidence limit :math:`\check x_\ell = \max(0, \hat x_\ell - z\sqrt{V_\ell})`,
+      V_ℓ the sum of the identity estimates' published variances, z = :attr:`choice_z`
+      (2): x̂ is mostly noise for wages at the QCEW paper's budgets, and comparing at x̂
+      itself sent groups to pnc at random (New York, docs/webb-evaluation.md);
     * the group is answered by pnc when its variance is not larger, else by ψ:
       ψ: :math:`\omega_\ell=\psi(x_\ell)+N(0,\sigma^2)`, published x̃ = Thm 6.6 estimate with
       its v̂ (below); pnc: :math:`T_\ell+N(0,(\Delta_\ell/\mu)^2)` with the
@@ -70,7 +74,8 @@ class AdaptiveGroupBy(PncBounded):
 
     Cells: ``value`` (group sums x_ℓ), ``clipped`` (clipped sums T_ℓ), ``bound`` (u*_ℓ),
     ``identity_sum`` (:math:`\sum_{j\in\ell}\tilde x_j` of the identity query's published
-    estimates — public).
+    estimates — public), ``identity_variance`` (the sum of their published variances —
+    public).
 
     The Measurement's ``extra["chosen"]`` holds, per group, the registry name of the
     mechanism that answered it (published as the ``<attribute>_mechanism`` column).
