@@ -210,7 +210,7 @@ def print_cells(cells: dict[str, Any]) -> None:
     """One line per count query: its number of cells, or its lower bound without data."""
     if not cells:
         return
-    console.print("[bold]Cells per query[/] (limit: [output] max_cells)")
+    console.print("[bold]Cells per query[/] (limit: \\[output] max_cells)")
     for name, c in cells.items():
         amount = f"{c['cells']:,}" if c["cells"] is not None else f"≥ {c['at_least']:,}"
         console.print(f"  {escape(name)}: {amount} ({escape(c['how'])})")

@@ -108,8 +108,10 @@ id = "primary_key"
 [privacy]
 definition = "gedp"
 neighbor = "sqrt"
-# wages are in thousands of dollars here: gamma = 50 on sqrt(dollars), the paper's
-# setting, is gamma = 50/sqrt(1000) ≈ 1.58 on sqrt(thousands)
+# wages are in thousands of dollars per quarter (docs/choosing-parameters.md, "Units").
+# gamma_wage = 1.58 on sqrt(thousands) is gamma = 50 on sqrt(dollars): a $63K wage bill is
+# protected within $40K-$91K. The paper's Table 7 uses 50 on sqrt(thousands) (examples/),
+# a far wider protection with far more noise.
 distance = { m1emp = 0.5, m2emp = 0.5, m3emp = 0.5, wage = 1.58 }
 
 [[query]]

@@ -221,3 +221,23 @@ def test_synth_writes_a_starter_spec_that_explain_and_protect_accept(tmp_path, s
     r = run_cli(["protect", str(tmp_path / "data" / "release.toml"), "--out",
                  str(tmp_path / "rel2"), "--seed", "1"])  # fmt: skip
     assert r.exit_code == 0, r.output
+
+
+def test_qcew_starter_spec_keeps_counties_of_different_states_apart(tmp_path, monkeypatch):
+    """County codes repeat across states: the starter spec groups by (state, county)."""
+    import polars as pl
+
+    area = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "qcew_2016_by_area"
+    if not area.is_dir():
+        pytest.skip("../shared/data/qcew_2016_by_area is absent")
+    monkeypatch.chdir(tmp_path)
+    r = run_cli(["synth", "qcew", "--qcew-area", str(area), "--out", "data", "--seed", "2"])
+    assert r.exit_code == 0, r.output
+    r = run_cli(["protect", "data/release.toml", "--out", "rel", "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    truth = pl.read_csv("data/establishments.csv.gz", infer_schema_length=0)
+    pairs = truth.select("state", "cnty").unique().height
+    states = truth.select("state").unique().height
+    assert states > 1  # the folder holds several states (else the test proves nothing)
+    assert pl.read_parquet("rel/tables/county.parquet").height == pairs
+    assert pl.read_parquet("rel/tables/state.parquet").height == states

@@ -165,7 +165,7 @@ def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
         # the eager loader reads single files only: say what failed without row numbers
         raise DataValidationError(
             "a partitioned (directory) input is not valid Parquet with text or integer "
-            "columns, or fails a rule of DESIGN.md §2.3 (ids missing or duplicated, a job "
+            "columns, or fails an input rule of docs/spec.md (ids missing or duplicated, a job "
             "at an unknown workplace or worker, a worker without exactly one job, a value "
             "missing or outside its declared domain); the Spark engine names the rule and "
             "an offending id",

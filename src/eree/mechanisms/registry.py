@@ -83,7 +83,7 @@ REGISTRY: tuple[Entry, ...] = (
     _register("estab_gaussian", "", EstabGaussian, ("gedp",), ("mu",),
           "Estab-Gaussian (Webb et al. Def 6.2)"),
     _register("adaptive", "", AdaptiveGroupBy, ("gedp",), ("mu",),
-          "per group the ψ- or pnc-mechanism, chosen from the identity answers (DESIGN §4.2)"),
+          "per group the ψ- or pnc-mechanism, chosen from the identity answers (docs/privacy.md)"),
 )  # fmt: skip
 
 

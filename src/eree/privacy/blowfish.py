@@ -380,7 +380,7 @@ def check_workshop_smooth_gamma(alpha: float, epsilon: float) -> float:
 _WORKSHOP_NOTE = (
     "workshop variants: the guarantee is the workshop paper's claim (Thms 5.1, 5.4); its "
     "proof does not cover the extra Lap(1/epsilon) term eta' of Smooth Laplace/Gamma, and "
-    "the SIGMOD variants are normative (DESIGN.md §10). WARNING: `eree audit privacy` "
+    "the SIGMOD variants are normative (docs/errata.md). WARNING: `eree audit privacy` "
     "finds the workshop Smooth Gamma and Smooth Laplace violating that claim for "
     "establishments with x_V <= 1 (their smooth sensitivity alpha*x_V has no max(., 1)); "
     "see docs/privacy-audit.md"
@@ -485,7 +485,7 @@ def blowfish_semantics(report: PrivacyReport) -> dict[str, Any]:
         "establishments in any cell are disclosed; cells with no establishment are exact zeros.",
         "This is the workshop formulation. eree reads Eq. 4 with S ⊆ S′ (the reading of the "
         "paper's proofs); the SIGMOD definitions (eree, eree-weak) are normative "
-        "(DESIGN.md §10). With whole workers the number of edges d_G between sizes x and y "
+        "(docs/errata.md). With whole workers the number of edges d_G between sizes x and y "
         "can exceed k when x >= 1/alpha (floors), or fall below it for smaller x (the "
         "one-worker edge); the table shows both.",
     ]

@@ -280,9 +280,10 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
                 f"raise mu for {stat} to {_up(need)} {then}, or {coarsen}")  # fmt: skip
         if isinstance(mech.neighbor, SqrtShift):
             how += (
-                f"; check the unit of {stat}: with psi = sqrt, a distance chosen for dollars is "
-                f"sqrt(1000) ≈ 31.6 times too large for thousands of dollars (gamma = "
-                f"{mech.gamma:g} here)"
+                f"; check gamma's unit: with psi = sqrt it is in sqrt(units of {stat}), so a "
+                f"gamma chosen for {stat} in dollars is sqrt(1000) ≈ 31.6 times too large for "
+                f"{stat} in thousands of dollars (gamma = {mech.gamma:g} here, in sqrt(units "
+                f"of {stat}); see docs/choosing-parameters.md, Units)"
             )
     elif isinstance(mech, CountMechanism):
         eps = mech.epsilon

@@ -1,4 +1,4 @@
-"""The release spec (TOML) and the plan built from it (DESIGN.md §7.3).
+"""The release spec (TOML) and the plan built from it (docs/spec.md, docs/spec-reference.md).
 
 A plan is validated structurally here (unknown keys, types, paths); its privacy cost is
 computed by the accountant from the plan alone, before any confidential data is read.
@@ -17,54 +17,29 @@ from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.schema import WORKER_DOMAINS
 from eree.errors import SpecError
 from eree.mechanisms import registry
+from eree.release import spec_schema as schema
+from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
+from eree.release.spec_schema import DEFINITIONS as DEFINITIONS
+from eree.release.spec_schema import ENGINE_KINDS as ENGINE_KINDS
 
-DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "blowfish", "none")
-
-_TOP_KEYS = ("name", "data", "privacy", "query", "pnc", "postprocess", "output", "engine")
-_ENGINE_KEYS = ("kind", "cores", "driver_memory")
-ENGINE_KINDS = ("polars", "spark")
-_EREE_DATA_KEYS = (
-    "kind",
-    "workplace",
-    "worker",
-    "job",
-    "jobs",
-    "workplace_id",
-    "worker_id",
-    "workplace_attributes",
-    "worker_attributes",
-    "domains",
-)
-_ESTAB_DATA_KEYS = ("kind", "path", "id", "public", "confidential", "domains")
-_PRIVACY_KEYS = ("definition", "alpha", "neighbor", "distance", "budget")
-_QUERY_KEYS = (
-    "name",
-    "by",
-    "mechanism",
-    "epsilon",
-    "delta",
-    "mu",
-    "theta",
-    "force",
-    "complete",
-    "variant",
-    "s",
-    "t",
-    "small_cell",
-    "additive",
-)
-_PNC_KEYS = ("zeta", "bounds_from")
-_POSTPROCESS_KEYS = ("microdata", "nonnegative", "integer", "consistent", "microdata_fit")
+# every section's keys and defaults are declared once, in spec_schema (docs/spec-reference.md
+# is generated from the same table)
+_TOP_KEYS = schema.top_level_keys()
+_ENGINE_KEYS = schema.keys("[engine]")
+_EREE_DATA_KEYS = schema.keys("[data]", "eree")
+_ESTAB_DATA_KEYS = schema.keys("[data]", "establishments")
+_PRIVACY_KEYS = schema.keys("[privacy]")
+_BUDGET_KEYS = schema.key("[privacy]", "budget").allowed
+_QUERY_KEYS = schema.keys("[[query]]")
+_PNC_KEYS = schema.keys("[pnc]")
+_POSTPROCESS_KEYS = schema.keys("[postprocess]")
+_OUTPUT_KEYS = schema.keys("[output]")
 #: how the GEDP microdata is fitted: Eq. 1 of the QCEW paper, or in √-space where the
 #: answers are √-ψ answers (eree.postprocess.sqrt_space; docs/spec.md)
-MICRODATA_FITS = ("eq1", "sqrt-space")
-_OUTPUT_KEYS = ("confidence", "csv", "max_cells")
+MICRODATA_FITS = schema.key("[postprocess]", "microdata_fit").allowed
 
 #: longest query name: it becomes a file name (``tables/<name>.parquet``)
 MAX_QUERY_NAME = 100
-
-#: default refusal limit on the number of cells of one query (DESIGN.md §2.3)
-DEFAULT_MAX_CELLS = 5_000_000
 
 
 def _check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -172,7 +147,7 @@ class PrivacySpec:
 class PncSpec:
     """``[pnc]``: settings of the probably-no-clipping mechanism (DESIGN.md §4.2)."""
 
-    zeta: float = 0.01
+    zeta: float = schema.default("[pnc]", "zeta")
     bounds_from: str | None = None
 
 
@@ -192,11 +167,11 @@ class PostprocessSpec:
             :mod:`eree.postprocess.sqrt_space`).
     """
 
-    microdata: bool = False
-    nonnegative: bool = False
-    integer: bool = False
-    consistent: bool = False
-    microdata_fit: str = "eq1"
+    microdata: bool = schema.default("[postprocess]", "microdata")
+    nonnegative: bool = schema.default("[postprocess]", "nonnegative")
+    integer: bool = schema.default("[postprocess]", "integer")
+    consistent: bool = schema.default("[postprocess]", "consistent")
+    microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
 
 
 @dataclass(frozen=True)
@@ -210,9 +185,9 @@ class EngineSpec:
         driver_memory: Spark driver heap when eree starts the session.
     """
 
-    kind: str = "polars"
-    cores: int = 2
-    driver_memory: str = "4g"
+    kind: str = schema.default("[engine]", "kind")
+    cores: int = schema.default("[engine]", "cores")
+    driver_memory: str = schema.default("[engine]", "driver_memory")
 
 
 @dataclass(frozen=True)
@@ -226,9 +201,9 @@ class OutputSpec:
             (DESIGN.md §2.3).
     """
 
-    confidence: float = 0.95
-    csv: bool = True
-    max_cells: int = DEFAULT_MAX_CELLS
+    confidence: float = schema.default("[output]", "confidence")
+    csv: bool = schema.default("[output]", "csv")
+    max_cells: int = schema.default("[output]", "max_cells")
 
 
 @dataclass(frozen=True)
@@ -435,7 +410,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     data = raw.get("data")
     if not isinstance(data, dict):
         raise SpecError("the spec needs a [data] section")
-    kind = data.get("kind", "eree")
+    kind = data.get("kind", schema.default("[data]", "kind", "eree"))
     if kind == "eree":
         data_cfg: EreeDataConfig | EstablishmentDataConfig = _parse_eree_data(data, base_dir)
     elif kind == "establishments":
@@ -467,7 +442,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         if not isinstance(p["budget"], dict):
             raise SpecError("[privacy].budget must be a table, e.g. { epsilon = 4.0 }")
         budget = {k: _number(v, f"[privacy].budget.{k}") for k, v in p["budget"].items()}
-        _check_keys(budget, ("epsilon", "delta", "mu"), "[privacy].budget")
+        _check_keys(budget, _BUDGET_KEYS, "[privacy].budget")
     privacy = PrivacySpec(str(definition), alpha, neighbor, distance, budget)
 
     qs = raw.get("query")
@@ -481,7 +456,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
 
     pnc_raw = raw.get("pnc", {})
     _check_keys(pnc_raw, _PNC_KEYS, "[pnc]")
-    zeta = _number(pnc_raw.get("zeta", 0.01), "[pnc].zeta")
+    zeta = _number(pnc_raw.get("zeta", PncSpec.zeta), "[pnc].zeta")
     if not zeta < 1:
         raise SpecError("[pnc].zeta must lie in (0, 1)")
     bounds_from = pnc_raw.get("bounds_from")
@@ -501,7 +476,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     _check_postprocess(postprocess, data_cfg, queries)
     out_raw = raw.get("output", {})
     _check_keys(out_raw, _OUTPUT_KEYS, "[output]")
-    confidence = _number(out_raw.get("confidence", 0.95), "[output].confidence")
+    confidence = _number(out_raw.get("confidence", OutputSpec.confidence), "[output].confidence")
     if not confidence < 1:
         raise SpecError("[output].confidence must lie in (0, 1)")
     eng_raw = raw.get("engine", {})
@@ -511,10 +486,10 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         raise SpecError(f'[engine].kind must be "polars" or "spark" (got {engine.kind!r})')
     if not isinstance(engine.cores, int) or engine.cores < 1:
         raise SpecError("[engine].cores must be a positive integer")
-    csv = out_raw.get("csv", True)
+    csv = out_raw.get("csv", OutputSpec.csv)
     if not isinstance(csv, bool):
         raise SpecError("[output].csv must be true or false")
-    max_cells = out_raw.get("max_cells", DEFAULT_MAX_CELLS)
+    max_cells = out_raw.get("max_cells", OutputSpec.max_cells)
     if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
         raise SpecError("[output].max_cells must be a positive integer")
     return Plan(

@@ -47,8 +47,10 @@ QCEW_STARTER = """\
 # Starter release spec for the QCEW-like establishments in this folder (written by
 # eree synth qcew). Employment and wage sums under mu-Gaussian Establishment DP (Webb et
 # al.): a psi identity query and pnc group-by sums, the structure of their Table 7.
-# Wages are in thousands of dollars: gamma = 50 on sqrt(dollars), the paper's setting,
-# is gamma = 50/sqrt(1000) = 1.58 on sqrt(thousands).
+# Wages are in thousands of dollars per quarter (docs/choosing-parameters.md, "Units").
+# gamma_wage = 1.58 on sqrt(thousands) is gamma = 50 on sqrt(dollars): a $63K wage bill is
+# protected within $40K-$91K. The paper's Table 7 uses 50 on sqrt(thousands)
+# (examples/qcew-table7.toml), a far wider protection with far more noise.
 # Paths are relative to this file. Edit the queries and budgets, then:
 #   eree explain {folder}/release.toml
 #   eree protect {folder}/release.toml --out release
@@ -58,6 +60,8 @@ name = "{name}"
 kind = "establishments"
 path = "{data}"
 id = "primary_key"
+public = ["state", "cnty", "own", "naics", "naics3", "naics4", "naics5",
+          "naics_sector", "super_sector"]
 
 [privacy]
 definition = "gedp"
@@ -72,19 +76,19 @@ mu = {{ m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.15 }}
 
 [[query]]
 name = "state"
-by = []
+by = ["state"]
 mechanism = "pnc"
 mu = {{ m1emp = 0.2, m2emp = 0.2, m3emp = 0.2, wage = 0.10 }}
 
 [[query]]
 name = "county"
-by = ["cnty"]
+by = ["state", "cnty"]          # county codes repeat across states
 mechanism = "pnc"
 mu = {{ m1emp = 0.6, m2emp = 0.6, m3emp = 0.6, wage = 0.15 }}
 
 [[query]]
 name = "county_sector"
-by = ["cnty", "naics_sector"]
+by = ["state", "cnty", "naics_sector"]
 mechanism = "pnc"
 mu = {{ m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.15 }}
 

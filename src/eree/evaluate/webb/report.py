@@ -266,7 +266,7 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
                 ["ψ", "strategy", "query", "paper", "eree", "MC s.e.", "distance (s.e.)"],
             )
             + f"<p>{int(t['trials'][0]):,} trials; 50 counties × 2 establishments, γ = 0.5, μ = 1 "
-            "(DESIGN.md §10 errata).</p>"
+            "(docs/errata.md).</p>"
         )
     if "webb-table3" in meta["experiments"]:
         rows = []
@@ -355,7 +355,8 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
         adaptive = _adaptive_rows(r, attrs)
         if adaptive:
             parts.append(
-                "<h3>Adaptive (ψ or pnc per group, DESIGN.md §4.2) against the better workflow</h3>"
+                "<h3>Adaptive (ψ or pnc per group, docs/privacy.md) against the better "
+                "workflow</h3>"
                 + _ul(reading_adaptive(r, attrs))
                 + _table(
                     adaptive,

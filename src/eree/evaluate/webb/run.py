@@ -167,7 +167,7 @@ def run_webb(
         meta["table11"] = {
             "trials": table11_trials,
             "setting": "50 counties × 2 establishments of 10, γ = 0.5 (sqrt and log), μ = 1 "
-            "(DESIGN.md §6, §10 errata)",
+            "(docs/errata.md)",
         }
     secs["total"] = time.perf_counter() - t_start
     meta["seconds"] = secs

@@ -1,0 +1,543 @@
+"""The release spec's keys, declared once: the parser and the reference page both read them.
+
+Every section of a spec (TOML) is a :class:`Section` of :class:`Key` descriptors. The
+parser (:mod:`eree.release.spec`) takes from here the keys it accepts in each section (any
+other key is an error with a "did you mean") and the defaults of optional keys;
+:mod:`eree.release.spec_doc` writes ``docs/spec-reference.md`` from the same table, so
+the reference cannot drift from the parser. Which ``[[query]]`` settings apply to which
+mechanism comes from the mechanism registry (:mod:`eree.mechanisms.registry`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eree.data.config import EstablishmentDataConfig
+from eree.data.schema import WORKER_DOMAINS, WORKPLACE_ATTRIBUTES
+from eree.mechanisms import registry
+
+__all__ = [
+    "DEFAULT_MAX_CELLS",
+    "DEFINITIONS",
+    "ENGINE_KINDS",
+    "REQUIRED",
+    "SECTIONS",
+    "Key",
+    "Section",
+    "default",
+    "key",
+    "keys",
+    "section",
+    "top_level_keys",
+]
+
+#: privacy definitions a spec may name
+DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "blowfish", "none")
+#: engines a spec may name
+ENGINE_KINDS = ("polars", "spark")
+#: default refusal limit on the number of cells of one query
+DEFAULT_MAX_CELLS = 5_000_000
+
+
+class _Required:
+    """Marker of a key without a default (it must be given, or its section says when)."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a spec section.
+
+    Attributes:
+        name: the TOML key.
+        type: its TOML type, in words.
+        default: the value when the key is absent; :data:`REQUIRED` when there is none;
+            ``None`` when absence has a meaning of its own (given in ``meaning``).
+        meaning: what it does.
+        allowed: the values it may take (empty: any value of its type within the rules
+            given in ``meaning``).
+        units: the units of a number ("" when it has none).
+    """
+
+    name: str
+    type: str
+    default: Any
+    meaning: str
+    allowed: tuple[str, ...] = ()
+    units: str = ""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a spec.
+
+    Attributes:
+        name: how the section is written (``[privacy]``, ``[[query]]``, ...).
+        family: which spec family uses it: ``both``, ``eree`` (ER-EE counts) or
+            ``establishments`` (GEDP sums).
+        meaning: one paragraph on the section.
+        keys: its keys, in the order the reference lists them.
+    """
+
+    name: str
+    family: str
+    meaning: str
+    keys: tuple[Key, ...]
+
+
+def _mechanism_default(key: str) -> Any:
+    """The default of a mechanism setting, read from the classes of the mechanisms it applies to."""
+    fields = [
+        e.cls.__dataclass_fields__[key]
+        for e in registry.REGISTRY
+        if key in e.settings and key in e.cls.__dataclass_fields__
+    ]
+    values = {repr(f.default): f.default for f in fields}
+    if len(values) != 1:
+        raise AssertionError(f"mechanisms disagree on the default of {key!r}: {list(values)}")
+    value = next(iter(values.values()))
+    return REQUIRED if value is None else value
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section(
+        "top level",
+        "both",
+        "Keys outside any table. The sections below are the spec's other top-level keys.",
+        (
+            Key(
+                "name",
+                "string",
+                REQUIRED,
+                "The dataset's name: its identity in the budget ledger and the manifest "
+                "(a ledger identifies the data by name; releases of one dataset share one "
+                "lifetime budget).",
+            ),
+        ),
+    ),
+    Section(
+        "[data]",
+        "eree",
+        "ER-EE data (LODES/QWI-like): a workplace table, a worker table and a job table, "
+        "or one joined jobs table. Paths are relative to the spec file; CSV (UTF-8, with "
+        "a header), CSV.gz or Parquet.",
+        (
+            Key("kind", "string", "eree", "The data family.", ("eree", "establishments")),
+            Key(
+                "workplace",
+                "path",
+                None,
+                "The workplace table (one row per establishment: its id and public "
+                "attributes). Give workplace, worker and job together, or jobs alone.",
+            ),
+            Key(
+                "worker",
+                "path",
+                None,
+                "The worker table (one row per worker: its id and private attributes).",
+            ),
+            Key("job", "path", None, "The job table (one row per job: workplace id, worker id)."),
+            Key(
+                "jobs",
+                "path",
+                None,
+                "One joined table (one row per job with the workplace and worker "
+                "attributes), instead of workplace, worker and job.",
+            ),
+            Key("workplace_id", "string", "workplace_id", "Column of the workplace id."),
+            Key("worker_id", "string", "worker_id", "Column of the worker id."),
+            Key(
+                "workplace_attributes",
+                "list of strings",
+                list(WORKPLACE_ATTRIBUTES),
+                "The public workplace attributes (columns of the workplace table); "
+                "geography nests block → tract → county → state.",
+            ),
+            Key(
+                "worker_attributes",
+                "list of strings",
+                list(WORKER_DOMAINS),
+                "The private worker attributes; each needs a declared domain (the "
+                "defaults' domains are the LODES codes, see [data.domains]).",
+            ),
+            Key(
+                "domains",
+                "table: attribute = list of strings",
+                None,
+                'Declared domains, `[data.domains] age = ["A01", "A02", "A03"]`: '
+                "every value an attribute may take, listed once each. Defaults: the "
+                "LODES codes of the worker attributes ([spec.md](spec.md)). May only name "
+                "attributes the data declares.",
+            ),
+        ),
+    ),
+    Section(
+        "[data]",
+        "establishments",
+        "Establishment data (QCEW-like): one table, one row per establishment. The path "
+        "is relative to the spec file; CSV (UTF-8, with a header), CSV.gz or Parquet.",
+        (
+            Key(
+                "kind",
+                "string",
+                REQUIRED,
+                'The data family; `"establishments"` selects this form.',
+                ("eree", "establishments"),
+            ),
+            Key("path", "path", REQUIRED, "The establishment file."),
+            Key("id", "string", EstablishmentDataConfig.id, "Column of the establishment id."),
+            Key(
+                "public",
+                "list of strings",
+                list(EstablishmentDataConfig.public),
+                "Public attributes (place, industry, ownership): the only columns a query "
+                "may group by.",
+            ),
+            Key(
+                "confidential",
+                "list of strings",
+                list(EstablishmentDataConfig.confidential),
+                "Confidential numeric attributes (employment per month, quarterly wages); "
+                "each needs a distance in [privacy].distance. Non-negative numbers in the "
+                "data's own units ([units](choosing-parameters.md#units)).",
+            ),
+            Key(
+                "domains",
+                "table: attribute = list of strings",
+                None,
+                "Declared domains of public attributes (values as text); only `public` "
+                "columns may be named. Without one, an attribute's domain is the values "
+                "in the data (public).",
+            ),
+        ),
+    ),
+    Section(
+        "[privacy]",
+        "both",
+        "The privacy definition and its parameters.",
+        (
+            Key(
+                "definition",
+                "string",
+                REQUIRED,
+                "The privacy definition: eree (strong ER-EE), eree-weak, blowfish (the "
+                "workshop's policy graph), edge-dp and node-dp (the DP baselines), gedp "
+                "(Gaussian Establishment DP, establishment data), none (input noise "
+                "infusion: no formal guarantee).",
+                DEFINITIONS,
+            ),
+            Key(
+                "alpha",
+                "number > 0",
+                None,
+                "ER-EE: the relative size change α an establishment is protected within "
+                "(sizes x and y ≤ (1+α)x are indistinguishable up to e^ε). Required for "
+                "eree, eree-weak and blowfish.",
+                units="relative (0.1 = 10%)",
+            ),
+            Key(
+                "neighbor",
+                "string or table",
+                "sqrt",
+                'GEDP: the neighbor function ψ: "sqrt", "dp", { kind = "sqrt_shift", '
+                'a = 1.0 }, { kind = "log_shift", a = 1.0 } (a > 0), { kind = "dp", '
+                'd = 1.0 }, { kind = "combine" | "heterogeneous", parts = [...] }, or a '
+                "table attribute = one of these (one ψ per attribute).",
+                ("sqrt", "sqrt_shift", "log_shift", "dp", "combine", "heterogeneous"),
+            ),
+            Key(
+                "distance",
+                "table: attribute = number > 0",
+                None,
+                "GEDP: the distance parameter γ of each confidential attribute: records "
+                "with |ψ(x) − ψ(y)| ≤ γ are neighbors (Webb et al. Def 5.1). Required "
+                "for gedp.",
+                units="ψ of the attribute's unit (√employees, √thousands of dollars)",
+            ),
+            Key(
+                "budget",
+                "table",
+                None,
+                "A lifetime budget for this spec: { epsilon = ..., delta = ..., mu = ... } "
+                "(keys epsilon, delta, mu). It may only lower the budget registered in a "
+                "ledger; without a ledger the release alone must fit in it.",
+                ("epsilon", "delta", "mu"),
+            ),
+        ),
+    ),
+    Section(
+        "[[query]]",
+        "both",
+        "One released table per [[query]] (at least one). `name`, `by`, `mechanism` and "
+        "`complete` apply to every mechanism; every other key must apply to the query's "
+        "mechanism (see the table of mechanisms below) or the spec is refused.",
+        (
+            Key(
+                "name",
+                "string",
+                REQUIRED,
+                "The table's name (unique; letters, digits, '_' and '-'; at most 100 "
+                "characters): the file tables/<name>.parquet.",
+            ),
+            Key(
+                "by",
+                'list of strings or "identity"',
+                REQUIRED,
+                'The grouping attributes; [] for one total cell; "identity" for the GEDP '
+                "identity query (one cell per establishment). ER-EE: workplace and worker "
+                "attributes; establishments: `public` attributes.",
+            ),
+            Key(
+                "mechanism",
+                "string",
+                REQUIRED,
+                "The mechanism; it must be allowed under [privacy].definition (see the "
+                "table of mechanisms).",
+                registry.mechanism_names(),
+            ),
+            Key(
+                "epsilon",
+                "number > 0",
+                REQUIRED,
+                "The query's whole ε. For a marginal with worker attributes under "
+                "eree-weak or blowfish, each of the d worker-attribute combinations gets "
+                "ε/d.",
+            ),
+            Key(
+                "delta",
+                "number in (0, 1)",
+                None,
+                "smooth_laplace: the query's whole δ (d·δ per cell as for ε). Default: "
+                "d·δ_min with δ_min = exp(−ε_cell / (2 ln(1+α))), the smallest δ "
+                "Algorithm 3 allows.",
+            ),
+            Key(
+                "mu",
+                "table: attribute = number > 0",
+                REQUIRED,
+                "GEDP: μ per measured confidential attribute; the query costs "
+                "√(Σ μ_a²) and the release √(Σ over queries).",
+            ),
+            Key(
+                "theta",
+                "number > 0",
+                _mechanism_default("theta"),
+                "truncated_laplace: the truncation threshold θ: establishments with θ or "
+                "more jobs are dropped; the noise is Lap(θ/ε).",
+                units="jobs",
+            ),
+            Key(
+                "force",
+                "boolean",
+                _mechanism_default("force"),
+                "log_laplace: run even when λ = ln(1+α)/ε ≥ 1 (the estimator then has "
+                "no finite variance).",
+            ),
+            Key(
+                "complete",
+                "boolean",
+                False,
+                "ER-EE: also list workplace combinations with no establishment (their "
+                "cells are exact zeros) — the cells become the product of the declared "
+                "domains.",
+            ),
+            Key(
+                "variant",
+                "string",
+                "sigmod",
+                "ER-EE mechanisms under blowfish: the SIGMOD algorithm or the workshop's.",
+                ("sigmod", "workshop"),
+            ),
+            Key(
+                "s",
+                "number in (0, t)",
+                _mechanism_default("s"),
+                "noise_infusion: inner edge of the distortion: each establishment's factor "
+                "f lies in [1−t, 1−s] ∪ [1+s, 1+t] (confidential: withheld from the "
+                "manifest).",
+                units="relative",
+            ),
+            Key(
+                "t",
+                "number in (s, 1)",
+                _mechanism_default("t"),
+                "noise_infusion: outer edge of the distortion (confidential: withheld "
+                "from the manifest).",
+                units="relative",
+            ),
+            Key(
+                "small_cell",
+                "number ≥ 1",
+                _mechanism_default("small_cell"),
+                "noise_infusion: the small-cell limit S: true counts in (0, S) are "
+                "replaced by a uniform draw from {1, …, ⌊S⌋} (Haney et al. §5.1).",
+                units="jobs",
+            ),
+            Key(
+                "additive",
+                "number > 0",
+                _mechanism_default("additive"),
+                "log_laplace, workshop variant: the additive shift Δ (γ = Δ/α).",
+                units="jobs",
+            ),
+        ),
+    ),
+    Section(
+        "[pnc]",
+        "establishments",
+        "Settings of the probably-no-clipping (pnc) and adaptive mechanisms.",
+        (
+            Key(
+                "zeta",
+                "number in (0, 1)",
+                0.01,
+                "The probability that any establishment is clipped (the upper bounds hold "
+                "simultaneously with probability 1 − ζ).",
+                units="probability",
+            ),
+            Key(
+                "bounds_from",
+                "string",
+                None,
+                'The psi query with by = "identity" whose published answers give the '
+                "upper bounds; required when a query uses pnc or adaptive.",
+            ),
+        ),
+    ),
+    Section(
+        "[postprocess]",
+        "both",
+        "Post-processing of the published values: costs no privacy, reads no "
+        "confidential value ([spec.md](spec.md) explains each option).",
+        (
+            Key(
+                "microdata",
+                "boolean",
+                False,
+                "Establishments: write WLS establishment microdata (microdata.parquet, "
+                "Webb et al. Eq. 1). Refused for ER-EE data.",
+            ),
+            Key(
+                "nonnegative",
+                "boolean",
+                False,
+                "No published value is negative (ER-EE: the counts; establishments: the "
+                "WLS microdata, hence every table tabulated from it).",
+            ),
+            Key(
+                "integer",
+                "boolean",
+                False,
+                "ER-EE: every published count is a whole number (controlled rounding). "
+                "Refused for establishment sums.",
+            ),
+            Key(
+                "consistent",
+                "boolean",
+                False,
+                "Every table adds up to every coarser released table (ER-EE: on the tree "
+                "of marginals; establishments: needs microdata = true, tables are "
+                "tabulations of the microdata).",
+            ),
+            Key(
+                "microdata_fit",
+                "string",
+                "eq1",
+                'Establishments, with microdata = true: how the microdata is fitted. "eq1": '
+                'Webb et al. Eq. 1 on every published estimate; "sqrt-space" (beyond the '
+                "paper): the cells answered by the √-ψ-mechanism are fitted in √-space with "
+                "the total anchored ([spec.md](spec.md)). Refused for ER-EE data.",
+                ("eq1", "sqrt-space"),
+            ),
+        ),
+    ),
+    Section(
+        "[output]",
+        "both",
+        "Publication settings.",
+        (
+            Key(
+                "confidence",
+                "number in (0, 1)",
+                0.95,
+                "Level of the published confidence intervals (s_ci_low, s_ci_high).",
+                units="probability",
+            ),
+            Key("csv", "boolean", True, "Also write each table as CSV next to its Parquet."),
+            Key(
+                "max_cells",
+                "positive integer",
+                DEFAULT_MAX_CELLS,
+                "Refuse a query with more cells than this, before any cell is allocated "
+                "(by `eree explain` where the spec alone shows it).",
+                units="cells",
+            ),
+        ),
+    ),
+    Section(
+        "[engine]",
+        "both",
+        "Which engine scans the microdata; `eree protect --engine` overrides kind.",
+        (
+            Key(
+                "kind",
+                "string",
+                "polars",
+                "polars: in-process; spark: Spark reads, validates and aggregates (for "
+                "data that outgrow one machine).",
+                ENGINE_KINDS,
+            ),
+            Key(
+                "cores",
+                "positive integer",
+                2,
+                "Spark: local worker threads when eree starts the session.",
+                units="threads",
+            ),
+            Key(
+                "driver_memory",
+                "string",
+                "4g",
+                "Spark: driver heap when eree starts the session (a JVM size, e.g. 4g).",
+            ),
+        ),
+    ),
+)
+
+
+def section(name: str, family: str = "both") -> Section:
+    """The section ``name``; for ``[data]``, ``family`` picks ``eree`` or ``establishments``."""
+    for s in SECTIONS:
+        if s.name == name and (s.family == family or family == "both" or s.family == "both"):
+            return s
+    raise KeyError((name, family))
+
+
+def top_level_keys() -> tuple[str, ...]:
+    """The keys a spec accepts at its top level: its keys there, then one per section."""
+    tables = (s.name.strip("[]") for s in SECTIONS if s.name.startswith("["))
+    return tuple(dict.fromkeys((*keys("top level"), *tables)))
+
+
+def keys(name: str, family: str = "both") -> tuple[str, ...]:
+    """The keys section ``name`` accepts (the parser's unknown-key check)."""
+    return tuple(k.name for k in section(name, family).keys)
+
+
+def key(name: str, key: str, family: str = "both") -> Key:
+    """The descriptor of ``key`` in section ``name``."""
+    for k in section(name, family).keys:
+        if k.name == key:
+            return k
+    raise KeyError((name, key))
+
+
+def default(name: str, key_name: str, family: str = "both") -> Any:
+    """The default of ``key_name`` in section ``name``."""
+    return key(name, key_name, family).default
