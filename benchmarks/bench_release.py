@@ -9,15 +9,26 @@ processes:
 * ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
   loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
 
-Reported: median wall time, peak RSS and CPU time (user + system, all threads) of each
-over ``--runs`` runs and their ratios,
-with the 1-minute load average before each run (a shared machine makes every timing an
-upper bound).
+Reported: median wall time, peak memory and CPU time (user + system, all threads) of
+each over ``--runs`` runs and their ratios, with the 1-minute load average before each
+run (a shared machine makes every timing an upper bound). Peak memory is the larger of
+the child's own peak RSS and its process tree's resident memory sampled every 0.2 s (a
+Spark run's JVM is a child); ``--rss-limit-gib`` stops a run whose tree passes the limit.
 
     python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four] [--ledger]
 
 With ``--ledger`` the release is charged to a budget ledger made for the run: it then
 reads every configured column and computes the content and structure fingerprints.
+
+National, the demo's four marginals (the last has 82.8M cells, above the default
+``[output] max_cells``, so the spec raises it), seeded so that engines can be compared
+(``benchmarks/compare_releases.py``):
+
+    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \\
+        --max-cells 100000000 --rss-limit-gib 16 --seed 1 --workdir /tmp/nation/polars4
+    python benchmarks/bench_release.py --data /tmp/nat/lodes --four --runs 1 --skip-floor \\
+        --max-cells 100000000 --rss-limit-gib 16 --seed 1 --engine spark \\
+        --driver-memory 8g --workdir /tmp/nation/spark4
 """
 
 from __future__ import annotations
@@ -47,7 +58,13 @@ FOUR = {
 DOMAIN_SIZE = {"age": 3, "sex": 2, "race": 6}
 
 
-def spec_text(data: Path, marginals: dict[str, list[str]], engine: str) -> str:
+def spec_text(
+    data: Path,
+    marginals: dict[str, list[str]],
+    engine: str,
+    max_cells: int | None = None,
+    driver_memory: str | None = None,
+) -> str:
     lines = [
         'name = "bench"',
         "[data]",
@@ -61,9 +78,12 @@ def spec_text(data: Path, marginals: dict[str, list[str]], engine: str) -> str:
         "alpha = 0.1",
         "[engine]",
         f'kind = "{engine}"',
+        *([f'driver_memory = "{driver_memory}"'] if driver_memory else []),
         "[output]",
         "csv = false",
     ]  # fmt: skip
+    if max_cells is not None:  # national tables: the default limit (5M cells) is raised here
+        lines.append(f"max_cells = {max_cells}")
     for name, by in marginals.items():
         d = 1
         for a in by:
@@ -105,16 +125,59 @@ def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
     """)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one process."""
+def timed(
+    cmd: list[str], env: dict[str, str], rss_limit_gib: float | None = None
+) -> tuple[float, float, float]:
+    """Wall seconds, peak memory (MiB) and CPU seconds (user + system) of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    tree_peak = guard(proc, rss_limit_gib)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise RuntimeError(f"{cmd[:4]} failed:\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
+    # the child's own peak, or its process tree's sampled one (Spark's JVM is a child)
+    peak = max(usage.ru_maxrss / 1024.0, tree_peak[0] * 1024.0)
+    return wall, peak, usage.ru_utime + usage.ru_stime
+
+
+def tree_rss_gib(pid: int) -> float:
+    """Resident memory of ``pid`` and its descendants (a Spark run's JVM is a child)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for t in Path(f"/proc/{p}/task").iterdir():
+                kids = (t / "children").read_text().split()
+                todo.extend(int(k) for k in kids)
+        except OSError:
+            continue
+    return total / 2**20
+
+
+def guard(proc: subprocess.Popen[bytes], limit_gib: float | None) -> list[float]:
+    """Sample the resident memory of ``proc``'s tree every 0.2 s (peak in GiB, updated in
+    the returned list); kill ``proc`` when it passes ``limit_gib``."""
+    import threading
+
+    peak = [0.0]
+
+    def watch() -> None:
+        while proc.poll() is None:
+            rss = tree_rss_gib(proc.pid)
+            peak[0] = max(peak[0], rss)
+            if limit_gib is not None and rss > limit_gib:
+                print(f"memory guard: over {limit_gib} GiB, stopping the run", flush=True)
+                proc.kill()
+                return
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return peak
 
 
 def main() -> None:
@@ -124,6 +187,10 @@ def main() -> None:
     ap.add_argument("--four", action="store_true", help="the four marginals of the demo")
     ap.add_argument("--engine", default="polars")
     ap.add_argument("--skip-floor", action="store_true")
+    ap.add_argument("--max-cells", type=int, default=None, help="[output] max_cells of the spec")
+    ap.add_argument("--seed", type=int, default=None, help="seeded noise (to compare engines)")
+    ap.add_argument("--driver-memory", default=None, help="Spark driver heap ([engine])")
+    ap.add_argument("--rss-limit-gib", type=float, default=None, help="stop a run above this")
     ap.add_argument(
         "--ledger",
         action="store_true",
@@ -134,7 +201,9 @@ def main() -> None:
     marginals = FOUR if args.four else ONE
     args.workdir.mkdir(parents=True, exist_ok=True)
     spec = args.workdir / "spec.toml"
-    spec.write_text(spec_text(args.data.resolve(), marginals, args.engine))
+    spec.write_text(
+        spec_text(args.data.resolve(), marginals, args.engine, args.max_cells, args.driver_memory)
+    )
     floor = args.workdir / "floor.py"
     floor.write_text(floor_code(args.data.resolve(), marginals))
     env = dict(os.environ)
@@ -157,11 +226,13 @@ def main() -> None:
         run: dict[str, float | list[float]] = {"load": [round(x, 2) for x in os.getloadavg()]}
         if not args.skip_floor:
             run["floor_s"], run["floor_mib"], run["floor_cpu_s"] = timed(
-                [sys.executable, str(floor)], env
+                [sys.executable, str(floor)], env, args.rss_limit_gib
             )
         shutil.rmtree(out, ignore_errors=True)
         cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out), *ledger]
-        run["eree_s"], run["eree_mib"], run["eree_cpu_s"] = timed(cmd, env)
+        if args.seed is not None:
+            cmd += ["--seed", str(args.seed)]
+        run["eree_s"], run["eree_mib"], run["eree_cpu_s"] = timed(cmd, env, args.rss_limit_gib)
         rows.append(run)
         print(json.dumps(run), flush=True)
     med = {

@@ -86,6 +86,61 @@ def test_parquet(tmp_path: Path) -> None:
     assert data.frame.get_column("wage").to_list() == [10.5, 20.0]
 
 
+def _parts(tmp_path: Path, keys: list[list[int]], wage: float = 10.0) -> Path:
+    """A partitioned table: one Parquet file per list of ids (in a nested layout)."""
+    d = tmp_path / "estab"
+    for i, ids in enumerate(keys):
+        n = len(ids)
+        sub = d / f"state={i}"
+        sub.mkdir(parents=True)
+        pl.DataFrame(
+            {
+                "primary_key": ids,
+                "cnty": [1] * n,
+                "own": [5] * n,
+                "naics": [236115] * n,
+                "m1emp": [1.0] * n,
+                "m2emp": [2.0] * n,
+                "m3emp": [3.0] * n,
+                "wage": [wage] * n,
+            }
+        ).write_parquet(sub / "part.parquet")
+    return d
+
+
+def test_partitioned_directory_is_one_table(tmp_path: Path) -> None:
+    d = _parts(tmp_path, [[1, 2], [3], [4, 5, 6]])
+    data = load_establishments(config(d))
+    assert data.frame.get_column("primary_key").to_list() == ["1", "2", "3", "4", "5", "6"]
+    assert data.frame.get_column("naics5").to_list() == ["23611"] * 6
+
+
+def test_partitioned_directory_errors_name_the_part_and_its_row(tmp_path: Path) -> None:
+    d = _parts(tmp_path, [[1, 2], [3, 4, 1]])  # id 1 again: row 3 of the second part
+    with pytest.raises(DataValidationError) as e:
+        load_establishments(config(d))
+    assert e.value.file == str(d / "state=1" / "part.parquet") and e.value.row == 3
+    assert e.value.rule == "duplicate-id"
+    assert f"first in file {d / 'state=0' / 'part.parquet'}, row 1" in str(e.value)
+    bad = _parts(tmp_path / "neg", [[1, 2], [3, 4]], wage=-1.0)
+    with pytest.raises(DataValidationError) as e:
+        load_establishments(config(bad))
+    assert e.value.file == str(bad / "state=0" / "part.parquet") and e.value.row == 1
+    assert e.value.column == "wage" and "-1" not in str(e.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataValidationError, match="without Parquet files"):
+        load_establishments(config(tmp_path / "empty"))
+
+
+def test_partitioned_directory_error_in_a_later_part(tmp_path: Path) -> None:
+    d = _parts(tmp_path, [[1, 2], [3, 4]])
+    part = d / "state=1" / "part.parquet"
+    pl.read_parquet(part).with_columns(pl.Series("m2emp", [2.0, float("nan")])).write_parquet(part)
+    with pytest.raises(DataValidationError) as e:
+        load_establishments(config(d))
+    assert (e.value.file, e.value.row, e.value.column) == (str(part), 2, "m2emp")
+
+
 def test_supersector_mapping_covers_every_sector() -> None:
     assert set(SUPERSECTOR_OF_SECTOR.values()) == {
         f"10{i}" for i in range(11, 30) if i not in range(14, 21)

@@ -151,15 +151,15 @@ def test_plan_is_refused_before_data_is_read(tmp_path):
 def test_failed_write_leaves_nothing_behind(small_spec, tmp_path, monkeypatch):
     plan = load_spec(small_spec)
     calls = {"n": 0}
-    orig = pl.DataFrame.write_parquet
+    orig = pl.LazyFrame.sink_parquet  # tables are streamed to disk as they are produced
 
     def flaky(self, *a, **k):
         calls["n"] += 1
-        if calls["n"] == 3:
+        if calls["n"] == 2:  # the first table is already written
             raise OSError("disk full")
         return orig(self, *a, **k)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", flaky)
+    monkeypatch.setattr(pl.LazyFrame, "sink_parquet", flaky)
     with pytest.raises(OSError):
         protect(plan, tmp_path / "out", SeededNoise(1))
     assert not (tmp_path / "out").exists()
@@ -229,3 +229,33 @@ def test_exact_mode_release_records_its_fallbacks(small_spec, tmp_path):
     assert rnd["mode"] == "exact" and rnd["seed"] is None
     # Smooth Gamma's 1/(1+z^4) noise has no OpenDP sampler: the manifest says so
     assert rnd["fallbacks"] == ["smooth_gamma 1/(1+z^4) noise (csprng)"]
+
+
+def test_streamed_tables_are_the_in_memory_tables(small_spec, tmp_path):
+    """Tables written one by one as produced (Enum keys, written as text) are the same
+    files as the tables the release computes in memory: same keys, dtypes, values."""
+    from polars.testing import assert_frame_equal
+
+    from eree.release.build import build
+    from eree.release.counts import release_counts
+    from eree.release.output import WrittenTable
+
+    plan = load_spec(small_spec)
+    res = protect(plan, tmp_path / "out", SeededNoise(4))
+    assert res.tables and all(isinstance(t, WrittenTable) for t in res.tables)
+    assert all(t.measurements == () for t in res.tables)  # nothing kept in memory
+    used = {a for q in plan.queries for a in split_by(q, plan.data)[0] + split_by(q, plan.data)[1]}
+    engine = PolarsEngine()
+    data = engine.load_eree(plan.data, sorted(used))
+    in_memory = release_counts(build(plan), data, engine, SeededNoise(4))
+    assert [t.name for t in in_memory] == [t.name for t in res.tables]
+    for mem, written in zip(in_memory, res.tables, strict=True):
+        on_disk = pl.read_parquet(tmp_path / "out" / "tables" / f"{mem.name}.parquet")
+        assert all(
+            on_disk.schema[k] == pl.Utf8 for k in mem.table.columns if not k.startswith("jobs")
+        )
+        assert_frame_equal(on_disk, mem.table)
+        assert_frame_equal(written.table, mem.table)
+        assert written.cells == mem.table.height
+        csv = (tmp_path / "out" / "tables" / f"{mem.name}.csv").read_text()
+        assert csv == mem.table.write_csv()

@@ -215,17 +215,90 @@ def _role_errors(config: EstablishmentDataConfig, file: str) -> None:
 
 
 def load_establishments(config: EstablishmentDataConfig) -> EstablishmentData:
-    """Load and validate an establishment file (CSV, CSV.gz, Parquet).
+    """Load and validate establishment input (CSV, CSV.gz, Parquet, or a directory).
+
+    A directory is a partitioned table: its ``*.parquet`` files (searched recursively,
+    in sorted path order) are read one by one and validated together (ids unique across
+    all of them); an error names the part file and the row within it.
 
     Raises:
         DataValidationError: see the module docstring; the error names file, row
             (1-based, header excluded) and column, never a confidential value.
     """
     path = Path(config.path)
-    file = str(path)
+    parts = _parts(path)
+    try:
+        return _load(config, parts, str(path))
+    except DataValidationError as exc:
+        if len(parts) < 2 or exc.row is None or exc.file != str(path):
+            raise  # a single file, or already addressed to its part
+        raise _in_part(exc, parts) from None
+
+
+#: per part file of the table being loaded: (file, first row in the concatenation)
+_Part = tuple[Path, int]
+
+
+def _parts(path: Path) -> list[_Part]:
+    """The files of a table: the file itself, or a directory's ``*.parquet`` files."""
+    if not path.is_dir():
+        return [(path, 0)]
+    files = sorted(path.rglob("*.parquet"))
+    if not files:
+        raise DataValidationError(
+            "is a directory without Parquet files", file=str(path), rule="file-missing"
+        )
+    return [(f, -1) for f in files]  # first rows filled in as the parts are read
+
+
+def _locate(parts: list[_Part], row: int) -> tuple[Path, int]:
+    """The part file holding 1-based ``row`` of the concatenated table, and its row there."""
+    file, start = parts[0]
+    for f, first in parts:
+        if 0 <= first < row:
+            file, start = f, first
+    return file, row - start
+
+
+def _in_part(exc: DataValidationError, parts: list[_Part]) -> DataValidationError:
+    """``exc`` (a row of the concatenated table) re-addressed to its part file and row."""
+    assert exc.row is not None
+    prefix = f"file {exc.file!s}, row {exc.row}" + (
+        f", column {exc.column!r}" if exc.column is not None else ""
+    )
+    message = str(exc)[len(prefix) + 2 :]
+    file, row = _locate(parts, exc.row)
+    return DataValidationError(message, file=str(file), row=row, column=exc.column, rule=exc.rule)
+
+
+def _check_unique_ids(df: pl.DataFrame, column: str, parts: list[_Part], file: str) -> None:
+    """Ids unique across every part (a repeated id names both part files and rows)."""
+    if len(parts) == 1:
+        check_unique(df, column, file)
+        return
+    s = df.get_column(column)
+    if s.null_count() == 0 and s.hash().n_unique() == s.len():
+        return
+    idx = first_true(~s.is_first_distinct())
+    if idx is None:
+        return
+    value = s[idx]
+    first_file, first_row = _locate(parts, (first_true(s == value) or 0) + 1)
+    at_file, at_row = _locate(parts, idx + 1)
+    raise DataValidationError(
+        f"id {value!r} appears more than once (first in file {first_file}, row {first_row})",
+        file=str(at_file),
+        row=at_row,
+        column=column,
+        rule="duplicate-id",
+    )
+
+
+def _load(config: EstablishmentDataConfig, parts: list[_Part], file: str) -> EstablishmentData:
     _role_errors(config, file)
     # file-level problems (missing, unreadable, no header) first
-    header = read_header(path, expected=[config.id, *config.public, *config.confidential])
+    expected = [config.id, *config.public, *config.confidential]
+    header = read_header(parts[0][0], expected=expected)
     present = set(header) - {""}  # the Syn-RI row-number column is never read
     to_derive = tuple(c for c in config.public if c in NAICS_DERIVED and c not in present)
     columns: dict[str, type[pl.DataType]] = {config.id: pl.Utf8}
@@ -236,9 +309,15 @@ def load_establishments(config: EstablishmentDataConfig) -> EstablishmentData:
         columns["naics"] = pl.Utf8
     for c in config.confidential:
         columns[c] = pl.Float64
-    df = read_table(path, columns)
+    frames, rows = [], 0
+    for i, (f, _) in enumerate(parts):
+        frames.append(read_table(f, columns))
+        parts[i] = (f, rows)
+        rows += frames[-1].height
+    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical", rechunk=False)
+    del frames
     check_not_missing(df, [config.id], file, rule="missing-id")
-    check_unique(df, config.id, file)
+    _check_unique_ids(df, config.id, parts, file)
     read_public = [c for c in config.public if c not in to_derive]
     check_not_missing(df, read_public, file)
     if to_derive:

@@ -61,8 +61,14 @@ class Engine(Protocol):
         *,
         complete: bool = False,
         truncate_below: float | None = None,
+        categorical_keys: bool = False,
     ) -> pl.DataFrame:
-        """Cell statistics of the marginal ``workplace_by × worker_by`` (see module doc)."""
+        """Cell statistics of the marginal ``workplace_by × worker_by`` (see module doc).
+
+        With ``categorical_keys`` the key columns are :class:`polars.Enum` (the same
+        values, a small integer code per cell instead of a text value): what a release
+        uses for tables it writes as text while streaming them to disk.
+        """
         ...
 
     def establishment_cells(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 
@@ -26,6 +26,65 @@ def _domain_frame(domains: dict[str, tuple[str, ...]], attrs: Sequence[str]) -> 
         {a: [r[i] for r in rows] for i, a in enumerate(attrs)},
         schema={a: pl.Utf8 for a in attrs},
     )
+
+
+def cell_keys(
+    frame: pl.DataFrame,
+    workplace_by: Sequence[str],
+    worker_by: Sequence[str],
+    domains: Mapping[str, tuple[str, ...]],
+    D: int,
+    *,
+    categorical: bool = False,
+) -> dict[str, pl.Series]:
+    """The key columns of the full F × D cell frame, in the engines' row order.
+
+    Row ``f·D + d``: the ``f``-th workplace combination of ``frame`` (F rows of the
+    ``workplace_by`` keys) and the ``d``-th combination of the worker attributes'
+    declared domains (the first attribute varies slowest). With ``categorical`` the
+    columns are :class:`polars.Enum` (categories: the values of ``frame``, or the
+    declared domain), otherwise text.
+    """
+    n_frame = max(frame.height, 1) if workplace_by else 1
+    cols: dict[str, pl.Series] = {}
+    if workplace_by:
+        rep = pl.Series(np.repeat(np.arange(n_frame, dtype=np.int64), D))
+        for a in workplace_by:
+            s = frame[a]
+            if categorical:
+                s = s.cast(pl.Enum(s.unique(maintain_order=True).drop_nulls()))
+            cols[a] = s.gather(rep)
+        del rep
+    if worker_by:
+        worker_frame = _domain_frame(dict(domains), worker_by)
+        tile = pl.Series(np.tile(np.arange(D, dtype=np.int64), n_frame))
+        for a in worker_by:
+            s = worker_frame[a]
+            if categorical:
+                s = s.cast(pl.Enum(list(domains[a])))
+            cols[a] = s.gather(tile)
+    return cols
+
+
+def _contributions(pair: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values ``k`` of ``pair`` (in ``range(size)``) and how often each occurs.
+
+    Dense (one counting pass) when ``size`` is at most the number of values; otherwise
+    by sorting ``pair`` in place (no hash table: memory stays at the key array).
+    """
+    if size <= max(pair.size, 1):
+        dense = np.bincount(pair, minlength=size)
+        k = np.flatnonzero(dense)
+        return k, dense[k].astype(np.int64)
+    pair.sort()
+    first = np.empty(pair.size, dtype=bool)
+    if pair.size:
+        first[0] = True
+        np.not_equal(pair[1:], pair[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    del first
+    n = np.diff(np.append(starts, pair.size)).astype(np.int64)
+    return pair[starts], n
 
 
 class PolarsEngine:
@@ -152,6 +211,7 @@ class PolarsEngine:
         *,
         complete: bool = False,
         truncate_below: float | None = None,
+        categorical_keys: bool = False,
     ) -> pl.DataFrame:
         """Cell statistics (see :mod:`eree.engine.base`).
 
@@ -197,43 +257,33 @@ class PolarsEngine:
             for a, step in zip(worker_by, steps, strict=True):
                 pair += prep.codes[a].astype(np.int64) * int(step)
         else:
-            pair = prep.widx
-        if n_wp * D <= max(pair.size, 1):
-            # dense: one counting pass (no more memory than the key array, no hashing)
-            dense = np.bincount(pair, minlength=n_wp * D)
-            k = np.flatnonzero(dense)
-            n = dense[k].astype(np.int64)
-            del dense
-        else:
-            contrib = pl.DataFrame({"k": pair}).group_by("k").agg(pl.len().alias("n"))
-            k = contrib["k"].to_numpy()
-            n = contrib["n"].to_numpy().astype(np.int64)
+            # the sparse case sorts its keys in place: never the cached codes
+            pair = prep.widx if n_wp <= prep.widx.size else prep.widx.copy()
+        k, n = _contributions(pair, n_wp * D)
         del pair
         est = k // D
         cell = fidx[est] * D + k % D
+        del k
         count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)
         x_v = np.zeros(F * D, dtype=np.int64)
         np.maximum.at(x_v, cell, n)
+        truncated = None
+        if truncate_below is not None:
+            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
+            keep = estab_size[est] < truncate_below
+            truncated = np.bincount(cell, weights=n * keep, minlength=F * D).astype(np.int64)
+        del est, cell, n  # per-contribution arrays go before the keys are built
         n_est = np.bincount(fidx, minlength=F).astype(np.int64)
         cols: dict[str, pl.Series | np.ndarray] = {}
-        rep = np.repeat(np.arange(F), D)
-        for a in wkeys:
-            cols[a] = frame[a].gather(rep)
-        if worker_by:
-            worker_frame = _domain_frame(data.domains, worker_by)
-            tile = np.tile(np.arange(D), F)
-            for a in worker_by:
-                cols[a] = worker_frame[a].gather(tile)
+        cols.update(
+            cell_keys(frame, wkeys, worker_by, data.domains, D, categorical=categorical_keys)
+        )
         cols["count"] = count
         cols["x_v"] = x_v
         cols["establishments"] = np.repeat(n_est, D)
         cols["has_establishment"] = np.repeat(n_est > 0, D)
-        if truncate_below is not None:
-            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
-            keep = estab_size[est] < truncate_below
-            cols["count_truncated"] = np.bincount(cell, weights=n * keep, minlength=F * D).astype(
-                np.int64
-            )
+        if truncated is not None:
+            cols["count_truncated"] = truncated
         return pl.DataFrame(cols)
 
 

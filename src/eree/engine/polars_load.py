@@ -275,8 +275,8 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
         lazy_jobs = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
     else:
         lazy_jobs = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
-    try:
-        jobs = lazy_jobs.select(codes).collect()
+    try:  # streaming: the text columns are coded batch by batch, never held whole
+        jobs = lazy_jobs.select(codes).collect(engine="streaming")
     except pl.exceptions.InvalidOperationError:  # a job at an unknown (or blank) workplace
         return None
     if jobs.get_column(wid).null_count():

@@ -7,6 +7,8 @@ Polars and Spark through Arrow. PySpark is imported inside the functions.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +63,27 @@ def _spark_major() -> int:
 
 
 def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
-    """Collect a (small) Spark DataFrame to the driver as a Polars frame."""
+    """A Spark DataFrame's rows on the driver, as a Polars frame.
+
+    Spark writes the rows as Parquet into a temporary local directory, each task its own
+    partition, and Polars reads the files: no result is gathered in the JVM's heap (a
+    collect holds every row there at once and is capped by
+    ``spark.driver.maxResultSize``), so results as large as a national table's cells
+    arrive in bounded JVM memory. Local mode (the driver reads what the tasks wrote).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="eree-spark-result-"))
+    try:
+        sdf.write.mode("overwrite").parquet(str(tmp))
+        files = sorted(tmp.glob("*.parquet"))
+        if files:
+            return pl.read_parquet(files)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _collect(sdf)  # no part file (no rows): the schema through Arrow
+
+
+def _collect(sdf: SparkDataFrame) -> pl.DataFrame:
+    """Collect a (small) Spark DataFrame through Arrow."""
     if hasattr(sdf, "toArrow"):
         table: pa.Table = sdf.toArrow()
         out = pl.from_arrow(table)

@@ -62,7 +62,7 @@ from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
 from eree.data.establishments import EstablishmentData
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
-from eree.engine.polars_engine import _domain_frame
+from eree.engine.polars_engine import _domain_frame, cell_keys
 from eree.engine.spark_common import (
     _Check,
     _missing,
@@ -477,8 +477,8 @@ class _Prepared:
     per-establishment group-by and the join to the workplaces need no shuffle.
     """
 
-    workplaces: SparkDataFrame  # _W (int), workplace attributes (strings), _SIZE (long)
-    jobs: SparkDataFrame  # _W (int; null: unknown workplace), per coded attribute its index
+    workplaces: SparkDataFrame  # _W (long), workplace attributes (strings), _SIZE (long)
+    jobs: SparkDataFrame  # _W (long; null: unknown workplace), per coded attribute its index
     persisted: bool
 
     def release(self) -> None:
@@ -644,16 +644,19 @@ class SparkEngine:
         if self._prepared is not None and self._prepared[0] is data:
             return self._prepared[1]
         from pyspark import StorageLevel
-        from pyspark.sql import Window
         from pyspark.sql import functions as sf
 
         self.release()
         sdata = self.to_spark(data)
         n_parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "4")
-        # establishments numbered in workplace-id order: deterministic (ids are unique),
-        # so recomputing a lost cache partition gives the same numbers
-        wp_idx = sdata.workplaces.withColumn(
-            _W, (sf.row_number().over(Window.orderBy(WORKPLACE_ID)) - 1).cast("int")
+        # establishments numbered in workplace-id order, range partition by range
+        # partition (a global window would sort every workplace in one task): the number
+        # is the partition's index and the row's place in it, deterministic (ids are
+        # unique), so recomputing a lost cache partition gives the same numbers
+        wp_idx = (
+            sdata.workplaces.repartitionByRange(n_parts, WORKPLACE_ID)
+            .sortWithinPartitions(WORKPLACE_ID)
+            .withColumn(_W, sf.monotonically_increasing_id())
         )
         coded = [a for a in sdata.jobs.columns if a != WORKPLACE_ID and a in sdata.domains]
         jobs = (
@@ -733,6 +736,7 @@ class SparkEngine:
         *,
         complete: bool = False,
         truncate_below: float | None = None,
+        categorical_keys: bool = False,
     ) -> pl.DataFrame:
         """Cell statistics (see :mod:`eree.engine.base`), identical to the Polars engine's.
 
@@ -797,8 +801,9 @@ class SparkEngine:
             if est[a].null_count():
                 raise SpecError(f"workplace attribute {a!r} has missing values")
         return _assemble(
-            cells, est, wkeys, kkeys, data.domains, D, full_frame, truncate_below is not None
-        )
+            cells, est, wkeys, kkeys, data.domains, D, full_frame, truncate_below is not None,
+            categorical_keys,
+        )  # fmt: skip
 
 
 def _code_type(size: int) -> str:
@@ -839,6 +844,7 @@ def _assemble(
     D: int,
     full_frame: pl.DataFrame | None,
     truncated: bool,
+    categorical: bool = False,
 ) -> pl.DataFrame:
     """Scatter the collected non-empty cells into the full frame (as the Polars engine)."""
     est = est.cast({a: pl.Utf8 for a in wkeys}).with_columns(
@@ -874,14 +880,7 @@ def _assemble(
         return out
 
     cols: dict[str, pl.Series | np.ndarray] = {}
-    rep = np.repeat(np.arange(n_frame), D)
-    for a in wkeys:
-        cols[a] = frame[a].gather(rep)
-    if kkeys:
-        worker_frame = _domain_frame(dict(domains), kkeys)
-        tile = np.tile(np.arange(D), n_frame)
-        for a in kkeys:
-            cols[a] = worker_frame[a].gather(tile)
+    cols.update(cell_keys(frame, wkeys, kkeys, domains, D, categorical=categorical))
     n_est = frame["establishments"].to_numpy().astype(np.int64)
     cols["count"] = scatter("count")
     cols["x_v"] = scatter("x_v")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import polars as pl
 
@@ -27,7 +29,8 @@ def _incidence(
     est = data.workplaces.select("workplace_id").with_row_index("__est")
     ec = ec.join(est, on="workplace_id", how="left")
     if keys:
-        ec = ec.join(stats.select(keys).with_row_index("__cell"), on=keys, how="inner")
+        cell_keys = stats.select(pl.col(keys).cast(pl.Utf8))  # Enum keys when streaming
+        ec = ec.join(cell_keys.with_row_index("__cell"), on=keys, how="inner")
     else:
         ec = ec.with_columns(pl.lit(0, dtype=pl.UInt32).alias("__cell"))
     return ec["__cell"].to_numpy(), ec["__est"].to_numpy(), ec["n"].to_numpy()
@@ -39,16 +42,19 @@ def measure_marginal(
     engine: Engine,
     source: NoiseSource,
     shared: dict[str, object],
+    *,
+    categorical_keys: bool = False,
 ) -> tuple[pl.DataFrame, Measurement, np.ndarray]:
     """Cell statistics of one marginal, then its mechanism's Measurement.
 
-    Returns the cell keys, the measurement (public zeros already exact) and the mask of
-    public-zero cells (no establishment).
+    Returns the cell keys (:class:`polars.Enum` columns with ``categorical_keys``), the
+    measurement (public zeros already exact) and the mask of public-zero cells (no
+    establishment). The cell statistics themselves are dropped before returning.
     """
     mech: Mechanism = q.mechanisms[0]
     stats = engine.cell_statistics(
         data, list(q.workplace_by), list(q.worker_by), complete=q.spec.complete,
-        truncate_below=mech.truncate_below,
+        truncate_below=mech.truncate_below, categorical_keys=categorical_keys,
     )  # fmt: skip
     context: dict[str, object] = {}
     if mech.uses_establishment_incidence:
@@ -68,6 +74,7 @@ def measure_marginal(
         ) from None
     m = m.named(q.name, COUNT_STATISTIC).with_values(public_zero, 0.0)
     keys = stats.select([*q.workplace_by, *q.worker_by])
+    del cells, stats, context  # the confidential statistics go as soon as they are used
     return keys, m, public_zero
 
 
@@ -79,14 +86,34 @@ def release_counts(
     Confidential columns (count, x_v) never leave :func:`measure_marginal`: a table holds
     only the keys and the published statistic columns.
     """
+    return list(count_tables(built, data, engine, source))
+
+
+def count_tables(
+    built: BuiltPlan,
+    data: EreeData,
+    engine: Engine,
+    source: NoiseSource,
+    *,
+    streaming: bool = False,
+) -> Iterator[QueryTable]:
+    """:func:`release_counts` one table at a time, in query order.
+
+    With ``streaming`` the caller writes each table before asking for the next and
+    keeps nothing of it: key columns are then :class:`polars.Enum` (text when written)
+    and tables carry no measurements, so one table at a time is in memory.
+    """
     shared: dict[str, object] = {}  # release-wide: noise infusion's factors, drawn once
-    tables = []
     for q in built.queries:
-        keys, m, public_zero = measure_marginal(q, data, engine, source, shared)
+        keys, m, public_zero = measure_marginal(
+            q, data, engine, source, shared, categorical_keys=streaming
+        )
         notes: list[str] = []
         if public_zero.any():
             notes.append("cells with no establishment are public zeros, published exactly (std 0)")
         table = pl.DataFrame({**keys.to_dict(), **statistic_columns(COUNT_STATISTIC, m)})
         uncertainty = {COUNT_STATISTIC: uncertainty_of(m)}
-        tables.append(QueryTable(q.name, table, uncertainty, tuple(notes), (m,)))
-    return tables
+        measurements = () if streaming else (m,)
+        yield QueryTable(q.name, table, uncertainty, tuple(notes), measurements)
+        # nothing of this table is held while the next one is computed
+        del keys, m, public_zero, table, measurements

@@ -9,6 +9,7 @@ the release path.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
@@ -43,9 +44,27 @@ class ReleaseFamily(ABC):
 
     @abstractmethod
     def release(
-        self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
-    ) -> list[QueryTable]:
-        """Run the mechanism objects; return the published tables."""
+        self,
+        built: BuiltPlan,
+        data: Any,
+        engine: Engine | None,
+        source: NoiseSource,
+        *,
+        streaming: bool = False,
+    ) -> Iterable[QueryTable]:
+        """Run the mechanism objects; the published tables, in query order.
+
+        With ``streaming`` (:meth:`needs_tables` is false) the caller writes each table
+        before taking the next and keeps nothing of it.
+        """
+
+    def needs_tables(self, plan: Plan) -> bool:
+        """Whether :meth:`postprocess` has work to do on ``plan``'s tables (default: no).
+
+        When it has not, the release streams its tables to disk one by one and
+        :meth:`postprocess` is not called.
+        """
+        return False
 
     def postprocess(
         self, built: BuiltPlan, data: Any, tables: list[QueryTable]
@@ -99,15 +118,27 @@ class CountRelease(ReleaseFamily):
 
     @override
     def release(
-        self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
-    ) -> list[QueryTable]:
-        from eree.release.counts import release_counts
+        self,
+        built: BuiltPlan,
+        data: Any,
+        engine: Engine | None,
+        source: NoiseSource,
+        *,
+        streaming: bool = False,
+    ) -> Iterable[QueryTable]:
+        from eree.release.counts import count_tables
 
         if engine is None:
             from eree.engine.polars_engine import PolarsEngine
 
             engine = PolarsEngine()
-        return release_counts(built, data, engine, source)
+        return count_tables(built, data, engine, source, streaming=streaming)
+
+    @override
+    def needs_tables(self, plan: Plan) -> bool:
+        from eree.release.publication import wanted
+
+        return wanted(plan)
 
     @override
     def postprocess(
@@ -162,11 +193,21 @@ class EstablishmentRelease(ReleaseFamily):
 
     @override
     def release(
-        self, built: BuiltPlan, data: Any, engine: Engine | None, source: NoiseSource
-    ) -> list[QueryTable]:
+        self,
+        built: BuiltPlan,
+        data: Any,
+        engine: Engine | None,
+        source: NoiseSource,
+        *,
+        streaming: bool = False,
+    ) -> Iterable[QueryTable]:
         from eree.release.gedp import release_gedp
 
         return release_gedp(built, data, source, engine=engine)
+
+    @override
+    def needs_tables(self, plan: Plan) -> bool:
+        return plan.postprocess.microdata
 
     @override
     def postprocess(

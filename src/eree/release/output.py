@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import polars as pl
 from eree import __version__
 from eree.data.outdir import check_out, make_temp_folder, put_in_place, write_marker
 from eree.errors import EreeError
+from eree.mechanisms.base import Measurement
 from eree.release.tables import QueryTable
 
 #: Parquet metadata and file marking a seeded (reproducible) release (DESIGN.md §7.2)
@@ -69,6 +71,165 @@ def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | N
                 )
 
 
+class ReleaseWriter:
+    """Writes a release into a temporary sibling directory, renamed into place at the end.
+
+    Tables are written as they are produced (:meth:`write_table`), so a release never
+    holds more than one table in memory when nothing after the mechanisms needs them;
+    :meth:`finish` writes the extra files and ``manifest.json`` and renames the
+    directory into place. Used as a context manager: on any error (or without
+    :meth:`finish`) the temporary directory is removed, so a failed run leaves no
+    partial output. An existing non-empty ``out_dir`` is never overwritten, and a
+    table holding a non-finite value is refused (:func:`check_finite`).
+
+    Args:
+        out_dir: the release directory (absent or empty).
+        csv: write ``tables/<query>.csv`` next to each Parquet table.
+        seeded: the noise was seeded: every Parquet file carries the metadata
+            ``eree.random = "seeded: NOT FOR PUBLICATION"`` and a ``NOT_FOR_PUBLICATION``
+            file is written in the release directory.
+        tag: the ledger reservation's tag, put in the partial directory's name so that
+            the ledger can find (and finish or remove) it after a crash.
+        force: replace an earlier output of eree (:func:`eree.data.outdir.check_out`)
+            once the new release is complete.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        csv: bool = True,
+        seeded: bool = False,
+        tag: str | None = None,
+        force: bool = False,
+    ) -> None:
+        self.force = force
+        self.out_dir = check_output_dir(out_dir, force=force)
+        self.csv = csv
+        self.seeded = seeded
+        self.tag = tag
+        self._meta = {"eree.random": SEEDED_MARK} if seeded else None
+        self._tmp: Path | None = None
+
+    def __enter__(self) -> ReleaseWriter:
+        prefix = f".{self.out_dir.name}.partial-" + (f"{self.tag}-" if self.tag else "")
+        self._tmp = make_temp_folder(self.out_dir, prefix)
+        (self._tmp / "tables").mkdir()
+        if self.seeded:
+            (self._tmp / NOT_FOR_PUBLICATION).write_text(
+                "This release was made with seeded (reproducible) noise: anyone who knows the "
+                "seed can subtract the noise. It must not be published.\n",
+                encoding="utf-8",
+            )
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._tmp is not None:  # not finished: remove everything written so far
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    @property
+    def _dir(self) -> Path:
+        if self._tmp is None:
+            raise RuntimeError("ReleaseWriter used outside its 'with' block")
+        return self._tmp
+
+    def write_table(self, qt: QueryTable) -> WrittenTable:
+        """Write one table (Parquet, and CSV when asked); return its on-disk description.
+
+        Key columns held as categories (:class:`polars.Enum`, as the engines give them
+        for large tables) are written as text, in streaming batches, so the file is the
+        same as for a text-keyed table and no text copy of the whole table is made.
+        """
+        check_finite([qt])
+        frame = qt.table.lazy().with_columns(
+            pl.col(c).cast(pl.Utf8)
+            for c, t in qt.table.schema.items()
+            if isinstance(t, pl.Enum | pl.Categorical)
+        )
+        tables = self._dir / "tables"
+        frame.sink_parquet(tables / f"{qt.name}.parquet", metadata=self._meta)
+        if self.csv:
+            frame.sink_csv(tables / f"{qt.name}.csv")
+        return WrittenTable(
+            qt.name,
+            self.out_dir / "tables" / f"{qt.name}.parquet",
+            qt.table.height,
+            qt.uncertainty,
+            qt.notes,
+        )
+
+    def staged(self, name: str) -> Path:
+        """Where table ``name`` is while the release is being written."""
+        return self._dir / "tables" / f"{name}.parquet"
+
+    def finish(
+        self,
+        manifest: dict[str, Any],
+        extra: Mapping[str, pl.DataFrame] | None = None,
+        documents: Mapping[str, str] | None = None,
+    ) -> Path:
+        """Write the extra files and ``manifest.json``; rename the release into place.
+
+        Args:
+            manifest: the manifest.
+            extra: further files of the release, relative path → frame (``.parquet`` or
+                ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``.
+            documents: text files of the release by name (e.g. ``{"report.html": page}``).
+        """
+        tmp = self._dir
+        check_finite([], extra)
+        for rel, frame in (extra or {}).items():
+            dest = tmp / rel
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise EreeError(f"extra release file {rel!r} must be a path inside the release")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if rel.endswith(".parquet"):
+                frame.write_parquet(dest, metadata=self._meta)
+            elif rel.endswith(".csv"):
+                frame.write_csv(dest)
+            else:
+                raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
+        for name, text in (documents or {}).items():
+            if Path(name).name != name:
+                raise EreeError(f"release document {name!r} must be a plain file name")
+            (tmp / name).write_text(text, encoding="utf-8")
+        with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
+            json.dump(manifest, fp, indent=2, default=_json_default)
+            fp.write("\n")
+        write_marker(tmp, "eree protect")
+        check_output_dir(self.out_dir, force=self.force)
+        put_in_place(tmp, self.out_dir)
+        self._tmp = None
+        return self.out_dir
+
+
+@dataclass(frozen=True)
+class WrittenTable:
+    """A table already written to its release: everything but the values stays in memory.
+
+    Attributes:
+        name: the query name (file stem).
+        path: where the table is once the release is in place.
+        cells: number of published cells.
+        uncertainty: statistic → how its std/CI were obtained (or why withheld).
+        notes: public remarks (warnings, defaults used).
+        measurements: none (a written table is not post-processed any more).
+    """
+
+    name: str
+    path: Path
+    cells: int
+    uncertainty: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    measurements: tuple[Measurement, ...] = ()
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """The published table, read back from the release."""
+        return pl.read_parquet(self.path)
+
+
 def write_release(
     out_dir: Path,
     tables: list[QueryTable],
@@ -83,67 +244,19 @@ def write_release(
 ) -> Path:
     """Write ``tables/<query>.parquet`` (+ ``.csv``) and ``manifest.json`` atomically.
 
-    Everything is written to a temporary sibling directory that is renamed into place at
-    the end, so a failed run leaves no partial output. An existing non-empty ``out_dir``
-    is never overwritten (with ``force``, an earlier output of eree that holds no ledger
-    release is replaced once the new one is complete), and nothing is written when a
-    table holds a non-finite value (:func:`check_finite`).
+    All tables at once, through a :class:`ReleaseWriter` (same arguments): nothing is
+    written when a table holds a non-finite value (:func:`check_finite`).
 
     Args:
-        extra: further files of the release, relative path → frame (``.parquet`` or
-            ``.csv`` by suffix), e.g. ``{"microdata.parquet": frame}``; written with the
-            rest, atomically.
-        seeded: the noise was seeded: every Parquet file carries the metadata
-            ``eree.random = "seeded: NOT FOR PUBLICATION"`` and a ``NOT_FOR_PUBLICATION``
-            file is written in the release directory.
-        tag: the ledger reservation's tag, put in the partial directory's name so that
-            the ledger can find (and finish or remove) it after a crash.
-        force: replace an earlier output of eree (:func:`eree.data.outdir.check_out`).
         documents: text files of the release by name (e.g. ``{"report.html": page}``),
             written with the rest, atomically.
     """
-    out_dir = check_output_dir(out_dir, force=force)
+    writer = ReleaseWriter(out_dir, csv=csv, seeded=seeded, tag=tag, force=force)
     check_finite(tables, extra)
-    prefix = f".{out_dir.name}.partial-" + (f"{tag}-" if tag else "")
-    tmp = make_temp_folder(out_dir, prefix)
-    meta = {"eree.random": SEEDED_MARK} if seeded else None
-    try:
-        (tmp / "tables").mkdir()
-        if seeded:
-            (tmp / NOT_FOR_PUBLICATION).write_text(
-                "This release was made with seeded (reproducible) noise: anyone who knows the "
-                "seed can subtract the noise. It must not be published.\n",
-                encoding="utf-8",
-            )
+    with writer:
         for qt in tables:
-            qt.table.write_parquet(tmp / "tables" / f"{qt.name}.parquet", metadata=meta)
-            if csv:
-                qt.table.write_csv(tmp / "tables" / f"{qt.name}.csv")
-        for rel, frame in (extra or {}).items():
-            dest = tmp / rel
-            if Path(rel).is_absolute() or ".." in Path(rel).parts:
-                raise EreeError(f"extra release file {rel!r} must be a path inside the release")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if rel.endswith(".parquet"):
-                frame.write_parquet(dest, metadata=meta)
-            elif rel.endswith(".csv"):
-                frame.write_csv(dest)
-            else:
-                raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
-        for name, text in (documents or {}).items():
-            if Path(name).name != name:
-                raise EreeError(f"release document {name!r} must be a plain file name")
-            (tmp / name).write_text(text, encoding="utf-8")
-        with open(tmp / "manifest.json", "w", encoding="utf-8") as fp:
-            json.dump(manifest, fp, indent=2, default=_json_default)
-            fp.write("\n")
-        write_marker(tmp, "eree protect")
-        check_output_dir(out_dir, force=force)
-        put_in_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+            writer.write_table(qt)
+        return writer.finish(manifest, extra, documents)
 
 
 def _json_default(o: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,13 @@ from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
 from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key, keyed_fingerprint
 from eree.release.build import BuiltPlan, build
-from eree.release.output import base_manifest, check_output_dir, write_release
+from eree.release.output import (
+    ReleaseWriter,
+    WrittenTable,
+    base_manifest,
+    check_finite,
+    check_output_dir,
+)
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -55,11 +62,15 @@ def explain(plan: Plan, n_establishments: int | None = None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReleaseResult:
-    """A written release: its directory, manifest and tables."""
+    """A written release: its directory, manifest and tables.
+
+    ``tables`` are the in-memory tables when post-processing needed them all, otherwise
+    the written ones (each read back from the release when its ``table`` is used).
+    """
 
     out_dir: Path
     manifest: dict[str, Any]
-    tables: list[QueryTable]
+    tables: list[QueryTable | WrittenTable]
 
 
 def _query_by(plan: Plan, name: str) -> list[str] | str:
@@ -89,7 +100,7 @@ def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
 def build_manifest(
     plan: Plan,
     report: PrivacyReport,
-    tables: list[QueryTable],
+    tables: Sequence[QueryTable | WrittenTable],
     source: NoiseSource,
     fingerprint: str,
 ) -> dict[str, Any]:
@@ -237,6 +248,34 @@ def _is_spark_side(data: Any) -> bool:
     return not isinstance(frame, pl.DataFrame)
 
 
+class _TableFrames(Mapping[str, pl.DataFrame]):
+    """The published tables by name, for the report.
+
+    A written table is read back on access, one at a time, its text columns as
+    categories (a code per cell, not a string).
+    """
+
+    def __init__(self, tables: Sequence[QueryTable | WrittenTable], writer: ReleaseWriter) -> None:
+        self._tables = {t.name: t for t in tables}
+        self._writer = writer
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        t = self._tables[name]
+        if isinstance(t, WrittenTable):  # not in place yet: read from the staging folder
+            return (
+                pl.scan_parquet(self._writer.staged(name))
+                .with_columns(pl.col(pl.Utf8).cast(pl.Categorical))
+                .collect(engine="streaming")
+            )
+        return t.table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+
 def _run(
     built: BuiltPlan,
     out_dir: str | Path,
@@ -253,24 +292,37 @@ def _run(
 
     plan = built.plan
     family = family_of(plan)
-    tables = family.release(built, data, engine, source)
-    extra_files, extra_manifest = family.postprocess(built, data, tables)
-    manifest = build_manifest(plan, report, tables, source, fingerprint)
-    if charge is not None:
-        manifest["ledger"] = charge.manifest_entry()
-        manifest["dataset"]["ledger_name"] = charge.dataset
-        if charge.notes:
-            manifest["ledger"]["notes"] = list(charge.notes)
-    manifest.update(extra_manifest)
-    from eree.release.preview import plan_warnings
+    seeded = source.describe().get("mode") == "seeded"
+    tag = None if charge is None else charge.tag
+    with ReleaseWriter(
+        Path(out_dir), csv=plan.output.csv, seeded=seeded, tag=tag, force=force
+    ) as writer:
+        tables: list[QueryTable | WrittenTable] = []
+        extra_files: dict[str, Any] = {}
+        extra_manifest: dict[str, Any] = {}
+        if family.needs_tables(plan):  # post-processing reads every table: all in memory
+            kept = list(family.release(built, data, engine, source))
+            extra_files, extra_manifest = family.postprocess(built, data, kept)
+            check_finite(kept, extra_files or None)  # before any file is written
+            for qt in kept:
+                writer.write_table(qt)
+            tables.extend(kept)
+        else:  # each table goes to disk as it is produced; one in memory at a time
+            for qt in family.release(built, data, engine, source, streaming=True):
+                tables.append(writer.write_table(qt))
+                del qt
+        manifest = build_manifest(plan, report, tables, source, fingerprint)
+        if charge is not None:
+            manifest["ledger"] = charge.manifest_entry()
+            manifest["dataset"]["ledger_name"] = charge.dataset
+            if charge.notes:
+                manifest["ledger"]["notes"] = list(charge.notes)
+        manifest.update(extra_manifest)
+        from eree.release.preview import plan_warnings
 
-    # the one place a release's plan warnings join the manifest's list
-    manifest.setdefault("warnings", []).extend(plan_warnings(built, family.n_establishments(data)))
-    report_html = release_report(manifest, tables, extra_files)
-    write_release(
-        Path(out_dir), tables, manifest, csv=plan.output.csv, extra=extra_files or None,
-        seeded=source.describe().get("mode") == "seeded",
-        tag=None if charge is None else charge.tag, force=force,
-        documents={REPORT_FILE: report_html},
-    )  # fmt: skip
+        # the one place a release's plan warnings join the manifest's list
+        warnings = plan_warnings(built, family.n_establishments(data))
+        manifest.setdefault("warnings", []).extend(warnings)
+        report_html = release_report(manifest, _TableFrames(tables, writer), extra_files)
+        writer.finish(manifest, extra_files or None, {REPORT_FILE: report_html})
     return ReleaseResult(Path(out_dir), manifest, tables)

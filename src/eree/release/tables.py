@@ -72,7 +72,7 @@ def statistic_columns(stat: str, out: Measurement) -> dict[str, Any]:
     The estimate column is :func:`published_estimate` (never outside its own CI).
     """
     n = out.estimate.shape[0]
-    null = pl.Series([None] * n, dtype=pl.Float64)
+    null = pl.repeat(None, n, dtype=pl.Float64, eager=True)
 
     def col(v: np.ndarray | None) -> Any:
         return null if v is None else pl.Series(np.asarray(v, dtype=np.float64))
