@@ -42,14 +42,29 @@ def _pnc_variance(u_star: np.ndarray) -> np.ndarray:
 
 
 def test_choice_is_the_smaller_predicted_variance() -> None:
-    """pnc where (Δ_ℓ/μ)² ≤ 2σ²(2x̂+σ²) (Thm 6.6 at the public x̂), ψ elsewhere."""
+    """pnc where (Δ_ℓ/μ)² ≤ 2σ²(2x̂+σ²) (Thm 6.6 at the public x̂), ψ elsewhere — when x̂
+    is known exactly (its published variance 0)."""
     u_star = np.array([1e4, 1e4, 1e4, 1e6, 0.0])
     x_hat = np.array([100.0, 9_000.0, 20_000.0, 2e5, -50.0])  # the last one is clamped at 0
     v_psi = 2 * SIGMA**2 * (2 * np.maximum(x_hat, 0) + SIGMA**2)
     expected = _pnc_variance(u_star) <= v_psi
-    got = _mech().choose(u_star, x_hat)
+    got = _mech().choose(u_star, x_hat, np.zeros(5))
     np.testing.assert_array_equal(got, expected)
     assert got.any() and not got.all()  # both outcomes are exercised
+
+
+def test_choice_compares_at_the_lower_confidence_limit_of_x_hat() -> None:
+    """With x̂'s published variance V, ψ's variance is taken at max(0, x̂ − 2√V): pnc is
+    chosen only where even that lower limit makes ψ the worse (hand-computed)."""
+    u_star = np.full(4, 1e4)
+    # Δ = u* − (√u* − γ)² = 1e4 − 99.5² = 99.75; (Δ/μ)² = 39 800.25
+    # 2σ²(2x + σ²) = 4x + 2 ≥ 39 800.25 ⇔ x ≥ 9 949.56 (σ = 1)
+    assert _pnc_variance(u_star)[0] == pytest.approx(39_800.25)
+    x_hat = np.array([10_500.0, 10_500.0, 10_500.0, 20_000.0])
+    sd = np.array([0.0, 200.0, 300.0, 6_000.0])
+    # lower limits: 10 500, 10 100, 9 900, 8 000 → pnc, pnc, ψ, ψ
+    got = _mech().choose(u_star, x_hat, sd**2)
+    np.testing.assert_array_equal(got, [True, True, False, False])
 
 
 def test_a_psi_without_variance_formula_is_refused() -> None:
@@ -78,11 +93,15 @@ def _simulate(
         u_star[:, group[j]] = np.maximum(u_star[:, group[j]], u[:, j])
     clipped = np.zeros((reps, g))
     x_hat = np.zeros((reps, g))
+    v_hat = np.zeros((reps, g))
     for j in range(n):
         clipped[:, group[j]] += np.minimum(x[j], u_star[:, group[j]])
-        x_hat[:, group[j]] += omega[:, j] ** 2 - s_a**2
+        x_tilde = omega[:, j] ** 2 - s_a**2
+        x_hat[:, group[j]] += x_tilde
+        v_hat[:, group[j]] += 2 * s_a**2 * (2 * np.maximum(x_tilde, 0) + s_a**2)  # Thm 6.6
     value = np.broadcast_to(np.bincount(group, x, g), (reps, g))
-    return {"value": value, "clipped": clipped, "bound": u_star, "identity_sum": x_hat}
+    return {"value": value, "clipped": clipped, "bound": u_star, "identity_sum": x_hat,
+            "identity_variance": v_hat}  # fmt: skip
 
 
 def _variance_z(estimates: np.ndarray, published_var: np.ndarray) -> np.ndarray:
@@ -124,25 +143,35 @@ def test_published_variance_matches_the_empirical_variance() -> None:
     assert np.all(np.abs(bias_z) < 4.5)
 
 
-def test_published_variance_is_right_given_the_choice() -> None:
+@pytest.mark.parametrize(("mu_id", "plain"), [(0.1, False), (0.05, True)])
+def test_published_variance_is_right_given_the_choice(
+    mu_id: float, plain: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where the identity query is so noisy that the choice varies from release to release
-    (μ_id = 0.05, groups of three), the ψ answers' published variance is right *given that
-    ψ was chosen*: the empirical variance of x̃ over the releases where ψ answered matches
-    the mean published variance there. Thm 6.6's variance at the identity-based x̂ (what
-    the choice compares) would be biased low given the choice (ψ is chosen where x̂ is
-    small) — the same check catches it, and a 30% error too (power)."""
-    mu_id = 0.05
+    (groups of three; μ_id = 0.1 with the default rule, 0.05 comparing at x̂ itself), the
+    ψ answers' published variance is right *given that ψ was chosen*: the empirical
+    variance of x̃ over the releases where ψ answered matches the mean published variance
+    there, and a 30% error is caught (power). The published variance may depend on the
+    group's own answer only: Thm 6.6's variance at the identity-based x̂ (what the choice
+    compares) is biased low given the choice (ψ is chosen where x̂ is small) — with the
+    plain comparison at x̂ the same check catches it."""
     rng = np.random.default_rng(99)
     reps = 6_000
-    cells = _simulate(rng, [3] * 40, reps, mu_id)
-    m = _mech(bounds_mu=mu_id)(Cells(cells), SeededNoise(13))
+    cells = _simulate(rng, [3] * 80, reps, mu_id)
+    if plain:  # the choice at x̂ itself (z = 0): it varies more between releases
+        monkeypatch.setattr(AdaptiveGroupBy, "choice_z", 0.0)
+    mech = AdaptiveGroupBy(
+        query="q", attribute="m1emp", neighbor=SqrtShift(), gamma=GAMMA, mu=MU,
+        zeta=ZETA, bounds_from="identity", bounds_mu=mu_id, bounded_attributes=1,
+    )  # fmt: skip
+    m = mech(Cells(cells), SeededNoise(13))
     psi = np.asarray(m.extra["chosen"]) == "psi"
     var = m.variance
     assert var is not None
     x_hat = np.maximum(cells["identity_sum"], 0.0)
     at_x_hat = 2 * SIGMA**2 * (2 * x_hat + SIGMA**2)  # Thm 6.6 at x̂
     own = 2 * SIGMA**2 * (2 * np.maximum(m.estimate, 0.0) + SIGMA**2)  # Thm 6.6's v̂
-    keep = [g for g in range(40) if 300 <= psi[:, g].sum() <= reps - 300]
+    keep = [g for g in range(80) if 300 <= psi[:, g].sum() <= reps - 300]
     assert len(keep) >= 10  # the choice really varies
     np.testing.assert_allclose(var[psi], own[psi], rtol=1e-12)
     z_own, z_x_hat, z_far = [], [], []
@@ -154,5 +183,6 @@ def test_published_variance_is_right_given_the_choice() -> None:
         z_far.append(max(abs(_variance_z(est, f * var[sel, g][:, None])[0]) for f in (0.7, 1.3)))
     k = math.sqrt(len(keep))
     assert abs(sum(z_own) / k) < 4.0, z_own
-    assert sum(z_x_hat) / k > 4.0  # empirical variance above the x̂-based one: biased low
+    if plain:  # empirical variance above the x̂-based one: biased low
+        assert sum(z_x_hat) / k > 4.0
     assert sum(z_far) / k > 4.0  # power

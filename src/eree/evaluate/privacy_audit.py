@@ -264,13 +264,15 @@ def _gedp_pairs(e: Entry) -> list[tuple[str, dict[str, Any], dict[str, Any], boo
         u_pnc = small_b  # Δ = u* = γ²: pnc is chosen
         return [
             (f"adaptive, psi chosen (u*={u_psi:g}, x_hat={x_hat:g}): x 0 -> {small_b:g}",
-             {"value": (0.0,), "clipped": (0.0,), "bound": (u_psi,), "identity_sum": (x_hat,)},
+             {"value": (0.0,), "clipped": (0.0,), "bound": (u_psi,), "identity_sum": (x_hat,),
+              "identity_variance": (0.0,)},
              {"value": (small_b,), "clipped": (small_b,), "bound": (u_psi,),
-              "identity_sum": (x_hat,)}, True),
+              "identity_sum": (x_hat,), "identity_variance": (0.0,)}, True),
             (f"adaptive, pnc chosen (u*={u_pnc:g}, x_hat={x_hat:g}): T 0 -> {u_pnc:g}",
-             {"value": (0.0,), "clipped": (0.0,), "bound": (u_pnc,), "identity_sum": (x_hat,)},
+             {"value": (0.0,), "clipped": (0.0,), "bound": (u_pnc,), "identity_sum": (x_hat,),
+              "identity_variance": (0.0,)},
              {"value": (u_pnc,), "clipped": (u_pnc,), "bound": (u_pnc,),
-              "identity_sum": (x_hat,)}, True),
+              "identity_sum": (x_hat,), "identity_variance": (0.0,)}, True),
         ]  # fmt: skip
     return [
         (f"sqrt psi, x 0 -> {small_b:g}", {"value": (0.0,)}, {"value": (small_b,)}, True),

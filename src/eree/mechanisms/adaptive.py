@@ -50,7 +50,11 @@ class AdaptiveGroupBy(PncBounded):
     Thm 6.7). For group ℓ with public bound u*_ℓ and public estimate x̂_ℓ:
 
     * predicted pnc variance :math:`(\Delta_\ell/\mu)^2` (Def 6.8, exact);
-    * predicted ψ variance :func:`psi_variance_at` ``(x̂_ℓ)`` (Thm 6.6), σ = γ/μ;
+    * predicted ψ variance :func:`psi_variance_at` ``(x̌_ℓ)`` (Thm 6.6), σ = γ/μ, at the
+      lower confidence limit :math:`\check x_\ell = \max(0, \hat x_\ell - z\sqrt{V_\ell})`,
+      V_ℓ the sum of the identity estimates' published variances, z = :attr:`choice_z`
+      (2): x̂ is mostly noise for wages at the QCEW paper's budgets, and comparing at x̂
+      itself sent groups to pnc at random (New York, docs/webb-evaluation.md);
     * the group is answered by pnc when its variance is not larger, else by ψ:
       ψ: :math:`\omega_\ell=\psi(x_\ell)+N(0,\sigma^2)`, published x̃ = Thm 6.6 estimate with
       its v̂ (below); pnc: :math:`T_\ell+N(0,(\Delta_\ell/\mu)^2)` with the
@@ -70,13 +74,16 @@ class AdaptiveGroupBy(PncBounded):
 
     Cells: ``value`` (group sums x_ℓ), ``clipped`` (clipped sums T_ℓ), ``bound`` (u*_ℓ),
     ``identity_sum`` (:math:`\sum_{j\in\ell}\tilde x_j` of the identity query's published
-    estimates — public).
+    estimates — public), ``identity_variance`` (the sum of their published variances —
+    public).
 
     The Measurement's ``extra["chosen"]`` holds, per group, the registry name of the
     mechanism that answered it (published as the ``<attribute>_mechanism`` column).
     """
 
-    needs: ClassVar[tuple[str, ...]] = ("value", "clipped", "bound", "identity_sum")
+    needs: ClassVar[tuple[str, ...]] = (
+        "value", "clipped", "bound", "identity_sum", "identity_variance"
+    )  # fmt: skip
     description: ClassVar[str] = (
         "adaptive choice per group between the ψ-mechanism (Def 6.4) and the "
         "pnc-mechanism (Def 6.8), chosen from the identity query's published answers "
@@ -88,6 +95,9 @@ class AdaptiveGroupBy(PncBounded):
     #: the choice), "identity" (at the identity-based x̂_ℓ; biased low given the choice)
     #: or "pooled" (their mean). See the class docstring for why.
     psi_variance_from: ClassVar[str] = "answer"
+    #: z of the conservative choice: pnc only where ψ's variance at the lower confidence
+    #: limit x̂_ℓ − z·sd(x̂_ℓ) is still the larger (class docstring)
+    choice_z: ClassVar[float] = 2.0
 
     def _derive(self) -> None:
         super()._derive()
@@ -119,21 +129,26 @@ class AdaptiveGroupBy(PncBounded):
             return a
         return b if b.std <= a.std else a
 
-    def choose(self, bound: ArrayLike, identity_sum: ArrayLike) -> np.ndarray:
+    def choose(
+        self, bound: ArrayLike, identity_sum: ArrayLike, identity_variance: ArrayLike
+    ) -> np.ndarray:
         """True where pnc answers the group (from public inputs only).
 
         Args:
             bound: the groups' public bounds u*_ℓ.
             identity_sum: the groups' sums of the identity query's published estimates.
+            identity_variance: the groups' sums of those estimates' published variances.
         """
         v_pnc = (pnc_sensitivity(bound, self.neighbor, self.gamma) / self.mu) ** 2
-        v_psi = psi_variance_at(self.neighbor, identity_sum, self.sigma)
+        sd = np.sqrt(np.maximum(np.asarray(identity_variance, dtype=np.float64), 0.0))
+        x_low = np.asarray(identity_sum, dtype=np.float64) - self.choice_z * sd
+        v_psi = psi_variance_at(self.neighbor, x_low, self.sigma)
         assert v_psi is not None  # checked in _derive
         return np.asarray(v_pnc <= v_psi)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        use_pnc = self.choose(cells["bound"], cells["identity_sum"])
+        use_pnc = self.choose(cells["bound"], cells["identity_sum"], cells["identity_variance"])
         delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
         sd_pnc = delta / self.mu
         # one draw for all groups: ψ(x) + N(0, σ²) where ψ answers, T + N(0, (Δ/μ)²) else

@@ -178,12 +178,13 @@ def release_gedp(
     order = list(built.queries)
     src = spec.pnc.bounds_from
     # statistics only the identity query's noisy answers can give (pnc bounds, x̂)
-    from_identity = {"bound", "clipped", "identity_sum"}
+    from_identity = {"bound", "clipped", "identity_sum", "identity_variance"}
     needs_identity = any(from_identity & set(m.needs) for q in order for m in q.mechanisms)
     if src is not None and needs_identity:
         order.sort(key=lambda q: q.name != src)  # stable: bounds query first
     omegas: dict[str, FloatArray] = {}
     id_estimates: dict[str, FloatArray] = {}
+    id_variances: dict[str, FloatArray] = {}
     ids: pl.Series | None = None
     bounds: pl.DataFrame | None = None
     results: dict[str, QueryTable] = {}
@@ -209,6 +210,10 @@ def release_gedp(
             frames = {k: _aligned(cells, f, keys) for k, f in frames.items()}
             if "identity_sum" in needs:
                 frames["identity_sum"] = _identity_sums(cells, data, keys, attrs, ids, id_estimates)
+            if "identity_variance" in needs:
+                frames["identity_variance"] = _identity_sums(
+                    cells, data, keys, attrs, ids, id_variances
+                )
         for a, mech in zip(attrs, q.mechanisms, strict=True):
             columns: dict[str, FloatArray] = {}
             for n in mech.needs:
@@ -220,6 +225,8 @@ def release_gedp(
             if q.spec.by == "identity" and q.name == src and isinstance(mech, PsiMechanism):
                 omegas[a] = m.noisy
                 id_estimates[a] = m.estimate
+                if m.variance is not None:
+                    id_variances[a] = np.asarray(m.variance, dtype=np.float64)
                 ids = cells.get_column(id_col)
             uncertainty[a] = uncertainty_of(m)
             series.update(statistic_columns(a, m))
@@ -257,9 +264,11 @@ def _identity_sums(
     ids: pl.Series | None,
     id_estimates: dict[str, FloatArray],
 ) -> pl.DataFrame:
-    """Per group of ``cells``, the sum of the identity query's *published* estimates x̃_j.
+    """Per group of ``cells``, the sum of the identity query's *published* values.
 
-    Public: the estimates are published, and ids and ``keys`` are public attributes.
+    ``id_estimates`` holds, per attribute, one published value per establishment: the
+    estimates x̃_j (``identity_sum``) or their published variances (``identity_variance``).
+    Public: both are published, and ids and ``keys`` are public attributes.
     """
     missing = [a for a in attrs if a not in id_estimates]
     if ids is None or missing:  # pragma: no cover - validate_gedp_plan orders the queries
