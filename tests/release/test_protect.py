@@ -26,7 +26,9 @@ def test_release_writes_tables_and_manifest(small_spec, tmp_path):
                 "semantics"):  # fmt: skip
         assert key in m
     assert m["random"]["mode"] == "seeded" and m["random"]["seed"] == 3
-    assert len(m["dataset"]["fingerprint"]) == 64 and "sha256" not in m["dataset"]
+    # no ledger: no fingerprint (one under a key nobody keeps identifies nothing), and why
+    assert m["dataset"]["fingerprint"] is None and "sha256" not in m["dataset"]
+    assert "ledger" in m["dataset"]["fingerprint_note"]
     assert m["privacy"]["total"]["epsilon"] == pytest.approx(10.0)
     assert m["privacy"]["definition"] == "eree-weak" and m["privacy"]["alpha"] == 0.1
     names = [q["name"] for q in m["queries"]]

@@ -68,7 +68,6 @@ __all__ = [
     "Ledger",
     "VerifyResult",
     "check_spec_budget",
-    "fresh_key",
     "keyed_fingerprint",
 ]
 
@@ -93,11 +92,6 @@ _ALPHA_DEFINITIONS = ("eree", "eree-weak", "blowfish")
 def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
     """HMAC-SHA256 of a content fingerprint under a secret key (DESIGN.md §7.2)."""
     return hmac.new(key, fingerprint.encode("ascii"), hashlib.sha256).hexdigest()
-
-
-def fresh_key() -> bytes:
-    """A fresh random fingerprint key (a release without a ledger)."""
-    return secrets.token_bytes(32)
 
 
 def _canonical(x: Any) -> str:

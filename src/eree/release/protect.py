@@ -14,7 +14,7 @@ from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
-from eree.privacy.ledger import Charge, Ledger, check_spec_budget, fresh_key, keyed_fingerprint
+from eree.privacy.ledger import Charge, Ledger, check_spec_budget
 from eree.release.build import BuiltPlan, build
 from eree.release.output import (
     ReleaseWriter,
@@ -81,6 +81,15 @@ def _query_by(plan: Plan, name: str) -> list[str] | str:
 #: spec settings that are confidential (noise infusion's distortion range)
 CONFIDENTIAL_PARAMS = ("s", "t")
 
+#: the manifest's ``dataset.fingerprint_note`` of a release not charged to a ledger: its
+#: ``dataset.fingerprint`` is null. A fingerprint keyed with a fresh key that is then
+#: thrown away identifies the data to nobody, so it is not computed (on national data it
+#: was the costliest step of a release).
+NO_LEDGER_FINGERPRINT = (
+    "not computed: this release was not charged to a ledger, and a fingerprint keyed "
+    "with a key nobody keeps would identify the data to nobody"
+)
+
 
 def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
     """The plan as given, with noise infusion's confidential s and t withheld."""
@@ -102,9 +111,13 @@ def build_manifest(
     report: PrivacyReport,
     tables: Sequence[QueryTable | WrittenTable],
     source: NoiseSource,
-    fingerprint: str,
+    fingerprint: str | None,
 ) -> dict[str, Any]:
-    """The manifest of §7.3. Contains public information only (no data-dependent scale)."""
+    """The manifest of §7.3. Contains public information only (no data-dependent scale).
+
+    ``fingerprint`` is the keyed content fingerprint of a release charged to a ledger, or
+    ``None`` without one (see :func:`protect`).
+    """
     m = base_manifest()
     m["random"] = source.describe()
     m["dataset"] = {
@@ -112,6 +125,8 @@ def build_manifest(
         "fingerprint": fingerprint,
         "files": [p.name for p in plan.data.input_files()],
     }
+    if fingerprint is None:
+        m["dataset"]["fingerprint_note"] = NO_LEDGER_FINGERPRINT
     m["spec"] = _redacted_spec(plan.raw)
     priv = report.to_dict()
     m["privacy"] = {
@@ -211,13 +226,11 @@ def protect(
 
         e = plan.engine
         engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
-    # without a ledger the fingerprint is keyed with a fresh key (it identifies nothing),
-    # so only the columns the queries use need to be read
+    # without a ledger nothing identifies the data (see NO_LEDGER_FINGERPRINT), so only
+    # the columns the queries use need to be read, and no fingerprint is computed
     data = family.load(plan, engine, narrow=book is None)
-    if book is None:  # a fresh random key: the published fingerprint identifies nothing
-        fingerprint = _fingerprints(data, structure=False)[0]
-        return _run(built, out_dir, source, engine, report, data,
-                    keyed_fingerprint(fingerprint, fresh_key()), None, force)  # fmt: skip
+    if book is None:
+        return _run(built, out_dir, source, engine, report, data, None, None, force)
     fingerprint, structure = _fingerprints(data, structure=True)
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
@@ -283,7 +296,7 @@ def _run(
     engine: Engine | None,
     report: PrivacyReport,
     data: Any,
-    fingerprint: str,
+    fingerprint: str | None,
     charge: Charge | None,
     force: bool = False,
 ) -> ReleaseResult:

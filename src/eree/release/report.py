@@ -456,9 +456,11 @@ def release_section(
         ("input files", esc(", ".join(ds.get("files", [])) or "—")),
         (
             "fingerprint (keyed)",
-            f"<code>{esc(ds.get('fingerprint', '—'))}</code> "
-            '<span class="muted">(HMAC under a secret key: it identifies the data only to '
-            "whoever holds the key)</span>",
+            f"<code>{esc(ds['fingerprint'])}</code> "
+            '<span class="muted">(HMAC under the ledger\'s secret key: it identifies the '
+            "data only to whoever holds the key)</span>"
+            if ds.get("fingerprint")
+            else f'none <span class="muted">({esc(ds.get("fingerprint_note", ""))})</span>',
         ),
         ("privacy definition", esc(priv.get("guarantee") or priv["definition"])),
     ]
