@@ -18,17 +18,21 @@ Data
       :meth:`SparkEreeData.from_config`).
 
 Where the work happens
-    Spark does everything proportional to the microdata. Once per dataset
-    (:meth:`SparkEngine.prepare`, or the first query) it numbers the establishments,
-    joins every job to its establishment's number, turns each worker attribute into its
-    index in the declared domain, counts each establishment's jobs (its size, for
-    truncation), hash-partitions both tables by establishment number and caches them
-    (memory, spilling to disk). Each query then runs the group-by giving each
-    establishment's contribution n to each cell and the join to the public workplace
-    attributes partition by partition, without a shuffle, and one shuffled group-by
-    gives the per-cell ``sum`` (count), ``max`` (x_v) and truncated sum. One Spark job
-    per query collects two small results: the non-empty cells and the number of
-    establishments per workplace combination (both at most the size of the output).
+    Spark does everything proportional to the microdata. Once per dataset it codes the
+    data: per establishment (keyed by its workplace id) and combination of worker
+    attribute indexes (each value's index in its declared domain), the number of jobs,
+    with the establishment's attributes and size (its jobs, for truncation) beside it;
+    and the workplaces with their sizes. Both are hash-partitioned by establishment and
+    cached (memory, spilling to disk). Reading the three-table form with
+    :meth:`SparkEreeData.from_config` codes the data in the same Spark passes that check
+    DESIGN.md §2.3 (see :func:`_validate_and_code_three`: a worker-id join and one
+    workplace-partitioned count, or no join at all when no worker attribute is needed
+    and the ids are proven to match by their order); other datasets are coded on the
+    first query (:meth:`SparkEngine.prepare`). Each query then sums the coded counts per
+    (establishment, cell) partition by partition, without a shuffle, and one shuffled
+    group-by gives the per-cell ``sum`` (count), ``max`` (x_v) and truncated sum. One
+    Spark job per query collects two small results: the non-empty cells and the number
+    of establishments per workplace combination (both at most the size of the output).
 
     The full cell frame (the public workplace combinations × the full declared worker
     domain, DESIGN.md §4) is assembled on the driver in Polars/NumPy from those two
@@ -926,12 +930,13 @@ class SparkEngine:
     def prepare(self, data: EreeData | SparkEreeData) -> None:
         """Code ``data`` for queries now (otherwise the first query does it).
 
-        Spark numbers the establishments (a sort of the workplace ids), joins each job
-        to its establishment's number, turns every worker attribute with a declared
-        domain into its index in the domain (null when outside), counts each
-        establishment's jobs (its size, for truncation) and hash-partitions both tables
-        by establishment number. With ``persist`` the result is cached (and
-        materialised here, two Spark jobs).
+        Spark turns every worker attribute with a declared domain into its index in
+        the domain (null when outside), counts the jobs per establishment and
+        combination of indexes, hash-partitions those counts and the workplaces by
+        establishment, and puts each establishment's attributes and size (its jobs, for
+        truncation) beside its counts. With ``persist`` the result is cached (and
+        materialised here). Data read and validated by :meth:`SparkEreeData.from_config`
+        arrive coded already.
         """
         self._prepare(data)
 
@@ -1104,13 +1109,13 @@ class SparkEngine:
     ) -> pl.DataFrame:
         """Cell statistics (see :mod:`eree.engine.base`), identical to the Polars engine's.
 
-        On the coded dataset (:meth:`prepare`), Spark gives each job its worker code
-        ``d`` (the mixed-radix index of its worker attributes in their declared domains,
-        as in the Polars engine) and a flag for values outside the domains; a group-by
-        over (establishment, d) gives each establishment's contribution n to each cell;
-        a left join adds the workplace keys and sizes (and flags unknown workplaces);
-        a group-by over (workplace keys, d) gives ``sum(n)``, ``max(n)`` and the sum
-        over establishments smaller than ``truncate_below``. The number of
+        On the coded dataset (:meth:`prepare`), Spark gives each coded row its worker
+        code ``d`` (the mixed-radix index of the query's worker attributes in their
+        declared domains, as in the Polars engine) and a flag for values outside the
+        domains or an unknown workplace; a group-by over (establishment, d), local to
+        the establishment's partition, gives each establishment's contribution n to each
+        cell; a group-by over (workplace keys, d) gives ``sum(n)``, ``max(n)`` and the
+        sum over establishments smaller than ``truncate_below``. The number of
         establishments per workplace combination is computed in the same Spark job.
         Driver: the two small results are scattered into the full F × D cell frame.
         """
