@@ -630,60 +630,64 @@ def _worker_ids_match_by_order(
     give exactly one job per worker and no job without a worker. Sets that differ agree
     on both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against xxHash64).
 
-    False when any of this fails or cannot be checked (unsorted files, no PyArrow in the
-    Python workers): the caller then matches the ids by a join, which also names the
-    error if there is one. One Python pass (Arrow batches, in file order) and one
-    aggregation over the id column of each table.
+    False when any of this fails or cannot be checked (unsorted files, no PyArrow or
+    pandas for PySpark's Arrow batches): the caller then matches the ids by a join,
+    which also names the error if there is one. One pass over each table's id column
+    (Spark hashes; a Python function reads the Arrow batches in file order).
     """
     import secrets
-
-    from pyspark.sql import functions as sf
 
     if n_jobs != n_workers:
         return False
     keys = [secrets.token_hex(16) for _ in range(2)]
     sums = []
     for df in (jb, wk):
-        ids = df.select(sf.col(kid).cast("string").alias(kid))
         try:
-            if not _strictly_increasing(ids, kid):
-                return False
-        except Exception:  # no PyArrow in the Python workers, or similar: take the join
+            summary = _ordered_id_summary(df, kid, keys)
+        except Exception:  # no PyArrow/pandas for the Python workers: take the join
             return False
-        low = sf.lit(0xFFFFFFFF).cast("long")
-        aggs = [sf.sum(_missing(kid).cast("int"))]
-        for k in keys:  # each lane as two exact 32-bit halves (no overflow)
-            h = sf.xxhash64(sf.lit(k), sf.col(kid))
-            aggs += [sf.sum(h.bitwiseAND(low)), sf.sum(sf.shiftrightunsigned(h, 32))]
-        row = ids.agg(*aggs).first()
-        if row is None or int(row[0] or 0):
+        if summary is None:
             return False
-        sums.append([(int(row[1 + 2 * j] or 0) + (int(row[2 + 2 * j] or 0) << 32)) % (1 << 64)
-                     for j in range(len(keys))])  # fmt: skip
+        sums.append(summary)
     return sums[0] == sums[1]
 
 
 def _strictly_increasing(ids: SparkDataFrame, col: str) -> bool:
-    """Whether ``col`` (text, no nulls expected) is strictly increasing in file order.
+    """Whether text column ``col`` is strictly increasing in file order, with no null."""
+    return _ordered_id_summary(ids, col, []) is not None
+
+
+def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> list[int] | None:
+    """Per key, the sum modulo 2⁶⁴ of xxHash64(key, id) over ``col``, if ids are in order.
 
     Each input partition reports, from its Arrow batches in order, its first and last
-    value, its row count and whether every value is greater than the one before
-    (bytewise order of the UTF-8 text). The partitions' ranges, sorted by their first
-    value, must not overlap. Nulls make it false.
+    id, its row count, whether every id is greater than the one before (bytewise order
+    of the UTF-8 text) and is present (neither null nor blank), and its lane sums. The
+    partitions' ranges, sorted by their first id, must not overlap.
+
+    Returns:
+        The lane sums, or ``None`` when an id is missing or out of order.
     """
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
+    from pyspark.sql import functions as sf
 
+    n_lanes = len(keys)
+    lanes = [f"s{j}" for j in range(n_lanes)]
+    ddl = ", ".join(["ok boolean", "lo string", "hi string", "n long",
+                     *(f"{c} long" for c in lanes)])  # fmt: skip
     schema = pa.schema([("ok", pa.bool_()), ("lo", pa.string()), ("hi", pa.string()),
-                        ("n", pa.int64())])  # fmt: skip
+                        ("n", pa.int64()), *((c, pa.int64()) for c in lanes)])  # fmt: skip
 
     def summarise(batches):  # type: ignore[no-untyped-def]
         ok, lo, hi, n = True, None, None, 0
+        acc = np.zeros(n_lanes, dtype=np.uint64)  # array arithmetic wraps silently
         for b in batches:
             a = b.column(0)
             if len(a) == 0:
                 continue
-            if a.null_count:
+            if a.null_count or pc.any(b.column(1)).as_py():
                 ok = False
                 break
             if len(a) > 1 and not pc.all(pc.less(a.slice(0, len(a) - 1), a.slice(1))).as_py():
@@ -695,13 +699,26 @@ def _strictly_increasing(ids: SparkDataFrame, col: str) -> bool:
                 break
             lo = first if lo is None else lo
             hi, n = last, n + len(a)
-        yield pa.RecordBatch.from_pylist([{"ok": ok, "lo": lo, "hi": hi, "n": n}], schema=schema)
+            for j in range(n_lanes):  # uint64 sums wrap modulo 2**64
+                h = b.column(2 + j).to_numpy(zero_copy_only=False).view(np.uint64)
+                acc[j : j + 1] += h.sum(dtype=np.uint64, keepdims=True)
+        row = {"ok": ok, "lo": lo, "hi": hi, "n": n}
+        signed = acc.view(np.int64)
+        row.update({c: int(signed[j]) for j, c in enumerate(lanes)})
+        yield pa.RecordBatch.from_pylist([row], schema=schema)
 
-    rows = ids.mapInArrow(summarise, "ok boolean, lo string, hi string, n long").collect()
+    ids = df.select(
+        sf.col(col).cast("string").alias(col),
+        _missing(col).alias("__eree_missing"),
+        *[sf.xxhash64(sf.lit(k), sf.col(col)).alias(c) for k, c in zip(keys, lanes, strict=True)],
+    )
+    rows = ids.mapInArrow(summarise, ddl).collect()
     if not all(r["ok"] for r in rows):
-        return False
+        return None
     spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in rows if r["n"])
-    return all(a[1] < b[0] for a, b in pairwise(spans))
+    if not all(a[1] < b[0] for a, b in pairwise(spans)):
+        return None
+    return [sum(int(r[c]) % (1 << 64) for r in rows) % (1 << 64) for c in lanes]
 
 
 def _code(
