@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 import polars as pl
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
-from eree.data.eree_tables import EreeData
+from eree.data.eree_tables import JOBS, ROW, EreeData
 from eree.data.establishments import EstablishmentData
 from eree.engine import establishments as est
 from eree.errors import SpecError
@@ -66,46 +65,26 @@ def cell_keys(
     return cols
 
 
-def _contributions(pair: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values ``k`` of ``pair`` (in ``range(size)``) and how often each occurs.
-
-    Dense (one counting pass) when ``size`` is at most the number of values; otherwise
-    by sorting ``pair`` in place (no hash table: memory stays at the key array).
-    """
-    if size <= max(pair.size, 1):
-        dense = np.bincount(pair, minlength=size)
-        k = np.flatnonzero(dense)
-        return k, dense[k].astype(np.int64)
-    pair.sort()
-    first = np.empty(pair.size, dtype=bool)
-    if pair.size:
-        first[0] = True
-        np.not_equal(pair[1:], pair[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    del first
-    n = np.diff(np.append(starts, pair.size)).astype(np.int64)
-    return pair[starts], n
-
-
 class PolarsEngine:
     """Cell statistics with Polars.
 
-    Jobs are turned into integer codes once per dataset (their establishment's row and
-    each worker attribute's index in its declared domain); every query then runs on
-    integers.
+    Every query runs on the jobs counted per establishment and combination of worker
+    attributes (:attr:`~eree.data.eree_tables.EreeData.job_counts`: from the loader's
+    validation pass, or counted once per dataset from the per-job frame), never on a
+    per-job copy.
     """
 
     name = "polars"
 
     def __init__(self) -> None:
-        self._cache: tuple[EreeData, _Prepared] | None = None
+        self._cache: tuple[EreeData, pl.DataFrame] | None = None
 
     def _check(self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]) -> None:
         for a in workplace_by:
             if a not in data.workplaces.columns or a == "workplace_id":
                 raise SpecError(f"{a!r} is not a workplace attribute of the data")
         for a in worker_by:
-            if a not in data.jobs.columns or a == "workplace_id":
+            if a not in data.worker_attributes:
                 raise SpecError(f"{a!r} is not a worker attribute of the data")
             if a not in data.domains:
                 raise SpecError(f"worker attribute {a!r} has no declared domain")
@@ -115,17 +94,17 @@ class PolarsEngine:
     ) -> pl.DataFrame:
         """Per (establishment, cell) job counts (see :mod:`eree.engine.base`)."""
         self._check(data, workplace_by, worker_by)
-        per = (
-            data.jobs.lazy()
-            .group_by(["workplace_id", *worker_by])
-            .agg(pl.len().cast(pl.Int64).alias("n"))
-            # the fast loader keeps ids and codes as Enums: results are text
-            .with_columns([pl.col(c).cast(pl.Utf8) for c in ["workplace_id", *worker_by]])
-        )
-        wp = data.workplaces.lazy().select(["workplace_id", *workplace_by])
+        wp = data.workplaces.lazy().select(["workplace_id", *workplace_by]).with_row_index(ROW)
         return (
-            per.join(wp, on="workplace_id", how="inner")
-            .select(["workplace_id", *workplace_by, *worker_by, "n"])
+            self._counts(data, worker_by)
+            .lazy()
+            .join(wp.with_columns(pl.col(ROW).cast(pl.UInt32)), on=ROW, how="inner")
+            .select(
+                "workplace_id",
+                *workplace_by,
+                *[pl.col(a).cast(pl.Utf8) for a in worker_by],
+                pl.col(JOBS).cast(pl.Int64).alias("n"),
+            )
             .sort(["workplace_id", *workplace_by, *worker_by])
             .collect()
         )
@@ -141,14 +120,13 @@ class PolarsEngine:
                 all configured ones). Only these columns are read and validated.
 
         Returns:
-            The validated data; the per-job establishment rows the engine needs are
-            computed in the same pass and kept for the queries on this dataset.
+            The validated data. With ``attributes``, the jobs are counted per
+            establishment and combination of worker attributes in the validation pass
+            (what the queries need) and the per-job frame is read only if asked for.
         """
         from eree.engine.polars_load import narrow_config, scan_eree
 
-        data, widx = scan_eree(narrow_config(config, attributes))
-        self._cache = (data, _Prepared(widx, _worker_codes(data)))
-        return data
+        return scan_eree(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
     # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
 
@@ -185,23 +163,52 @@ class PolarsEngine:
         """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
         return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
-    def _prepare(self, data: EreeData) -> _Prepared:
-        """Integer codes for the jobs, computed once per dataset and reused by every query."""
+    def _job_counts(self, data: EreeData) -> pl.DataFrame:
+        """The jobs per establishment and combination of the worker attributes.
+
+        :attr:`~eree.data.eree_tables.EreeData.job_counts` when the loader gave them,
+        otherwise counted from the per-job frame (once per dataset).
+        """
+        if data.job_counts is not None:
+            return data.job_counts
         if self._cache is not None and self._cache[0] is data:
             return self._cache[1]
-        wp_index = data.workplaces.select("workplace_id").with_row_index("_w")
-        widx = (
-            data.jobs.lazy()
-            .select(pl.col("workplace_id").cast(pl.Utf8))
-            .join(wp_index.lazy(), on="workplace_id", how="left", maintain_order="left")
-            .select("_w")
-            .collect()["_w"]
-        )
-        if widx.null_count():
+        attrs = [a for a in data.worker_attributes if a in data.domains]
+        try:
+            codes = [pl.col(a).cast(pl.Utf8).cast(pl.Enum(list(data.domains[a]))) for a in attrs]
+            counts = (
+                data.jobs.lazy()
+                .select(pl.col("workplace_id").cast(pl.Utf8), *codes)
+                .group_by("workplace_id", *attrs)
+                .agg(pl.len().cast(pl.UInt32).alias(JOBS))
+                .join(
+                    data.workplaces.lazy().select("workplace_id").with_row_index(ROW),
+                    on="workplace_id",
+                    how="left",
+                )
+                .select(pl.col(ROW).cast(pl.UInt32), *attrs, JOBS)
+                .collect()
+            )
+        except pl.exceptions.InvalidOperationError:
+            bad = [
+                a
+                for a in attrs
+                if not data.jobs[a].cast(pl.Utf8).is_in(list(data.domains[a])).all()
+            ]
+            raise SpecError(
+                f"worker attribute {(bad or attrs)[0]!r} has values outside its declared domain"
+            ) from None
+        if counts.get_column(ROW).null_count():
             raise SpecError("a job points at a workplace missing from the workplace table")
-        prep = _Prepared(widx.to_numpy().astype(np.int64), _worker_codes(data))
-        self._cache = (data, prep)
-        return prep
+        self._cache = (data, counts)
+        return counts
+
+    def _counts(self, data: EreeData, worker_by: Sequence[str]) -> pl.DataFrame:
+        """The jobs per establishment and combination of ``worker_by`` (one row each)."""
+        counts = self._job_counts(data)
+        if len(counts.columns) == len(worker_by) + 2:  # all the attributes: as counted
+            return counts
+        return counts.group_by(ROW, *worker_by).agg(pl.col(JOBS).sum())
 
     def cell_statistics(
         self,
@@ -216,15 +223,13 @@ class PolarsEngine:
         """Cell statistics (see :mod:`eree.engine.base`).
 
         Cells are numbered ``frame_index * D + worker_code`` (F workplace combinations, D
-        worker-attribute combinations). Each job gets its establishment's number and its
-        cell's worker code; one group-by over (establishment, worker code) gives each
-        establishment's contribution n to each cell, and two scatters (sum → count,
-        max → x_v) over the F·D cells finish the job. Rows come out sorted by the
+        worker-attribute combinations). The jobs counted per (establishment, worker
+        code) are each establishment's contribution n to a cell; two scatters
+        (sum → count, max → x_v) over the F·D cells finish the job. Rows come out sorted by the
         workplace keys, then the worker attributes in declared-domain order.
         """
         self._check(data, workplace_by, worker_by)
         wkeys = list(workplace_by)
-        prep = self._prepare(data)
         # the public frame of workplace combinations
         if wkeys:
             frame = data.workplaces.select(wkeys).unique().sort(wkeys)
@@ -247,29 +252,24 @@ class PolarsEngine:
         F = max(frame.height, 1)
         sizes = [len(data.domains[a]) for a in worker_by]
         D = int(np.prod(sizes)) if worker_by else 1
-        # each establishment's contribution n to each of its cells, keyed by
-        # k = establishment row · D + worker code
-        n_wp = data.workplaces.height
+        # each establishment's contribution n to each of its cells: one row per
+        # (establishment, worker-attribute combination) with jobs
+        counts = self._counts(data, worker_by)
+        est = counts.get_column(ROW).to_numpy().astype(np.int64)
+        n = counts.get_column(JOBS).to_numpy().astype(np.int64)
+        cell = fidx[est] * D
         if worker_by:
             # worker code: the first attribute varies slowest (declared-domain order)
             steps = np.cumprod([1, *sizes[::-1]])[::-1][1:]
-            pair = prep.widx * D
             for a, step in zip(worker_by, steps, strict=True):
-                pair += prep.codes[a].astype(np.int64) * int(step)
-        else:
-            # the sparse case sorts its keys in place: never the cached codes
-            pair = prep.widx if n_wp <= prep.widx.size else prep.widx.copy()
-        k, n = _contributions(pair, n_wp * D)
-        del pair
-        est = k // D
-        cell = fidx[est] * D + k % D
-        del k
+                cell += counts.get_column(a).to_physical().to_numpy().astype(np.int64) * int(step)
+        del counts
         count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)
         x_v = np.zeros(F * D, dtype=np.int64)
         np.maximum.at(x_v, cell, n)
         truncated = None
         if truncate_below is not None:
-            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
+            estab_size = np.bincount(est, weights=n, minlength=data.workplaces.height)
             keep = estab_size[est] < truncate_below
             truncated = np.bincount(cell, weights=n * keep, minlength=F * D).astype(np.int64)
         del est, cell, n  # per-contribution arrays go before the keys are built
@@ -285,24 +285,3 @@ class PolarsEngine:
         if truncated is not None:
             cols["count_truncated"] = truncated
         return pl.DataFrame(cols)
-
-
-def _worker_codes(data: EreeData) -> dict[str, np.ndarray]:
-    """Per worker attribute, each job's index in the attribute's declared domain."""
-    codes: dict[str, np.ndarray] = {}
-    for a, dom in data.domains.items():
-        if a in data.jobs.columns and a != "workplace_id":
-            try:
-                enum = data.jobs[a].cast(pl.Enum(list(dom)))
-            except pl.exceptions.InvalidOperationError:
-                raise SpecError(
-                    f"worker attribute {a!r} has values outside its declared domain"
-                ) from None
-            codes[a] = enum.to_physical().to_numpy().astype(np.int8 if len(dom) < 128 else np.int64)
-    return codes
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    widx: np.ndarray  # per job: row index of its workplace
-    codes: dict[str, np.ndarray]  # per worker attribute: per job domain index

@@ -27,17 +27,14 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import EreeData, _check_config, load_eree
+from eree.data.eree_tables import JOBS, ROW, EreeData, _check_config, load_eree
 from eree.data.io import table_format
 from eree.errors import DataValidationError
 
 __all__ = ["narrow_config", "scan_eree"]
-
-_ROW = "__eree_row"
 
 
 def narrow_config(config: EreeDataConfig, attributes: Iterable[str] | None) -> EreeDataConfig:
@@ -143,21 +140,24 @@ def _unique(frame: pl.LazyFrame, c: str, stats: dict[str, object]) -> bool:
     return bool(distinct == stats["n"])
 
 
-def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
+def scan_eree(config: EreeDataConfig, *, lazy_jobs: bool = False) -> EreeData:
     """Load and validate ER-EE input; fast for valid Parquet (module docstring).
 
     Args:
         config: the ``[data]`` configuration, already narrowed to what is needed.
+        lazy_jobs: on the fast path, count the jobs per establishment and combination of
+            worker attributes (:attr:`~eree.data.eree_tables.EreeData.job_counts`) in a
+            streaming pass instead of reading the per-job frame, which is then read only
+            if asked for (:attr:`~eree.data.eree_tables.EreeData.jobs`).
 
     Returns:
-        The validated data and, per job, the 0-based row of its establishment in
-        ``data.workplaces`` (int64).
+        The validated data.
 
     Raises:
         SpecError, DataValidationError: as :func:`~eree.data.eree_tables.load_eree`.
     """
     _check_config(config)
-    fast = _scan_three(config) if config.jobs is None else None
+    fast = _scan_three(config, lazy_jobs) if config.jobs is None else None
     if fast is not None:
         return fast
     dirs = [p for p in config.input_files() if Path(p).is_dir()]
@@ -172,28 +172,10 @@ def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
             file=", ".join(str(d) for d in dirs),
             rule="invalid-partitioned-input",
         )
-    data = load_eree(config)
-    return data, _workplace_rows(data)
+    return load_eree(config)
 
 
-def _workplace_rows(data: EreeData) -> np.ndarray:
-    idx = (
-        data.jobs.lazy()
-        .select("workplace_id")
-        .join(
-            data.workplaces.lazy().select("workplace_id").with_row_index(_ROW),
-            on="workplace_id",
-            how="left",
-            maintain_order="left",
-        )
-        .select(_ROW)
-        .collect()
-        .get_column(_ROW)
-    )
-    return idx.to_numpy().astype(np.int64)
-
-
-def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
+def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
     if config.workplace is None or config.worker is None or config.job is None:
         return None
     wid, kid = config.workplace_id, config.worker_id
@@ -264,27 +246,54 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
         known = jb.select(kid).join(wk.select(kid), on=kid, how="semi").select(pl.len())
         if known.collect().item() != n:
             return None
-    # the second and last pass: the columns the engine needs, as Enums (each job's
-    # workplace id coded by its row in the workplace table, each worker attribute by
-    # its index in the declared domain: 4 + 1 bytes per job and attribute, not 16)
-    ids = workplaces.get_column(wid)
-    codes = [pl.col(wid).cast(pl.Enum(ids))] + [
-        pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs
-    ]
-    if same:
-        lazy_jobs = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
-    else:
-        lazy_jobs = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
-    try:  # streaming: the text columns are coded batch by batch, never held whole
-        jobs = lazy_jobs.select(codes).collect(engine="streaming")
-    except pl.exceptions.InvalidOperationError:  # a job at an unknown (or blank) workplace
-        return None
-    if jobs.get_column(wid).null_count():
-        return None
-    rows = jobs.get_column(wid).to_physical()
     domains = {a: tuple(config.domains[a]) for a in kattrs}
     for a in wattrs:
         if a in config.domains:
             domains[a] = tuple(config.domains[a])
-    data = EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
-    return data, rows.to_numpy().astype(np.int64)
+    # the second and last pass: each worker attribute coded by its index in the declared
+    # domain (an Enum: 1 byte per job, not 16)
+    attr_codes = [pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs]
+    if same:
+        joined = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
+    else:
+        joined = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
+    ids = workplaces.get_column(wid)
+
+    def read_jobs() -> pl.DataFrame | None:
+        # streaming: the text columns are coded batch by batch, never held whole; each
+        # job's workplace id coded by its row in the workplace table
+        try:
+            jobs = joined.select(pl.col(wid).cast(pl.Enum(ids)), *attr_codes).collect(
+                engine="streaming"
+            )
+        except pl.exceptions.InvalidOperationError:  # a job at an unknown (or blank) workplace
+            return None
+        return None if jobs.get_column(wid).null_count() else jobs
+
+    if not lazy_jobs:
+        jobs = read_jobs()
+        return None if jobs is None else EreeData(workplaces, jobs, domains)
+    # the jobs per establishment and worker-attribute combination, in one streaming
+    # group-by (what the engine needs; nothing per job is kept)
+    counts = (
+        joined.select(wid, *attr_codes)
+        .group_by(wid, *kattrs)
+        .agg(pl.len().cast(pl.UInt32).alias(JOBS))
+        .join(workplaces.lazy().select(wid).with_row_index(ROW), on=wid, how="left")
+        .select(pl.col(ROW).cast(pl.UInt32), *kattrs, JOBS)
+        .collect(engine="streaming")
+    )
+    if counts.get_column(ROW).null_count():  # a job at an unknown (or blank) workplace
+        return None
+
+    def jobs_when_asked() -> pl.DataFrame:
+        jobs = read_jobs()
+        if jobs is None:
+            raise DataValidationError(
+                "the job table changed while the release read it; run again",
+                file=str(config.job),
+                rule="input-changed",
+            )
+        return jobs
+
+    return EreeData(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
