@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import product
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import JOBS, ROW, EreeData
-from eree.data.establishments import EstablishmentData
-from eree.engine import establishments as est
 from eree.errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover - establishment data: imported when used
+    from eree.data.establishments import EstablishmentData
 
 
 def _domain_frame(domains: dict[str, tuple[str, ...]], attrs: Sequence[str]) -> pl.DataFrame:
@@ -138,12 +140,16 @@ class PolarsEngine:
 
     def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
+        from eree.engine import establishments as est
+
         return est.polars_identity_values(data.frame, data.id_column, attributes)
 
     def group_sums(
         self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
     ) -> pl.DataFrame:
         """Exact group sums (:func:`eree.engine.establishments.polars_group_sums`)."""
+        from eree.engine import establishments as est
+
         return est.polars_group_sums(data.frame, by, attributes)
 
     def group_max_bounds(
@@ -151,6 +157,8 @@ class PolarsEngine:
     ) -> pl.DataFrame:
         """Per group, the largest public bound of each attribute of ``bounds``."""
         attrs = [c for c in bounds.columns if c != data.id_column]
+        from eree.engine import establishments as est
+
         return est.polars_group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
 
     def clipped_group_sums(
@@ -161,6 +169,8 @@ class PolarsEngine:
         attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
+        from eree.engine import establishments as est
+
         return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
     def _job_counts(self, data: EreeData) -> pl.DataFrame:
@@ -225,27 +235,35 @@ class PolarsEngine:
         Cells are numbered ``frame_index * D + worker_code`` (F workplace combinations, D
         worker-attribute combinations). The jobs counted per (establishment, worker
         code) are each establishment's contribution n to a cell; two scatters
-        (sum → count, max → x_v) over the F·D cells finish the job. Rows come out sorted by the
-        workplace keys, then the worker attributes in declared-domain order.
+        (sum → count, max → x_v) over the F·D cells finish the job. Rows come out sorted
+        by the workplace keys, then the worker attributes in declared-domain order.
         """
         self._check(data, workplace_by, worker_by)
         wkeys = list(workplace_by)
         # the public frame of workplace combinations
         if wkeys:
-            frame = data.workplaces.select(wkeys).unique().sort(wkeys)
+            # the distinct combinations in order, each with the establishments holding it
+            groups = (
+                data.workplaces.select(wkeys)
+                .with_row_index("_w")
+                .group_by(wkeys)
+                .agg(pl.col("_w"))
+                .sort(wkeys)
+            )
+            frame = groups.select(wkeys)
             if complete:
                 frame = _domain_frame(data.domains, wkeys).sort(wkeys)
-            fidx_of_wp = (
-                data.workplaces.lazy()
-                .select(wkeys)
-                .join(
-                    frame.lazy().with_row_index("_f"), on=wkeys, how="left", maintain_order="left"
+                groups = frame.with_row_index("_f").join(
+                    groups, on=wkeys, how="inner", maintain_order="left"
                 )
-                .collect()["_f"]
-            )
-            if fidx_of_wp.null_count():
+            else:
+                groups = groups.with_row_index("_f")
+            pairs = groups.select("_f", "_w").explode("_w")
+            if pairs.height != data.workplaces.height:
                 raise SpecError(f"workplace values outside the declared domains of {wkeys}")
-            fidx = fidx_of_wp.to_numpy().astype(np.int64)
+            fidx = np.empty(data.workplaces.height, dtype=np.int64)
+            fidx[pairs.get_column("_w").to_numpy()] = pairs.get_column("_f").to_numpy()
+            del groups, pairs
         else:
             frame = pl.DataFrame()
             fidx = np.zeros(data.workplaces.height, dtype=np.int64)
