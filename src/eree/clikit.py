@@ -38,6 +38,18 @@ class LazyConsole:
         self._stderr = stderr
         self._console: Any = None
 
+    def status(self, *args: Any, **kwargs: Any) -> Any:
+        """A spinner while a step runs (:meth:`rich.console.Console.status`).
+
+        Only on a terminal: elsewhere it would show nothing, so Rich is not imported.
+        """
+        import sys
+        from contextlib import nullcontext
+
+        if not (sys.stderr if self._stderr else sys.stdout).isatty():
+            return nullcontext()
+        return self.__getattr__("status")(*args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
             from rich.console import Console

@@ -253,7 +253,9 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
     # the second and last pass: each worker attribute coded by its index in the declared
     # domain (an Enum: 1 byte per job, not 16)
     attr_codes = [pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs]
-    if same:
+    if not kattrs:
+        joined = jb.select(wid)
+    elif same:
         joined = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
     else:
         joined = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
