@@ -173,7 +173,7 @@ class PolarsEngine:
 
         return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
-    def _job_counts(self, data: EreeData) -> pl.DataFrame:
+    def _prepare(self, data: EreeData) -> pl.DataFrame:
         """The jobs per establishment and combination of the worker attributes.
 
         :attr:`~eree.data.eree_tables.EreeData.job_counts` when the loader gave them,
@@ -215,7 +215,7 @@ class PolarsEngine:
 
     def _counts(self, data: EreeData, worker_by: Sequence[str]) -> pl.DataFrame:
         """The jobs per establishment and combination of ``worker_by`` (one row each)."""
-        counts = self._job_counts(data)
+        counts = self._prepare(data)
         if len(counts.columns) == len(worker_by) + 2:  # all the attributes: as counted
             return counts
         return counts.group_by(ROW, *worker_by).agg(pl.col(JOBS).sum())

@@ -11,8 +11,10 @@ almost always are. :func:`scan_eree` therefore
    unknown), that the narrowed input satisfies every rule of DESIGN.md §2.3 that
    :func:`~eree.data.eree_tables.load_eree` checks; nothing proportional to the
    microdata is kept by these checks but hash sets of ids;
-3. reads only the needed columns, and computes in the same pass each job's
-   establishment row (which the engine needs anyway).
+3. reads only the needed columns: either the per-job frame (workplace ids and worker
+   attributes coded as Enums), or, for a release, only the jobs counted per
+   establishment and combination of worker attributes (one streaming group-by: all
+   the engine needs; the per-job frame is then read only if asked for).
 
 Tables may be Parquet files or directories of Parquet files (a partitioned table, read
 in sorted file order). When a check fails, or the input is not Parquet with text or
