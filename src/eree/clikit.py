@@ -120,7 +120,6 @@ def progress_bar(quiet: bool = False, *, transient: bool = True) -> Any:
     )
 
 
-
 #: parameter settings that change only how ``--help`` shows a parameter
 _COSMETIC = frozenset(
     {"default", "param_decls", "help", "show_default", "metavar", "rich_help_panel", "hidden",

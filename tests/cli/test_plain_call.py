@@ -6,7 +6,7 @@ import functools
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import typer
@@ -95,11 +95,11 @@ def test_every_plain_command_gets_typers_values_with_every_option_given() -> Non
 
 
 def test_commands_with_other_parameters_are_not_plain() -> None:
-    def opt(x: int = typer.Option(3, min=1)) -> None: ...
+    def opt(x: Annotated[int, typer.Option(min=1)] = 3) -> None: ...
 
     def ctx(c: typer.Context) -> None: ...
 
-    def lst(x: list[str] = typer.Option([])) -> None: ...
+    def lst(x: Annotated[list[str] | None, typer.Option()] = None) -> None: ...
 
     for f in (opt, ctx, lst):
         assert _plain_params(f) is None

@@ -211,9 +211,9 @@ def protect(
         )
     check_output_dir(out_dir, force=force)
     budget = plan.privacy.budget
-    if budget and ledger is None:
+    if budget and ledger is None:  # no history: the release alone must fit
         from eree.privacy.ledger import check_spec_budget
-  # no history: the release alone must fit
+
         check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
                           report.total, budget)  # fmt: skip
     if ledger is not None and source.describe().get("mode") == "seeded":
