@@ -67,6 +67,62 @@ def cell_keys(
     return cols
 
 
+def _workplace_frame(
+    data: EreeData, wkeys: Sequence[str], complete: bool
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The sorted frame of workplace combinations and each establishment's row in it.
+
+    Without ``complete`` the frame holds the combinations present in the data, otherwise
+    every combination of the declared domains. Each key is coded by its value's rank
+    among the key's sorted values (or its sorted declared domain); the keys' codes,
+    combined in mixed radix, number the combinations in the frame's (lexicographic)
+    order, and ``np.unique`` makes them dense (also on the way, should the radix
+    product pass 2**62). Nothing bigger than one integer per establishment is built.
+    """
+    n_wp = data.workplaces.height
+    if not wkeys:
+        return pl.DataFrame(), np.zeros(n_wp, dtype=np.int64)
+    code = np.zeros(n_wp, dtype=np.int64)
+    values: list[pl.Series] = []  # per key: its sorted distinct values (or domain)
+    parts: list[np.ndarray] = []  # per key folded so far: its code in each distinct combination
+    radix: list[int] = []  # the sizes of the keys folded into ``code`` since it was dense
+    bound = 1  # ``code`` < bound
+
+    def dense() -> None:
+        nonlocal code, parts, radix, bound
+        distinct, code = np.unique(code, return_inverse=True)
+        rest, new = distinct, []
+        for k in reversed(radix):
+            rest, r = np.divmod(rest, k)
+            new.append(r)
+        parts = [p[rest] for p in parts] + new[::-1]
+        radix, bound = [], len(distinct)
+
+    for a in wkeys:
+        col = data.workplaces.get_column(a).cast(pl.Utf8)
+        if complete:
+            if a not in data.domains:
+                raise SpecError(f"attributes {[a]} have no declared domain")
+            sorted_values = pl.Series(a, sorted(set(data.domains[a])), dtype=pl.Utf8)
+        else:
+            sorted_values = col.unique().sort()
+        try:
+            c = col.cast(pl.Enum(sorted_values)).to_physical().to_numpy().astype(np.int64)
+        except pl.exceptions.InvalidOperationError:
+            raise SpecError(f"workplace values outside the declared domains of {wkeys}") from None
+        k = max(len(sorted_values), 1)
+        values.append(sorted_values)
+        if not complete and bound * k > 2**62:
+            dense()
+        code = code * k + c
+        radix.append(k)
+        bound *= k
+    if complete:  # every combination, in mixed-radix order
+        return _domain_frame(data.domains, wkeys).sort(wkeys), code
+    dense()
+    return pl.DataFrame([v.gather(p) for v, p in zip(values, parts, strict=True)]), code
+
+
 class PolarsEngine:
     """Cell statistics with Polars.
 
@@ -240,33 +296,8 @@ class PolarsEngine:
         """
         self._check(data, workplace_by, worker_by)
         wkeys = list(workplace_by)
-        # the public frame of workplace combinations
-        if wkeys:
-            # the distinct combinations in order, each with the establishments holding it
-            groups = (
-                data.workplaces.select(wkeys)
-                .with_row_index("_w")
-                .group_by(wkeys)
-                .agg(pl.col("_w"))
-                .sort(wkeys)
-            )
-            frame = groups.select(wkeys)
-            if complete:
-                frame = _domain_frame(data.domains, wkeys).sort(wkeys)
-                groups = frame.with_row_index("_f").join(
-                    groups, on=wkeys, how="inner", maintain_order="left"
-                )
-            else:
-                groups = groups.with_row_index("_f")
-            pairs = groups.select("_f", "_w").explode("_w")
-            if pairs.height != data.workplaces.height:
-                raise SpecError(f"workplace values outside the declared domains of {wkeys}")
-            fidx = np.empty(data.workplaces.height, dtype=np.int64)
-            fidx[pairs.get_column("_w").to_numpy()] = pairs.get_column("_f").to_numpy()
-            del groups, pairs
-        else:
-            frame = pl.DataFrame()
-            fidx = np.zeros(data.workplaces.height, dtype=np.int64)
+        # the public frame of workplace combinations, and each establishment's row in it
+        frame, fidx = _workplace_frame(data, wkeys, complete)
         F = max(frame.height, 1)
         sizes = [len(data.domains[a]) for a in worker_by]
         D = int(np.prod(sizes)) if worker_by else 1
