@@ -101,13 +101,12 @@ def _missing(c: str) -> pl.Expr:
 def _filled_stats(c: str, i: int) -> list[pl.Expr]:
     r"""Aggregations that usually prove column ``c`` has no missing value (no copy).
 
-    Nulls, the least and the greatest value: when every value sorts between ``"!"`` and
-    ``"\\x7f"`` each starts with a printable ASCII character, so none is blank.
+    Nulls, and whether every value sorts between ``"!"`` and ``"\x7f"``: each then
+    starts with a printable ASCII character, so none is blank.
     """
     return [
         pl.col(c).null_count().alias(f"nulls_{i}"),
-        pl.col(c).min().alias(f"min_{i}"),
-        pl.col(c).max().alias(f"max_{i}"),
+        ((pl.col(c) >= "!") & (pl.col(c) < "\x7f")).all().alias(f"printable_{i}"),
     ]
 
 
@@ -118,8 +117,7 @@ def _filled(frame: pl.LazyFrame | pl.DataFrame, c: str, i: int, st: dict[str, ob
     """
     if st[f"nulls_{i}"]:
         return False
-    lo, hi = st[f"min_{i}"], st[f"max_{i}"]
-    if lo is None or (isinstance(lo, str) and isinstance(hi, str) and lo >= "!" and hi < "\x7f"):
+    if st[f"printable_{i}"]:
         return True
     blanks = frame.lazy().select(_missing(c)).collect(engine="streaming").item()
     return not blanks
@@ -225,7 +223,6 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
     st = (
         zipped.select(
             *_filled_stats(kid, 0),
-            *_filled_stats(jk, 1),
             (pl.col(nx) > pl.col(kid)).fill_null(True).all().alias("increasing"),
             (pl.col(jk) == pl.col(kid)).fill_null(False).all().alias("same"),
             *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
@@ -235,11 +232,15 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
     )
     if any(st[f"outside_{a}"] for a in kattrs):
         return None
-    if not (_filled(wk, kid, 0, st) and _filled(jb.select(pl.col(kid).alias(jk)), jk, 1, st)):
-        return None
-    if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
+    if not _filled(wk, kid, 0, st):
         return None
     same = bool(st["same"])
+    if not same:  # the job table's worker ids are not the worker table's, row by row
+        jst = jb.select(_filled_stats(kid, 1)).collect(engine="streaming").row(0, named=True)
+        if not _filled(jb, kid, 1, jst):
+            return None
+    if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
+        return None
     if not same:
         # unique worker ids, as many jobs as workers: each worker holds exactly one job
         # iff the job table's worker ids are unique and all known
