@@ -223,6 +223,20 @@ def test_spark_loader_rejects_bad_input(spark, tmp_path: Path):
     rejects("no-job", job=s.job.slice(1))
     rejects("missing-column", job=s.job.drop("workplace_id"))
     rejects("missing-id", worker=s.worker.with_columns(pl.lit(None, pl.Utf8).alias("worker_id")))
+    # each worker-side rule alone (the fused check flags them, the named check names them)
+    rejects("duplicate-id", worker=pl.concat([s.worker, s.worker.head(1)]))
+    rejects("unknown-worker", job=s.job.with_columns(
+        pl.when(pl.col("worker_id") == s.job["worker_id"][0]).then(pl.lit("nobody"))
+        .otherwise(pl.col("worker_id")).alias("worker_id")))  # fmt: skip
+    rejects("domain", worker=s.worker.with_columns(
+        pl.when(pl.col("worker_id") == s.worker["worker_id"][0]).then(None)
+        .otherwise(pl.col("age")).alias("age")))  # fmt: skip
+    rejects("missing-id", job=s.job.with_columns(
+        pl.when(pl.col("worker_id") == s.job["worker_id"][0]).then(None)
+        .otherwise(pl.col("workplace_id")).alias("workplace_id")))  # fmt: skip
+    # no unmatched id at all, only repeats on both sides: caught by the pair count
+    rejects("duplicate-id", worker=pl.concat([s.worker, s.worker.head(1)]),
+            job=pl.concat([s.job, s.job.head(1)]))  # fmt: skip
 
 
 # ------------------------------------------------- establishments (DESIGN.md §1.1)

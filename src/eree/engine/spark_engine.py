@@ -88,7 +88,6 @@ __all__ = ["SparkEngine", "SparkEreeData", "spark_session"]
 _D = "__eree_d"
 _N = "__eree_n"
 _SIZE = "__eree_size"
-_KNOWN = "__eree_known"
 _FLAG = "__eree_flag"
 _F = "__eree_f"
 _W = "__eree_w"
@@ -175,6 +174,9 @@ class SparkEreeData:
             (column ``WORD_PREFIX + "workplace_id"``), hashed once per workplace by
             :meth:`from_config`, or ``None``; the Spark fingerprint reads it instead of
             hashing the id of every job.
+        coded: the dataset already coded for queries (see :meth:`SparkEngine.prepare`)
+            and held in Spark's cache, or ``None``. :meth:`from_config` produces it for
+            the three-table form in the same Spark passes that validate the data.
 
     Build one with :meth:`from_parquet`, :meth:`from_config` (Spark reads and validates
     the files) or :meth:`from_eree` (an in-memory :class:`EreeData`), or directly from
@@ -187,11 +189,14 @@ class SparkEreeData:
     domains: dict[str, tuple[str, ...]]
     cached: SparkDataFrame | None = None
     hashed: SparkDataFrame | None = None
+    coded: _Prepared | None = None
 
     def unpersist(self) -> None:
-        """Drop the cached join (later reads of ``jobs`` recompute it from the files)."""
+        """Drop what is cached (later reads of ``jobs`` recompute it from the files)."""
         if self.cached is not None:
             self.cached.unpersist()
+        if self.coded is not None:
+            self.coded.release()
 
     @property
     def n_jobs(self) -> int:
@@ -308,6 +313,7 @@ class SparkEreeData:
         wid, kid = config.workplace_id, config.worker_id
         wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
         cached = hashed = None
+        coded: _Prepared | None = None
         if config.jobs is not None:
             df = _read(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
             if validate:
@@ -320,22 +326,31 @@ class SparkEreeData:
             wk = _read(spark, config.worker, [kid, *kattrs], [], format)
             jb = _read(spark, config.job, [kid, wid], [], format)
             workplaces = wp.select(wid, *wattrs)
-            if validate:  # the checked join, cached: it is the jobs' source too
-                cached = _validate_three(wp, wk, jb, config, doms)
-                jobs = cached.select(wid, *kattrs)
-                hashed = cached.select(
-                    sf.col(wid).alias(WORKPLACE_ID),
-                    *kattrs,
-                    sf.col(f"`{WORD_PREFIX}{wid}`").alias(WORD_PREFIX + WORKPLACE_ID),
-                )
-            else:
-                # left join: a job with an unknown worker is kept (and refused), never dropped
-                jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
-                jobs = jobs.select(wid, *kattrs)
+            # left join: a job with an unknown worker is kept (and refused), never dropped;
+            # lazy: only establishment_cells and a ledger's fingerprint read it
+            jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
+            jobs = jobs.select(wid, *kattrs)
+            if validate:  # validated and coded for queries in the same Spark passes
+                coded = _validate_and_code_three(wp, wk, jb, config, doms)
+                # the fingerprint's input: each workplace id hashed once, per workplace
+                hashed = (
+                    jb.select(kid, wid)
+                    .join(wp.select(wid, text_word(wid).alias(WORD_PREFIX + wid)), on=wid,
+                          how="left")
+                    .join(wk.select(kid, *kattrs), on=kid, how="left")
+                    .select(
+                        sf.col(wid).alias(WORKPLACE_ID),
+                        *kattrs,
+                        sf.col(f"`{WORD_PREFIX}{wid}`").alias(WORD_PREFIX + WORKPLACE_ID),
+                    )
+                )  # fmt: skip
         if wid != WORKPLACE_ID:
             workplaces = workplaces.withColumnRenamed(wid, WORKPLACE_ID)
             jobs = jobs.withColumnRenamed(wid, WORKPLACE_ID)
-        return cls(workplaces=workplaces, jobs=jobs, domains=doms, cached=cached, hashed=hashed)
+        return cls(
+            workplaces=workplaces, jobs=jobs, domains=doms, cached=cached, hashed=hashed,
+            coded=coded,
+        )  # fmt: skip
 
 
 def _check_config(config: EreeDataConfig) -> None:
@@ -430,6 +445,206 @@ def _validate_three(
         jj.unpersist()
         raise
     return jj
+
+
+# violation bits of the fused validation (one per rule; any set bit sends the data through
+# the rule-by-rule checks, which name the file, column, rule and an offending id)
+_V_MISSING_WORKER_ID = 1
+_V_DUPLICATE_WORKER = 2
+_V_UNKNOWN_WORKER = 4
+_V_NO_JOB = 8
+_V_MULTIPLE_JOBS = 16
+_V_MISSING_WORKPLACE_ID = 32
+_V_WORKER_ATTRIBUTE = 64
+_V_UNKNOWN_WORKPLACE = 128
+_V_WORKPLACE_ROW = 256  # missing workplace id, or a workplace attribute missing/outside
+#: rows per partition of the fused validation's shuffles (the worker-id join holds one
+#: partition's workers in a hash table)
+_ROWS_PER_PARTITION = 2_000_000
+
+
+def _validate_and_code_three(
+    wp: SparkDataFrame,
+    wk: SparkDataFrame,
+    jb: SparkDataFrame,
+    config: EreeDataConfig,
+    doms: Mapping[str, Sequence[str]],
+) -> _Prepared:
+    """DESIGN.md §2.3 for the three-table form and the coding for queries, fused.
+
+    Two shuffles of the microdata instead of one per rule:
+
+    1. worker rows (id, each attribute's index in its domain) and job rows (worker id,
+       workplace id) are grouped by worker id: per worker, how many worker rows and job
+       rows carry the id, its workplace and its attribute indexes. Every worker-side
+       rule is a condition on that one row (missing or duplicate id, a job pointing at
+       an unknown worker, a worker with no job or with several, a missing workplace id,
+       an attribute outside its domain), kept as violation bits;
+    2. those rows are hash-partitioned by workplace id and counted per (workplace,
+       attribute indexes, bits): each establishment's contribution to each worker cell.
+       The workplaces, grouped by id in the same partitioning (duplicates counted, rows
+       with a missing id or attribute flagged), join them without a further shuffle;
+       a job whose workplace is unknown is flagged there.
+
+    The counts are the coded dataset the queries read (cached); one aggregation over
+    each cached frame both materialises it and ORs the bits. Any bit set: the cache is
+    dropped and :func:`_validate_three` runs the rules one by one, in the Polars
+    loader's order, and raises the error it names. So a valid input costs the two
+    shuffles; an invalid one gets the same message as before.
+
+    Returns:
+        The coded dataset: workplaces (``_W`` = workplace id, attributes, ``_SIZE``) and
+        contributions (``_W``, each worker attribute's index, ``_N`` jobs), both
+        hash-partitioned by ``_W`` and cached.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as sf
+
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
+    spark = wp.sparkSession
+    n_jobs, n_workers = jb.count(), wk.count()  # Parquet: from the files' metadata
+    # enough partitions that one partition of the worker-id join fits a task's memory
+    n_parts = max(
+        int(spark.conf.get("spark.sql.shuffle.partitions") or "4"),
+        -(-max(n_jobs, n_workers) // _ROWS_PER_PARTITION),
+    )
+    k_wk, k_jb, miss_w, aflag, nwp, wflag = (
+        "__eree_k_wk", "__eree_k_jb", "__eree_miss_w", "__eree_aflag", "__eree_n_wp",
+        "__eree_wflag",
+    )  # fmt: skip
+    types = {a: _code_type(len(doms[a])) for a in kattrs}
+
+    # --- 1. jobs and workers matched by worker id (a shuffled hash join: no sort) ---
+    outside: Column = sf.lit(False)
+    for a in kattrs:
+        outside = outside | _outside(a, doms[a])
+    workers = wk.select(
+        sf.col(kid).alias(k_wk),
+        *[_domain_index(a, doms[a]).cast(types[a]).alias(a) for a in kattrs],
+        outside.alias(aflag),
+    )
+    jobs = jb.select(sf.col(kid).alias(k_jb), wid, _missing(wid).alias(miss_w))
+    matched = jobs.repartition(n_parts, k_jb).join(
+        workers.repartition(n_parts, k_wk).hint("shuffle_hash"),
+        sf.col(k_jb) == sf.col(k_wk),
+        "full_outer",
+    )
+
+    def bit(cond: Column, b: int) -> Column:
+        return sf.when(cond, sf.lit(b)).otherwise(sf.lit(0))
+
+    # a worker id repeated in either table shows as a count mismatch (see below)
+    v = (
+        bit(_missing(k_jb) & sf.col(k_jb).isNotNull(), _V_MISSING_WORKER_ID)
+        .bitwiseOR(bit(_missing(k_wk) & sf.col(k_wk).isNotNull(), _V_MISSING_WORKER_ID))
+        .bitwiseOR(bit(sf.col(k_wk).isNull(), _V_UNKNOWN_WORKER))
+        .bitwiseOR(bit(sf.col(k_jb).isNull(), _V_NO_JOB))
+        .bitwiseOR(bit(sf.coalesce(sf.col(miss_w), sf.lit(False)), _V_MISSING_WORKPLACE_ID))
+        .bitwiseOR(bit(sf.coalesce(sf.col(aflag), sf.lit(False)), _V_WORKER_ATTRIBUTE))
+    )
+    # null ids (never equal in the join) land on both sides unmatched: flagged as missing
+    v = v.bitwiseOR(bit((sf.col(k_jb).isNull() & sf.col(k_wk).isNull()), _V_MISSING_WORKER_ID))
+    per_worker = matched.select(wid, *kattrs, v.alias(_FLAG))
+    # --- 2. per establishment and attribute indexes (partial counts before the shuffle),
+    # then both sides in workplace-id partitions: joins and sizes need no further shuffle
+    contrib = (
+        per_worker.groupBy(sf.col(wid).alias(_W), *kattrs, _FLAG)
+        .agg(sf.count(sf.lit(1)).alias(_N))
+        .repartition(n_parts, _W)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    wbad: Column = _missing(wid)
+    for a in wattrs:
+        wbad = wbad | (_outside(a, doms[a]) if a in doms else _missing(a))
+    # the workplace rows themselves (their text is not aggregated)
+    wp_rows = wp.select(sf.col(wid).alias(_W), *wattrs, wbad.cast("byte").alias(wflag))
+    coded_wp = coded_jobs = None
+    try:
+        coded_wp, coded_jobs = _code(wp_rows.repartition(n_parts, _W), contrib, wattrs, kattrs)
+        unmatched = _V_UNKNOWN_WORKER | _V_NO_JOB
+        row = coded_jobs.agg(
+            sf.bit_or(_FLAG),
+            sf.sum(sf.when(sf.col(_FLAG).bitwiseAND(sf.lit(unmatched)) == 0, sf.col(_N))),
+        ).first()
+        assert row is not None
+        bits = int(row[0] or 0)
+        # With no unmatched row, worker id k on a_k jobs and b_k workers (both ≥ 1) gives
+        # a_k·b_k matched pairs: Σ a_k·b_k = Σ a_k (the jobs) iff every b_k = 1, and
+        # = Σ b_k (the workers) iff every a_k = 1. Row counts come from file metadata.
+        pairs = int(row[1] or 0)
+        if not bits and (pairs != n_jobs or pairs != n_workers):
+            bits |= _V_DUPLICATE_WORKER | _V_MULTIPLE_JOBS
+        # a duplicate workplace id shows as 2 rows of its id (local: partitioned by id)
+        dup = coded_wp.groupBy(_W).agg(sf.count(sf.lit(1)).alias(nwp))
+        row = coded_wp.agg(sf.max(wflag)).first()
+        row2 = dup.agg(sf.max(nwp)).first()
+        if (row is not None and (row[0] or 0) > 0) or (row2 is not None and (row2[0] or 0) > 1):
+            bits |= _V_WORKPLACE_ROW
+    except BaseException:
+        for df in (coded_jobs, coded_wp):
+            if df is not None:
+                df.unpersist()
+        raise
+    finally:
+        contrib.unpersist()
+    if bits:
+        coded_jobs.unpersist()
+        coded_wp.unpersist()
+        jj = _validate_three(wp, wk, jb, config, doms)  # raises the named error
+        jj.unpersist()
+        raise RuntimeError(  # pragma: no cover - the two validations disagree
+            f"eree internal error: fused validation flagged bits {bits} that the "
+            "rule-by-rule checks did not find"
+        )
+    return _Prepared(
+        workplaces=coded_wp.select(_W, *wattrs, _SIZE),
+        jobs=coded_jobs.select(_W, *wattrs, _SIZE, *kattrs, _N),
+        persisted=True,
+        cached=(coded_wp, coded_jobs),
+    )
+
+
+def _code(
+    workplaces: SparkDataFrame,
+    contrib: SparkDataFrame,
+    wattrs: Sequence[str],
+    kattrs: Sequence[str],
+    *,
+    persist: bool = True,
+) -> tuple[SparkDataFrame, SparkDataFrame]:
+    """The coded dataset from workplace rows and per-establishment job counts.
+
+    Both inputs are hash-partitioned by ``_W`` into the same number of partitions
+    (``workplaces``: ``_W`` + attributes [+ more]; ``contrib``: ``_W``, worker attribute
+    indexes [+ ``_FLAG``], ``_N``), so every step here is local to a partition.
+
+    Returns:
+        ``workplaces`` with ``_SIZE`` (the establishment's jobs; 0 without any), and the
+        contributions with each establishment's attributes and ``_SIZE`` beside them
+        (null: a job's workplace is missing from the workplace table; ``_FLAG`` gets
+        :data:`_V_UNKNOWN_WORKPLACE` when ``contrib`` carries one). With ``persist``
+        both are cached (and materialised by the caller's first action).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as sf
+
+    sizes = contrib.groupBy(_W).agg(sf.sum(_N).alias(_SIZE))
+    coded_wp = workplaces.join(sizes.hint("shuffle_hash"), on=_W, how="left").fillna(
+        0, subset=[_SIZE]
+    )
+    if persist:
+        coded_wp = coded_wp.persist(StorageLevel.MEMORY_AND_DISK)
+    wp = coded_wp.select(_W, *wattrs, _SIZE).hint("shuffle_hash")
+    joined = contrib.join(wp, on=_W, how="left")
+    cols = [_W, *wattrs, _SIZE, *kattrs, _N]
+    if _FLAG in contrib.columns:
+        unknown = sf.when(sf.col(_SIZE).isNull(), sf.lit(_V_UNKNOWN_WORKPLACE)).otherwise(0)
+        cols.insert(-1, sf.col(_FLAG).bitwiseOR(unknown).alias(_FLAG))  # type: ignore[arg-type]
+    coded_jobs = joined.select(*cols)
+    if persist:
+        coded_jobs = coded_jobs.persist(StorageLevel.MEMORY_AND_DISK)
+    return coded_wp, coded_jobs
 
 
 def _check_jobs(
@@ -539,14 +754,15 @@ class _Prepared:
     per-establishment group-by and the join to the workplaces need no shuffle.
     """
 
-    workplaces: SparkDataFrame  # _W (long), workplace attributes (strings), _SIZE (long)
-    jobs: SparkDataFrame  # _W (long; null: unknown workplace), per coded attribute its index
+    workplaces: SparkDataFrame  # _W (workplace key), workplace attributes (strings), _SIZE
+    # _W (null: unknown workplace), per coded attribute its index, _N (jobs of the row)
+    jobs: SparkDataFrame
     persisted: bool
+    cached: tuple[SparkDataFrame, ...] = ()  # what to unpersist, when not the two above
 
     def release(self) -> None:
-        if self.persisted:
-            self.jobs.unpersist()
-            self.workplaces.unpersist()
+        for df in self.cached or ((self.jobs, self.workplaces) if self.persisted else ()):
+            df.unpersist()
 
 
 class SparkEngine:
@@ -711,22 +927,16 @@ class SparkEngine:
         from pyspark.sql import functions as sf
 
         self.release()
+        if isinstance(data, SparkEreeData) and data.coded is not None:
+            self._prepared = (data, data.coded)  # coded while it was validated
+            return data.coded
         sdata = self.to_spark(data)
         n_parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "4")
-        # establishments numbered in workplace-id order, range partition by range
-        # partition (a global window would sort every workplace in one task): the number
-        # is the partition's index and the row's place in it, deterministic (ids are
-        # unique), so recomputing a lost cache partition gives the same numbers
-        wp_idx = (
-            sdata.workplaces.repartitionByRange(n_parts, WORKPLACE_ID)
-            .sortWithinPartitions(WORKPLACE_ID)
-            .withColumn(_W, sf.monotonically_increasing_id())
-        )
         coded = [a for a in sdata.jobs.columns if a != WORKPLACE_ID and a in sdata.domains]
-        jobs = (
-            sdata.jobs.join(wp_idx.select(WORKPLACE_ID, _W), on=WORKPLACE_ID, how="left")
-            .select(
-                _W,
+        # per establishment (keyed by its id) and worker attribute indexes, its jobs
+        contrib = (
+            sdata.jobs.groupBy(
+                sf.col(WORKPLACE_ID).alias(_W),
                 *[
                     _domain_index(a, sdata.domains[a])
                     .cast(_code_type(len(sdata.domains[a])))
@@ -734,25 +944,19 @@ class SparkEngine:
                     for a in coded
                 ],
             )
+            .agg(sf.count(sf.lit(1)).alias(_N))
             .repartition(n_parts, _W)
         )
-        sizes = jobs.groupBy(_W).agg(sf.count(sf.lit(1)).alias(_SIZE))
-        workplaces = (
-            wp_idx.drop(WORKPLACE_ID)
-            .join(sizes, on=_W, how="left")
-            .fillna(0, subset=[_SIZE])
-            .repartition(n_parts, _W)
-        )
+        workplaces = sdata.workplaces.withColumnRenamed(WORKPLACE_ID, _W).repartition(n_parts, _W)
+        wattrs = [c for c in workplaces.columns if c != _W]
         if self._persist:
-            # wp_idx feeds both tables: keep it only while they are materialised
-            wp_idx.persist(StorageLevel.MEMORY_AND_DISK)
-            jobs = jobs.persist(StorageLevel.MEMORY_AND_DISK)
-            jobs.count()
-            workplaces = workplaces.persist(StorageLevel.MEMORY_AND_DISK)
-            workplaces.count()
-            wp_idx.unpersist()
-            sdata.unpersist()  # the validated join: its coding is cached now
-        prep = _Prepared(workplaces=workplaces, jobs=jobs, persisted=self._persist)
+            contrib = contrib.persist(StorageLevel.MEMORY_AND_DISK)
+        coded_wp, coded_jobs = _code(workplaces, contrib, wattrs, coded, persist=self._persist)
+        if self._persist:
+            coded_jobs.count()
+            coded_wp.count()
+            contrib.unpersist()
+        prep = _Prepared(workplaces=coded_wp, jobs=coded_jobs, persisted=self._persist)
         self._prepared = (data, prep)
         return prep
 
@@ -827,16 +1031,17 @@ class SparkEngine:
         sizes = [len(data.domains[a]) for a in kkeys]
         D = int(np.prod(sizes)) if kkeys else 1
 
-        # --- Spark: contributions per (establishment, worker code), then cells ---
+        # --- Spark: per (establishment, worker code) its jobs, then cells ---
         code: Column = sf.lit(0).cast("long")
-        flag: Column = sf.lit(0)
+        flag: Column = sf.when(sf.col(_SIZE).isNull(), sf.lit(_UNKNOWN_WORKPLACE)).otherwise(0)
         for i, (a, size) in enumerate(zip(kkeys, sizes, strict=True)):
             code = code * sf.lit(size) + sf.coalesce(sf.col(a).cast("long"), sf.lit(0))
             flag = flag.bitwiseOR(sf.when(sf.col(a).isNull(), sf.lit(1 << (i + 1))).otherwise(0))
+        # the coded rows are partitioned by establishment: this group-by is local
         contrib = (
-            prep.jobs.select(_W, code.alias(_D), flag.alias(_FLAG))
-            .groupBy(_W, _D, _FLAG)
-            .agg(sf.count(sf.lit(1)).alias(_N))
+            prep.jobs.select(_W, *wkeys, _SIZE, code.alias(_D), flag.alias(_FLAG), _N)
+            .groupBy(_W, *wkeys, _SIZE, _D, _FLAG)
+            .agg(sf.sum(_N).alias(_N))
         )
         aggs = [sf.sum(_N).alias("count"), sf.max(_N).alias("x_v")]
         if truncate_below is not None:
@@ -847,13 +1052,7 @@ class SparkEngine:
                 else sf.lit(False)
             )
             aggs.append(sf.sum(sf.when(keep, sf.col(_N)).otherwise(0)).alias("count_truncated"))
-        wp = prep.workplaces.select(_W, *wkeys, _SIZE, sf.lit(True).alias(_KNOWN))
-        # both sides are partitioned by _W: a hash join per partition, no shuffle, no sort
-        joined = contrib.join(wp.hint("shuffle_hash"), on=_W, how="left")
-        cell_flag = sf.col(_FLAG).bitwiseOR(
-            sf.when(sf.col(_KNOWN).isNull(), sf.lit(_UNKNOWN_WORKPLACE)).otherwise(0)
-        )
-        cells_sdf = joined.groupBy(*wkeys, _D, cell_flag.alias(_FLAG)).agg(*aggs)
+        cells_sdf = contrib.groupBy(*wkeys, _D, _FLAG).agg(*aggs)
         est_sdf = prep.workplaces.groupBy(*wkeys).agg(sf.count(sf.lit(1)).alias("establishments"))
 
         # --- driver: collect both small results in one Spark job (est rows: _D null) ---
