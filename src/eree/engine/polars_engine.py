@@ -230,51 +230,67 @@ class PolarsEngine:
         return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
     def _prepare(self, data: EreeData) -> pl.DataFrame:
-        """The jobs per establishment and combination of the worker attributes.
+        """Each job coded, once per dataset with a per-job frame (no ``job_counts``).
 
-        :attr:`~eree.data.eree_tables.EreeData.job_counts` when the loader gave them,
-        otherwise counted from the per-job frame (once per dataset).
+        :data:`~eree.data.eree_tables.ROW` (its establishment's row) and each worker
+        attribute with a declared domain as an Enum over it: 4 + 1 bytes per job. The
+        loader's Enum codes are used as they are.
         """
-        if data.job_counts is not None:
-            return data.job_counts
         if self._cache is not None and self._cache[0] is data:
             return self._cache[1]
-        attrs = [a for a in data.worker_attributes if a in data.domains]
-        try:
-            codes = [pl.col(a).cast(pl.Utf8).cast(pl.Enum(list(data.domains[a]))) for a in attrs]
-            counts = (
-                data.jobs.lazy()
-                .select(pl.col("workplace_id").cast(pl.Utf8), *codes)
-                .group_by("workplace_id", *attrs)
-                .agg(pl.len().cast(pl.UInt32).alias(JOBS))
+        jobs = data.jobs
+        wcol = jobs.get_column("workplace_id")
+        ids = data.workplaces.get_column("workplace_id")
+        if isinstance(wcol.dtype, pl.Enum) and wcol.dtype.categories.equals(ids):
+            row = wcol.to_physical().cast(pl.UInt32)  # coded by workplace row already
+        else:
+            row = (
+                jobs.lazy()
+                .select(pl.col("workplace_id").cast(pl.Utf8))
                 .join(
                     data.workplaces.lazy().select("workplace_id").with_row_index(ROW),
                     on="workplace_id",
                     how="left",
+                    maintain_order="left",
                 )
-                .select(pl.col(ROW).cast(pl.UInt32), *attrs, JOBS)
                 .collect()
+                .get_column(ROW)
+                .cast(pl.UInt32)
             )
-        except pl.exceptions.InvalidOperationError:
-            bad = [
-                a
-                for a in attrs
-                if not data.jobs[a].cast(pl.Utf8).is_in(list(data.domains[a])).all()
-            ]
-            raise SpecError(
-                f"worker attribute {(bad or attrs)[0]!r} has values outside its declared domain"
-            ) from None
-        if counts.get_column(ROW).null_count():
+        if row.null_count():
             raise SpecError("a job points at a workplace missing from the workplace table")
-        self._cache = (data, counts)
-        return counts
+        cols = [row.alias(ROW)]
+        for a in data.worker_attributes:
+            if a not in data.domains:
+                continue
+            enum = pl.Enum(list(data.domains[a]))
+            s = jobs.get_column(a)
+            if s.dtype != enum:
+                try:
+                    s = s.cast(pl.Utf8).cast(enum)
+                except pl.exceptions.InvalidOperationError:
+                    raise SpecError(
+                        f"worker attribute {a!r} has values outside its declared domain"
+                    ) from None
+            cols.append(s)
+        prepared = pl.DataFrame(cols)
+        self._cache = (data, prepared)
+        return prepared
 
     def _counts(self, data: EreeData, worker_by: Sequence[str]) -> pl.DataFrame:
-        """The jobs per establishment and combination of ``worker_by`` (one row each)."""
-        counts = self._prepare(data)
-        if len(counts.columns) == len(worker_by) + 2:  # all the attributes: as counted
-            return counts
-        return counts.group_by(ROW, *worker_by).agg(pl.col(JOBS).sum())
+        """The jobs per establishment and combination of ``worker_by`` (one row each).
+
+        From :attr:`~eree.data.eree_tables.EreeData.job_counts` when the loader gave
+        them, otherwise from the coded jobs (:meth:`_prepare`).
+        """
+        if data.job_counts is not None:
+            counts = data.job_counts
+            if len(counts.columns) == len(worker_by) + 2:  # all the attributes: as counted
+                return counts
+            return counts.group_by(ROW, *worker_by).agg(pl.col(JOBS).sum())
+        return (
+            self._prepare(data).group_by(ROW, *worker_by).agg(pl.len().cast(pl.UInt32).alias(JOBS))
+        )
 
     def cell_statistics(
         self,
