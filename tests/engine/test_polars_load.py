@@ -45,6 +45,14 @@ def test_same_data_and_cells_as_the_eager_loader(tmp_path, tables) -> None:
     got = eng.cell_statistics(fast, ["county", "naics_sector"], ["age", "sex"])
     want = PolarsEngine().cell_statistics(slow, ["county", "naics_sector"], ["age", "sex"])
     assert got.equals(want)
+    # every column (a release with a ledger): the per-job frame, coded, no job counts
+    full = PolarsEngine().load_eree(cfg)
+    assert full.job_counts is None and isinstance(full.jobs["workplace_id"].dtype, pl.Enum)
+    eng_full = PolarsEngine()
+    assert eng_full.cell_statistics(full, ["county", "naics_sector"], ["age", "sex"]).equals(want)
+    want_ec = PolarsEngine().establishment_cells(slow, ["county"], ["sex"])
+    assert eng_full.establishment_cells(full, ["county"], ["sex"]).equals(want_ec)
+    assert eng.establishment_cells(fast, ["county"], ["sex"]).equals(want_ec)
     # the jobs counted per establishment row and worker attributes, as the engine uses
     # them, against a plain count over the eager loader's jobs
     counts = fast.job_counts
