@@ -148,6 +148,90 @@ def test_spark_native_parquet_path(engine, synth_files, synth):
     )
 
 
+def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_files, synth,
+                                                        tmp_path):  # fmt: skip
+    """No worker attribute loaded: ids proven to match by order and lane sums, no join.
+
+    Same cell statistics as Polars; and each way the proof can fail falls back to the
+    join, which names the error (or, for a valid unsorted input, codes it all the same).
+    """
+    import eree.engine.spark_engine as se
+
+    job = pl.read_parquet(synth_files.job)
+    worker = pl.read_parquet(synth_files.worker)
+    assert job["worker_id"].is_sorted() and worker["worker_id"].is_sorted()
+    cfg = replace(synth_files, worker_attributes=())
+    proofs: list[bool] = []
+    named: list[int] = []
+    real_proof, real_named = se._worker_ids_match_by_order, se._validate_three
+
+    def proof(*a, **k):
+        proofs.append(real_proof(*a, **k))
+        return proofs[-1]
+
+    def rule_by_rule(*a, **k):  # runs only when the fused check flags something
+        named.append(1)
+        return real_named(*a, **k)
+
+    se._worker_ids_match_by_order, se._validate_three = proof, rule_by_rule
+    try:
+        sdata = engine.load(cfg)
+        assert proofs == [True] and not named  # proven by order: no join, no error
+        same(engine, sdata, synth, ["county", "naics_sector", "ownership"], [],
+             truncate_below=25)  # fmt: skip
+
+        def rule_of(**tables: pl.DataFrame) -> str | None:
+            paths = {"workplace": synth_files.workplace, "worker": synth_files.worker,
+                     "job": synth_files.job}  # fmt: skip
+            for k, df in tables.items():
+                paths[k] = tmp_path / f"{k}_{len(proofs)}.parquet"
+                df.write_parquet(paths[k])
+            try:
+                engine.load(replace(cfg, **paths))
+            except DataValidationError as err:
+                return err.rule
+            return None
+
+        last = job["worker_id"][-1]
+        # sorted, unique, same count, but one job's worker is not in the worker table
+        bad = job.with_columns(
+            pl.when(pl.col("worker_id") == last).then(pl.lit(last + "z"))
+            .otherwise(pl.col("worker_id")).alias("worker_id"))  # fmt: skip
+        assert rule_of(job=bad) == "unknown-worker" and proofs[-1] is False
+        # a repeated id (not strictly increasing), the last worker dropped: same count
+        rep = pl.concat([worker.head(1), worker.slice(0, worker.height - 1)])
+        assert rule_of(worker=rep) == "duplicate-id" and proofs[-1] is False
+        # valid but unsorted: the join codes it, no error
+        n = len(named)
+        assert rule_of(job=job.sample(fraction=1.0, shuffle=True, seed=3)) is None
+        assert proofs[-1] is False and len(named) == n
+        # fewer workers than jobs: no proof attempted beyond the counts
+        assert rule_of(worker=worker.head(10)) == "unknown-worker" and proofs[-1] is False
+    finally:
+        se._worker_ids_match_by_order, se._validate_three = real_proof, real_named
+
+
+def test_order_proof_pieces(spark):
+    """``_strictly_increasing`` and the lane sums on hand-made id lists."""
+    from eree.engine.spark_engine import _strictly_increasing, _worker_ids_match_by_order
+
+    def df(ids: list[str | None], parts: int = 1):
+        return spark.createDataFrame([(i,) for i in ids], "k string").coalesce(parts)
+
+    assert _strictly_increasing(df(["a", "b", "c"]), "k")
+    assert not _strictly_increasing(df(["a", "b", "b"]), "k")
+    assert not _strictly_increasing(df(["b", "a"]), "k")
+    assert not _strictly_increasing(df(["a", None, "c"]), "k")
+    assert _strictly_increasing(df([]), "k")
+    ids = [f"w{i:04d}" for i in range(50)]
+    assert _worker_ids_match_by_order(df(ids), df(ids), "k", 50, 50)
+    other = [*ids[:-1], "w9999"]  # same count, one id different
+    assert not _worker_ids_match_by_order(df(ids), df(other), "k", 50, 50)
+    assert not _worker_ids_match_by_order(df(ids), df(ids[:-1]), "k", 50, 49)
+    blank = [" ", *ids[1:]]
+    assert not _worker_ids_match_by_order(df(blank), df(blank), "k", 50, 50)
+
+
 # ---------------------------------------------------------------- heavier checks
 
 

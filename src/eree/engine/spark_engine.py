@@ -18,17 +18,21 @@ Data
       :meth:`SparkEreeData.from_config`).
 
 Where the work happens
-    Spark does everything proportional to the microdata. Once per dataset
-    (:meth:`SparkEngine.prepare`, or the first query) it numbers the establishments,
-    joins every job to its establishment's number, turns each worker attribute into its
-    index in the declared domain, counts each establishment's jobs (its size, for
-    truncation), hash-partitions both tables by establishment number and caches them
-    (memory, spilling to disk). Each query then runs the group-by giving each
-    establishment's contribution n to each cell and the join to the public workplace
-    attributes partition by partition, without a shuffle, and one shuffled group-by
-    gives the per-cell ``sum`` (count), ``max`` (x_v) and truncated sum. One Spark job
-    per query collects two small results: the non-empty cells and the number of
-    establishments per workplace combination (both at most the size of the output).
+    Spark does everything proportional to the microdata. Once per dataset it codes the
+    data: per establishment (keyed by its workplace id) and combination of worker
+    attribute indexes (each value's index in its declared domain), the number of jobs,
+    with the establishment's attributes and size (its jobs, for truncation) beside it;
+    and the workplaces with their sizes. Both are hash-partitioned by establishment and
+    cached (memory, spilling to disk). Reading the three-table form with
+    :meth:`SparkEreeData.from_config` codes the data in the same Spark passes that check
+    DESIGN.md §2.3 (see :func:`_validate_and_code_three`: a worker-id join and one
+    workplace-partitioned count, or no join at all when no worker attribute is needed
+    and the ids are proven to match by their order); other datasets are coded on the
+    first query (:meth:`SparkEngine.prepare`). Each query then sums the coded counts per
+    (establishment, cell) partition by partition, without a shuffle, and one shuffled
+    group-by gives the per-cell ``sum`` (count), ``max`` (x_v) and truncated sum. One
+    Spark job per query collects two small results: the non-empty cells and the number
+    of establishments per workplace combination (both at most the size of the output).
 
     The full cell frame (the public workplace combinations × the full declared worker
     domain, DESIGN.md §4) is assembled on the driver in Polars/NumPy from those two
@@ -52,6 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -515,37 +520,44 @@ def _validate_and_code_three(
     )  # fmt: skip
     types = {a: _code_type(len(doms[a])) for a in kattrs}
 
-    # --- 1. jobs and workers matched by worker id (a shuffled hash join: no sort) ---
-    outside: Column = sf.lit(False)
-    for a in kattrs:
-        outside = outside | _outside(a, doms[a])
-    workers = wk.select(
-        sf.col(kid).alias(k_wk),
-        *[_domain_index(a, doms[a]).cast(types[a]).alias(a) for a in kattrs],
-        outside.alias(aflag),
-    )
-    jobs = jb.select(sf.col(kid).alias(k_jb), wid, _missing(wid).alias(miss_w))
-    matched = jobs.repartition(n_parts, k_jb).join(
-        workers.repartition(n_parts, k_wk).hint("shuffle_hash"),
-        sf.col(k_jb) == sf.col(k_wk),
-        "full_outer",
-    )
-
     def bit(cond: Column, b: int) -> Column:
         return sf.when(cond, sf.lit(b)).otherwise(sf.lit(0))
 
-    # a worker id repeated in either table shows as a count mismatch (see below)
-    v = (
-        bit(_missing(k_jb) & sf.col(k_jb).isNotNull(), _V_MISSING_WORKER_ID)
-        .bitwiseOR(bit(_missing(k_wk) & sf.col(k_wk).isNotNull(), _V_MISSING_WORKER_ID))
-        .bitwiseOR(bit(sf.col(k_wk).isNull(), _V_UNKNOWN_WORKER))
-        .bitwiseOR(bit(sf.col(k_jb).isNull(), _V_NO_JOB))
-        .bitwiseOR(bit(sf.coalesce(sf.col(miss_w), sf.lit(False)), _V_MISSING_WORKPLACE_ID))
-        .bitwiseOR(bit(sf.coalesce(sf.col(aflag), sf.lit(False)), _V_WORKER_ATTRIBUTE))
-    )
-    # null ids (never equal in the join) land on both sides unmatched: flagged as missing
-    v = v.bitwiseOR(bit((sf.col(k_jb).isNull() & sf.col(k_wk).isNull()), _V_MISSING_WORKER_ID))
-    per_worker = matched.select(wid, *kattrs, v.alias(_FLAG))
+    # --- 1. which worker each job is, and its attribute indexes ---
+    by_order = not kattrs and _worker_ids_match_by_order(jb, wk, kid, n_jobs, n_workers)
+    if by_order:
+        # no worker attribute is needed and the ids are proven to match one to one:
+        # the jobs alone give each establishment's count
+        per_worker = jb.select(wid, bit(_missing(wid), _V_MISSING_WORKPLACE_ID).alias(_FLAG))
+    else:
+        # --- 1. jobs and workers matched by worker id (a shuffled hash join: no sort) ---
+        outside: Column = sf.lit(False)
+        for a in kattrs:
+            outside = outside | _outside(a, doms[a])
+        workers = wk.select(
+            sf.col(kid).alias(k_wk),
+            *[_domain_index(a, doms[a]).cast(types[a]).alias(a) for a in kattrs],
+            outside.alias(aflag),
+        )
+        jobs = jb.select(sf.col(kid).alias(k_jb), wid, _missing(wid).alias(miss_w))
+        matched = jobs.repartition(n_parts, k_jb).join(
+            workers.repartition(n_parts, k_wk).hint("shuffle_hash"),
+            sf.col(k_jb) == sf.col(k_wk),
+            "full_outer",
+        )
+
+        # a worker id repeated in either table shows as a count mismatch (see below)
+        v = (
+            bit(_missing(k_jb) & sf.col(k_jb).isNotNull(), _V_MISSING_WORKER_ID)
+            .bitwiseOR(bit(_missing(k_wk) & sf.col(k_wk).isNotNull(), _V_MISSING_WORKER_ID))
+            .bitwiseOR(bit(sf.col(k_wk).isNull(), _V_UNKNOWN_WORKER))
+            .bitwiseOR(bit(sf.col(k_jb).isNull(), _V_NO_JOB))
+            .bitwiseOR(bit(sf.coalesce(sf.col(miss_w), sf.lit(False)), _V_MISSING_WORKPLACE_ID))
+            .bitwiseOR(bit(sf.coalesce(sf.col(aflag), sf.lit(False)), _V_WORKER_ATTRIBUTE))
+        )
+        # null ids (never equal in the join) land on both sides unmatched: flagged as missing
+        v = v.bitwiseOR(bit((sf.col(k_jb).isNull() & sf.col(k_wk).isNull()), _V_MISSING_WORKER_ID))
+        per_worker = matched.select(wid, *kattrs, v.alias(_FLAG))
     # --- 2. per establishment and attribute indexes (partial counts before the shuffle),
     # then both sides in workplace-id partitions: joins and sizes need no further shuffle
     contrib = (
@@ -573,7 +585,7 @@ def _validate_and_code_three(
         # a_k·b_k matched pairs: Σ a_k·b_k = Σ a_k (the jobs) iff every b_k = 1, and
         # = Σ b_k (the workers) iff every a_k = 1. Row counts come from file metadata.
         pairs = int(row[1] or 0)
-        if not bits and (pairs != n_jobs or pairs != n_workers):
+        if not bits and not by_order and (pairs != n_jobs or pairs != n_workers):
             bits |= _V_DUPLICATE_WORKER | _V_MULTIPLE_JOBS
         # a duplicate workplace id shows as 2 rows of its id (local: partitioned by id)
         dup = coded_wp.groupBy(_W).agg(sf.count(sf.lit(1)).alias(nwp))
@@ -603,6 +615,93 @@ def _validate_and_code_three(
         persisted=True,
         cached=(coded_wp, coded_jobs),
     )
+
+
+def _worker_ids_match_by_order(
+    jb: SparkDataFrame, wk: SparkDataFrame, kid: str, n_jobs: int, n_workers: int
+) -> bool:
+    """Prove, without a shuffle, that jobs and workers match one to one by worker id.
+
+    True when: both tables have the same number of rows, no missing (null or blank) id;
+    in each table the ids are strictly increasing within every input partition (file
+    order) and the partitions' id ranges do not overlap, so each table's ids are
+    distinct; and the two sets are equal: two 64-bit lanes of xxHash64 under fresh
+    random keys, summed modulo 2⁶⁴ over each table, agree. Distinct ids and equal sets
+    give exactly one job per worker and no job without a worker. Sets that differ agree
+    on both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against xxHash64).
+
+    False when any of this fails or cannot be checked (unsorted files, no PyArrow in the
+    Python workers): the caller then matches the ids by a join, which also names the
+    error if there is one. One Python pass (Arrow batches, in file order) and one
+    aggregation over the id column of each table.
+    """
+    import secrets
+
+    from pyspark.sql import functions as sf
+
+    if n_jobs != n_workers:
+        return False
+    keys = [secrets.token_hex(16) for _ in range(2)]
+    sums = []
+    for df in (jb, wk):
+        ids = df.select(sf.col(kid).cast("string").alias(kid))
+        try:
+            if not _strictly_increasing(ids, kid):
+                return False
+        except Exception:  # no PyArrow in the Python workers, or similar: take the join
+            return False
+        low = sf.lit(0xFFFFFFFF).cast("long")
+        aggs = [sf.sum(_missing(kid).cast("int"))]
+        for k in keys:  # each lane as two exact 32-bit halves (no overflow)
+            h = sf.xxhash64(sf.lit(k), sf.col(kid))
+            aggs += [sf.sum(h.bitwiseAND(low)), sf.sum(sf.shiftrightunsigned(h, 32))]
+        row = ids.agg(*aggs).first()
+        if row is None or int(row[0] or 0):
+            return False
+        sums.append([(int(row[1 + 2 * j] or 0) + (int(row[2 + 2 * j] or 0) << 32)) % (1 << 64)
+                     for j in range(len(keys))])  # fmt: skip
+    return sums[0] == sums[1]
+
+
+def _strictly_increasing(ids: SparkDataFrame, col: str) -> bool:
+    """Whether ``col`` (text, no nulls expected) is strictly increasing in file order.
+
+    Each input partition reports, from its Arrow batches in order, its first and last
+    value, its row count and whether every value is greater than the one before
+    (bytewise order of the UTF-8 text). The partitions' ranges, sorted by their first
+    value, must not overlap. Nulls make it false.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = pa.schema([("ok", pa.bool_()), ("lo", pa.string()), ("hi", pa.string()),
+                        ("n", pa.int64())])  # fmt: skip
+
+    def summarise(batches):  # type: ignore[no-untyped-def]
+        ok, lo, hi, n = True, None, None, 0
+        for b in batches:
+            a = b.column(0)
+            if len(a) == 0:
+                continue
+            if a.null_count:
+                ok = False
+                break
+            if len(a) > 1 and not pc.all(pc.less(a.slice(0, len(a) - 1), a.slice(1))).as_py():
+                ok = False
+                break
+            first, last = a[0].as_py(), a[len(a) - 1].as_py()
+            if hi is not None and not hi.encode() < first.encode():
+                ok = False
+                break
+            lo = first if lo is None else lo
+            hi, n = last, n + len(a)
+        yield pa.RecordBatch.from_pylist([{"ok": ok, "lo": lo, "hi": hi, "n": n}], schema=schema)
+
+    rows = ids.mapInArrow(summarise, "ok boolean, lo string, hi string, n long").collect()
+    if not all(r["ok"] for r in rows):
+        return False
+    spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in rows if r["n"])
+    return all(a[1] < b[0] for a, b in pairwise(spans))
 
 
 def _code(
@@ -831,12 +930,13 @@ class SparkEngine:
     def prepare(self, data: EreeData | SparkEreeData) -> None:
         """Code ``data`` for queries now (otherwise the first query does it).
 
-        Spark numbers the establishments (a sort of the workplace ids), joins each job
-        to its establishment's number, turns every worker attribute with a declared
-        domain into its index in the domain (null when outside), counts each
-        establishment's jobs (its size, for truncation) and hash-partitions both tables
-        by establishment number. With ``persist`` the result is cached (and
-        materialised here, two Spark jobs).
+        Spark turns every worker attribute with a declared domain into its index in
+        the domain (null when outside), counts the jobs per establishment and
+        combination of indexes, hash-partitions those counts and the workplaces by
+        establishment, and puts each establishment's attributes and size (its jobs, for
+        truncation) beside its counts. With ``persist`` the result is cached (and
+        materialised here). Data read and validated by :meth:`SparkEreeData.from_config`
+        arrive coded already.
         """
         self._prepare(data)
 
@@ -1009,13 +1109,13 @@ class SparkEngine:
     ) -> pl.DataFrame:
         """Cell statistics (see :mod:`eree.engine.base`), identical to the Polars engine's.
 
-        On the coded dataset (:meth:`prepare`), Spark gives each job its worker code
-        ``d`` (the mixed-radix index of its worker attributes in their declared domains,
-        as in the Polars engine) and a flag for values outside the domains; a group-by
-        over (establishment, d) gives each establishment's contribution n to each cell;
-        a left join adds the workplace keys and sizes (and flags unknown workplaces);
-        a group-by over (workplace keys, d) gives ``sum(n)``, ``max(n)`` and the sum
-        over establishments smaller than ``truncate_below``. The number of
+        On the coded dataset (:meth:`prepare`), Spark gives each coded row its worker
+        code ``d`` (the mixed-radix index of the query's worker attributes in their
+        declared domains, as in the Polars engine) and a flag for values outside the
+        domains or an unknown workplace; a group-by over (establishment, d), local to
+        the establishment's partition, gives each establishment's contribution n to each
+        cell; a group-by over (workplace keys, d) gives ``sum(n)``, ``max(n)`` and the
+        sum over establishments smaller than ``truncate_below``. The number of
         establishments per workplace combination is computed in the same Spark job.
         Driver: the two small results are scattered into the full F × D cell frame.
         """
