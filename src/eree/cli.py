@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from eree.clikit import Force, LazyConsole, Quiet, check_out, escape
+from eree.clikit import Force, LazyConsole, Quiet, check_out, escape, plain_call
 from eree.errors import EreeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -896,9 +896,15 @@ def _register_experiments() -> None:
 
 
 def main() -> None:
-    """Run the ``eree`` command-line application (exit status 130 on Ctrl-C)."""
+    """Run the ``eree`` command-line application (exit status 130 on Ctrl-C).
+
+    A command line with plain parameters only (``eree protect SPEC --out DIR``) runs
+    without Typer's parameter conversion (:func:`eree.clikit.plain_call`; the root
+    callback only prints the version); anything else goes through Typer.
+    """
     try:
-        app()
+        if not plain_call(app, sys.argv[1:]):
+            app()
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(130)
 

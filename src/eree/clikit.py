@@ -12,7 +12,9 @@ Imports only Typer and Rich at module level (``eree --help`` must stay fast).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NoReturn
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, NamedTuple, NoReturn
 
 import typer
 
@@ -37,6 +39,18 @@ class LazyConsole:
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr
         self._console: Any = None
+
+    def status(self, *args: Any, **kwargs: Any) -> Any:
+        """A spinner while a step runs (:meth:`rich.console.Console.status`).
+
+        Only on a terminal: elsewhere it would show nothing, so Rich is not imported.
+        """
+        import sys
+        from contextlib import nullcontext
+
+        if not (sys.stderr if self._stderr else sys.stdout).isatty():
+            return nullcontext()
+        return self.__getattr__("status")(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
@@ -104,3 +118,149 @@ def progress_bar(quiet: bool = False, *, transient: bool = True) -> Any:
         transient=transient,
         disable=quiet or not sys.stderr.isatty(),
     )
+
+
+#: parameter settings that change only how ``--help`` shows a parameter
+_COSMETIC = frozenset(
+    {"default", "param_decls", "help", "show_default", "metavar", "rich_help_panel", "hidden",
+     "show_choices", "show_envvar"}
+)  # fmt: skip
+
+
+class _Plain(NamedTuple):
+    """A plain parameter of a command (:func:`_plain_params`)."""
+
+    name: str
+    kind: type  # bool (a flag), str, int or Path
+    default: Any  # ``...``: required
+    names: dict[str, Any]  # option names -> the flag's value (None: takes a value); {} positional
+
+
+def _plain_params(callback: Any) -> list[_Plain] | None:
+    """The parameters of a Typer command, or None if one is not plain.
+
+    Plain: text, an integer or a path (optionally ``None`` by default), or a boolean
+    flag; declared without settings beyond those that change ``--help`` (no callback,
+    environment variable, prompt, range, parser, ...). Read with Typer's own reader
+    (:func:`typer.utils.get_params_from_function`), as Typer reads them.
+    """
+    import types
+    import typing
+
+    from typer.models import ArgumentInfo, OptionInfo
+    from typer.utils import get_params_from_function
+
+    out = []
+    for meta in get_params_from_function(callback).values():
+        info, kind = meta.default, meta.annotation
+        if not isinstance(info, OptionInfo | ArgumentInfo):
+            info = OptionInfo(default=info) if info is not meta.empty else ArgumentInfo()
+        fresh = type(info)()
+        if any(v != getattr(fresh, k) for k, v in vars(info).items() if k not in _COSMETIC):
+            return None
+        if typing.get_origin(kind) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(kind) if a is not type(None)]
+            if len(args) != 1 or info.default is not None:
+                return None
+            kind = args[0]
+        if kind not in (str, int, Path) and (kind is not bool or isinstance(info, ArgumentInfo)):
+            return None
+        names: dict[str, Any] = {}
+        if isinstance(info, OptionInfo):
+            flag = meta.name.replace("_", "-")
+            own = f"--{flag}/--no-{flag}" if kind is bool else f"--{flag}"
+            for decl in info.param_decls or (own,):
+                on, _, off = decl.partition("/")
+                names[on.strip()] = True if kind is bool else None
+                if off:
+                    names[off.strip()] = False
+        out.append(_Plain(meta.name, kind, info.default, names))
+    return out
+
+
+def _plain_values(params: list[_Plain], argv: Sequence[str]) -> dict[str, Any] | None:
+    """The keyword arguments Typer would pass for ``argv``, or None (see :func:`plain_call`)."""
+    import re
+
+    by_name = {n: p for p in params for n in p.names}
+    positional = [p for p in params if not p.names]
+    given: dict[str, Any] = {}
+    args = iter(argv)
+    for a in args:
+        if not a.startswith("-") or a == "-":  # the next positional argument
+            free = [p for p in positional if p.name not in given]
+            if not free:
+                return None
+            given[free[0].name] = a
+            continue
+        key, eq, value = a.partition("=")
+        p = by_name.get(key)
+        if p is None or p.name in given:
+            return None
+        if p.kind is bool:
+            if eq:
+                return None
+            given[p.name] = p.names[key]
+            continue
+        if not eq:
+            nxt = next(args, None)
+            if nxt is None or nxt.startswith("-"):
+                return None
+            value = nxt
+        given[p.name] = value
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        if p.name not in given:
+            if p.default is ...:
+                return None
+            kwargs[p.name] = p.default
+        elif p.kind is int:
+            if not re.fullmatch(r"-?(0|[1-9][0-9]*)", given[p.name]):
+                return None
+            kwargs[p.name] = int(given[p.name])
+        elif p.kind is Path:
+            if not given[p.name]:
+                return None
+            kwargs[p.name] = Path(given[p.name])
+        else:
+            kwargs[p.name] = given[p.name]
+    return kwargs
+
+
+def plain_call(app: typer.Typer, argv: Sequence[str]) -> bool:
+    """Run a top-level command of ``app`` with plain parameters without Typer's parsing.
+
+    Typer converts every parameter through Pydantic, whose import costs a short command
+    (``eree protect`` on a small dataset) about a tenth of a second. A command line that
+    names a top-level command of ``app`` whose parameters are all plain
+    (:func:`_plain_params`), gives each option at most once (``--name value``,
+    ``--name=value`` or a bare flag) and writes integers as digits runs here, with the
+    values Typer would pass. Anything else (``--help``, a missing or unknown parameter,
+    a value Typer would refuse or convert) returns False without running anything, and
+    the caller runs ``app``: the messages and exit codes stay Typer's.
+
+    The root callback of ``app`` is not run: for an app whose root callback acts only
+    on its own options (which come before the command name).
+    """
+    from typer.main import get_command_name
+
+    if not argv or argv[0].startswith("-"):
+        return False
+    found = [
+        c
+        for c in app.registered_commands
+        if c.callback is not None
+        and (c.name or get_command_name(c.callback.__name__)) == argv[0]
+        and not c.context_settings
+    ]
+    if len(found) != 1:
+        return False
+    params = _plain_params(found[0].callback)
+    kwargs = None if params is None else _plain_values(params, argv[1:])
+    if kwargs is None:
+        return False
+    try:
+        found[0].callback(**kwargs)  # type: ignore[misc]
+    except typer.Exit as e:
+        raise SystemExit(e.exit_code) from None
+    return True

@@ -143,3 +143,34 @@ def test_values_outside_domain_and_missing_domains_are_spec_errors():
     bare = EreeData(data.workplaces, make_data(ESTABS, JOBS).jobs, {"age": DOMAINS["age"]})
     with pytest.raises(SpecError, match="no declared domain"):
         PolarsEngine().cell_statistics(bare, [], ["sex"])
+
+
+def test_many_wide_workplace_keys_count_like_a_plain_group_by():
+    # six keys of ~4,500 distinct values each: their combinations (> 4,000^6 > 2^64) do
+    # not fit one integer, so the frame's codes are made dense along the way
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    n = 6_000
+    keys = [f"k{i}" for i in range(6)]
+    wp = pl.DataFrame(
+        {"workplace_id": [f"w{i}" for i in range(n)]}
+        | {k: [f"v{x}" for x in rng.integers(0, 5_000, n)] for k in keys}
+    )
+    jobs = pl.DataFrame({"workplace_id": [f"w{x}" for x in rng.integers(0, n, 3 * n)]})
+    got = PolarsEngine().cell_statistics(EreeData(wp, jobs, {}), keys, [])
+    per = jobs.group_by("workplace_id").agg(pl.len().alias("n"))
+    want = (
+        wp.join(per, on="workplace_id", how="left")
+        .group_by(keys)
+        .agg(
+            pl.col("n").sum().alias("count"),
+            pl.col("n").max().fill_null(0).alias("x_v"),
+            pl.len().alias("establishments"),
+        )
+        .sort(keys)
+    )
+    assert got.select(keys).equals(want.select(keys))
+    assert got["count"].to_list() == want["count"].to_list()
+    assert got["x_v"].to_list() == want["x_v"].to_list()
+    assert got["establishments"].to_list() == want["establishments"].to_list()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -46,10 +45,27 @@ def test_same_data_and_cells_as_the_eager_loader(tmp_path, tables) -> None:
     got = eng.cell_statistics(fast, ["county", "naics_sector"], ["age", "sex"])
     want = PolarsEngine().cell_statistics(slow, ["county", "naics_sector"], ["age", "sex"])
     assert got.equals(want)
-    # each job's establishment row, as the engine uses it
-    rows = eng._prepare(fast).widx
+    # every column (a release with a ledger): the per-job frame, coded, no job counts
+    full = PolarsEngine().load_eree(cfg)
+    assert full.job_counts is None and isinstance(full.jobs["workplace_id"].dtype, pl.Enum)
+    eng_full = PolarsEngine()
+    assert eng_full.cell_statistics(full, ["county", "naics_sector"], ["age", "sex"]).equals(want)
+    want_ec = PolarsEngine().establishment_cells(slow, ["county"], ["sex"])
+    assert eng_full.establishment_cells(full, ["county"], ["sex"]).equals(want_ec)
+    assert eng.establishment_cells(fast, ["county"], ["sex"]).equals(want_ec)
+    # the jobs counted per establishment row and worker attributes, as the engine uses
+    # them, against a plain count over the eager loader's jobs
+    counts = fast.job_counts
+    assert counts is not None and fast.n_jobs == slow.n_jobs
     ids = fast.workplaces.get_column("workplace_id").to_numpy()
-    assert np.array_equal(ids[rows], fast.jobs.get_column("workplace_id").to_numpy())
+    got_counts = sorted(
+        (ids[r], str(a), str(s), n)
+        for r, a, s, n in counts.select("workplace_row", "age", "sex", "n").iter_rows()
+    )
+    want_counts: dict[tuple[str, str, str], int] = {}
+    for w, a, s in slow.jobs.select("workplace_id", "age", "sex").iter_rows():
+        want_counts[(w, a, s)] = want_counts.get((w, a, s), 0) + 1
+    assert got_counts == sorted((*k, n) for k, n in want_counts.items())
 
 
 def _dup_worker(t):

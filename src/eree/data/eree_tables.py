@@ -17,6 +17,7 @@ attribute value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,12 @@ __all__ = ["EreeData", "load_eree"]
 _MULTIPLE_JOBS = "worker {id!r} holds more than one job (also in row {first_row})"
 
 
+#: :attr:`EreeData.job_counts`' column of establishment rows (0-based, in ``workplaces``)
+ROW = "workplace_row"
+#: :attr:`EreeData.job_counts`' column of job counts
+JOBS = "n"
+
+
 @dataclass(frozen=True)
 class EreeData:
     """Validated ER-EE input.
@@ -48,23 +55,56 @@ class EreeData:
             codes); one row per job, in input (job table) order. Utf8 here; the Polars
             engine's loader keeps them as ``pl.Enum`` (workplace ids in workplace-table
             order, attributes in declared-domain order), which reads as the same text.
+            May be given as a function that reads the frame: it is then called on first
+            use (a loader that gives ``job_counts`` reads the per-job frame only when
+            asked).
         domains: declared domain of every worker attribute, and of the workplace
             attributes that have one.
+        job_counts: ``None``, or the jobs counted per establishment and combination of
+            worker attributes: :data:`ROW` (the establishment's 0-based row in
+            ``workplaces``, UInt32), each worker attribute that has a declared domain
+            (``pl.Enum`` over it) and :data:`JOBS` (UInt32, at least 1): all a count
+            query needs, from a loader that has them from its validation pass.
     """
 
     workplaces: pl.DataFrame
     jobs: pl.DataFrame
     domains: dict[str, tuple[str, ...]]
+    job_counts: pl.DataFrame | None = None
+
+    @property
+    def worker_attributes(self) -> tuple[str, ...]:
+        """The worker attributes the jobs carry (without reading the per-job frame)."""
+        if self.job_counts is not None:
+            return tuple(c for c in self.job_counts.columns if c not in (ROW, JOBS))
+        return tuple(c for c in self.jobs.columns if c != "workplace_id")
 
     @property
     def n_jobs(self) -> int:
         """Number of jobs."""
+        if self.job_counts is not None:
+            return int(self.job_counts.get_column(JOBS).sum())
         return self.jobs.height
 
     @property
     def n_workplaces(self) -> int:
         """Number of workplaces (establishments)."""
         return self.workplaces.height
+
+
+def _get_jobs(self: EreeData) -> pl.DataFrame:
+    jobs = self.__dict__["_jobs"]
+    if not isinstance(jobs, pl.DataFrame):  # read on first use
+        jobs = self.__dict__["_jobs"] = jobs()
+    return jobs
+
+
+def _set_jobs(self: EreeData, jobs: pl.DataFrame | Callable[[], pl.DataFrame]) -> None:
+    self.__dict__["_jobs"] = jobs
+
+
+# ``jobs`` may be given as a function (see the class docstring): a property over the field
+EreeData.jobs = property(_get_jobs, _set_jobs, doc="The per-job frame (read on first use).")  # type: ignore[assignment]
 
 
 def load_eree(config: EreeDataConfig) -> EreeData:

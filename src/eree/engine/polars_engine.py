@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import product
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
-from eree.data.eree_tables import EreeData
-from eree.data.establishments import EstablishmentData
-from eree.engine import establishments as est
+from eree.data.eree_tables import JOBS, ROW, EreeData
 from eree.errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover - establishment data: imported when used
+    from eree.data.establishments import EstablishmentData
 
 
 def _domain_frame(domains: dict[str, tuple[str, ...]], attrs: Sequence[str]) -> pl.DataFrame:
@@ -66,46 +67,83 @@ def cell_keys(
     return cols
 
 
-def _contributions(pair: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values ``k`` of ``pair`` (in ``range(size)``) and how often each occurs.
+def _workplace_frame(
+    data: EreeData, wkeys: Sequence[str], complete: bool
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The sorted frame of workplace combinations and each establishment's row in it.
 
-    Dense (one counting pass) when ``size`` is at most the number of values; otherwise
-    by sorting ``pair`` in place (no hash table: memory stays at the key array).
+    Without ``complete`` the frame holds the combinations present in the data, otherwise
+    every combination of the declared domains. Each key is coded by its value's rank
+    among the key's sorted values (or its sorted declared domain); the keys' codes,
+    combined in mixed radix, number the combinations in the frame's (lexicographic)
+    order, and ``np.unique`` makes them dense (also on the way, should the radix
+    product pass 2**62). Nothing bigger than one integer per establishment is built.
     """
-    if size <= max(pair.size, 1):
-        dense = np.bincount(pair, minlength=size)
-        k = np.flatnonzero(dense)
-        return k, dense[k].astype(np.int64)
-    pair.sort()
-    first = np.empty(pair.size, dtype=bool)
-    if pair.size:
-        first[0] = True
-        np.not_equal(pair[1:], pair[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    del first
-    n = np.diff(np.append(starts, pair.size)).astype(np.int64)
-    return pair[starts], n
+    n_wp = data.workplaces.height
+    if not wkeys:
+        return pl.DataFrame(), np.zeros(n_wp, dtype=np.int64)
+    code = np.zeros(n_wp, dtype=np.int64)
+    values: list[pl.Series] = []  # per key: its sorted distinct values (or domain)
+    parts: list[np.ndarray] = []  # per key folded so far: its code in each distinct combination
+    radix: list[int] = []  # the sizes of the keys folded into ``code`` since it was dense
+    bound = 1  # ``code`` < bound
+
+    def dense() -> None:
+        nonlocal code, parts, radix, bound
+        distinct, code = np.unique(code, return_inverse=True)
+        rest, new = distinct, []
+        for k in reversed(radix):
+            rest, r = np.divmod(rest, k)
+            new.append(r)
+        parts = [p[rest] for p in parts] + new[::-1]
+        radix, bound = [], len(distinct)
+
+    for a in wkeys:
+        col = data.workplaces.get_column(a).cast(pl.Utf8)
+        if complete:
+            if a not in data.domains:
+                raise SpecError(f"attributes {[a]} have no declared domain")
+            sorted_values = pl.Series(a, sorted(set(data.domains[a])), dtype=pl.Utf8)
+        else:
+            sorted_values = col.unique().sort()
+        try:
+            c = col.cast(pl.Enum(sorted_values)).to_physical().to_numpy().astype(np.int64)
+        except pl.exceptions.InvalidOperationError:
+            raise SpecError(f"workplace values outside the declared domains of {wkeys}") from None
+        k = max(len(sorted_values), 1)
+        values.append(sorted_values)
+        if not complete and bound * k > 2**62:
+            dense()
+        code = code * k + c
+        radix.append(k)
+        bound *= k
+    if complete:  # every combination, in mixed-radix order
+        return _domain_frame(data.domains, wkeys).sort(wkeys), code
+    dense()
+    return pl.DataFrame([v.gather(p) for v, p in zip(values, parts, strict=True)]), code
 
 
 class PolarsEngine:
     """Cell statistics with Polars.
 
-    Jobs are turned into integer codes once per dataset (their establishment's row and
-    each worker attribute's index in its declared domain); every query then runs on
-    integers.
+    Every query runs on the jobs counted per establishment and combination of its worker
+    attributes: from the loader's validation pass
+    (:attr:`~eree.data.eree_tables.EreeData.job_counts`; nothing per job is held), or
+    counted from the jobs coded once per dataset (:meth:`_prepare`; 4 + 1 bytes per job
+    and attribute, no copy of the per-job frame's text).
     """
 
     name = "polars"
 
     def __init__(self) -> None:
-        self._cache: tuple[EreeData, _Prepared] | None = None
+        self._cache: tuple[EreeData, pl.DataFrame] | None = None
 
     def _check(self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]) -> None:
         for a in workplace_by:
             if a not in data.workplaces.columns or a == "workplace_id":
                 raise SpecError(f"{a!r} is not a workplace attribute of the data")
         for a in worker_by:
-            if a not in data.jobs.columns or a == "workplace_id":
+            if a not in data.worker_attributes:
                 raise SpecError(f"{a!r} is not a worker attribute of the data")
             if a not in data.domains:
                 raise SpecError(f"worker attribute {a!r} has no declared domain")
@@ -115,17 +153,17 @@ class PolarsEngine:
     ) -> pl.DataFrame:
         """Per (establishment, cell) job counts (see :mod:`eree.engine.base`)."""
         self._check(data, workplace_by, worker_by)
-        per = (
-            data.jobs.lazy()
-            .group_by(["workplace_id", *worker_by])
-            .agg(pl.len().cast(pl.Int64).alias("n"))
-            # the fast loader keeps ids and codes as Enums: results are text
-            .with_columns([pl.col(c).cast(pl.Utf8) for c in ["workplace_id", *worker_by]])
-        )
-        wp = data.workplaces.lazy().select(["workplace_id", *workplace_by])
+        wp = data.workplaces.lazy().select(["workplace_id", *workplace_by]).with_row_index(ROW)
         return (
-            per.join(wp, on="workplace_id", how="inner")
-            .select(["workplace_id", *workplace_by, *worker_by, "n"])
+            self._counts(data, worker_by)
+            .lazy()
+            .join(wp.with_columns(pl.col(ROW).cast(pl.UInt32)), on=ROW, how="inner")
+            .select(
+                "workplace_id",
+                *workplace_by,
+                *[pl.col(a).cast(pl.Utf8) for a in worker_by],
+                pl.col(JOBS).cast(pl.Int64).alias("n"),
+            )
             .sort(["workplace_id", *workplace_by, *worker_by])
             .collect()
         )
@@ -141,14 +179,13 @@ class PolarsEngine:
                 all configured ones). Only these columns are read and validated.
 
         Returns:
-            The validated data; the per-job establishment rows the engine needs are
-            computed in the same pass and kept for the queries on this dataset.
+            The validated data. With ``attributes``, the jobs are counted per
+            establishment and combination of worker attributes in the validation pass
+            (what the queries need) and the per-job frame is read only if asked for.
         """
         from eree.engine.polars_load import narrow_config, scan_eree
 
-        data, widx = scan_eree(narrow_config(config, attributes))
-        self._cache = (data, _Prepared(widx, _worker_codes(data)))
-        return data
+        return scan_eree(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
     # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
 
@@ -160,18 +197,24 @@ class PolarsEngine:
 
     def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
+        from eree.engine import establishments as est
+
         return est.polars_identity_values(data.frame, data.id_column, attributes)
 
     def group_sums(
         self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
     ) -> pl.DataFrame:
         """Exact group sums (:func:`eree.engine.establishments.polars_group_sums`)."""
+        from eree.engine import establishments as est
+
         return est.polars_group_sums(data.frame, by, attributes)
 
     def group_max_bounds(
         self, data: EstablishmentData, by: Sequence[str], bounds: pl.DataFrame
     ) -> pl.DataFrame:
         """Per group, the largest public bound of each attribute of ``bounds``."""
+        from eree.engine import establishments as est
+
         attrs = [c for c in bounds.columns if c != data.id_column]
         return est.polars_group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
 
@@ -183,25 +226,72 @@ class PolarsEngine:
         attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
+        from eree.engine import establishments as est
+
         return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
-    def _prepare(self, data: EreeData) -> _Prepared:
-        """Integer codes for the jobs, computed once per dataset and reused by every query."""
+    def _prepare(self, data: EreeData) -> pl.DataFrame:
+        """Each job coded, once per dataset with a per-job frame (no ``job_counts``).
+
+        :data:`~eree.data.eree_tables.ROW` (its establishment's row) and each worker
+        attribute with a declared domain as an Enum over it: 4 + 1 bytes per job. The
+        loader's Enum codes are used as they are.
+        """
         if self._cache is not None and self._cache[0] is data:
             return self._cache[1]
-        wp_index = data.workplaces.select("workplace_id").with_row_index("_w")
-        widx = (
-            data.jobs.lazy()
-            .select(pl.col("workplace_id").cast(pl.Utf8))
-            .join(wp_index.lazy(), on="workplace_id", how="left", maintain_order="left")
-            .select("_w")
-            .collect()["_w"]
-        )
-        if widx.null_count():
+        jobs = data.jobs
+        wcol = jobs.get_column("workplace_id")
+        ids = data.workplaces.get_column("workplace_id")
+        if isinstance(wcol.dtype, pl.Enum) and wcol.dtype.categories.equals(ids):
+            row = wcol.to_physical().cast(pl.UInt32)  # coded by workplace row already
+        else:
+            row = (
+                jobs.lazy()
+                .select(pl.col("workplace_id").cast(pl.Utf8))
+                .join(
+                    data.workplaces.lazy().select("workplace_id").with_row_index(ROW),
+                    on="workplace_id",
+                    how="left",
+                    maintain_order="left",
+                )
+                .collect()
+                .get_column(ROW)
+                .cast(pl.UInt32)
+            )
+        if row.null_count():
             raise SpecError("a job points at a workplace missing from the workplace table")
-        prep = _Prepared(widx.to_numpy().astype(np.int64), _worker_codes(data))
-        self._cache = (data, prep)
-        return prep
+        cols = [row.alias(ROW)]
+        for a in data.worker_attributes:
+            if a not in data.domains:
+                continue
+            enum = pl.Enum(list(data.domains[a]))
+            s = jobs.get_column(a)
+            if s.dtype != enum:
+                try:
+                    s = s.cast(pl.Utf8).cast(enum)
+                except pl.exceptions.InvalidOperationError:
+                    raise SpecError(
+                        f"worker attribute {a!r} has values outside its declared domain"
+                    ) from None
+            cols.append(s)
+        prepared = pl.DataFrame(cols)
+        self._cache = (data, prepared)
+        return prepared
+
+    def _counts(self, data: EreeData, worker_by: Sequence[str]) -> pl.DataFrame:
+        """The jobs per establishment and combination of ``worker_by`` (one row each).
+
+        From :attr:`~eree.data.eree_tables.EreeData.job_counts` when the loader gave
+        them, otherwise from the coded jobs (:meth:`_prepare`).
+        """
+        if data.job_counts is not None:
+            counts = data.job_counts
+            if len(counts.columns) == len(worker_by) + 2:  # all the attributes: as counted
+                return counts
+            return counts.group_by(ROW, *worker_by).agg(pl.col(JOBS).sum())
+        return (
+            self._prepare(data).group_by(ROW, *worker_by).agg(pl.len().cast(pl.UInt32).alias(JOBS))
+        )
 
     def cell_statistics(
         self,
@@ -216,60 +306,36 @@ class PolarsEngine:
         """Cell statistics (see :mod:`eree.engine.base`).
 
         Cells are numbered ``frame_index * D + worker_code`` (F workplace combinations, D
-        worker-attribute combinations). Each job gets its establishment's number and its
-        cell's worker code; one group-by over (establishment, worker code) gives each
-        establishment's contribution n to each cell, and two scatters (sum → count,
-        max → x_v) over the F·D cells finish the job. Rows come out sorted by the
-        workplace keys, then the worker attributes in declared-domain order.
+        worker-attribute combinations). The jobs counted per (establishment, worker
+        code) are each establishment's contribution n to a cell; two scatters
+        (sum → count, max → x_v) over the F·D cells finish the job. Rows come out sorted
+        by the workplace keys, then the worker attributes in declared-domain order.
         """
         self._check(data, workplace_by, worker_by)
         wkeys = list(workplace_by)
-        prep = self._prepare(data)
-        # the public frame of workplace combinations
-        if wkeys:
-            frame = data.workplaces.select(wkeys).unique().sort(wkeys)
-            if complete:
-                frame = _domain_frame(data.domains, wkeys).sort(wkeys)
-            fidx_of_wp = (
-                data.workplaces.lazy()
-                .select(wkeys)
-                .join(
-                    frame.lazy().with_row_index("_f"), on=wkeys, how="left", maintain_order="left"
-                )
-                .collect()["_f"]
-            )
-            if fidx_of_wp.null_count():
-                raise SpecError(f"workplace values outside the declared domains of {wkeys}")
-            fidx = fidx_of_wp.to_numpy().astype(np.int64)
-        else:
-            frame = pl.DataFrame()
-            fidx = np.zeros(data.workplaces.height, dtype=np.int64)
+        # the public frame of workplace combinations, and each establishment's row in it
+        frame, fidx = _workplace_frame(data, wkeys, complete)
         F = max(frame.height, 1)
         sizes = [len(data.domains[a]) for a in worker_by]
         D = int(np.prod(sizes)) if worker_by else 1
-        # each establishment's contribution n to each of its cells, keyed by
-        # k = establishment row · D + worker code
-        n_wp = data.workplaces.height
+        # each establishment's contribution n to each of its cells: one row per
+        # (establishment, worker-attribute combination) with jobs
+        counts = self._counts(data, worker_by)
+        est = counts.get_column(ROW).to_numpy().astype(np.int64)
+        n = counts.get_column(JOBS).to_numpy().astype(np.int64)
+        cell = fidx[est] * D
         if worker_by:
             # worker code: the first attribute varies slowest (declared-domain order)
             steps = np.cumprod([1, *sizes[::-1]])[::-1][1:]
-            pair = prep.widx * D
             for a, step in zip(worker_by, steps, strict=True):
-                pair += prep.codes[a].astype(np.int64) * int(step)
-        else:
-            # the sparse case sorts its keys in place: never the cached codes
-            pair = prep.widx if n_wp <= prep.widx.size else prep.widx.copy()
-        k, n = _contributions(pair, n_wp * D)
-        del pair
-        est = k // D
-        cell = fidx[est] * D + k % D
-        del k
+                cell += counts.get_column(a).to_physical().to_numpy().astype(np.int64) * int(step)
+        del counts
         count = np.bincount(cell, weights=n, minlength=F * D).astype(np.int64)
         x_v = np.zeros(F * D, dtype=np.int64)
         np.maximum.at(x_v, cell, n)
         truncated = None
         if truncate_below is not None:
-            estab_size = np.bincount(prep.widx, minlength=data.workplaces.height)
+            estab_size = np.bincount(est, weights=n, minlength=data.workplaces.height)
             keep = estab_size[est] < truncate_below
             truncated = np.bincount(cell, weights=n * keep, minlength=F * D).astype(np.int64)
         del est, cell, n  # per-contribution arrays go before the keys are built
@@ -285,24 +351,3 @@ class PolarsEngine:
         if truncated is not None:
             cols["count_truncated"] = truncated
         return pl.DataFrame(cols)
-
-
-def _worker_codes(data: EreeData) -> dict[str, np.ndarray]:
-    """Per worker attribute, each job's index in the attribute's declared domain."""
-    codes: dict[str, np.ndarray] = {}
-    for a, dom in data.domains.items():
-        if a in data.jobs.columns and a != "workplace_id":
-            try:
-                enum = data.jobs[a].cast(pl.Enum(list(dom)))
-            except pl.exceptions.InvalidOperationError:
-                raise SpecError(
-                    f"worker attribute {a!r} has values outside its declared domain"
-                ) from None
-            codes[a] = enum.to_physical().to_numpy().astype(np.int8 if len(dom) < 128 else np.int64)
-    return codes
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    widx: np.ndarray  # per job: row index of its workplace
-    codes: dict[str, np.ndarray]  # per worker attribute: per job domain index

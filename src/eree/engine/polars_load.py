@@ -11,8 +11,10 @@ almost always are. :func:`scan_eree` therefore
    unknown), that the narrowed input satisfies every rule of DESIGN.md §2.3 that
    :func:`~eree.data.eree_tables.load_eree` checks; nothing proportional to the
    microdata is kept by these checks but hash sets of ids;
-3. reads only the needed columns, and computes in the same pass each job's
-   establishment row (which the engine needs anyway).
+3. reads only the needed columns: either the per-job frame (workplace ids and worker
+   attributes coded as Enums), or, for a release, only the jobs counted per
+   establishment and combination of worker attributes (one streaming group-by: all
+   the engine needs; the per-job frame is then read only if asked for).
 
 Tables may be Parquet files or directories of Parquet files (a partitioned table, read
 in sorted file order). When a check fails, or the input is not Parquet with text or
@@ -27,17 +29,14 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import EreeData, _check_config, load_eree
+from eree.data.eree_tables import JOBS, ROW, EreeData, _check_config, load_eree
 from eree.data.io import table_format
 from eree.errors import DataValidationError
 
 __all__ = ["narrow_config", "scan_eree"]
-
-_ROW = "__eree_row"
 
 
 def narrow_config(config: EreeDataConfig, attributes: Iterable[str] | None) -> EreeDataConfig:
@@ -102,13 +101,12 @@ def _missing(c: str) -> pl.Expr:
 def _filled_stats(c: str, i: int) -> list[pl.Expr]:
     r"""Aggregations that usually prove column ``c`` has no missing value (no copy).
 
-    Nulls, the least and the greatest value: when every value sorts between ``"!"`` and
-    ``"\\x7f"`` each starts with a printable ASCII character, so none is blank.
+    Nulls, and whether every value sorts between ``"!"`` and ``"\x7f"``: each then
+    starts with a printable ASCII character, so none is blank.
     """
     return [
         pl.col(c).null_count().alias(f"nulls_{i}"),
-        pl.col(c).min().alias(f"min_{i}"),
-        pl.col(c).max().alias(f"max_{i}"),
+        ((pl.col(c) >= "!") & (pl.col(c) < "\x7f")).all().alias(f"printable_{i}"),
     ]
 
 
@@ -119,8 +117,7 @@ def _filled(frame: pl.LazyFrame | pl.DataFrame, c: str, i: int, st: dict[str, ob
     """
     if st[f"nulls_{i}"]:
         return False
-    lo, hi = st[f"min_{i}"], st[f"max_{i}"]
-    if lo is None or (isinstance(lo, str) and isinstance(hi, str) and lo >= "!" and hi < "\x7f"):
+    if st[f"printable_{i}"]:
         return True
     blanks = frame.lazy().select(_missing(c)).collect(engine="streaming").item()
     return not blanks
@@ -143,21 +140,24 @@ def _unique(frame: pl.LazyFrame, c: str, stats: dict[str, object]) -> bool:
     return bool(distinct == stats["n"])
 
 
-def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
+def scan_eree(config: EreeDataConfig, *, lazy_jobs: bool = False) -> EreeData:
     """Load and validate ER-EE input; fast for valid Parquet (module docstring).
 
     Args:
         config: the ``[data]`` configuration, already narrowed to what is needed.
+        lazy_jobs: on the fast path, count the jobs per establishment and combination of
+            worker attributes (:attr:`~eree.data.eree_tables.EreeData.job_counts`) in a
+            streaming pass instead of reading the per-job frame, which is then read only
+            if asked for (:attr:`~eree.data.eree_tables.EreeData.jobs`).
 
     Returns:
-        The validated data and, per job, the 0-based row of its establishment in
-        ``data.workplaces`` (int64).
+        The validated data.
 
     Raises:
         SpecError, DataValidationError: as :func:`~eree.data.eree_tables.load_eree`.
     """
     _check_config(config)
-    fast = _scan_three(config) if config.jobs is None else None
+    fast = _scan_three(config, lazy_jobs) if config.jobs is None else None
     if fast is not None:
         return fast
     dirs = [p for p in config.input_files() if Path(p).is_dir()]
@@ -172,28 +172,10 @@ def scan_eree(config: EreeDataConfig) -> tuple[EreeData, np.ndarray]:
             file=", ".join(str(d) for d in dirs),
             rule="invalid-partitioned-input",
         )
-    data = load_eree(config)
-    return data, _workplace_rows(data)
+    return load_eree(config)
 
 
-def _workplace_rows(data: EreeData) -> np.ndarray:
-    idx = (
-        data.jobs.lazy()
-        .select("workplace_id")
-        .join(
-            data.workplaces.lazy().select("workplace_id").with_row_index(_ROW),
-            on="workplace_id",
-            how="left",
-            maintain_order="left",
-        )
-        .select(_ROW)
-        .collect()
-        .get_column(_ROW)
-    )
-    return idx.to_numpy().astype(np.int64)
-
-
-def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
+def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
     if config.workplace is None or config.worker is None or config.job is None:
         return None
     wid, kid = config.workplace_id, config.worker_id
@@ -241,7 +223,6 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
     st = (
         zipped.select(
             *_filled_stats(kid, 0),
-            *_filled_stats(jk, 1),
             (pl.col(nx) > pl.col(kid)).fill_null(True).all().alias("increasing"),
             (pl.col(jk) == pl.col(kid)).fill_null(False).all().alias("same"),
             *[_outside(a, config.domains[a]).alias(f"outside_{a}") for a in kattrs],
@@ -251,11 +232,15 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
     )
     if any(st[f"outside_{a}"] for a in kattrs):
         return None
-    if not (_filled(wk, kid, 0, st) and _filled(jb.select(pl.col(kid).alias(jk)), jk, 1, st)):
-        return None
-    if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
+    if not _filled(wk, kid, 0, st):
         return None
     same = bool(st["same"])
+    if not same:  # the job table's worker ids are not the worker table's, row by row
+        jst = jb.select(_filled_stats(kid, 1)).collect(engine="streaming").row(0, named=True)
+        if not _filled(jb, kid, 1, jst):
+            return None
+    if not _unique(wk, kid, {"increasing": st["increasing"], "n": n}):
+        return None
     if not same:
         # unique worker ids, as many jobs as workers: each worker holds exactly one job
         # iff the job table's worker ids are unique and all known
@@ -264,27 +249,56 @@ def _scan_three(config: EreeDataConfig) -> tuple[EreeData, np.ndarray] | None:
         known = jb.select(kid).join(wk.select(kid), on=kid, how="semi").select(pl.len())
         if known.collect().item() != n:
             return None
-    # the second and last pass: the columns the engine needs, as Enums (each job's
-    # workplace id coded by its row in the workplace table, each worker attribute by
-    # its index in the declared domain: 4 + 1 bytes per job and attribute, not 16)
-    ids = workplaces.get_column(wid)
-    codes = [pl.col(wid).cast(pl.Enum(ids))] + [
-        pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs
-    ]
-    if same:
-        lazy_jobs = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
-    else:
-        lazy_jobs = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
-    try:  # streaming: the text columns are coded batch by batch, never held whole
-        jobs = lazy_jobs.select(codes).collect(engine="streaming")
-    except pl.exceptions.InvalidOperationError:  # a job at an unknown (or blank) workplace
-        return None
-    if jobs.get_column(wid).null_count():
-        return None
-    rows = jobs.get_column(wid).to_physical()
     domains = {a: tuple(config.domains[a]) for a in kattrs}
     for a in wattrs:
         if a in config.domains:
             domains[a] = tuple(config.domains[a])
-    data = EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
-    return data, rows.to_numpy().astype(np.int64)
+    # the second and last pass: each worker attribute coded by its index in the declared
+    # domain (an Enum: 1 byte per job, not 16)
+    attr_codes = [pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs]
+    if not kattrs:
+        joined = jb.select(wid)
+    elif same:
+        joined = pl.concat([jb.select(wid), wk.select(kattrs)], how="horizontal")
+    else:
+        joined = jb.join(wk, on=kid, how="left", maintain_order="left").select(wid, *kattrs)
+    ids = workplaces.get_column(wid)
+
+    def read_jobs() -> pl.DataFrame | None:
+        # streaming: the text columns are coded batch by batch, never held whole; each
+        # job's workplace id coded by its row in the workplace table
+        try:
+            jobs = joined.select(pl.col(wid).cast(pl.Enum(ids)), *attr_codes).collect(
+                engine="streaming"
+            )
+        except pl.exceptions.InvalidOperationError:  # a job at an unknown (or blank) workplace
+            return None
+        return None if jobs.get_column(wid).null_count() else jobs
+
+    if not lazy_jobs:
+        jobs = read_jobs()
+        return None if jobs is None else EreeData(workplaces, jobs, domains)
+    # the jobs per establishment and worker-attribute combination, in one streaming
+    # group-by (what the engine needs; nothing per job is kept)
+    counts = (
+        joined.select(wid, *attr_codes)
+        .group_by(wid, *kattrs)
+        .agg(pl.len().cast(pl.UInt32).alias(JOBS))
+        .join(workplaces.lazy().select(wid).with_row_index(ROW), on=wid, how="left")
+        .select(pl.col(ROW).cast(pl.UInt32), *kattrs, JOBS)
+        .collect(engine="streaming")
+    )
+    if counts.get_column(ROW).null_count():  # a job at an unknown (or blank) workplace
+        return None
+
+    def jobs_when_asked() -> pl.DataFrame:
+        jobs = read_jobs()
+        if jobs is None:
+            raise DataValidationError(
+                "the job table changed while the release read it; run again",
+                file=str(config.job),
+                rule="input-changed",
+            )
+        return jobs
+
+    return EreeData(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]

@@ -5,16 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from eree.data.fingerprint import SCHEME, content_fingerprint, fingerprints
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
-from eree.privacy.ledger import Charge, Ledger, check_spec_budget
 from eree.release.build import BuiltPlan, build
 from eree.release.output import (
     ReleaseWriter,
@@ -25,6 +23,9 @@ from eree.release.output import (
 )
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
+
+if TYPE_CHECKING:  # pragma: no cover - the ledger is imported only by a release that has one
+    from eree.privacy.ledger import Charge, Ledger
 
 
 def account(plan: Plan) -> PrivacyReport:
@@ -211,6 +212,8 @@ def protect(
     check_output_dir(out_dir, force=force)
     budget = plan.privacy.budget
     if budget and ledger is None:  # no history: the release alone must fit
+        from eree.privacy.ledger import check_spec_budget
+
         check_spec_budget(plan.name, plan.privacy.definition, plan.privacy.alpha,
                           report.total, budget)  # fmt: skip
     if ledger is not None and source.describe().get("mode") == "seeded":
@@ -218,7 +221,11 @@ def protect(
             "seeded randomness is never charged as a release: --seed cannot be combined "
             "with --ledger (a seeded release is NOT FOR PUBLICATION)"
         )
-    book = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
+    if isinstance(ledger, str | Path):
+        from eree.privacy.ledger import Ledger
+
+        ledger = Ledger(ledger)
+    book = ledger
     family = family_of(plan)
     family.check_before_load(plan)
     if engine is None:
@@ -231,6 +238,8 @@ def protect(
     data = family.load(plan, engine, narrow=book is None)
     if book is None:
         return _run(built, out_dir, source, engine, report, data, None, None, force)
+    from eree.data.fingerprint import SCHEME
+
     fingerprint, structure = _fingerprints(data, structure=True)
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
@@ -251,6 +260,8 @@ def _fingerprints(data: Any, *, structure: bool) -> tuple[str, str | None]:
 
         content = spark_fingerprint(data, structure=False)
         return content, spark_fingerprint(data, structure=True) if structure else None
+    from eree.data.fingerprint import content_fingerprint, fingerprints
+
     if structure:
         return fingerprints(data)
     return content_fingerprint(data), None

@@ -29,7 +29,6 @@ from eree.htmlpage import (
     svg_scatter,
     table,
 )
-from eree.privacy.gedp import power_bound
 from eree.release.tables import CLAMP_NOTE, QueryTable
 
 #: the report's file name inside a release directory
@@ -62,6 +61,8 @@ def _meaning(cost: Mapping[str, Any] | None) -> str:
         return "—"
     eps, delta, mu = cost.get("epsilon"), cost.get("delta"), cost.get("mu")
     if mu is not None:
+        from eree.privacy.gedp import power_bound
+
         return f"power ≤ {power_bound(FPR, mu):.1%} at {FPR:.0%} false positives"
     if eps is not None:
         s = f"odds change by ≤ {_bayes(eps)}"
