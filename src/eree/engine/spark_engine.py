@@ -588,10 +588,11 @@ def _validate_and_code_three(
         if not bits and not by_order and (pairs != n_jobs or pairs != n_workers):
             bits |= _V_DUPLICATE_WORKER | _V_MULTIPLE_JOBS
         # a duplicate workplace id shows as 2 rows of its id (local: partitioned by id)
-        dup = coded_wp.groupBy(_W).agg(sf.count(sf.lit(1)).alias(nwp))
-        row = coded_wp.agg(sf.max(wflag)).first()
-        row2 = dup.agg(sf.max(nwp)).first()
-        if (row is not None and (row[0] or 0) > 0) or (row2 is not None and (row2[0] or 0) > 1):
+        per_id = coded_wp.groupBy(_W).agg(
+            sf.count(sf.lit(1)).alias(nwp), sf.max(wflag).alias(wflag)
+        )
+        row = per_id.agg(sf.max(nwp), sf.max(wflag)).first()
+        if row is not None and ((row[0] or 0) > 1 or (row[1] or 0) > 0):
             bits |= _V_WORKPLACE_ROW
     except BaseException:
         for df in (coded_jobs, coded_wp):
