@@ -211,6 +211,39 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
         se._worker_ids_match_by_order, se._validate_three = real_proof, real_named
 
 
+def test_order_proof_across_packed_files(spark, tmp_path):
+    """Parts of a partitioned table packed into one Spark partition out of id order.
+
+    Spark packs small files into a partition largest first, so the ids do not increase
+    across the partition; each file's run does, and the runs are disjoint: proven.
+    """
+    from eree.engine.spark_engine import _ordered_id_summary
+
+    ids = [f"k{i:05d}" for i in range(3_000)]
+    parts = {"part-0.parquet": ids[:100], "part-1.parquet": ids[100:1_000],
+             "part-2.parquet": ids[1_000:]}  # fmt: skip
+    for name, chunk in parts.items():
+        (tmp_path / "t").mkdir(exist_ok=True)
+        pl.DataFrame({"k": chunk}).write_parquet(tmp_path / "t" / name)
+    keys = ("spark.sql.files.openCostInBytes", "spark.sql.files.minPartitionNum")
+    saved = {k: spark.conf.get(k, None) for k in keys}
+    spark.conf.set(keys[0], "0")  # pack every part into one partition
+    spark.conf.set(keys[1], "1")
+    try:
+        df = spark.read.parquet(str(tmp_path / "t"))
+        assert df.rdd.getNumPartitions() == 1  # all three parts in one partition
+        lanes = _ordered_id_summary(df, "k", ["x"])
+        assert lanes is not None
+        flat = spark.createDataFrame([(i,) for i in ids], "k string")
+        assert lanes == _ordered_id_summary(flat, "k", ["x"])  # same set, same lane sum
+        # a repeated id in another file (each file still increasing): overlapping runs
+        pl.DataFrame({"k": [ids[500]]}).write_parquet(tmp_path / "t" / "part-3.parquet")
+        assert _ordered_id_summary(spark.read.parquet(str(tmp_path / "t")), "k", ["x"]) is None
+    finally:
+        for k, v in saved.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+
+
 def test_order_proof_pieces(spark):
     """``_strictly_increasing`` and the lane sums on hand-made id lists."""
     from eree.engine.spark_engine import _strictly_increasing, _worker_ids_match_by_order

@@ -661,10 +661,13 @@ def _strictly_increasing(ids: SparkDataFrame, col: str) -> bool:
 def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> list[int] | None:
     """Per key, the sum modulo 2⁶⁴ of xxHash64(key, id) over ``col``, if ids are in order.
 
-    Each input partition reports, from its Arrow batches in order, its first and last
-    id, its row count, whether every id is greater than the one before (bytewise order
-    of the UTF-8 text) and is present (neither null nor blank), and its lane sums. The
-    partitions' ranges, sorted by their first id, must not overlap.
+    The ids are read in file order: within a Spark partition, each file block's rows
+    come together (a partition may hold several files' blocks, packed largest first).
+    Every run of rows from one block must be strictly increasing (bytewise order of the
+    UTF-8 text) with every id present (neither null nor blank); the runs' ranges, sorted
+    by their first id, must not overlap. Then no id repeats. Where a run starts is
+    only a hint (a hash of the file name and block offset): had two blocks been taken
+    for one run, that run must still increase throughout, so the proof stands.
 
     Returns:
         The lane sums, or ``None`` when an id is missing or out of order.
@@ -682,35 +685,50 @@ def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> li
                         ("n", pa.int64()), *((c, pa.int64()) for c in lanes)])  # fmt: skip
 
     def summarise(batches):  # type: ignore[no-untyped-def]
-        ok, lo, hi, n = True, None, None, 0
+        spans: list[list[Any]] = []  # per run: first id, last id, rows
+        run = None
+        ok = True
         acc = np.zeros(n_lanes, dtype=np.uint64)  # array arithmetic wraps silently
         for b in batches:
-            a = b.column(0)
+            a, runs = b.column(0), b.column(2)
             if len(a) == 0:
                 continue
             if a.null_count or pc.any(b.column(1)).as_py():
                 ok = False
                 break
-            if len(a) > 1 and not pc.all(pc.less(a.slice(0, len(a) - 1), a.slice(1))).as_py():
-                ok = False
-                break
-            first, last = a[0].as_py(), a[len(a) - 1].as_py()
-            if hi is not None and not hi.encode() < first.encode():
-                ok = False
-                break
-            lo = first if lo is None else lo
-            hi, n = last, n + len(a)
             for j in range(n_lanes):  # uint64 sums wrap modulo 2**64
-                h = b.column(2 + j).to_numpy(zero_copy_only=False).view(np.uint64)
+                h = b.column(3 + j).to_numpy(zero_copy_only=False).view(np.uint64)
                 acc[j : j + 1] += h.sum(dtype=np.uint64, keepdims=True)
-        row = {"ok": ok, "lo": lo, "hi": hi, "n": n}
+            r = runs.to_numpy(zero_copy_only=False)
+            cuts = [0, *(np.flatnonzero(r[1:] != r[:-1]) + 1).tolist(), len(a)]
+            for s, e in pairwise(cuts):
+                seg = a.slice(s, e - s)
+                if e - s > 1 and not pc.all(pc.less(seg.slice(0, e - s - 1), seg.slice(1))).as_py():
+                    ok = False
+                    break
+                first, last = seg[0].as_py(), seg[e - s - 1].as_py()
+                if spans and run == r[s]:  # the same block continues
+                    if not spans[-1][1].encode() < first.encode():
+                        ok = False
+                        break
+                    spans[-1][1] = last
+                    spans[-1][2] += e - s
+                else:
+                    spans.append([first, last, e - s])
+                run = r[s]
+            if not ok:
+                break
         signed = acc.view(np.int64)
-        row.update({c: int(signed[j]) for j, c in enumerate(lanes)})
-        yield pa.RecordBatch.from_pylist([row], schema=schema)
+        rows = [{"ok": ok, "lo": lo, "hi": hi, "n": n, **dict.fromkeys(lanes, 0)}
+                for lo, hi, n in spans]  # fmt: skip
+        rows.append({"ok": ok, "lo": None, "hi": None, "n": 0,
+                     **{c: int(signed[j]) for j, c in enumerate(lanes)}})  # fmt: skip
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
     ids = df.select(
         sf.col(col).cast("string").alias(col),
         _missing(col).alias("__eree_missing"),
+        sf.xxhash64(sf.input_file_name(), sf.input_file_block_start()).alias("__eree_run"),
         *[sf.xxhash64(sf.lit(k), sf.col(col)).alias(c) for k, c in zip(keys, lanes, strict=True)],
     )
     rows = ids.mapInArrow(summarise, ddl).collect()
