@@ -508,12 +508,8 @@ def _validate_and_code_three(
     wid, kid = config.workplace_id, config.worker_id
     wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
     spark = wp.sparkSession
-    n_jobs, n_workers = jb.count(), wk.count()  # Parquet: from the files' metadata
-    # enough partitions that one partition of the worker-id join fits a task's memory
-    n_parts = max(
-        int(spark.conf.get("spark.sql.shuffle.partitions") or "4"),
-        -(-max(n_jobs, n_workers) // _ROWS_PER_PARTITION),
-    )
+    n_parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    n_jobs = n_workers = 0
     k_wk, k_jb, miss_w, aflag, nwp, wflag = (
         "__eree_k_wk", "__eree_k_jb", "__eree_miss_w", "__eree_aflag", "__eree_n_wp",
         "__eree_wflag",
@@ -524,13 +520,16 @@ def _validate_and_code_three(
         return sf.when(cond, sf.lit(b)).otherwise(sf.lit(0))
 
     # --- 1. which worker each job is, and its attribute indexes ---
-    by_order = not kattrs and _worker_ids_match_by_order(jb, wk, kid, n_jobs, n_workers)
+    by_order = not kattrs and _worker_ids_match_by_order(jb, wk, kid)
     if by_order:
         # no worker attribute is needed and the ids are proven to match one to one:
         # the jobs alone give each establishment's count
         per_worker = jb.select(wid, bit(_missing(wid), _V_MISSING_WORKPLACE_ID).alias(_FLAG))
     else:
         # --- 1. jobs and workers matched by worker id (a shuffled hash join: no sort) ---
+        n_jobs, n_workers = jb.count(), wk.count()  # Parquet: from the files' metadata
+        # enough partitions that one partition of the join fits a task's memory
+        n_parts = max(n_parts, -(-max(n_jobs, n_workers) // _ROWS_PER_PARTITION))
         outside: Column = sf.lit(False)
         for a in kattrs:
             outside = outside | _outside(a, doms[a])
@@ -575,25 +574,31 @@ def _validate_and_code_three(
     try:
         coded_wp, coded_jobs = _code(wp_rows.repartition(n_parts, _W), contrib, wattrs, kattrs)
         unmatched = _V_UNKNOWN_WORKER | _V_NO_JOB
-        row = coded_jobs.agg(
-            sf.bit_or(_FLAG),
-            sf.sum(sf.when(sf.col(_FLAG).bitwiseAND(sf.lit(unmatched)) == 0, sf.col(_N))),
-        ).first()
-        assert row is not None
-        bits = int(row[0] or 0)
-        # With no unmatched row, worker id k on a_k jobs and b_k workers (both ≥ 1) gives
-        # a_k·b_k matched pairs: Σ a_k·b_k = Σ a_k (the jobs) iff every b_k = 1, and
-        # = Σ b_k (the workers) iff every a_k = 1. Row counts come from file metadata.
-        pairs = int(row[1] or 0)
-        if not bits and not by_order and (pairs != n_jobs or pairs != n_workers):
-            bits |= _V_DUPLICATE_WORKER | _V_MULTIPLE_JOBS
         # a duplicate workplace id shows as 2 rows of its id (local: partitioned by id)
         per_id = coded_wp.groupBy(_W).agg(
             sf.count(sf.lit(1)).alias(nwp), sf.max(wflag).alias(wflag)
         )
-        row = per_id.agg(sf.max(nwp), sf.max(wflag)).first()
-        if row is not None and ((row[0] or 0) > 1 or (row[1] or 0) > 0):
+        # both checks in one Spark job (each side is one row)
+        row = (
+            coded_jobs.agg(
+                sf.bit_or(_FLAG).alias("bits"),
+                sf.sum(sf.when(sf.col(_FLAG).bitwiseAND(sf.lit(unmatched)) == 0, sf.col(_N))).alias(
+                    "pairs"
+                ),
+            )
+            .crossJoin(per_id.agg(sf.max(nwp).alias(nwp), sf.max(wflag).alias(wflag)))
+            .first()
+        )
+        assert row is not None
+        bits = int(row["bits"] or 0)
+        if (row[nwp] or 0) > 1 or (row[wflag] or 0) > 0:
             bits |= _V_WORKPLACE_ROW
+        # With no unmatched row, worker id k on a_k jobs and b_k workers (both ≥ 1) gives
+        # a_k·b_k matched pairs: Σ a_k·b_k = Σ a_k (the jobs) iff every b_k = 1, and
+        # = Σ b_k (the workers) iff every a_k = 1. Row counts come from file metadata.
+        pairs = int(row["pairs"] or 0)
+        if not bits and not by_order and (pairs != n_jobs or pairs != n_workers):
+            bits |= _V_DUPLICATE_WORKER | _V_MULTIPLE_JOBS
     except BaseException:
         for df in (coded_jobs, coded_wp):
             if df is not None:
@@ -618,48 +623,48 @@ def _validate_and_code_three(
     )
 
 
-def _worker_ids_match_by_order(
-    jb: SparkDataFrame, wk: SparkDataFrame, kid: str, n_jobs: int, n_workers: int
-) -> bool:
+def _worker_ids_match_by_order(jb: SparkDataFrame, wk: SparkDataFrame, kid: str) -> bool:
     """Prove, without a shuffle, that jobs and workers match one to one by worker id.
 
-    True when: both tables have the same number of rows, no missing (null or blank) id;
-    in each table the ids are strictly increasing within every input partition (file
-    order) and the partitions' id ranges do not overlap, so each table's ids are
-    distinct; and the two sets are equal: two 64-bit lanes of xxHash64 under fresh
-    random keys, summed modulo 2⁶⁴ over each table, agree. Distinct ids and equal sets
-    give exactly one job per worker and no job without a worker. Sets that differ agree
-    on both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against xxHash64).
+    True when: no missing (null or blank) id; in each table the ids are strictly
+    increasing within every run of rows from one file block and the runs' id ranges do
+    not overlap, so each table's ids are distinct; both tables have the same number of
+    rows; and the two sets are equal: two 64-bit lanes of xxHash64 under fresh random
+    keys, summed modulo 2⁶⁴ over each table, agree. Distinct ids and equal sets give
+    exactly one job per worker and no job without a worker. Sets that differ agree on
+    both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against xxHash64).
 
     False when any of this fails or cannot be checked (unsorted files, no PyArrow or
     pandas for PySpark's Arrow batches): the caller then matches the ids by a join,
-    which also names the error if there is one. One pass over each table's id column
-    (Spark hashes; a Python function reads the Arrow batches in file order).
+    which also names the error if there is one. One Spark job reads both tables' id
+    columns once (Spark hashes; a Python function reads the Arrow batches in file
+    order).
     """
     import secrets
 
-    if n_jobs != n_workers:
-        return False
     keys = [secrets.token_hex(16) for _ in range(2)]
-    sums = []
-    for df in (jb, wk):
-        try:
-            summary = _ordered_id_summary(df, kid, keys)
-        except Exception:  # no PyArrow/pandas for the Python workers: take the join
-            return False
-        if summary is None:
-            return False
-        sums.append(summary)
-    return sums[0] == sums[1]
+    try:
+        summary = _ordered_id_summary([jb, wk], kid, keys)
+    except Exception:  # no PyArrow/pandas for the Python workers: take the join
+        return False
+    if summary is None:
+        return False
+    (n_jobs, lanes_jobs), (n_workers, lanes_workers) = summary
+    return n_jobs == n_workers and lanes_jobs == lanes_workers
 
 
 def _strictly_increasing(ids: SparkDataFrame, col: str) -> bool:
     """Whether text column ``col`` is strictly increasing in file order, with no null."""
-    return _ordered_id_summary(ids, col, []) is not None
+    return _ordered_id_summary([ids], col, []) is not None
 
 
-def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> list[int] | None:
-    """Per key, the sum modulo 2⁶⁴ of xxHash64(key, id) over ``col``, if ids are in order.
+def _ordered_id_summary(
+    dfs: Sequence[SparkDataFrame], col: str, keys: Sequence[str]
+) -> list[tuple[int, list[int]]] | None:
+    """Per table, its rows and per key the sum modulo 2⁶⁴ of xxHash64(key, id) over ``col``.
+
+    All tables are read in one Spark job (a union: each partition holds one table's rows).
+    Every table's ids must be in order, as follows.
 
     The ids are read in file order: within a Spark partition, each file block's rows
     come together (a partition may hold several files' blocks, packed largest first).
@@ -670,7 +675,8 @@ def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> li
     for one run, that run must still increase throughout, so the proof stands.
 
     Returns:
-        The lane sums, or ``None`` when an id is missing or out of order.
+        Per table, its row count and lane sums; ``None`` when an id of any table is
+        missing or out of order.
     """
     import numpy as np
     import pyarrow as pa
@@ -679,20 +685,27 @@ def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> li
 
     n_lanes = len(keys)
     lanes = [f"s{j}" for j in range(n_lanes)]
-    ddl = ", ".join(["ok boolean", "lo string", "hi string", "n long",
+    ddl = ", ".join(["t int", "ok boolean", "lo string", "hi string", "n long",
                      *(f"{c} long" for c in lanes)])  # fmt: skip
-    schema = pa.schema([("ok", pa.bool_()), ("lo", pa.string()), ("hi", pa.string()),
-                        ("n", pa.int64()), *((c, pa.int64()) for c in lanes)])  # fmt: skip
+    schema = pa.schema([("t", pa.int32()), ("ok", pa.bool_()), ("lo", pa.string()),
+                        ("hi", pa.string()), ("n", pa.int64()),
+                        *((c, pa.int64()) for c in lanes)])  # fmt: skip
 
     def summarise(batches):  # type: ignore[no-untyped-def]
         spans: list[list[Any]] = []  # per run: first id, last id, rows
         run = None
         ok = True
+        table = -1
         acc = np.zeros(n_lanes, dtype=np.uint64)  # array arithmetic wraps silently
         for b in batches:
             a, runs = b.column(0), b.column(2)
             if len(a) == 0:
                 continue
+            tags = pc.min_max(b.column(3 + n_lanes)).as_py()
+            if tags["min"] != tags["max"] or table not in (-1, tags["min"]):
+                ok = False  # one table per partition (a union), else no proof
+                break
+            table = tags["min"]
             if a.null_count or pc.any(b.column(1)).as_py():
                 ok = False
                 break
@@ -719,25 +732,36 @@ def _ordered_id_summary(df: SparkDataFrame, col: str, keys: Sequence[str]) -> li
             if not ok:
                 break
         signed = acc.view(np.int64)
-        rows = [{"ok": ok, "lo": lo, "hi": hi, "n": n, **dict.fromkeys(lanes, 0)}
+        rows = [{"t": table, "ok": ok, "lo": lo, "hi": hi, "n": n, **dict.fromkeys(lanes, 0)}
                 for lo, hi, n in spans]  # fmt: skip
-        rows.append({"ok": ok, "lo": None, "hi": None, "n": 0,
+        rows.append({"t": table, "ok": ok, "lo": None, "hi": None, "n": 0,
                      **{c: int(signed[j]) for j, c in enumerate(lanes)}})  # fmt: skip
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
-    ids = df.select(
-        sf.col(col).cast("string").alias(col),
-        _missing(col).alias("__eree_missing"),
-        sf.xxhash64(sf.input_file_name(), sf.input_file_block_start()).alias("__eree_run"),
-        *[sf.xxhash64(sf.lit(k), sf.col(col)).alias(c) for k, c in zip(keys, lanes, strict=True)],
-    )
+    ids = None
+    for t, df in enumerate(dfs):
+        one = df.select(
+            sf.col(col).cast("string").alias(col),
+            _missing(col).alias("__eree_missing"),
+            sf.xxhash64(sf.input_file_name(), sf.input_file_block_start()).alias("__eree_run"),
+            *[sf.xxhash64(sf.lit(k), sf.col(col)).alias(c)
+              for k, c in zip(keys, lanes, strict=True)],
+            sf.lit(t).alias("__eree_t"),
+        )  # fmt: skip
+        ids = one if ids is None else ids.union(one)
+    assert ids is not None
     rows = ids.mapInArrow(summarise, ddl).collect()
     if not all(r["ok"] for r in rows):
         return None
-    spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in rows if r["n"])
-    if not all(a[1] < b[0] for a, b in pairwise(spans)):
-        return None
-    return [sum(int(r[c]) % (1 << 64) for r in rows) % (1 << 64) for c in lanes]
+    out = []
+    for t in range(len(dfs)):
+        mine = [r for r in rows if r["t"] == t]
+        spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in mine if r["n"])
+        if not all(a[1] < b[0] for a, b in pairwise(spans)):
+            return None
+        n = sum(int(r["n"]) for r in mine)
+        out.append((n, [sum(int(r[c]) % (1 << 64) for r in mine) % (1 << 64) for c in lanes]))
+    return out
 
 
 def _code(
