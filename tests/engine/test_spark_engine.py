@@ -247,7 +247,10 @@ def test_order_proof_across_packed_files(spark, tmp_path):
 
 def test_order_proof_pieces(spark):
     """``_strictly_increasing`` and the lane sums on hand-made id lists."""
-    from eree.engine.spark_engine import _strictly_increasing, _worker_ids_match_by_order
+    from eree.engine.spark_engine import _ordered_id_summary, _worker_ids_match_by_order
+
+    def _strictly_increasing(ids, col: str) -> bool:  # in order, no id missing
+        return _ordered_id_summary([ids], col, []) is not None
 
     def df(ids: list[str | None], parts: int = 1):
         return spark.createDataFrame([(i,) for i in ids], "k string").coalesce(parts)

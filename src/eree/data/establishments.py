@@ -48,6 +48,7 @@ from eree.data.io import (
     check_nonnegative_finite,
     check_not_missing,
     check_unique,
+    first_repeat,
     first_true,
     read_header,
     read_table,
@@ -276,14 +277,11 @@ def _check_unique_ids(df: pl.DataFrame, column: str, parts: list[_Part], file: s
     if len(parts) == 1:
         check_unique(df, column, file)
         return
-    s = df.get_column(column)
-    if s.null_count() == 0 and s.hash().n_unique() == s.len():
+    repeat = first_repeat(df.get_column(column))
+    if repeat is None:
         return
-    idx = first_true(~s.is_first_distinct())
-    if idx is None:
-        return
-    value = s[idx]
-    first_file, first_row = _locate(parts, (first_true(s == value) or 0) + 1)
+    idx, first, value = repeat
+    first_file, first_row = _locate(parts, first + 1)
     at_file, at_row = _locate(parts, idx + 1)
     raise DataValidationError(
         f"id {value!r} appears more than once (first in file {first_file}, row {first_row})",

@@ -24,7 +24,7 @@ import io
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -37,6 +37,7 @@ __all__ = [
     "check_nonnegative_finite",
     "check_not_missing",
     "check_unique",
+    "first_repeat",
     "first_true",
     "read_header",
     "read_table",
@@ -503,6 +504,21 @@ def check_not_missing(
             )
 
 
+def first_repeat(s: pl.Series) -> tuple[int, int, Any] | None:
+    """The first value of ``s`` seen before: (its index, the first occurrence's, value).
+
+    ``None`` when every value is distinct (checked first by hashes: distinct hashes imply
+    distinct values).
+    """
+    if s.null_count() == 0 and s.hash().n_unique() == s.len():
+        return None
+    idx = first_true(~s.is_first_distinct())
+    if idx is None:
+        return None
+    value = s[idx]
+    return idx, first_true(s == value) or 0, value
+
+
 def check_unique(
     df: pl.DataFrame,
     column: str,
@@ -523,17 +539,12 @@ def check_unique(
     Raises:
         DataValidationError: naming the row of the first repeated id.
     """
-    s = df.get_column(column)
-    # fast exact path: distinct hashes imply distinct values
-    if s.null_count() == 0 and s.hash().n_unique() == s.len():
+    repeat = first_repeat(df.get_column(column))
+    if repeat is None:
         return
-    idx = first_true(~s.is_first_distinct())
-    if idx is None:
-        return
-    value = s[idx]
-    first = first_true(s == value)
+    idx, first, value = repeat
     raise DataValidationError(
-        message.format(id=value, first_row=(first or 0) + 1 + row_offset),
+        message.format(id=value, first_row=first + 1 + row_offset),
         file=str(file),
         row=idx + 1 + row_offset,
         column=column,

@@ -172,9 +172,6 @@ class SparkEreeData:
         jobs: ``workplace_id`` + worker attributes (strings); one row per job.
         domains: declared domain of every worker attribute and of the workplace
             attributes that have one.
-        cached: a DataFrame ``jobs`` is read from that is held in Spark's cache (the
-            validated job ⋈ worker join of :meth:`from_config`), or ``None``; the
-            engine drops it (:meth:`unpersist`) once it has coded the data.
         hashed: ``jobs`` plus, per row, the fingerprint word of its workplace id
             (column ``WORD_PREFIX + "workplace_id"``), hashed once per workplace by
             :meth:`from_config`, or ``None``; the Spark fingerprint reads it instead of
@@ -192,14 +189,11 @@ class SparkEreeData:
     workplaces: SparkDataFrame
     jobs: SparkDataFrame
     domains: dict[str, tuple[str, ...]]
-    cached: SparkDataFrame | None = None
     hashed: SparkDataFrame | None = None
     coded: _Prepared | None = None
 
     def unpersist(self) -> None:
-        """Drop what is cached (later reads of ``jobs`` recompute it from the files)."""
-        if self.cached is not None:
-            self.cached.unpersist()
+        """Drop the cached coding (later queries recompute it from the files)."""
         if self.coded is not None:
             self.coded.release()
 
@@ -317,7 +311,7 @@ class SparkEreeData:
                 doms[a] = tuple(config.domains[a])
         wid, kid = config.workplace_id, config.worker_id
         wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
-        cached = hashed = None
+        hashed = None
         coded: _Prepared | None = None
         if config.jobs is not None:
             df = _read(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
@@ -353,8 +347,7 @@ class SparkEreeData:
             workplaces = workplaces.withColumnRenamed(wid, WORKPLACE_ID)
             jobs = jobs.withColumnRenamed(wid, WORKPLACE_ID)
         return cls(
-            workplaces=workplaces, jobs=jobs, domains=doms, cached=cached, hashed=hashed,
-            coded=coded,
+            workplaces=workplaces, jobs=jobs, domains=doms, hashed=hashed, coded=coded,
         )  # fmt: skip
 
 
@@ -477,25 +470,25 @@ def _validate_and_code_three(
 ) -> _Prepared:
     """DESIGN.md §2.3 for the three-table form and the coding for queries, fused.
 
-    Two shuffles of the microdata instead of one per rule:
+    At most two shuffles of the microdata instead of one pass per rule:
 
-    1. worker rows (id, each attribute's index in its domain) and job rows (worker id,
-       workplace id) are grouped by worker id: per worker, how many worker rows and job
-       rows carry the id, its workplace and its attribute indexes. Every worker-side
-       rule is a condition on that one row (missing or duplicate id, a job pointing at
-       an unknown worker, a worker with no job or with several, a missing workplace id,
-       an attribute outside its domain), kept as violation bits;
-    2. those rows are hash-partitioned by workplace id and counted per (workplace,
-       attribute indexes, bits): each establishment's contribution to each worker cell.
-       The workplaces, grouped by id in the same partitioning (duplicates counted, rows
-       with a missing id or attribute flagged), join them without a further shuffle;
-       a job whose workplace is unknown is flagged there.
+    1. jobs (worker id, workplace id) and workers (id, each attribute's index in its
+       domain) are matched by a shuffled hash join on the worker id. Every worker-side
+       rule is a condition on the joined row (missing id, a job pointing at an unknown
+       worker, a worker with no job, a missing workplace id, an attribute outside its
+       domain), kept as violation bits; a repeated id shows as a count mismatch (see the
+       pair count below). When no worker attribute is needed, the join is skipped if
+       :func:`_worker_ids_match_by_order` proves the ids match one to one;
+    2. the jobs are counted per (workplace id, attribute indexes, bits), partially before
+       the shuffle, then hash-partitioned by workplace id beside the workplace rows
+       (rows with a missing id or attribute flagged): sizes and the join need no further
+       shuffle; a job whose workplace is unknown is flagged there, and a repeated
+       workplace id shows as two rows of its id.
 
-    The counts are the coded dataset the queries read (cached); one aggregation over
-    each cached frame both materialises it and ORs the bits. Any bit set: the cache is
-    dropped and :func:`_validate_three` runs the rules one by one, in the Polars
-    loader's order, and raises the error it names. So a valid input costs the two
-    shuffles; an invalid one gets the same message as before.
+    The counts are the coded dataset the queries read (cached); one Spark job both
+    materialises them and ORs the bits. Any bit set: the cache is dropped and
+    :func:`_validate_three` runs the rules one by one, in the Polars loader's order, and
+    raises the error it names. So an invalid input gets the same message as before.
 
     Returns:
         The coded dataset: workplaces (``_W`` = workplace id, attributes, ``_SIZE``) and
@@ -618,7 +611,6 @@ def _validate_and_code_three(
     return _Prepared(
         workplaces=coded_wp.select(_W, *wattrs, _SIZE),
         jobs=coded_jobs.select(_W, *wattrs, _SIZE, *kattrs, _N),
-        persisted=True,
         cached=(coded_wp, coded_jobs),
     )
 
@@ -651,11 +643,6 @@ def _worker_ids_match_by_order(jb: SparkDataFrame, wk: SparkDataFrame, kid: str)
         return False
     (n_jobs, lanes_jobs), (n_workers, lanes_workers) = summary
     return n_jobs == n_workers and lanes_jobs == lanes_workers
-
-
-def _strictly_increasing(ids: SparkDataFrame, col: str) -> bool:
-    """Whether text column ``col`` is strictly increasing in file order, with no null."""
-    return _ordered_id_summary([ids], col, []) is not None
 
 
 def _ordered_id_summary(
@@ -916,11 +903,10 @@ class _Prepared:
     workplaces: SparkDataFrame  # _W (workplace key), workplace attributes (strings), _SIZE
     # _W (null: unknown workplace), per coded attribute its index, _N (jobs of the row)
     jobs: SparkDataFrame
-    persisted: bool
-    cached: tuple[SparkDataFrame, ...] = ()  # what to unpersist, when not the two above
+    cached: tuple[SparkDataFrame, ...] = ()  # held in Spark's cache: dropped by release()
 
     def release(self) -> None:
-        for df in self.cached or ((self.jobs, self.workplaces) if self.persisted else ()):
+        for df in self.cached:
             df.unpersist()
 
 
@@ -1116,7 +1102,8 @@ class SparkEngine:
             coded_jobs.count()
             coded_wp.count()
             contrib.unpersist()
-        prep = _Prepared(workplaces=coded_wp, jobs=coded_jobs, persisted=self._persist)
+        cached = (coded_wp, coded_jobs) if self._persist else ()
+        prep = _Prepared(workplaces=coded_wp, jobs=coded_jobs, cached=cached)
         self._prepared = (data, prep)
         return prep
 
