@@ -6,12 +6,17 @@
 * ``--quiet`` turns the progress bars off; they are off anyway when standard error is
   not a terminal. Bars go to standard error, results to standard output.
 * Bad input: one line ``error: …`` on standard error, exit status 2, nothing written.
+* Output to a terminal is drawn by Rich (colours, boxed tables). Output to a pipe or a
+  file is plain text (the same words, tables as aligned columns, no markup) and does
+  not import Rich, which is most of a short command's output time.
 
-Imports only Typer and Rich at module level (``eree --help`` must stay fast).
+Imports only Typer at module level (``eree --help`` must stay fast).
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple, NoReturn
@@ -33,22 +38,132 @@ Quiet = Annotated[
 ]
 
 
+#: Rich markup: a tag ``[…]`` (starting with a letter, ``#``, ``/`` or ``@``) and the
+#: backslashes before it (an odd number escapes the tag, each pair is one backslash)
+_TAG = re.compile(r"(\\*)\[([a-z#/@][^\[]*?)\]")
+
+
+def escape(text: str) -> str:
+    """``text`` with everything Rich would read as markup escaped.
+
+    Rich's rule: a backslash before a tag makes the tag literal, so each backslash
+    already before a tag is doubled and one more is added. A text ending in one
+    backslash gets a second, so that markup following it stays markup.
+    """
+    out = _TAG.sub(lambda m: f"{m.group(1) * 2}\\[{m.group(2)}]", text)
+    if out.endswith("\\") and not out.endswith("\\\\"):
+        out += "\\"
+    return out
+
+
+def plain(markup: str) -> str:
+    r"""The text Rich shows for ``markup``, without its styles.
+
+    Tags go; ``\[`` in text between tags is a ``[``; before a tag, an odd number of
+    backslashes makes the tag literal text and each pair is one backslash.
+    """
+    out, at = [], 0
+    for m in _TAG.finditer(markup):
+        out.append(markup[at : m.start()].replace("\\[", "["))
+        slashes, tag = m.group(1), m.group(2)
+        out.append("\\" * (len(slashes) // 2))
+        if len(slashes) % 2:
+            out.append(f"[{tag}]")
+        at = m.end()
+    out.append(markup[at:].replace("\\[", "["))
+    return "".join(out)
+
+
+def _terminal(stderr: bool) -> bool:
+    stream = sys.stderr if stderr else sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+class PlainTable:
+    """A table shown as plain aligned columns: a title line, a header and the rows.
+
+    The subset of :class:`rich.table.Table` that eree's commands use; cells are Rich
+    markup, shown without their styles.
+    """
+
+    def __init__(self, title: str | None = None, **_: Any) -> None:
+        self.title = title
+        self.columns: list[str] = []
+        self.right: list[bool] = []
+        self.rows: list[list[str]] = []
+
+    def add_column(self, header: str = "", *, justify: str = "left", **_: Any) -> None:
+        """A column (``justify="right"`` aligns it right)."""
+        self.columns.append(plain(str(header)))
+        self.right.append(justify == "right")
+
+    def add_row(self, *cells: Any) -> None:
+        """A row of cells (markup, or None for an empty cell)."""
+        self.rows.append(["" if c is None else plain(str(c)) for c in cells])
+
+    def __str__(self) -> str:
+        rows = [self.columns, *self.rows]
+        width = [max(len(r[i]) if i < len(r) else 0 for r in rows) for i in range(len(rows[0]))]
+
+        def line(r: list[str]) -> str:
+            cells = [
+                (c.rjust(w) if right else c.ljust(w))
+                for c, w, right in zip(r, width, self.right, strict=False)
+            ]
+            return "  ".join(cells).rstrip()
+
+        out = [plain(self.title)] if self.title else []
+        out += [line(self.columns), "  ".join("-" * w for w in width), *map(line, self.rows)]
+        return "\n".join(out)
+
+
+def Table(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 (stands for Rich's class)
+    """A :class:`rich.table.Table` for a terminal, a :class:`PlainTable` otherwise."""
+    if not _terminal(stderr=False):
+        return PlainTable(*args, **kwargs)
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
+
+
 class LazyConsole:
-    """A Rich console made on first use (importing Rich costs ``eree --help`` ~0.2 s)."""
+    """Where a command prints: Rich on a terminal (made on first use), plain text elsewhere.
+
+    Importing Rich costs ``eree --help`` ~0.2 s and a short command's plain output most
+    of its time, so off a terminal :meth:`print` and :meth:`print_json` write plain text
+    (:func:`plain`) and Rich is not imported.
+    """
 
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr
         self._console: Any = None
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """:meth:`rich.console.Console.print`; off a terminal, the objects as plain text."""
+        if _terminal(self._stderr):
+            self.__getattr__("print")(*objects, **kwargs)
+            return
+        text = " ".join(plain(o) if isinstance(o, str) else str(o) for o in objects)
+        print(text, file=sys.stderr if self._stderr else sys.stdout)
+
+    def print_json(self, text: str) -> None:
+        """JSON indented by two spaces (:meth:`rich.console.Console.print_json` on a terminal)."""
+        if _terminal(self._stderr):
+            self.__getattr__("print_json")(text)
+            return
+        import json
+
+        stream = sys.stderr if self._stderr else sys.stdout
+        print(json.dumps(json.loads(text), indent=2), file=stream)
 
     def status(self, *args: Any, **kwargs: Any) -> Any:
         """A spinner while a step runs (:meth:`rich.console.Console.status`).
 
         Only on a terminal: elsewhere it would show nothing, so Rich is not imported.
         """
-        import sys
         from contextlib import nullcontext
 
-        if not (sys.stderr if self._stderr else sys.stdout).isatty():
+        if not _terminal(self._stderr):
             return nullcontext()
         return self.__getattr__("status")(*args, **kwargs)
 
@@ -60,19 +175,9 @@ class LazyConsole:
         return getattr(self._console, name)
 
 
-def escape(text: str) -> str:
-    """Rich markup escaped (:func:`rich.markup.escape`, imported on first use)."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
 def fail(e: BaseException | str) -> NoReturn:
     """Print ``error: <message>`` on one line of standard error and exit with status 2."""
-    from rich.console import Console
-    from rich.markup import escape
-
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
+    LazyConsole(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
     raise typer.Exit(code=2)
 
 
