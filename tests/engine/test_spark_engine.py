@@ -201,9 +201,12 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
         # a repeated id (not strictly increasing), the last worker dropped: same count
         rep = pl.concat([worker.head(1), worker.slice(0, worker.height - 1)])
         assert rule_of(worker=rep) == "duplicate-id" and proofs[-1] is False
-        # valid but unsorted: the join codes it, no error
+        # valid, jobs unsorted: only the worker ids need to be in order, still proven
         n = len(named)
         assert rule_of(job=job.sample(fraction=1.0, shuffle=True, seed=3)) is None
+        assert proofs[-1] is True and len(named) == n
+        # valid, workers unsorted: the join codes it, no error
+        assert rule_of(worker=worker.sample(fraction=1.0, shuffle=True, seed=3)) is None
         assert proofs[-1] is False and len(named) == n
         # fewer workers than jobs: no proof attempted beyond the counts
         assert rule_of(worker=worker.head(10)) == "unknown-worker" and proofs[-1] is False
@@ -217,7 +220,7 @@ def test_order_proof_across_packed_files(spark, tmp_path):
     Spark packs small files into a partition largest first, so the ids do not increase
     across the partition; each file's run does, and the runs are disjoint: proven.
     """
-    from eree.engine.spark_engine import _ordered_id_summary
+    from eree.engine.spark_engine import _id_lanes, _ids_in_order
 
     ids = [f"k{i:05d}" for i in range(3_000)]
     parts = {"part-0.parquet": ids[:100], "part-1.parquet": ids[100:1_000],
@@ -232,43 +235,51 @@ def test_order_proof_across_packed_files(spark, tmp_path):
     try:
         df = spark.read.parquet(str(tmp_path / "t"))
         assert df.rdd.getNumPartitions() == 1  # all three parts in one partition
-        summary = _ordered_id_summary([df], "k", ["x"])
-        assert summary is not None and summary[0][0] == len(ids)
+        assert _ids_in_order(df, "k")
         flat = spark.createDataFrame([(i,) for i in ids], "k string")
-        assert summary == _ordered_id_summary([flat], "k", ["x"])  # same set, same lane
+        (n, miss, lanes), (n_flat, _, lanes_flat) = _id_lanes([df, flat], "k", ["x"])
+        assert (n, miss) == (len(ids), 0) and (n, lanes) == (n_flat, lanes_flat)
         # a repeated id in another file (each file still increasing): overlapping runs
         pl.DataFrame({"k": [ids[500]]}).write_parquet(tmp_path / "t" / "part-3.parquet")
-        again = spark.read.parquet(str(tmp_path / "t"))
-        assert _ordered_id_summary([again], "k", ["x"]) is None
+        assert not _ids_in_order(spark.read.parquet(str(tmp_path / "t")), "k")
     finally:
         for k, v in saved.items():
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
 
 
 def test_order_proof_pieces(spark):
-    """``_strictly_increasing`` and the lane sums on hand-made id lists."""
-    from eree.engine.spark_engine import _ordered_id_summary, _worker_ids_match_by_order
+    """The order check and the lane sums on hand-made id lists.
 
-    def _strictly_increasing(ids, col: str) -> bool:  # in order, no id missing
-        return _ordered_id_summary([ids], col, []) is not None
+    The lanes are checked against Spark's xxHash64 of each row, summed modulo 2⁶⁴ here.
+    """
+    from eree.engine.spark_engine import _id_lanes, _ids_in_order, _worker_ids_match_by_order
 
     def df(ids: list[str | None], parts: int = 1):
         return spark.createDataFrame([(i,) for i in ids], "k string").coalesce(parts)
 
-    assert _strictly_increasing(df(["a", "b", "c"]), "k")
-    assert not _strictly_increasing(df(["a", "b", "b"]), "k")
-    assert not _strictly_increasing(df(["b", "a"]), "k")
-    assert not _strictly_increasing(df(["a", None, "c"]), "k")
-    assert _strictly_increasing(df([]), "k")
+    assert _ids_in_order(df(["a", "b", "c"]), "k")
+    assert not _ids_in_order(df(["a", "b", "b"]), "k")
+    assert not _ids_in_order(df(["b", "a"]), "k")
+    assert not _ids_in_order(df(["a", None, "c"]), "k")
+    assert _ids_in_order(df([]), "k")
     ids = [f"w{i:04d}" for i in range(50)]
-    # (two single-partition local frames would be merged into one partition by the
-    # union, which the proof refuses; file scans keep their partitions)
     assert _worker_ids_match_by_order(df(ids, 3), df(ids, 2), "k")  # split, still in order
     other = [*ids[:-1], "w9999"]  # same count, one id different
     assert not _worker_ids_match_by_order(df(ids, 3), df(other, 2), "k")
     assert not _worker_ids_match_by_order(df(ids, 3), df(ids[:-1], 2), "k")
     blank = [" ", *ids[1:]]
     assert not _worker_ids_match_by_order(df(blank, 3), df(blank, 2), "k")
+    # jobs repeat a worker and miss another (equal counts): the lanes differ
+    assert not _worker_ids_match_by_order(df([ids[0], *ids[:-1]]), df(ids), "k")
+    # the lanes: rows, missing ids, Σ xxHash64(key, id) mod 2**64 per key
+    from pyspark.sql import functions as sf
+
+    sample = ["a", "b", " ", None]
+    one = spark.createDataFrame([(i,) for i in sample], "k string")
+    by_row = one.select(sf.xxhash64(sf.lit("key"), sf.col("k")).alias("h")).collect()
+    expect = sum(r["h"] % (1 << 64) for r in by_row) % (1 << 64)
+    assert _id_lanes([one], "k", ["key"]) == [(4, 2, [expect])]
+    assert _id_lanes([one.limit(0)], "k", ["key"]) == [(0, 0, [0])]
 
 
 # ---------------------------------------------------------------- heavier checks

@@ -618,96 +618,112 @@ def _validate_and_code_three(
 def _worker_ids_match_by_order(jb: SparkDataFrame, wk: SparkDataFrame, kid: str) -> bool:
     """Prove, without a shuffle, that jobs and workers match one to one by worker id.
 
-    True when: no missing (null or blank) id; in each table the ids are strictly
-    increasing within every run of rows from one file block and the runs' id ranges do
-    not overlap, so each table's ids are distinct; both tables have the same number of
-    rows; and the two sets are equal: two 64-bit lanes of xxHash64 under fresh random
-    keys, summed modulo 2⁶⁴ over each table, agree. Distinct ids and equal sets give
-    exactly one job per worker and no job without a worker. Sets that differ agree on
-    both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against xxHash64).
+    True when both tables have the same number of rows, no id is missing (null or
+    blank), the two multisets of ids are equal (:func:`_id_lanes`: two 64-bit lanes of
+    xxHash64 under fresh random keys, summed modulo 2⁶⁴ over each table, agree) and
+    the worker table's ids are distinct (:func:`_ids_in_order`: they are in order).
+    Equal multisets of which one has no repeat: the other has none either, so each
+    worker holds exactly one job and every job's worker is known. Multisets that differ
+    agree on both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against
+    xxHash64 under keys they cannot know).
 
     False when any of this fails or cannot be checked (unsorted files, no PyArrow or
     pandas for PySpark's Arrow batches): the caller then matches the ids by a join,
-    which also names the error if there is one. One Spark job reads both tables' id
-    columns once (Spark hashes; a Python function reads the Arrow batches in file
-    order).
+    which also names the error if there is one. Two Spark jobs: one aggregation over
+    both tables' ids, then one pass over the worker ids (the only ones sent to Python).
     """
     import secrets
 
     keys = [secrets.token_hex(16) for _ in range(2)]
+    (n_jobs, missing_jobs, lanes_jobs), (n_workers, missing_workers, lanes_workers) = _id_lanes(
+        [jb, wk], kid, keys
+    )
+    if missing_jobs or missing_workers or n_jobs != n_workers or lanes_jobs != lanes_workers:
+        return False
     try:
-        summary = _ordered_id_summary([jb, wk], kid, keys)
+        return _ids_in_order(wk, kid)
     except Exception:  # no PyArrow/pandas for the Python workers: take the join
         return False
-    if summary is None:
-        return False
-    (n_jobs, lanes_jobs), (n_workers, lanes_workers) = summary
-    return n_jobs == n_workers and lanes_jobs == lanes_workers
 
 
-def _ordered_id_summary(
+def _id_lanes(
     dfs: Sequence[SparkDataFrame], col: str, keys: Sequence[str]
-) -> list[tuple[int, list[int]]] | None:
-    """Per table, its rows and per key the sum modulo 2⁶⁴ of xxHash64(key, id) over ``col``.
+) -> list[tuple[int, int, list[int]]]:
+    """Per table: its rows, its missing ids, and per key Σ xxHash64(key, id) modulo 2⁶⁴.
 
-    All tables are read in one Spark job (a union: each partition holds one table's rows).
-    Every table's ids must be in order, as follows.
+    One Spark aggregation over all tables (no shuffle but of one row per task and
+    table). Each 64-bit hash is summed as two 32-bit halves (sums of up to 2³¹ rows stay
+    below 2⁶³, so ANSI mode raises no overflow) and recombined here.
+    """
+    from pyspark.sql import functions as sf
+
+    ids = None
+    for t, df in enumerate(dfs):
+        one = df.select(sf.col(col).cast("string").alias(col), sf.lit(t).alias("__eree_t"))
+        ids = one if ids is None else ids.union(one)
+    assert ids is not None
+    low = sf.lit(0xFFFFFFFF)
+    halves = []
+    for j, key in enumerate(keys):
+        h = sf.xxhash64(sf.lit(key), sf.col(col))
+        halves += [sf.sum(h.bitwiseAND(low)).alias(f"lo{j}"),
+                   sf.sum(sf.shiftright(h, 32).bitwiseAND(low)).alias(f"hi{j}")]  # fmt: skip
+    counts = [sf.count(sf.lit(1)).alias("n"), sf.sum(_missing(col).cast("long")).alias("miss")]
+    rows = {r["__eree_t"]: r for r in ids.groupBy("__eree_t").agg(*counts, *halves).collect()}
+    out = []
+    for t in range(len(dfs)):
+        r = rows.get(t)
+        if r is None:  # an empty table
+            out.append((0, 0, [0] * len(keys)))
+            continue
+        lanes = [(int(r[f"hi{j}"] or 0) * (1 << 32) + int(r[f"lo{j}"] or 0)) % (1 << 64)
+                 for j in range(len(keys))]  # fmt: skip
+        out.append((int(r["n"]), int(r["miss"] or 0), lanes))
+    return out
+
+
+def _ids_in_order(df: SparkDataFrame, col: str) -> bool:
+    """Whether the ids of ``col`` are present and in order, hence distinct.
 
     The ids are read in file order: within a Spark partition, each file block's rows
     come together (a partition may hold several files' blocks, packed largest first).
     Every run of rows from one block must be strictly increasing (bytewise order of the
-    UTF-8 text) with every id present (neither null nor blank); the runs' ranges, sorted
-    by their first id, must not overlap. Then no id repeats. Where a run starts is
-    only a hint (a hash of the file name and block offset): had two blocks been taken
-    for one run, that run must still increase throughout, so the proof stands.
-
-    Returns:
-        Per table, its row count and lane sums; ``None`` when an id of any table is
-        missing or out of order.
+    UTF-8 text) with no null; the runs' ranges, sorted by their first id, must not
+    overlap. Then no id repeats. Where a run starts is only a hint (a hash of the file
+    name and block offset): had two blocks been taken for one run, that run must still
+    increase throughout, so the proof stands. Spark sends only the ids and the hint to
+    Python (Arrow batches), where PyArrow compares neighbours a batch at a time.
     """
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql import functions as sf
 
-    n_lanes = len(keys)
-    lanes = [f"s{j}" for j in range(n_lanes)]
-    ddl = ", ".join(["t int", "ok boolean", "lo string", "hi string", "n long",
-                     *(f"{c} long" for c in lanes)])  # fmt: skip
-    schema = pa.schema([("t", pa.int32()), ("ok", pa.bool_()), ("lo", pa.string()),
-                        ("hi", pa.string()), ("n", pa.int64()),
-                        *((c, pa.int64()) for c in lanes)])  # fmt: skip
+    ddl = "ok boolean, lo string, hi string, n long"
+    schema = pa.schema([("ok", pa.bool_()), ("lo", pa.string()), ("hi", pa.string()),
+                        ("n", pa.int64())])  # fmt: skip
 
     def summarise(batches):  # type: ignore[no-untyped-def]
         spans: list[list[Any]] = []  # per run: first id, last id, rows
         run = None
         ok = True
-        table = -1
-        acc = np.zeros(n_lanes, dtype=np.uint64)  # array arithmetic wraps silently
         for b in batches:
-            a, runs = b.column(0), b.column(2)
-            if len(a) == 0:
+            a, n = b.column(0), b.num_rows
+            if n == 0:
                 continue
-            tags = pc.min_max(b.column(3 + n_lanes)).as_py()
-            if tags["min"] != tags["max"] or table not in (-1, tags["min"]):
-                ok = False  # one table per partition (a union), else no proof
-                break
-            table = tags["min"]
-            if a.null_count or pc.any(b.column(1)).as_py():
+            if a.null_count:
                 ok = False
                 break
-            for j in range(n_lanes):  # uint64 sums wrap modulo 2**64
-                h = b.column(3 + j).to_numpy(zero_copy_only=False).view(np.uint64)
-                acc[j : j + 1] += h.sum(dtype=np.uint64, keepdims=True)
-            r = runs.to_numpy(zero_copy_only=False)
-            cuts = [0, *(np.flatnonzero(r[1:] != r[:-1]) + 1).tolist(), len(a)]
-            for s, e in pairwise(cuts):
-                seg = a.slice(s, e - s)
-                if e - s > 1 and not pc.all(pc.less(seg.slice(0, e - s - 1), seg.slice(1))).as_py():
+            r = b.column(1).to_numpy(zero_copy_only=False)
+            same = r[1:] == r[:-1]  # neighbours from one block must increase
+            if n > 1:
+                up = pc.less(a.slice(0, n - 1), a.slice(1)).to_numpy(zero_copy_only=False)
+                if not (up | ~same).all():
                     ok = False
                     break
-                first, last = seg[0].as_py(), seg[e - s - 1].as_py()
-                if spans and run == r[s]:  # the same block continues
+            for s, e in pairwise([0, *(np.flatnonzero(~same) + 1).tolist(), n]):
+                first, last = a[s].as_py(), a[e - 1].as_py()
+                if spans and run == r[s]:  # the same block continues from the last batch
                     if not spans[-1][1].encode() < first.encode():
                         ok = False
                         break
@@ -718,37 +734,19 @@ def _ordered_id_summary(
                 run = r[s]
             if not ok:
                 break
-        signed = acc.view(np.int64)
-        rows = [{"t": table, "ok": ok, "lo": lo, "hi": hi, "n": n, **dict.fromkeys(lanes, 0)}
-                for lo, hi, n in spans]  # fmt: skip
-        rows.append({"t": table, "ok": ok, "lo": None, "hi": None, "n": 0,
-                     **{c: int(signed[j]) for j, c in enumerate(lanes)}})  # fmt: skip
+        rows = [{"ok": ok, "lo": lo, "hi": hi, "n": n} for lo, hi, n in spans]
+        rows.append({"ok": ok, "lo": None, "hi": None, "n": 0})
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
-    ids = None
-    for t, df in enumerate(dfs):
-        one = df.select(
-            sf.col(col).cast("string").alias(col),
-            _missing(col).alias("__eree_missing"),
-            sf.xxhash64(sf.input_file_name(), sf.input_file_block_start()).alias("__eree_run"),
-            *[sf.xxhash64(sf.lit(k), sf.col(col)).alias(c)
-              for k, c in zip(keys, lanes, strict=True)],
-            sf.lit(t).alias("__eree_t"),
-        )  # fmt: skip
-        ids = one if ids is None else ids.union(one)
-    assert ids is not None
+    ids = df.select(
+        sf.col(col).cast("string").alias(col),
+        sf.hash(sf.input_file_name(), sf.input_file_block_start()).alias("__eree_run"),
+    )
     rows = ids.mapInArrow(summarise, ddl).collect()
     if not all(r["ok"] for r in rows):
-        return None
-    out = []
-    for t in range(len(dfs)):
-        mine = [r for r in rows if r["t"] == t]
-        spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in mine if r["n"])
-        if not all(a[1] < b[0] for a, b in pairwise(spans)):
-            return None
-        n = sum(int(r["n"]) for r in mine)
-        out.append((n, [sum(int(r[c]) % (1 << 64) for r in mine) % (1 << 64) for c in lanes]))
-    return out
+        return False
+    spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in rows if r["n"])
+    return all(x[1] < y[0] for x, y in pairwise(spans))
 
 
 def _code(
