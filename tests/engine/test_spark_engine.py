@@ -152,8 +152,8 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
                                                         tmp_path):  # fmt: skip
     """No worker attribute loaded: ids proven to match by order and lane sums, no join.
 
-    Same cell statistics as Polars; and each way the proof can fail falls back to the
-    join, which names the error (or, for a valid unsorted input, codes it all the same).
+    Same cell statistics as Polars; an invalid input found on that path is named by the
+    rule-by-rule checks, and a worker table out of order takes the join.
     """
     import eree.engine.spark_engine as se
 
@@ -161,33 +161,38 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
     worker = pl.read_parquet(synth_files.worker)
     assert job["worker_id"].is_sorted() and worker["worker_id"].is_sorted()
     cfg = replace(synth_files, worker_attributes=())
-    proofs: list[bool] = []
+    paths: list[str] = []  # per load: "order", "join" (the ids were not in order) or "error"
     named: list[int] = []
-    real_proof, real_named = se._worker_ids_match_by_order, se._validate_three
+    real_order, real_named = se._validate_and_code_by_order, se._validate_three
 
-    def proof(*a, **k):
-        proofs.append(real_proof(*a, **k))
-        return proofs[-1]
+    def by_order(*a, **k):
+        try:
+            coded = real_order(*a, **k)
+        except DataValidationError:
+            paths.append("error")
+            raise
+        paths.append("join" if coded is None else "order")
+        return coded
 
-    def rule_by_rule(*a, **k):  # runs only when the fused check flags something
+    def rule_by_rule(*a, **k):  # runs only when the fused checks flag something
         named.append(1)
         return real_named(*a, **k)
 
-    se._worker_ids_match_by_order, se._validate_three = proof, rule_by_rule
+    se._validate_and_code_by_order, se._validate_three = by_order, rule_by_rule
     try:
         sdata = engine.load(cfg)
-        assert proofs == [True] and not named  # proven by order: no join, no error
+        assert paths == ["order"] and not named  # proven by order: no join, no error
         same(engine, sdata, synth, ["county", "naics_sector", "ownership"], [],
              truncate_below=25)  # fmt: skip
 
         def rule_of(**tables: pl.DataFrame) -> str | None:
-            paths = {"workplace": synth_files.workplace, "worker": synth_files.worker,
+            files = {"workplace": synth_files.workplace, "worker": synth_files.worker,
                      "job": synth_files.job}  # fmt: skip
             for k, df in tables.items():
-                paths[k] = tmp_path / f"{k}_{len(proofs)}.parquet"
-                df.write_parquet(paths[k])
+                files[k] = tmp_path / f"{k}_{len(paths)}.parquet"
+                df.write_parquet(files[k])
             try:
-                engine.load(replace(cfg, **paths))
+                engine.load(replace(cfg, **files))
             except DataValidationError as err:
                 return err.rule
             return None
@@ -197,21 +202,32 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
         bad = job.with_columns(
             pl.when(pl.col("worker_id") == last).then(pl.lit(last + "z"))
             .otherwise(pl.col("worker_id")).alias("worker_id"))  # fmt: skip
-        assert rule_of(job=bad) == "unknown-worker" and proofs[-1] is False
-        # a repeated id (not strictly increasing), the last worker dropped: same count
+        assert rule_of(job=bad) == "unknown-worker" and paths[-1] == "error"
+        # one worker with two jobs, another with none: same counts, jobs still sorted
+        first = job["worker_id"][0]
+        twice = job.with_columns(
+            pl.when(pl.col("worker_id") == last).then(pl.lit(first))
+            .otherwise(pl.col("worker_id")).alias("worker_id"))  # fmt: skip
+        assert rule_of(job=twice) == "multiple-jobs" and paths[-1] == "error"
+        # a job at an unknown workplace
+        lost = job.with_columns(
+            pl.when(pl.col("worker_id") == last).then(pl.lit("nowhere"))
+            .otherwise(pl.col("workplace_id")).alias("workplace_id"))  # fmt: skip
+        assert rule_of(job=lost) == "unknown-workplace" and paths[-1] == "error"
+        # a repeated worker id (not strictly increasing), the last worker dropped
         rep = pl.concat([worker.head(1), worker.slice(0, worker.height - 1)])
-        assert rule_of(worker=rep) == "duplicate-id" and proofs[-1] is False
+        assert rule_of(worker=rep) == "duplicate-id" and paths[-1] == "join"
         # valid, jobs unsorted: only the worker ids need to be in order, still proven
         n = len(named)
         assert rule_of(job=job.sample(fraction=1.0, shuffle=True, seed=3)) is None
-        assert proofs[-1] is True and len(named) == n
+        assert paths[-1] == "order" and len(named) == n
         # valid, workers unsorted: the join codes it, no error
         assert rule_of(worker=worker.sample(fraction=1.0, shuffle=True, seed=3)) is None
-        assert proofs[-1] is False and len(named) == n
-        # fewer workers than jobs: no proof attempted beyond the counts
-        assert rule_of(worker=worker.head(10)) == "unknown-worker" and proofs[-1] is False
+        assert paths[-1] == "join" and len(named) == n
+        # fewer workers than jobs
+        assert rule_of(worker=worker.head(10)) == "unknown-worker" and paths[-1] == "error"
     finally:
-        se._worker_ids_match_by_order, se._validate_three = real_proof, real_named
+        se._validate_and_code_by_order, se._validate_three = real_order, real_named
 
 
 def test_order_proof_across_packed_files(spark, tmp_path):
@@ -237,7 +253,7 @@ def test_order_proof_across_packed_files(spark, tmp_path):
         assert df.rdd.getNumPartitions() == 1  # all three parts in one partition
         assert _ids_in_order(df, "k")
         flat = spark.createDataFrame([(i,) for i in ids], "k string")
-        (n, miss, lanes), (n_flat, _, lanes_flat) = _id_lanes([df, flat], "k", ["x"])
+        (n, miss, lanes), (n_flat, _, lanes_flat) = _id_lanes([df, flat], "k", [7])
         assert (n, miss) == (len(ids), 0) and (n, lanes) == (n_flat, lanes_flat)
         # a repeated id in another file (each file still increasing): overlapping runs
         pl.DataFrame({"k": [ids[500]]}).write_parquet(tmp_path / "t" / "part-3.parquet")
@@ -252,7 +268,7 @@ def test_order_proof_pieces(spark):
 
     The lanes are checked against Spark's xxHash64 of each row, summed modulo 2⁶⁴ here.
     """
-    from eree.engine.spark_engine import _id_lanes, _ids_in_order, _worker_ids_match_by_order
+    from eree.engine.spark_engine import _id_lanes, _ids_in_order
 
     def df(ids: list[str | None], parts: int = 1):
         return spark.createDataFrame([(i,) for i in ids], "k string").coalesce(parts)
@@ -263,23 +279,27 @@ def test_order_proof_pieces(spark):
     assert not _ids_in_order(df(["a", None, "c"]), "k")
     assert _ids_in_order(df([]), "k")
     ids = [f"w{i:04d}" for i in range(50)]
-    assert _worker_ids_match_by_order(df(ids, 3), df(ids, 2), "k")  # split, still in order
-    other = [*ids[:-1], "w9999"]  # same count, one id different
-    assert not _worker_ids_match_by_order(df(ids, 3), df(other, 2), "k")
-    assert not _worker_ids_match_by_order(df(ids, 3), df(ids[:-1], 2), "k")
-    blank = [" ", *ids[1:]]
-    assert not _worker_ids_match_by_order(df(blank, 3), df(blank, 2), "k")
-    # jobs repeat a worker and miss another (equal counts): the lanes differ
-    assert not _worker_ids_match_by_order(df([ids[0], *ids[:-1]]), df(ids), "k")
+    assert _ids_in_order(df(ids, 3), "k")  # split over partitions, still in order
+
+    def lanes(*frames):
+        return [lane for _, _, lane in _id_lanes(frames, "k", [7, 8])]
+
+    split = lanes(df(ids, 3), df(ids[::-1], 2))  # same set, any order or split
+    assert split[0] == split[1]
+    other = lanes(df(ids), df([*ids[:-1], "w9999"]))  # same count, one id different
+    assert other[0][0] != other[1][0] and other[0][1] != other[1][1]
+    twice = lanes(df(ids), df([ids[0], *ids[:-1]]))  # one id twice, another missing
+    assert twice[0] != twice[1]
     # the lanes: rows, missing ids, Σ xxHash64(key, id) mod 2**64 per key
     from pyspark.sql import functions as sf
 
     sample = ["a", "b", " ", None]
     one = spark.createDataFrame([(i,) for i in sample], "k string")
-    by_row = one.select(sf.xxhash64(sf.lit("key"), sf.col("k")).alias("h")).collect()
+    key = 2**62 + 12345  # Spark's xxHash64 of (key, id) on each row, summed here
+    by_row = one.select(sf.xxhash64(sf.lit(key), sf.col("k")).alias("h")).collect()
     expect = sum(r["h"] % (1 << 64) for r in by_row) % (1 << 64)
-    assert _id_lanes([one], "k", ["key"]) == [(4, 2, [expect])]
-    assert _id_lanes([one.limit(0)], "k", ["key"]) == [(0, 0, [0])]
+    assert _id_lanes([one], "k", [key]) == [(4, 2, [expect])]
+    assert _id_lanes([one.limit(0)], "k", [key]) == [(0, 0, [0])]
 
 
 # ---------------------------------------------------------------- heavier checks

@@ -477,8 +477,8 @@ def _validate_and_code_three(
        rule is a condition on the joined row (missing id, a job pointing at an unknown
        worker, a worker with no job, a missing workplace id, an attribute outside its
        domain), kept as violation bits; a repeated id shows as a count mismatch (see the
-       pair count below). When no worker attribute is needed, the join is skipped if
-       :func:`_worker_ids_match_by_order` proves the ids match one to one;
+       pair count below). When no worker attribute is needed and the worker table's
+       ids are in order, :func:`_validate_and_code_by_order` does without the join;
     2. the jobs are counted per (workplace id, attribute indexes, bits), partially before
        the shuffle, then hash-partitioned by workplace id beside the workplace rows
        (rows with a missing id or attribute flagged): sizes and the join need no further
@@ -502,7 +502,6 @@ def _validate_and_code_three(
     wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
     spark = wp.sparkSession
     n_parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
-    n_jobs = n_workers = 0
     k_wk, k_jb, miss_w, aflag, nwp, wflag = (
         "__eree_k_wk", "__eree_k_jb", "__eree_miss_w", "__eree_aflag", "__eree_n_wp",
         "__eree_wflag",
@@ -512,44 +511,41 @@ def _validate_and_code_three(
     def bit(cond: Column, b: int) -> Column:
         return sf.when(cond, sf.lit(b)).otherwise(sf.lit(0))
 
-    # --- 1. which worker each job is, and its attribute indexes ---
-    by_order = not kattrs and _worker_ids_match_by_order(jb, wk, kid)
-    if by_order:
-        # no worker attribute is needed and the ids are proven to match one to one:
-        # the jobs alone give each establishment's count
-        per_worker = jb.select(wid, bit(_missing(wid), _V_MISSING_WORKPLACE_ID).alias(_FLAG))
-    else:
-        # --- 1. jobs and workers matched by worker id (a shuffled hash join: no sort) ---
-        n_jobs, n_workers = jb.count(), wk.count()  # Parquet: from the files' metadata
-        # enough partitions that one partition of the join fits a task's memory
-        n_parts = max(n_parts, -(-max(n_jobs, n_workers) // _ROWS_PER_PARTITION))
-        outside: Column = sf.lit(False)
-        for a in kattrs:
-            outside = outside | _outside(a, doms[a])
-        workers = wk.select(
-            sf.col(kid).alias(k_wk),
-            *[_domain_index(a, doms[a]).cast(types[a]).alias(a) for a in kattrs],
-            outside.alias(aflag),
-        )
-        jobs = jb.select(sf.col(kid).alias(k_jb), wid, _missing(wid).alias(miss_w))
-        matched = jobs.repartition(n_parts, k_jb).join(
-            workers.repartition(n_parts, k_wk).hint("shuffle_hash"),
-            sf.col(k_jb) == sf.col(k_wk),
-            "full_outer",
-        )
+    if not kattrs:  # no worker attribute: the ids may be matched without a join
+        coded = _validate_and_code_by_order(wp, wk, jb, config, doms)
+        if coded is not None:
+            return coded
+    # --- 1. jobs and workers matched by worker id (a shuffled hash join: no sort) ---
+    n_jobs, n_workers = jb.count(), wk.count()  # Parquet: from the files' metadata
+    # enough partitions that one partition of the join fits a task's memory
+    n_parts = max(n_parts, -(-max(n_jobs, n_workers) // _ROWS_PER_PARTITION))
+    outside: Column = sf.lit(False)
+    for a in kattrs:
+        outside = outside | _outside(a, doms[a])
+    workers = wk.select(
+        sf.col(kid).alias(k_wk),
+        *[_domain_index(a, doms[a]).cast(types[a]).alias(a) for a in kattrs],
+        outside.alias(aflag),
+    )
+    jobs = jb.select(sf.col(kid).alias(k_jb), wid, _missing(wid).alias(miss_w))
+    matched = jobs.repartition(n_parts, k_jb).join(
+        workers.repartition(n_parts, k_wk).hint("shuffle_hash"),
+        sf.col(k_jb) == sf.col(k_wk),
+        "full_outer",
+    )
 
-        # a worker id repeated in either table shows as a count mismatch (see below)
-        v = (
-            bit(_missing(k_jb) & sf.col(k_jb).isNotNull(), _V_MISSING_WORKER_ID)
-            .bitwiseOR(bit(_missing(k_wk) & sf.col(k_wk).isNotNull(), _V_MISSING_WORKER_ID))
-            .bitwiseOR(bit(sf.col(k_wk).isNull(), _V_UNKNOWN_WORKER))
-            .bitwiseOR(bit(sf.col(k_jb).isNull(), _V_NO_JOB))
-            .bitwiseOR(bit(sf.coalesce(sf.col(miss_w), sf.lit(False)), _V_MISSING_WORKPLACE_ID))
-            .bitwiseOR(bit(sf.coalesce(sf.col(aflag), sf.lit(False)), _V_WORKER_ATTRIBUTE))
-        )
-        # null ids (never equal in the join) land on both sides unmatched: flagged as missing
-        v = v.bitwiseOR(bit((sf.col(k_jb).isNull() & sf.col(k_wk).isNull()), _V_MISSING_WORKER_ID))
-        per_worker = matched.select(wid, *kattrs, v.alias(_FLAG))
+    # a worker id repeated in either table shows as a count mismatch (see below)
+    v = (
+        bit(_missing(k_jb) & sf.col(k_jb).isNotNull(), _V_MISSING_WORKER_ID)
+        .bitwiseOR(bit(_missing(k_wk) & sf.col(k_wk).isNotNull(), _V_MISSING_WORKER_ID))
+        .bitwiseOR(bit(sf.col(k_wk).isNull(), _V_UNKNOWN_WORKER))
+        .bitwiseOR(bit(sf.col(k_jb).isNull(), _V_NO_JOB))
+        .bitwiseOR(bit(sf.coalesce(sf.col(miss_w), sf.lit(False)), _V_MISSING_WORKPLACE_ID))
+        .bitwiseOR(bit(sf.coalesce(sf.col(aflag), sf.lit(False)), _V_WORKER_ATTRIBUTE))
+    )
+    # null ids (never equal in the join) land on both sides unmatched: flagged as missing
+    v = v.bitwiseOR(bit((sf.col(k_jb).isNull() & sf.col(k_wk).isNull()), _V_MISSING_WORKER_ID))
+    per_worker = matched.select(wid, *kattrs, v.alias(_FLAG))
     # --- 2. per establishment and attribute indexes (partial counts before the shuffle),
     # then both sides in workplace-id partitions: joins and sizes need no further shuffle
     contrib = (
@@ -590,7 +586,7 @@ def _validate_and_code_three(
         # a_k·b_k matched pairs: Σ a_k·b_k = Σ a_k (the jobs) iff every b_k = 1, and
         # = Σ b_k (the workers) iff every a_k = 1. Row counts come from file metadata.
         pairs = int(row["pairs"] or 0)
-        if not bits and not by_order and (pairs != n_jobs or pairs != n_workers):
+        if not bits and (pairs != n_jobs or pairs != n_workers):
             bits |= _V_DUPLICATE_WORKER | _V_MULTIPLE_JOBS
     except BaseException:
         for df in (coded_jobs, coded_wp):
@@ -615,45 +611,146 @@ def _validate_and_code_three(
     )
 
 
-def _worker_ids_match_by_order(jb: SparkDataFrame, wk: SparkDataFrame, kid: str) -> bool:
-    """Prove, without a shuffle, that jobs and workers match one to one by worker id.
+def _validate_and_code_by_order(
+    wp: SparkDataFrame,
+    wk: SparkDataFrame,
+    jb: SparkDataFrame,
+    config: EreeDataConfig,
+    doms: Mapping[str, Sequence[str]],
+) -> _Prepared | None:
+    """DESIGN.md §2.3 and the coding of a release without worker attributes, no join by worker.
 
-    True when both tables have the same number of rows, no id is missing (null or
-    blank), the two multisets of ids are equal (:func:`_id_lanes`: two 64-bit lanes of
-    xxHash64 under fresh random keys, summed modulo 2⁶⁴ over each table, agree) and
-    the worker table's ids are distinct (:func:`_ids_in_order`: they are in order).
-    Equal multisets of which one has no repeat: the other has none either, so each
-    worker holds exactly one job and every job's worker is known. Multisets that differ
-    agree on both lanes only by chance (about 2⁻¹²⁸ for ids not crafted against
-    xxHash64 under keys they cannot know).
+    ``None`` when the worker table's ids are not in order (:func:`_ids_in_order`): the
+    caller then matches jobs and workers by a join. Otherwise:
 
-    False when any of this fails or cannot be checked (unsorted files, no PyArrow or
-    pandas for PySpark's Arrow batches): the caller then matches the ids by a join,
-    which also names the error if there is one. Two Spark jobs: one aggregation over
-    both tables' ids, then one pass over the worker ids (the only ones sent to Python).
+    1. the worker table gives its rows, its missing ids and its lane (Σ xxHash64 under a
+       fresh secret key modulo 2⁶⁴, :func:`_id_lanes`);
+    2. one pass over the jobs counts them per workplace id (partially before the
+       shuffle, which partitions by workplace id), with the lane sums of their worker
+       ids per workplace;
+    3. the workplace rows, partitioned the same way, are joined with those counts (no
+       further shuffle) and cached: each establishment with its attributes and size is
+       the coded dataset, as a job count per establishment is all the queries need;
+    4. one Spark job materialises the cache and checks: the jobs counted at known
+       workplaces are all the jobs (file metadata) and as many as the workers, no
+       worker id is missing, the lanes of the jobs equal the workers', no workplace id
+       repeats, no workplace value is missing or outside its domain.
+
+    Why this proves the worker rules: the jobs' worker ids and the workers' ids are then
+    two multisets of the same size with equal lanes, hence equal (multisets that differ
+    agree on the 64-bit lane only by chance, about 2⁻⁶⁴ for ids not crafted against
+    xxHash64 under a key they cannot know); the workers' ids are distinct (in order), so
+    the jobs' are too: each worker holds exactly one job and every job's worker is known.
+
+    Any failure drops the cache and :func:`_validate_three` names the error.
     """
     import secrets
 
-    keys = [secrets.token_hex(16) for _ in range(2)]
-    (n_jobs, missing_jobs, lanes_jobs), (n_workers, missing_workers, lanes_workers) = _id_lanes(
-        [jb, wk], kid, keys
-    )
-    if missing_jobs or missing_workers or n_jobs != n_workers or lanes_jobs != lanes_workers:
-        return False
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as sf
+
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs = list(config.workplace_attributes)
     try:
-        return _ids_in_order(wk, kid)
+        if not _ids_in_order(wk, kid):
+            return None
     except Exception:  # no PyArrow/pandas for the Python workers: take the join
-        return False
+        return None
+    keys = [secrets.randbits(63)]  # one 64-bit lane under a fresh secret key
+    [(n_workers, missing_workers, lanes_workers)] = _id_lanes([wk], kid, keys)
+    n_jobs = jb.count()  # Parquet: from the files' metadata
+    spark = wp.sparkSession
+    n_parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    wflag, nwp = "__eree_wflag", "__eree_n_wp"
+    halves = _lane_halves(kid, keys)
+    # a missing worker id of a job needs no check of its own: the workers' ids are all
+    # present, so the jobs' multiset would differ from theirs (and so would the lanes)
+    sizes = jb.groupBy(sf.col(wid).alias(_W)).agg(
+        sf.count(sf.lit(1)).alias(_SIZE),
+        *[sf.sum(h).alias(f"__eree_h{i}") for i, h in enumerate(halves)],
+    )
+    wbad: Column = _missing(wid)
+    for a in wattrs:
+        wbad = wbad | (_outside(a, doms[a]) if a in doms else _missing(a))
+    wp_rows = wp.select(sf.col(wid).alias(_W), *wattrs, wbad.cast("byte").alias(wflag))
+    coded = (
+        wp_rows.repartition(n_parts, _W)
+        .join(sizes.hint("shuffle_hash"), on=_W, how="left")
+        .fillna(0, subset=[_SIZE])
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    lane_sums = [sf.sum(f"__eree_h{i}").alias(f"h{i}") for i in range(len(halves))]
+    ok = False
+    try:
+        per_id = coded.groupBy(_W).agg(sf.count(sf.lit(1)).alias(nwp))  # local: by _W
+        row = (
+            coded.agg(
+                sf.sum(_SIZE).alias("jobs"),
+                sf.max(wflag).alias(wflag),
+                *lane_sums,
+            )
+            .crossJoin(per_id.agg(sf.max(nwp).alias(nwp)))
+            .first()
+        )
+        assert row is not None
+        lanes_jobs = _lanes(row, len(keys))
+        ok = (
+            int(row["jobs"] or 0) == n_jobs == n_workers
+            and not missing_workers
+            and lanes_jobs == lanes_workers
+            and (row[nwp] or 0) <= 1
+            and not row[wflag]
+        )
+    finally:
+        if not ok:
+            coded.unpersist()
+    if not ok:
+        jj = _validate_three(wp, wk, jb, config, doms)  # raises the named error
+        jj.unpersist()
+        raise RuntimeError(  # pragma: no cover - the two validations disagree
+            "eree internal error: the ordered-id validation failed where the rule-by-rule "
+            "checks found nothing"
+        )
+    workplaces = coded.select(_W, *wattrs, _SIZE)
+    return _Prepared(
+        workplaces=workplaces,
+        jobs=workplaces.where(sf.col(_SIZE) > 0).withColumn(_N, sf.col(_SIZE)),
+        cached=(coded,),
+        one_row_per_establishment=True,
+    )
+
+
+def _lane_halves(col: str, keys: Sequence[int]) -> list[Column]:
+    """Per key, xxHash64(key, id) of column ``col`` as its low and high 32-bit halves.
+
+    Summed over up to 2³¹ rows the halves stay below 2⁶³ (so ANSI mode raises no
+    overflow); :func:`_lanes` puts the sums back together modulo 2⁶⁴.
+    """
+    from pyspark.sql import functions as sf
+
+    low = sf.lit(0xFFFFFFFF)
+    out = []
+    for key in keys:
+        h = sf.xxhash64(sf.lit(key).cast("long"), sf.col(col).cast("string"))
+        out += [h.bitwiseAND(low), sf.shiftright(h, 32).bitwiseAND(low)]
+    return out
+
+
+def _lanes(row: Any, n_keys: int) -> list[int]:
+    """Per key, Σ xxHash64 modulo 2⁶⁴ from a row of the half sums ``h0``, ``h1``, …."""
+    return [
+        (int(row[f"h{2 * j + 1}"] or 0) * (1 << 32) + int(row[f"h{2 * j}"] or 0)) % (1 << 64)
+        for j in range(n_keys)
+    ]
 
 
 def _id_lanes(
-    dfs: Sequence[SparkDataFrame], col: str, keys: Sequence[str]
+    dfs: Sequence[SparkDataFrame], col: str, keys: Sequence[int]
 ) -> list[tuple[int, int, list[int]]]:
     """Per table: its rows, its missing ids, and per key Σ xxHash64(key, id) modulo 2⁶⁴.
 
     One Spark aggregation over all tables (no shuffle but of one row per task and
-    table). Each 64-bit hash is summed as two 32-bit halves (sums of up to 2³¹ rows stay
-    below 2⁶³, so ANSI mode raises no overflow) and recombined here.
+    table); the hashes as in :func:`_lane_halves`.
     """
     from pyspark.sql import functions as sf
 
@@ -662,12 +759,7 @@ def _id_lanes(
         one = df.select(sf.col(col).cast("string").alias(col), sf.lit(t).alias("__eree_t"))
         ids = one if ids is None else ids.union(one)
     assert ids is not None
-    low = sf.lit(0xFFFFFFFF)
-    halves = []
-    for j, key in enumerate(keys):
-        h = sf.xxhash64(sf.lit(key), sf.col(col))
-        halves += [sf.sum(h.bitwiseAND(low)).alias(f"lo{j}"),
-                   sf.sum(sf.shiftright(h, 32).bitwiseAND(low)).alias(f"hi{j}")]  # fmt: skip
+    halves = [sf.sum(h).alias(f"h{i}") for i, h in enumerate(_lane_halves(col, keys))]
     counts = [sf.count(sf.lit(1)).alias("n"), sf.sum(_missing(col).cast("long")).alias("miss")]
     rows = {r["__eree_t"]: r for r in ids.groupBy("__eree_t").agg(*counts, *halves).collect()}
     out = []
@@ -675,10 +767,8 @@ def _id_lanes(
         r = rows.get(t)
         if r is None:  # an empty table
             out.append((0, 0, [0] * len(keys)))
-            continue
-        lanes = [(int(r[f"hi{j}"] or 0) * (1 << 32) + int(r[f"lo{j}"] or 0)) % (1 << 64)
-                 for j in range(len(keys))]  # fmt: skip
-        out.append((int(r["n"]), int(r["miss"] or 0), lanes))
+        else:
+            out.append((int(r["n"]), int(r["miss"] or 0), _lanes(r, len(keys))))
     return out
 
 
@@ -902,6 +992,8 @@ class _Prepared:
     # _W (null: unknown workplace), per coded attribute its index, _N (jobs of the row)
     jobs: SparkDataFrame
     cached: tuple[SparkDataFrame, ...] = ()  # held in Spark's cache: dropped by release()
+    #: each row of ``jobs`` is one establishment's jobs, and no attribute is coded
+    one_row_per_establishment: bool = False
 
     def release(self) -> None:
         for df in self.cached:
@@ -1182,12 +1274,10 @@ class SparkEngine:
         for i, (a, size) in enumerate(zip(kkeys, sizes, strict=True)):
             code = code * sf.lit(size) + sf.coalesce(sf.col(a).cast("long"), sf.lit(0))
             flag = flag.bitwiseOR(sf.when(sf.col(a).isNull(), sf.lit(1 << (i + 1))).otherwise(0))
-        # the coded rows are partitioned by establishment: this group-by is local
-        contrib = (
-            prep.jobs.select(_W, *wkeys, _SIZE, code.alias(_D), flag.alias(_FLAG), _N)
-            .groupBy(_W, *wkeys, _SIZE, _D, _FLAG)
-            .agg(sf.sum(_N).alias(_N))
-        )
+        contrib = prep.jobs.select(_W, *wkeys, _SIZE, code.alias(_D), flag.alias(_FLAG), _N)
+        if not prep.one_row_per_establishment:
+            # the coded rows are partitioned by establishment: this group-by is local
+            contrib = contrib.groupBy(_W, *wkeys, _SIZE, _D, _FLAG).agg(sf.sum(_N).alias(_N))
         aggs = [sf.sum(_N).alias("count"), sf.max(_N).alias("x_v")]
         if truncate_below is not None:
             # NaN: Spark orders NaN above every number, NumPy compares False; follow NumPy
