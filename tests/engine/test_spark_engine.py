@@ -197,6 +197,16 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
                 return err.rule
             return None
 
+        # an establishment without jobs counts in its cell's establishments, not its jobs
+        wp = pl.read_parquet(synth_files.workplace)
+        empty = wp.head(1).with_columns(pl.lit("w_no_jobs").alias("workplace_id"))
+        wp_path = tmp_path / "workplace_empty.parquet"
+        pl.concat([wp, empty]).write_parquet(wp_path)
+        with_empty = replace(cfg, workplace=wp_path)
+        same(engine, engine.load(with_empty), load_eree(with_empty),
+             ["county", "naics_sector", "ownership"], [], truncate_below=25)  # fmt: skip
+        assert paths[-1] == "order"
+
         last = job["worker_id"][-1]
         # sorted, unique, same count, but one job's worker is not in the worker table
         bad = job.with_columns(

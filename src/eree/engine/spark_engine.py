@@ -1253,7 +1253,8 @@ class SparkEngine:
         the establishment's partition, gives each establishment's contribution n to each
         cell; a group-by over (workplace keys, d) gives ``sum(n)``, ``max(n)`` and the
         sum over establishments smaller than ``truncate_below``. The number of
-        establishments per workplace combination is computed in the same Spark job.
+        establishments per workplace combination is computed in the same Spark job
+        (for data coded one row per establishment, by the same aggregation).
         Driver: the two small results are scattered into the full F × D cell frame.
         """
         from pyspark.sql import functions as sf
@@ -1274,10 +1275,6 @@ class SparkEngine:
         for i, (a, size) in enumerate(zip(kkeys, sizes, strict=True)):
             code = code * sf.lit(size) + sf.coalesce(sf.col(a).cast("long"), sf.lit(0))
             flag = flag.bitwiseOR(sf.when(sf.col(a).isNull(), sf.lit(1 << (i + 1))).otherwise(0))
-        contrib = prep.jobs.select(_W, *wkeys, _SIZE, code.alias(_D), flag.alias(_FLAG), _N)
-        if not prep.one_row_per_establishment:
-            # the coded rows are partitioned by establishment: this group-by is local
-            contrib = contrib.groupBy(_W, *wkeys, _SIZE, _D, _FLAG).agg(sf.sum(_N).alias(_N))
         aggs = [sf.sum(_N).alias("count"), sf.max(_N).alias("x_v")]
         if truncate_below is not None:
             # NaN: Spark orders NaN above every number, NumPy compares False; follow NumPy
@@ -1287,14 +1284,34 @@ class SparkEngine:
                 else sf.lit(False)
             )
             aggs.append(sf.sum(sf.when(keep, sf.col(_N)).otherwise(0)).alias("count_truncated"))
-        cells_sdf = contrib.groupBy(*wkeys, _D, _FLAG).agg(*aggs)
-        est_sdf = prep.workplaces.groupBy(*wkeys).agg(sf.count(sf.lit(1)).alias("establishments"))
-
-        # --- driver: collect both small results in one Spark job (est rows: _D null) ---
-        both = _to_polars(cells_sdf.unionByName(est_sdf, allowMissingColumns=True))
-        is_est = both[_D].is_null()
-        cells = both.filter(~is_est).drop("establishments")
-        est = both.filter(is_est).select(*wkeys, "establishments")
+        if prep.one_row_per_establishment:
+            # every establishment is one row (its jobs: its size, maybe 0) and there is no
+            # worker code: the cells and their establishments in one aggregation
+            both = _to_polars(
+                prep.workplaces.withColumn(_N, sf.col(_SIZE))
+                .groupBy(*wkeys)
+                .agg(*aggs, sf.count(sf.lit(1)).alias("establishments"))
+            )
+            est = both.select(*wkeys, "establishments")
+            cells = both.drop("establishments").with_columns(
+                pl.lit(0).alias(_D), pl.lit(0).alias(_FLAG)
+            )
+        else:
+            # the coded rows are partitioned by establishment: this group-by is local
+            contrib = (
+                prep.jobs.select(_W, *wkeys, _SIZE, code.alias(_D), flag.alias(_FLAG), _N)
+                .groupBy(_W, *wkeys, _SIZE, _D, _FLAG)
+                .agg(sf.sum(_N).alias(_N))
+            )
+            cells_sdf = contrib.groupBy(*wkeys, _D, _FLAG).agg(*aggs)
+            est_sdf = prep.workplaces.groupBy(*wkeys).agg(
+                sf.count(sf.lit(1)).alias("establishments")
+            )
+            # --- driver: both small results in one Spark job (est rows: _D null) ---
+            both = _to_polars(cells_sdf.unionByName(est_sdf, allowMissingColumns=True))
+            is_est = both[_D].is_null()
+            cells = both.filter(~is_est).drop("establishments")
+            est = both.filter(is_est).select(*wkeys, "establishments")
         _raise_on_flags(cells, kkeys)
         for a in wkeys:
             if est[a].null_count():
