@@ -912,7 +912,8 @@ def run() -> None:
     returned, the exit handlers run, standard output and error are flushed, and the
     process ends with the command's exit status (:func:`os._exit`). Every command closes
     its output files before it returns. Should a thread of the command still be running,
-    or the command fail with a traceback, Python exits as usual.
+    or the command fail with a traceback, Python exits as usual. A closed standard
+    output (the reader of a pipe gone) ends the program with status 1, quietly.
     """
     import atexit
     import contextlib
@@ -924,6 +925,11 @@ def run() -> None:
         code: object = 0
     except SystemExit as e:
         code = e.code
+    except BrokenPipeError:
+        # the reader of standard output went away (`eree ... | head -1`): nothing more
+        # can reach it; as Python's documentation advises, status 1 and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     main_thread = threading.main_thread()
     if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
         sys.exit(code)  # type: ignore[arg-type]

@@ -121,3 +121,17 @@ def test_run_keeps_exit_handlers_messages_and_running_threads(tmp_path: Path) ->
         "    threading.Thread(target=late).start()\n    sys.exit(3)",
     )
     assert r.returncode == 3 and (tmp_path / "late.txt").read_text() == "x"
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    # `eree protect ... | head -0`: the reader is gone before the summary is printed
+    write_small_eree(tmp_path / "data")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(tmp_path / "rel")]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait() == 1 and err == "", err
+    assert (tmp_path / "rel" / "manifest.json").is_file()  # the release itself is complete
