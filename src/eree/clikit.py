@@ -154,7 +154,7 @@ class LazyConsole:
         import json
 
         stream = sys.stderr if self._stderr else sys.stdout
-        print(json.dumps(json.loads(text), indent=2), file=stream)
+        print(json.dumps(json.loads(text), indent=2, ensure_ascii=False), file=stream)
 
     def status(self, *args: Any, **kwargs: Any) -> Any:
         """A spinner while a step runs (:meth:`rich.console.Console.status`).

@@ -135,3 +135,22 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     err = p.stderr.read()
     assert p.wait() == 1 and err == "", err
     assert (tmp_path / "rel" / "manifest.json").is_file()  # the release itself is complete
+
+
+def test_plain_json_is_what_rich_prints(capsys) -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from eree.clikit import LazyConsole
+
+    data = {
+        "privacy": {"definition": "eree-weak", "ε": 1.5, "μ": None},
+        "queries": [{"name": "a", "cells": 3}, {"name": "b", "by": []}],
+    }
+    text = json.dumps(data)
+    rich_out = io.StringIO()
+    Console(file=rich_out, color_system=None, width=200).print_json(text)
+    LazyConsole().print_json(text)  # pytest's captured stdout is not a terminal
+    assert capsys.readouterr().out == rich_out.getvalue()
