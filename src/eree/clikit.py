@@ -116,6 +116,12 @@ class PlainTable:
         out += [line(self.columns), "  ".join("-" * w for w in width), *map(line, self.rows)]
         return "\n".join(out)
 
+    def __rich__(self) -> Any:
+        """As text when a Rich console prints it (its file is a terminal, stdout is not)."""
+        from rich.text import Text
+
+        return Text(str(self))
+
 
 def Table(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 (stands for Rich's class)
     """A :class:`rich.table.Table` for a terminal, a :class:`PlainTable` otherwise."""
@@ -140,7 +146,12 @@ class LazyConsole:
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         """:meth:`rich.console.Console.print`; off a terminal, the objects as plain text."""
-        if _terminal(self._stderr):
+        rich_only = any(
+            not isinstance(o, str | PlainTable)
+            and (hasattr(o, "__rich_console__") or hasattr(o, "__rich__"))
+            for o in objects
+        )
+        if rich_only or _terminal(self._stderr):  # Rich draws what only Rich can
             self.__getattr__("print")(*objects, **kwargs)
             return
         text = " ".join(plain(o) if isinstance(o, str) else str(o) for o in objects)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
 
 from eree.errors import EreeError
 
@@ -58,7 +57,7 @@ epsilon = 6.0                 # whole cost: d = 6 age x sex combinations, so 1.0
 """
 
 
-def _lodes_half(out: Path, seed: int | None, console: Console) -> dict[str, Any]:
+def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     from eree.data.eree_tables import load_eree
     from eree.engine.polars_engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
@@ -144,7 +143,7 @@ bounds_from = "identity"
 """
 
 
-def _gedp_half(out: Path, seed: int | None, console: Console) -> dict[str, Any]:
+def _gedp_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     from eree.data.establishments import load_establishments
     from eree.engine.establishments import group_sums
     from eree.mechanisms.noise import make_noise_source
@@ -199,8 +198,7 @@ def _accuracy_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any
 
 
 def _accuracy_table(title: str, rows: list[dict[str, Any]]) -> Any:
-    from rich.table import Table
-
+    from eree.clikit import Table
     from eree.htmlpage import num
 
     headers, body = _accuracy_rows(rows)
@@ -261,7 +259,7 @@ def run_demo(
     out: str | Path,
     *,
     seed: int | None = None,
-    console: Console | None = None,
+    console: Any = None,
     on_release: Callable[[dict[str, Any], Path], None] | None = None,
 ) -> dict:
     """Run the demo into ``out`` (must not exist or be empty); return a summary.
@@ -273,7 +271,10 @@ def run_demo(
         on_release: called with each release's manifest and directory (the CLI prints
             the cost table there).
     """
-    console = console or Console()
+    if console is None:
+        from eree.clikit import LazyConsole
+
+        console = LazyConsole()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise EreeError(f"{out} exists and is not empty; choose another --out")

@@ -26,18 +26,15 @@ from typing import Annotated, Any
 import numpy as np
 import polars as pl
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import Progress
-from rich.table import Table
 
-from eree.clikit import Force, Quiet, check_out
+from eree.clikit import Force, LazyConsole, Quiet, Table, check_out, escape
 from eree.errors import EreeError
 
 __all__ = ["audit_suppression", "suppress"]
 
-console = Console()
-err_console = Console(stderr=True)
+console = LazyConsole()
+err_console = LazyConsole(stderr=True)
 
 _ATTRS = "m1emp,m2emp,m3emp,wage"
 
@@ -161,7 +158,7 @@ def _read_area(path: Path, year: int, qtr: int) -> pl.DataFrame:
     return read_qcew_area_files(path, year, qtr)
 
 
-def _rates_table(title: str, rates: pl.DataFrame, bls: pl.DataFrame | None) -> Table:
+def _rates_table(title: str, rates: pl.DataFrame, bls: pl.DataFrame | None) -> Any:
     t = Table(title=title)
     cols = ["agglvl", "cells", "suppressed", "primary", "estabs in supp."]
     if bls is not None:
@@ -192,7 +189,7 @@ def _rates_table(title: str, rates: pl.DataFrame, bls: pl.DataFrame | None) -> T
     return t
 
 
-def _audit_table(title: str, summary: dict[str, Any], small: dict[str, int] | None) -> Table:
+def _audit_table(title: str, summary: dict[str, Any], small: dict[str, int] | None) -> Any:
     t = Table(title=title)
     for c in (
         "attribute",

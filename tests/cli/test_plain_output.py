@@ -154,3 +154,38 @@ def test_plain_json_is_what_rich_prints(capsys) -> None:
     Console(file=rich_out, color_system=None, width=200).print_json(text)
     LazyConsole().print_json(text)  # pytest's captured stdout is not a terminal
     assert capsys.readouterr().out == rich_out.getvalue()
+
+
+def test_rich_renderables_and_plain_tables_print_right_on_either_console(capsys) -> None:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    from eree.clikit import LazyConsole
+
+    rich_table = RichTable(title="drawn by Rich")
+    rich_table.add_column("a")
+    rich_table.add_row("1")
+    LazyConsole().print(rich_table)  # off a terminal, still drawn by Rich, not a repr
+    out = capsys.readouterr().out
+    assert "│ 1 │" in out and "object at" not in out
+    t = PlainTable(title="plain")
+    t.add_column("a")
+    t.add_row(escape("[x]"))  # cells are markup: text in them is escaped
+    buf = io.StringIO()
+    Console(file=buf, color_system=None, width=80).print(t)  # a Rich console given one
+    assert buf.getvalue().splitlines() == ["plain", "a", "---", "[x]"]
+
+
+def test_demo_piped_prints_its_accuracy_tables_as_text(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "eree.cli", "demo", "--out", str(tmp_path / "d"), "--seed", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "object at 0x" not in out.stdout and "│" not in out.stdout
+    lines = out.stdout.splitlines()
+    i = lines.index("ER-EE accuracy against the synthetic truth")
+    assert lines[i + 1].split()[:2] == ["query", "cells"] and set(lines[i + 2]) <= {"-", " "}

@@ -15,15 +15,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from eree.clikit import Force, Quiet, check_out, progress_bar
+from eree.clikit import Force, LazyConsole, Quiet, Table, check_out, escape, progress_bar
 from eree.errors import EreeError
 
-console = Console()
-err_console = Console(stderr=True)
+console = LazyConsole()
+err_console = LazyConsole(stderr=True)
 
 _DATA_HELP = (
     "directory of LODES-like tables (workplace, worker, job; as written by eree synth lodes)"

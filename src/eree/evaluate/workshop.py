@@ -591,14 +591,13 @@ def workshop_figure1_command(
 
     Example: eree evaluate workshop-figure1 --wac pa_wac_S000_JT00_2015.csv.gz --out wf1
     """
-    from rich.console import Console
-
+    from eree.clikit import LazyConsole
     from eree.data.outdir import output_folder, relocate
     from eree.errors import EreeError
     from eree.evaluate.datasets import load_dataset
 
     check_out(out, force)
-    console = Console()
+    console = LazyConsole()
     try:
         grid = WorkshopGrid(
             epsilons=_floats(epsilons, "--epsilons"),
@@ -606,7 +605,7 @@ def workshop_figure1_command(
             trials=trials,
             variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
         )
-        with Console(stderr=True).status("loading data…"):
+        with LazyConsole(stderr=True).status("loading data…"):
             ds = load_dataset(data, wac, seed=data_seed, jobs=jobs)
         with progress_bar(quiet) as bar:
             task = bar.add_task("workshop-figure1", total=count_points(grid))

@@ -207,15 +207,13 @@ def evaluate_webb(
 
     Example: eree evaluate webb-all --out webb-ri --trials 34
     """
-    from rich.console import Console
-    from rich.markup import escape
-
+    from eree.clikit import LazyConsole, escape
     from eree.data.outdir import output_folder, relocate
     from eree.evaluate.cli import write_interrupted_note
 
     check_out(out, force)
-    console = Console()
-    err = Console(stderr=True)
+    console = LazyConsole()
+    err = LazyConsole(stderr=True)
     t0 = time.perf_counter()
     try:
         exps = experiments_of(experiment)
