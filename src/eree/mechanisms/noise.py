@@ -1,17 +1,14 @@
-"""Noise sources (DESIGN.md §5).
+"""Noise sources: where the random bits come from.
 
 Every sampling function takes its randomness as an argument; nothing in eree uses a
-global RNG. Three modes:
+global RNG. A source supplies independent uniformly random 64-bit words; the one sampling
+layer (:mod:`eree.mechanisms.sampling`) turns them into correctly rounded noisy values,
+the same way in both modes:
 
-* ``secure`` (the default for releases): uniforms from the operating system's
-  cryptographically secure generator (:func:`os.urandom`), turned into Laplace and
-  Gaussian noise by inverse CDF and into Smooth Gamma noise by rejection. Fast, but
-  floating-point arithmetic on the uniforms is not exact: Mironov-style
-  least-significant-bit attacks are possible in principle.
-* ``exact`` (opt-in): OpenDP's float-safe samplers add the Laplace and Gaussian noise.
-  Noise OpenDP cannot sample (the Smooth Gamma density 1/(1+z^4), ramp distortion
-  factors) falls back to the secure source; :attr:`NoiseSource.fallbacks` records where.
-* ``seeded`` (experiments and tests): a seeded numpy Generator. Not for publication.
+* ``secure`` (the default for releases): the operating system's cryptographically secure
+  generator (:func:`os.urandom`).
+* ``seeded`` (experiments and tests): a seeded numpy PCG64 generator. Reproducible,
+  NOT FOR PUBLICATION.
 """
 
 from __future__ import annotations
@@ -21,65 +18,39 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from typing_extensions import override
-
-_TWO52 = float(2**52)
 
 FloatArray = NDArray[np.float64]
 
-
-def _uniform_from_bits(bits: NDArray[np.uint64]) -> FloatArray:
-    """Map 64 random bits to a uniform on the open interval (0, 1), on the grid (k+½)/2⁵².
-
-    52 bits (not 53) so that the largest value, 1 − 2⁻⁵³, is exactly representable and
-    never rounds to 1.
-    """
-    k = (bits >> np.uint64(12)).astype(np.float64)
-    return (k + 0.5) / _TWO52
-
-
-def laplace_from_uniform(u: FloatArray, scale: ArrayLike) -> FloatArray:
-    r"""Inverse-CDF Laplace: :math:`x = -b\,\mathrm{sgn}(u-\tfrac12)\ln(1-2|u-\tfrac12|)`."""
-    c = u - 0.5
-    return -np.asarray(scale, dtype=np.float64) * np.sign(c) * np.log1p(-2.0 * np.abs(c))
-
-
-def gaussian_from_uniform(u: FloatArray, scale: ArrayLike) -> FloatArray:
-    r"""Inverse-CDF Gaussian: :math:`x = \sigma\,\Phi^{-1}(u)`."""
-    from scipy.special import ndtri  # imported here: SciPy takes ~0.2 s to import
-
-    return np.asarray(scale, dtype=np.float64) * ndtri(u)
+#: the modes a release may ask for
+RANDOM_MODES = ("secure", "seeded")
 
 
 class NoiseSource(ABC):
-    """A source of randomness for mechanisms.
-
-    Subclasses supply uniform bits; additive Laplace and Gaussian noise are built on them
-    (or, for :class:`ExactNoise`, delegated to OpenDP).
-    """
+    """A source of independent, uniformly random 64-bit words."""
 
     mode: str = ""
 
-    def __init__(self) -> None:
-        self.fallbacks: set[str] = set()
-
     @abstractmethod
-    def uniform(self, size: int) -> FloatArray:
-        """``size`` i.i.d. uniforms on the open interval (0, 1)."""
+    def bits(self, size: int) -> NDArray[np.uint64]:
+        """``size`` independent uniformly random 64-bit words."""
 
-    def add_laplace(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        """``values + Lap(scale)``, elementwise; ``scale`` may be a scalar or an array."""
-        v = np.asarray(values, dtype=np.float64)
-        return v + laplace_from_uniform(self.uniform(v.size).reshape(v.shape), scale)
-
-    def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        """``values + N(0, scale^2)``, elementwise."""
-        v = np.asarray(values, dtype=np.float64)
-        return v + gaussian_from_uniform(self.uniform(v.size).reshape(v.shape), scale)
-
-    def note_fallback(self, what: str) -> None:  # noqa: B027 - a no-op except in exact mode
-        """Record that ``what`` was sampled with the secure source although exact was asked."""
+    def integers(self, high: int, size: int) -> NDArray[np.int64]:
+        """``size`` exact uniform draws from {0, …, high − 1} (rejection on whole words)."""
+        if not 0 < high < 2**62:
+            raise ValueError("high must lie in [1, 2**62)")
+        limit = (2**64 // high) * high  # words below limit map evenly onto 0..high-1
+        out = np.empty(size, dtype=np.int64)
+        filled = 0
+        while filled < size:
+            w = self.bits(size - filled + 8)
+            if limit < 2**64:
+                w = w[w < np.uint64(limit)]
+            take = min(w.size, size - filled)
+            out[filled : filled + take] = (w[:take] % np.uint64(high)).astype(np.int64)
+            filled += take
+        return out
 
     @property
     def for_publication(self) -> bool:
@@ -88,20 +59,24 @@ class NoiseSource(ABC):
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the randomness (never the seed of a secure source)."""
-        return {"mode": self.mode, "seed": None, "fallbacks": sorted(self.fallbacks)}
+        return {
+            "mode": self.mode,
+            "seed": None,
+            "sampler": "float-safe: every noisy value is the exact mechanism's output "
+            "rounded to a public grid (docs/privacy.md)",
+        }
 
 
 class SecureNoise(NoiseSource):
-    """Uniforms from the operating system's CSPRNG (``os.urandom``)."""
+    """Words from the operating system's CSPRNG (``os.urandom``)."""
 
     mode = "secure"
 
     @override
-    def uniform(self, size: int) -> FloatArray:
+    def bits(self, size: int) -> NDArray[np.uint64]:
         if size == 0:
-            return np.empty(0, dtype=np.float64)
-        bits = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
-        return _uniform_from_bits(bits)
+            return np.empty(0, dtype=np.uint64)
+        return np.frombuffer(os.urandom(8 * size), dtype=np.uint64).copy()
 
 
 class SeededNoise(NoiseSource):
@@ -110,14 +85,12 @@ class SeededNoise(NoiseSource):
     mode = "seeded"
 
     def __init__(self, seed: int) -> None:
-        super().__init__()
         self.seed = int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
 
     @override
-    def uniform(self, size: int) -> FloatArray:
-        bits = self._rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
-        return _uniform_from_bits(bits)
+    def bits(self, size: int) -> NDArray[np.uint64]:
+        return self._rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
 
     def spawn(self, n: int) -> list[SeededNoise]:
         """``n`` independent child sources (for parallel trials)."""
@@ -132,63 +105,19 @@ class SeededNoise(NoiseSource):
         return d
 
 
-class ExactNoise(SecureNoise):
-    """OpenDP's exact samplers for additive Laplace and Gaussian noise.
-
-    OpenDP measurements have a fixed scale, so cells are grouped by distinct scale and
-    each group is passed through one measurement. Other noise falls back to the secure
-    source and is recorded in :attr:`fallbacks`.
-    """
-
-    mode = "exact"
-
-    def __init__(self) -> None:
-        super().__init__()
-        import opendp.prelude as dp
-
-        dp.enable_features("contrib")
-        self._dp = dp
-
-    def _add(self, values: ArrayLike, scale: ArrayLike, kind: str) -> FloatArray:
-        dp = self._dp
-        v = np.asarray(values, dtype=np.float64)
-        flat = v.ravel()
-        scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), v.shape).ravel()
-        out = np.empty_like(flat)
-        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-        uniq, inverse = np.unique(scales, return_inverse=True)
-        for j, s in enumerate(uniq):
-            idx = np.flatnonzero(inverse == j)
-            if kind == "L1":
-                meas = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=float(s))
-            else:
-                meas = dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=float(s))
-            out[idx] = np.asarray(meas(flat[idx].tolist()), dtype=np.float64)
-        return out.reshape(v.shape)
-
-    @override
-    def add_laplace(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        return self._add(values, scale, "L1")
-
-    @override
-    def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        return self._add(values, scale, "L2")
-
-    @override
-    def note_fallback(self, what: str) -> None:
-        self.fallbacks.add(what)
-
-
 def make_noise_source(mode: str = "secure", seed: int | None = None) -> NoiseSource:
     """Build a noise source. ``seed`` implies seeded mode; seeded mode requires a seed."""
     if seed is not None:
-        if mode not in ("secure", "seeded"):
+        if mode not in RANDOM_MODES:
             raise ValueError(f"a seed cannot be combined with random mode {mode!r}")
         return SeededNoise(seed)
     if mode == "secure":
         return SecureNoise()
-    if mode == "exact":
-        return ExactNoise()
     if mode == "seeded":
         raise ValueError("seeded mode needs a seed (--seed S)")
-    raise ValueError(f"unknown random mode {mode!r}; expected 'secure', 'exact' or 'seeded'")
+    if mode == "exact":
+        raise ValueError(
+            "random mode 'exact' was retired: every release is float-safe now, for every "
+            "mechanism (docs/privacy.md); use the default 'secure'"
+        )
+    raise ValueError(f"unknown random mode {mode!r}; expected 'secure' or 'seeded'")

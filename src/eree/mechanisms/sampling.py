@@ -1,0 +1,742 @@
+r"""The one sampling layer: every published noisy value is the ideal mechanism's output, rounded.
+
+Every mechanism in eree adds noise through :func:`rounded_noisy`. It returns, for each cell,
+
+.. math:: \mathrm{round}_r\Big(c + \sum_t b_t W_t\Big)
+
+— the *correctly rounded* value, on a public grid :math:`r` (a power of two), of the output
+the real-number mechanism would produce: :math:`c` is the exact value the noise is added
+to (a count, a group sum, :math:`\ln(n+\gamma)`, :math:`\psi(x)`), :math:`b_t` the exact
+noise scales and :math:`W_t` standard noises drawn from uniforms that are exact real numbers
+whose binary digits come from the noise source, 64 at a time, as many as needed.
+
+Why this is private. The ideal mechanism (real arithmetic, real uniforms) is the one the
+papers prove private. The published value is a deterministic function (rounding to the
+grid) of its output, so it is exactly as private: post-processing. Nothing about how the
+value was computed (floating-point error, which path was taken) reaches the output.
+
+How it is computed (certified arithmetic):
+
+* **Fast path** (vectorised, float64): each draw is computed from the first 64 random bits
+  of each uniform together with a rigorous bound on its error — the error of every float
+  operation, the assumed error bound :data:`LIBM_RELATIVE_ERROR` of library functions
+  (log, sqrt, tan, sin, cos) and the width of the interval of ideal uniforms consistent
+  with the 64 bits. When the whole error interval lies inside one grid cell, the cell is
+  the ideal output's cell, and the draw is done.
+* **Slow path** (the rare rest, typically fewer than one draw in 10⁸ for counts): the draw
+  is evaluated in ball arithmetic (Arb, through python-flint: every result is an interval
+  guaranteed to contain the exact value) on the uniforms as exact dyadic intervals; while
+  the ball still straddles a rounding boundary, every uniform of the draw is extended by 64
+  more random bits and the precision raised. No value is unreachable because bits ran out.
+
+Standard noises (:class:`Law`), each an exact algorithm on real uniforms:
+
+* ``laplace``: a sign bit and :math:`V\sim U(0,1)`; :math:`W = \pm(-\ln V)`.
+* ``gaussian``: Box–Muller, :math:`W = \sqrt{-2\ln V_1}\cos(2\pi V_2)` and the ``sin``
+  partner for the next cell (one pair of uniforms per two cells).
+* ``smooth_gamma``: density :math:`(\sqrt2/\pi)/(1+z^4)` by rejection from a standard
+  Cauchy :math:`Z = \pm\cot(\pi P)`, :math:`P\sim U(0,\frac12)`, accepted when
+  :math:`V < 2(1+Z^2)/((1+\sqrt2)(1+Z^4))`; every accept/reject decision is certified the
+  same way (refined in ball arithmetic when the float decision is not certain).
+
+The same code runs in secure (operating-system bits) and seeded mode: experiments measure
+exactly what releases publish.
+
+Why python-flint (Arb): its balls are rigorous enclosures for every elementary function
+eree needs (log, exp, sqrt, tan, cot, sin, cos), so the slow path's correctness rests on a
+maintained, peer-reviewed library rather than on error analysis of our own; mpmath's
+interval type lacks several of these functions and its plain multiprecision functions
+carry no guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from eree.mechanisms.noise import FloatArray, NoiseSource
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flint import arb
+
+__all__ = [
+    "LAWS",
+    "LIBM_RELATIVE_ERROR",
+    "Centre",
+    "Law",
+    "Term",
+    "check_grid",
+    "exact_centre",
+    "log_shift_centre",
+    "psi_centre",
+    "rounded_noisy",
+    "scale_term",
+    "smooth_scale_term",
+    "additive",
+    "rounded_variance",
+]
+
+#: unit roundoff of float64 (every IEEE operation is correctly rounded: error ≤ U·|result|)
+U = 2.0**-53
+#: assumed bound on the relative error of the library's log, log1p, sqrt, tan, sin and cos
+#: in float64: 2⁻⁴⁴ ≈ 512 ulp, far above the documented maximum errors of glibc (≤ 1–2 ulp)
+#: and of NumPy's vectorised routines (≤ 4 ulp). Tests check it against Arb.
+LIBM_RELATIVE_ERROR = 2.0**-44
+#: safety factor on every fast-path bound (covers second-order terms of the analysis)
+_SAFETY = 1.0 + 2.0**-10
+_MASK63 = np.uint64(2**63 - 1)
+_TWO_M64 = 2.0**-64
+_TWO_M63 = 2.0**-63
+#: bits of precision of the first slow-path attempt and per refinement step
+_PREC0 = 128
+_STEP = 64
+_MAX_REFINEMENTS = 60
+
+
+def check_grid(grid: float, what: str = "grid") -> float:
+    """A grid must be a positive power of two (exact in binary, so ``value/grid`` is exact)."""
+    g = float(grid)
+    if not (math.isfinite(g) and g > 0):
+        raise ValueError(f"{what} must be a power of two > 0 (got {grid!r})")
+    m, _ = math.frexp(g)
+    if m != 0.5:
+        raise ValueError(f"{what} must be a power of two such as 1, 0.5 or 2**-20 (got {grid!r})")
+    return g
+
+
+# --------------------------------------------------------------------------- uniforms
+
+
+@dataclass
+class Uniform:
+    """A uniform real number known to lie in [m/2^k, (m+1)/2^k) (k its known bits)."""
+
+    m: int
+    k: int
+
+    def extend(self, word: int) -> None:
+        self.m = (self.m << 64) | int(word)
+        self.k += 64
+
+    def ball(self) -> arb:
+        """The interval as an Arb ball (exact midpoint and radius)."""
+        from flint import arb, fmpz
+
+        mid = arb(fmpz(2 * self.m + 1)) * arb(2) ** (-(self.k + 1))
+        return arb(mid=mid, rad=arb(2) ** (-(self.k + 1)))
+
+
+def _words(source: NoiseSource, n: int) -> list[int]:
+    return [int(w) for w in source.bits(n)]
+
+
+# --------------------------------------------------------------------------- laws
+
+
+class Law(ABC):
+    """A standard noise W drawn by an exact algorithm from real uniforms.
+
+    :meth:`fast` draws ``n`` values with a bound on their error and returns the states
+    (uniforms) the slow path refines; :meth:`ball` encloses W given the states.
+    """
+
+    name: str = ""
+
+    @abstractmethod
+    def fast(self, source: NoiseSource, n: int) -> tuple[FloatArray, FloatArray, Any]:
+        """``n`` draws: (ŵ, bound on |W − ŵ| (inf where unknown), states)."""
+
+    @abstractmethod
+    def states_of(self, states: Any, i: int) -> list[Uniform]:
+        """The uniforms of draw ``i`` (shared objects: refining them refines the draw)."""
+
+    @abstractmethod
+    def ball(self, states: Any, i: int, prec: int) -> arb:
+        """A ball containing W_i for every value of its uniforms' current intervals."""
+
+    @abstractmethod
+    def cdf(self, z: FloatArray) -> FloatArray:
+        """P(W ≤ z) (for tests and the exact rounded laws; float accuracy)."""
+
+    #: Var W
+    variance: float = 1.0
+
+
+def _tail_uniform(words: NDArray[np.uint64]) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Sign (±1) from the top bit, V ∈ (0, 1) from the other 63 bits: (sign, V̂, ΔV).
+
+    The ideal V lies in [m/2⁶³, (m+1)/2⁶³); V̂ = (m + ½)/2⁶³ in float (two roundings), so
+    |V − V̂| ≤ 2⁻⁶⁴ + 2U·V̂.
+    """
+    sign = np.where(words >> np.uint64(63), -1.0, 1.0)
+    v = ((words & _MASK63).astype(np.float64) + 0.5) * _TWO_M63
+    dv = _TWO_M64 + 2.0 * U * v
+    return sign, v, dv
+
+
+class LaplaceLaw(Law):
+    """W = ±E, E = −ln V: standard Laplace (density ½e^{−|w|}), Var W = 2."""
+
+    name = "laplace"
+    variance = 2.0
+
+    def fast(self, source: NoiseSource, n: int) -> tuple[FloatArray, FloatArray, Any]:
+        words = source.bits(n)
+        sign, v, dv = _tail_uniform(words)
+        e = -np.log(v)
+        # |E(V) − Ê| ≤ ρ·Ê + ΔV / min V  (d ln V = dV/V); min V ≥ V̂ − ΔV
+        vmin = v - dv
+        with np.errstate(divide="ignore"):
+            err = LIBM_RELATIVE_ERROR * e + dv / vmin
+        err[vmin <= 0.5 * v] = np.inf
+        return sign * e, err, {"words": words, "ext": {}}
+
+    def states_of(self, states: Any, i: int) -> list[Uniform]:
+        ext = states["ext"]
+        if i not in ext:
+            w = int(states["words"][i])
+            ext[i] = [Uniform(w >> 63, 1), Uniform(w & (2**63 - 1), 63)]
+        return ext[i]  # type: ignore[no-any-return]
+
+    def ball(self, states: Any, i: int, prec: int) -> arb:
+        s, v = self.states_of(states, i)
+        e = -(v.ball().log())
+        return e if s.m == 0 else -e
+
+    def cdf(self, z: FloatArray) -> FloatArray:
+        z = np.asarray(z, dtype=np.float64)
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.maximum(z, 0)))
+
+
+class GaussianLaw(Law):
+    """Box–Muller: R = √(−2 ln V₁), θ = 2πV₂; cells 2j, 2j+1 get R cos θ, R sin θ."""
+
+    name = "gaussian"
+    variance = 1.0
+
+    def fast(self, source: NoiseSource, n: int) -> tuple[FloatArray, FloatArray, Any]:
+        pairs = (n + 1) // 2
+        words = source.bits(2 * pairs).reshape(pairs, 2)
+        v1 = (words[:, 0].astype(np.float64) + 0.5) * _TWO_M64
+        dv1 = _TWO_M64 / 2 + 2.0 * U * v1
+        v2 = (words[:, 1].astype(np.float64) + 0.5) * _TWO_M64
+        dv2 = _TWO_M64 / 2 + 2.0 * U * v2
+        lg = -2.0 * np.log(v1)
+        v1min = v1 - dv1
+        with np.errstate(divide="ignore"):
+            e_l = LIBM_RELATIVE_ERROR * lg + 2.0 * dv1 / v1min + U * lg
+        r = np.sqrt(lg)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e_r = np.where(lg >= 4.0 * e_l, e_l / r, np.sqrt(2.0 * e_l)) + U * r
+        theta = (2.0 * math.pi) * v2
+        e_t = 2.0 * math.pi * dv2 + 3.0 * U * theta
+        c, s = np.cos(theta), np.sin(theta)
+        out = np.empty((pairs, 2))
+        err = np.empty((pairs, 2))
+        for j, t in enumerate((c, s)):
+            e_trig = LIBM_RELATIVE_ERROR * np.abs(t) + e_t + U
+            w = r * t
+            out[:, j] = w
+            err[:, j] = r * e_trig + np.abs(t) * e_r + e_r * e_trig + U * np.abs(w)
+        bad = v1min <= 0.5 * v1
+        err[bad, :] = np.inf
+        return out.ravel()[:n], err.ravel()[:n], {"words": words, "ext": {}}
+
+    def states_of(self, states: Any, i: int) -> list[Uniform]:
+        j = i // 2
+        ext = states["ext"]
+        if j not in ext:
+            a, b = (int(x) for x in states["words"][j])
+            ext[j] = [Uniform(a, 64), Uniform(b, 64)]
+        return ext[j]  # type: ignore[no-any-return]
+
+    def ball(self, states: Any, i: int, prec: int) -> arb:
+        from flint import arb
+
+        v1, v2 = self.states_of(states, i)
+        r = (-2 * v1.ball().log()).sqrt()
+        theta = 2 * arb.pi() * v2.ball()
+        return r * (theta.cos() if i % 2 == 0 else theta.sin())
+
+    def cdf(self, z: FloatArray) -> FloatArray:
+        from scipy.special import ndtr
+
+        return np.asarray(ndtr(np.asarray(z, dtype=np.float64)))
+
+
+#: 2/(1+√2): the Smooth Gamma rejection constant, acceptance a(z) = K(1+z²)/(1+z⁴)
+_SG_K = 2.0 / (1.0 + math.sqrt(2.0))
+
+
+def _sg_accept(z: FloatArray) -> FloatArray:
+    """a(z) = K(1+z²)/(1+z⁴), written without overflow (relative error ≤ 10U)."""
+    az = np.abs(z)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        w = 1.0 / (az * az)
+        big = _SG_K * w * (1.0 + w) / (1.0 + w * w)
+        z2 = az * az
+        small = _SG_K * (1.0 + z2) / (1.0 + z2 * z2)
+    return np.where(az > 1.0, big, small)
+
+
+class SmoothGammaLaw(Law):
+    """Density (√2/π)/(1+z⁴) (Haney et al. Alg 2), Var = 1, by certified rejection."""
+
+    name = "smooth_gamma"
+    variance = 1.0
+
+    def fast(self, source: NoiseSource, n: int) -> tuple[FloatArray, FloatArray, Any]:
+        out = np.empty(n)
+        err = np.empty(n)
+        words_out = np.empty((n, 2), dtype=np.uint64)
+        ext: dict[int, list[Uniform]] = {}
+        todo = np.arange(n)
+        while todo.size:
+            m = todo.size
+            batch = int(m * 1.75) + 16
+            words = source.bits(2 * batch).reshape(batch, 2)
+            z, e_z, bad = self._proposal(words[:, 0])
+            a = _sg_accept(z)
+            e_a = 10.0 * U * a + self._lipschitz(z, e_z) * e_z
+            v = (words[:, 1].astype(np.float64) + 0.5) * _TWO_M64
+            dv = _TWO_M64 / 2 + 2.0 * U * v
+            accept = v + dv < a - e_a
+            reject = v - dv > a + e_a
+            unsure = ~(accept | reject) | bad
+            if unsure.any():  # rare: decide exactly
+                for j in np.flatnonzero(unsure):
+                    states = [Uniform(int(words[j, 0]) >> 63, 1),
+                              Uniform(int(words[j, 0]) & (2**63 - 1), 63),
+                              Uniform(int(words[j, 1]), 64)]  # fmt: skip
+                    ok = self._decide(source, states)
+                    accept[j], reject[j] = ok, not ok
+                    if ok:
+                        ext[-1 - int(j)] = states  # provisional key (batch index)
+            idx = np.flatnonzero(accept)[:m]
+            take = todo[: idx.size]
+            out[take] = z[idx]
+            err[take] = np.where(bad[idx], np.inf, e_z[idx])
+            words_out[take] = words[idx]
+            for t, j in zip(take, idx, strict=True):
+                st = ext.pop(-1 - int(j), None)
+                if st is not None:
+                    ext[int(t)] = st
+                    err[t] = np.inf  # refined states: the slow path evaluates them
+            ext = {k: v for k, v in ext.items() if k >= 0}
+            todo = todo[idx.size :]
+        return out, err, {"words": words_out, "ext": ext}
+
+    @staticmethod
+    def _proposal(w: NDArray[np.uint64]) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+        """Z = ±cot(πP), P ∈ (0, ½) from 63 bits: (Ẑ, bound, unusable)."""
+        sign = np.where(w >> np.uint64(63), -1.0, 1.0)
+        p = ((w & _MASK63).astype(np.float64) + 0.5) * _TWO_M64
+        dp = _TWO_M64 / 2 + 4.0 * U * p  # + the roundings of π and π·P̂, as perturbations of P
+        with np.errstate(divide="ignore"):
+            z = 1.0 / np.tan(math.pi * p)
+        # |cot(π(P−Δ)) − cot(πP)| ≤ πΔ(1+Z²)/(1−Δ/P)² (sin concave on [0, π/2])
+        zmax = np.abs(z) * (1.0 + 2.0**-9) + 2.0**-9
+        e_z = math.pi * (1.0 + zmax * zmax) * dp * (1.0 + 2.0**-18)
+        e_z += (LIBM_RELATIVE_ERROR + 2.0 * U) * np.abs(z)
+        bad = (dp > 2.0**-20 * p) | (e_z > 2.0**-10 * (1.0 + np.abs(z)))
+        return sign * z, e_z, bad
+
+    @staticmethod
+    def _lipschitz(z: FloatArray, e_z: FloatArray) -> FloatArray:
+        """A bound of |a′| on [|Ẑ| − e, |Ẑ| + e]: |a′(z)| ≤ 4K|z|/(1+z⁴) ≤ 4K·0.5699."""
+        az = np.abs(z)
+        lo = np.maximum(az - e_z, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = (az + e_z) / (1.0 + lo**4)
+        return 4.0 * _SG_K * np.minimum(0.57, np.nan_to_num(g, nan=0.57, posinf=0.57))
+
+    @staticmethod
+    def _z_ball(sign: Uniform, p: Uniform) -> arb:
+        from flint import arb
+
+        pb = p.ball() / 2  # P = (63-bit uniform)/2 ∈ (0, ½)
+        z = 1 / (arb.pi() * pb).tan()
+        return z if sign.m == 0 else -z
+
+    def _decide(self, source: NoiseSource, states: list[Uniform]) -> bool:
+        """Accept (True) or reject the proposal exactly, extending its uniforms as needed."""
+        from flint import ctx
+
+        prec = _PREC0
+        for _ in range(_MAX_REFINEMENTS):
+            old = ctx.prec
+            ctx.prec = prec
+            try:
+                z = self._z_ball(states[0], states[1])
+                if z.is_finite():
+                    z2 = z * z
+                    a = _SG_K_ball() * (1 + z2) / (1 + z2 * z2)
+                    v = states[2].ball()
+                    if v < a:
+                        return True
+                    if v > a:
+                        return False
+            finally:
+                ctx.prec = old
+            for u in states[1:]:
+                u.extend(source.bits(1)[0])
+            prec += _STEP
+        raise RuntimeError("the sampler could not decide a rejection step")  # pragma: no cover
+
+    def states_of(self, states: Any, i: int) -> list[Uniform]:
+        ext = states["ext"]
+        if i not in ext:
+            a, b = (int(x) for x in states["words"][i])
+            ext[i] = [Uniform(a >> 63, 1), Uniform(a & (2**63 - 1), 63), Uniform(b, 64)]
+        return ext[i]  # type: ignore[no-any-return]
+
+    def ball(self, states: Any, i: int, prec: int) -> arb:
+        s, p, _ = self.states_of(states, i)
+        return self._z_ball(s, p)
+
+    def refine_uniforms(self, states: Any, i: int) -> list[Uniform]:
+        """Only P carries the value; the sign is one exact bit and V was decided."""
+        return self.states_of(states, i)[1:2]
+
+    def cdf(self, z: FloatArray) -> FloatArray:
+        from eree.mechanisms.samplers import smooth_gamma_cdf
+
+        return smooth_gamma_cdf(z)
+
+
+def _SG_K_ball() -> arb:  # noqa: N802 - a constant
+    from flint import arb
+
+    return 2 / (1 + arb(2).sqrt())
+
+
+class RampLaw(Law):
+    r"""Noise infusion's distortion W = ±(c − √V), c = t/(t−s): f − 1 = (t − s)·W (ramp density).
+
+    With δ = |f − 1| = t − (t−s)√V and V ∼ U(0, 1) (the ramp's inverse CDF, with
+    V = 1 − U), and an equally likely sign.
+    """
+
+    name = "ramp"
+    variance = float("nan")
+
+    def __init__(self, s: float, t: float) -> None:
+        self.s, self.t = float(s), float(t)
+        self.c = self.t / (self.t - self.s)
+
+    def fast(self, source: NoiseSource, n: int) -> tuple[FloatArray, FloatArray, Any]:
+        words = source.bits(n)
+        sign, v, dv = _tail_uniform(words)
+        root = np.sqrt(v)
+        vmin = np.maximum(v - dv, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e_root = np.minimum(dv / (2.0 * np.sqrt(vmin)), np.sqrt(dv))
+        mag = self.c - root
+        err = (LIBM_RELATIVE_ERROR + U) * root + e_root + 4.0 * U * self.c + U * np.abs(mag)
+        return sign * mag, err, {"words": words, "ext": {}}
+
+    states_of = LaplaceLaw.states_of
+
+    def ball(self, states: Any, i: int, prec: int) -> arb:
+        from flint import arb
+
+        s, v = self.states_of(states, i)
+        c = arb(self.t) / (arb(self.t) - arb(self.s))
+        mag = c - v.ball().sqrt()
+        return mag if s.m == 0 else -mag
+
+    def cdf(self, z: FloatArray) -> FloatArray:  # pragma: no cover - not used
+        raise NotImplementedError
+
+
+LAWS: dict[str, Law] = {x.name: x for x in (LaplaceLaw(), GaussianLaw(), SmoothGammaLaw())}
+
+#: default grid of values on their own scale: counts (jobs), sums (in the data's unit)
+VALUE_GRID = 1.0
+#: default grid in a transformed space (log of Log-Laplace; ψ = √, log, combined, custom)
+TRANSFORMED_GRID = 2.0**-20
+#: grid of noise infusion's distortion factors (factor × count stays exact in float)
+FACTOR_GRID = 2.0**-24
+
+
+# --------------------------------------------------------------------------- centre, scales
+
+ExactFn = Callable[[int], "arb"]
+
+
+@dataclass(frozen=True)
+class Centre:
+    """The exact value the noise is added to, in the space the noise is added in.
+
+    Attributes:
+        value: its float approximation per cell.
+        error: a bound on |value − exact| per cell (0 where ``value`` is exact).
+        exact: cell index → a ball containing the exact value (at the current precision);
+            None when ``value`` is exact.
+    """
+
+    value: FloatArray
+    error: FloatArray
+    exact: ExactFn | None = None
+
+    def ball(self, i: int) -> arb:
+        from flint import arb
+
+        if self.exact is None:
+            return arb(float(self.value[i]))
+        return self.exact(i)
+
+
+def exact_centre(values: ArrayLike) -> Centre:
+    """Values that are exactly what the noise is added to (counts, exact sums)."""
+    v = np.asarray(values, dtype=np.float64)
+    return Centre(v, np.zeros(v.shape))
+
+
+def log_shift_centre(n: ArrayLike, alpha: float, additive: float = 1.0) -> Centre:
+    r""":math:`\ln(n + \gamma)`, γ = Δ/α exactly (Log-Laplace; not γ's float)."""
+    from flint import arb
+
+    nn = np.asarray(n, dtype=np.float64)
+    c = np.log(nn + additive / alpha)
+    err = 3.1 * U + LIBM_RELATIVE_ERROR * np.abs(c)
+    return Centre(c, err, lambda i: (arb(float(nn.flat[i])) + arb(additive) / arb(alpha)).log())
+
+
+def psi_centre(x: ArrayLike, neighbor: Any) -> Centre:
+    """ψ(x) for a neighbor function: exact where ψ has a ball form, else the float ψ(x)."""
+    xx = np.asarray(x, dtype=np.float64)
+    value = np.asarray(neighbor.psi(xx), dtype=np.float64)
+    fn = getattr(neighbor, "psi_ball", None)
+    bound = getattr(neighbor, "psi_error", None)
+    if fn is None or bound is None:  # user-defined ψ: its float value is the ψ
+        return Centre(value, np.zeros(value.shape))
+    from flint import arb
+
+    return Centre(value, np.asarray(bound(xx, value)), lambda i: fn(arb(float(xx.flat[i]))))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One noise term b·W of the ideal output.
+
+    Attributes:
+        law: the standard noise W.
+        scale: float approximation of b per cell (b > 0).
+        rel_error: bound on |b − scale|/scale.
+        exact: cell index → ball containing b; None when ``scale`` is exact.
+    """
+
+    law: Law
+    scale: FloatArray
+    rel_error: float = 0.0
+    exact: ExactFn | None = None
+
+    def ball(self, i: int) -> arb:
+        from flint import arb
+
+        if self.exact is None:
+            return arb(float(self.scale.flat[i]))
+        return self.exact(i)
+
+
+def scale_term(
+    law: str,
+    scale: ArrayLike,
+    *,
+    numerator: ArrayLike | None = None,
+    denominator: float | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> Term:
+    """A term whose scale is exact (``scale``) or the exact ratio numerator/denominator.
+
+    With ``numerator`` and ``denominator`` (floats, taken as exact reals), the ideal scale is
+    their real quotient and ``scale`` its float (one rounding: relative error ≤ U).
+    """
+    b = np.asarray(scale, dtype=np.float64)
+    if shape is not None:
+        b = np.broadcast_to(b, shape)
+    if numerator is None or denominator is None:
+        return Term(LAWS[law], b)
+    from flint import arb
+
+    num = np.broadcast_to(np.asarray(numerator, dtype=np.float64), b.shape)
+    den = float(denominator)
+    return Term(LAWS[law], b, 2.0 * U, lambda i: arb(float(num.flat[i])) / arb(den))
+
+
+def smooth_scale_term(
+    law: str, x_v: ArrayLike, alpha: float, factor: float, epsilon: float, floor: float = 1.0
+) -> Term:
+    r"""The smooth-sensitivity scale :math:`\text{factor}\cdot\max(\alpha x_v, \text{floor})/\varepsilon`.
+
+    Exact in the ideal mechanism (α, x_v, ε taken as exact reals); the float is within
+    5U of it. ``floor = 0`` gives the workshop's S = α·x_V.
+    """
+    from flint import arb
+
+    x = np.asarray(x_v, dtype=np.float64)
+    b = factor * np.maximum(alpha * x, floor) / epsilon
+
+    def exact(i: int) -> arb:
+        sx = arb(alpha) * arb(float(x.flat[i]))
+        return arb(factor) * sx.max(arb(floor)) / arb(epsilon)
+
+    return Term(LAWS[law], b, 5.0 * U, exact)
+
+
+def log_laplace_scale_term(alpha: float, epsilon: float, shape: tuple[int, ...]) -> Term:
+    r"""λ = 2 ln(1+α)/ε (Log-Laplace), exact in the ideal mechanism."""
+    from flint import arb
+
+    lam = 2.0 * math.log1p(alpha) / epsilon
+    b = np.full(shape, lam)
+    return Term(LAWS["laplace"], b, LIBM_RELATIVE_ERROR + 4.0 * U,
+                lambda i: 2 * (1 + arb(alpha)).log() / arb(epsilon))  # fmt: skip
+
+
+def additive(
+    source: NoiseSource,
+    values: ArrayLike,
+    law: str,
+    scale: ArrayLike,
+    grid: ArrayLike,
+    *,
+    numerator: ArrayLike | None = None,
+    denominator: float | None = None,
+) -> FloatArray:
+    """round_grid(values + b·W) for exact ``values``; b = numerator/denominator exactly."""
+    centre = exact_centre(values)
+    term = scale_term(law, scale, numerator=numerator, denominator=denominator,
+                      shape=centre.value.shape)  # fmt: skip
+    return rounded_noisy(source, centre, [term], grid)
+
+
+def rounded_variance(law: str, scale: float, grid: float, on_grid: bool) -> float:
+    r"""Variance of :math:`\mathrm{round}_r(x + bW) - x` (public: b, r are public).
+
+    ``on_grid`` (x a multiple of r, e.g. integer counts on the grid 1): exact,
+    :math:`2\sum_{k\ge1}(kr)^2 P(\mathrm{round}(bW/r) = k)`. Otherwise the average over
+    x's position within the grid cell, :math:`b^2\mathrm{Var}W + r^2/12` (Sheppard; exact
+    for a uniformly placed x). Also used when b/r > 64, where the two agree to < 10⁻⁶·r².
+    """
+    w = LAWS[law]
+    b, r = float(scale), float(grid)
+    if not on_grid or b / r > 64:
+        return b * b * w.variance + r * r / 12.0
+    kmax = int(math.ceil(60.0 * b / r)) + 8
+    k = np.arange(1, kmax + 1, dtype=np.float64)
+    p = w.cdf((k + 0.5) * r / b) - w.cdf((k - 0.5) * r / b)
+    return float(2.0 * np.sum((k * r) ** 2 * p))
+
+
+# --------------------------------------------------------------------------- the layer
+
+
+@dataclass
+class SlowPathStats:
+    """How often the slow path ran (for benchmarks and the audit; never data-bearing)."""
+
+    draws: int = 0
+    slow: int = 0
+    refinements: list[int] = field(default_factory=list)
+
+
+#: process-wide counters, read by benchmarks
+STATS = SlowPathStats()
+
+
+def rounded_noisy(
+    source: NoiseSource,
+    centre: Centre,
+    terms: Sequence[Term],
+    grid: ArrayLike,
+) -> FloatArray:
+    r""":math:`\mathrm{round}_r(c + \sum_t b_t W_t)` per cell, correctly rounded (module doc).
+
+    Args:
+        source: the random bits (secure or seeded: the same algorithm).
+        centre: the exact values the noise is added to.
+        terms: the noise terms (one for most mechanisms; two for the workshop's smooth
+            mechanisms).
+        grid: the public grid r (a power of two), scalar or per cell.
+
+    Returns:
+        Multiples of the grid, shape of ``centre.value``. Ties (measure zero for the
+        continuous laws) round half to even.
+    """
+    c = np.asarray(centre.value, dtype=np.float64)
+    shape = c.shape
+    n = c.size
+    r = np.broadcast_to(np.asarray(grid, dtype=np.float64), shape).ravel()
+    cf = c.ravel()
+    y = cf.copy()
+    total_abs = np.abs(cf)
+    err = np.broadcast_to(np.asarray(centre.error, dtype=np.float64), shape).ravel().copy()
+    draws = []
+    for t in terms:
+        w, e_w, states = t.law.fast(source, n)
+        b = np.broadcast_to(t.scale, shape).ravel()
+        zero = b == 0  # no noise from this term (e.g. the workshop's S = α·x_V at x_V = 0)
+        noise = np.where(zero, 0.0, b * w)
+        aw = np.abs(w)
+        with np.errstate(invalid="ignore"):
+            e_t = b * (e_w + t.rel_error * (aw + e_w) * (1.0 + t.rel_error)) + U * np.abs(noise)
+        err += np.where(zero, 0.0, e_t)
+        total_abs += np.abs(noise)
+        y += noise
+        draws.append(states)
+    err += (len(terms) + 1) * U * total_abs
+    err *= _SAFETY
+    q = y / r
+    k = np.rint(q)
+    settled = np.abs(q - k) + err / r < 0.5
+    out = k * r
+    STATS.draws += n
+    slow = np.flatnonzero(~settled)
+    if slow.size:
+        STATS.slow += int(slow.size)
+        for i in slow:
+            out[i] = _slow(source, centre, terms, draws, int(i), float(r[i]))
+    return out.reshape(shape)
+
+
+def _slow(
+    source: NoiseSource,
+    centre: Centre,
+    terms: Sequence[Term],
+    draws: list[Any],
+    i: int,
+    r: float,
+) -> float:
+    """One draw in ball arithmetic, extending its uniforms until its grid cell is certain."""
+    from flint import arb, ctx
+
+    prec = _PREC0
+    old = ctx.prec
+    try:
+        for step in range(_MAX_REFINEMENTS):
+            ctx.prec = prec
+            y = centre.ball(i)
+            for t, states in zip(terms, draws, strict=True):
+                if float(t.scale.flat[i]) != 0.0:
+                    y = y + t.ball(i) * t.law.ball(states, i, prec)
+            if y.is_finite():
+                cell = (y / arb(r) + arb(0.5)).floor()
+                if cell.is_exact():
+                    STATS.refinements.append(step)
+                    return float(int(cell.unique_fmpz())) * r
+            for t, states in zip(terms, draws, strict=True):
+                refine = getattr(t.law, "refine_uniforms", t.law.states_of)
+                for u in refine(states, i):
+                    u.extend(source.bits(1)[0])
+            prec += _STEP
+    finally:
+        ctx.prec = old
+    raise RuntimeError("the sampler could not settle a draw")  # pragma: no cover
