@@ -349,7 +349,7 @@ def protect(
         int | None, typer.Option(help="seeded randomness: reproducible, NOT FOR PUBLICATION")
     ] = None,
     random_mode: Annotated[
-        str, typer.Option("--random", help="secure (default) | exact (OpenDP samplers)")
+        str, typer.Option("--random", help="secure (the default; float-safe for every mechanism)")
     ] = "secure",
     ledger: Annotated[
         Path | None,

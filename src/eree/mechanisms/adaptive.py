@@ -36,8 +36,24 @@ from eree.mechanisms.estimators import (
     psi_variance_at,
     z_value,
 )
-from eree.mechanisms.gedp import Pnc, PncBounded, PsiMechanism, pnc_sensitivity
+from eree.mechanisms.gedp import (
+    Pnc,
+    PncBounded,
+    PsiMechanism,
+    pnc_sensitivity,
+    pnc_sensitivity_upper,
+)
 from eree.mechanisms.noise import NoiseSource
+from eree.mechanisms.sampling import (
+    TRANSFORMED_GRID,
+    VALUE_GRID,
+    Centre,
+    Term,
+    exact_centre,
+    psi_centre,
+    rounded_noisy,
+    scale_term,
+)
 
 __all__ = ["AdaptiveGroupBy", "psi_variance_at"]
 
@@ -113,9 +129,41 @@ class AdaptiveGroupBy(PncBounded):
         """σ = γ/μ of the ψ-mechanism branch."""
         return self.gamma / self.mu
 
+    @property
+    def psi_grid(self) -> float:
+        """The ψ branch's grid: :attr:`grid` for ψ = x, else the transformed-space default."""
+        psi = PsiMechanism(query=self.query, attribute=self.attribute, neighbor=self.neighbor,
+                           gamma=self.gamma, mu=self.mu)  # fmt: skip
+        return self.grid if psi.default_grid() == VALUE_GRID else TRANSFORMED_GRID  # type: ignore[return-value]
+
     @override
     def public_params(self) -> dict[str, Any]:
-        return {**super().public_params(), "sigma": self.sigma}
+        return {**super().public_params(), "sigma": self.sigma, "psi_grid": self.psi_grid}
+
+    def draw(
+        self, use_pnc: np.ndarray, cells: Cells, delta: np.ndarray, source: NoiseSource
+    ) -> np.ndarray:
+        """Per group: round(T + N(0,(Δ/μ)²)) (pnc) or round(ψ(x) + N(0, σ²)) (ψ)."""
+        psi = psi_centre(cells["value"], self.neighbor)
+        clipped = exact_centre(cells["clipped"])
+        pnc_exact = None
+        if psi.exact is not None:
+            e = psi.exact
+            pnc_exact = (lambda i: clipped.ball(i) if use_pnc.flat[i] else e(i))  # noqa: E731
+        centre = Centre(
+            np.where(use_pnc, clipped.value, psi.value), np.where(use_pnc, 0.0, psi.error),
+            pnc_exact,
+        )  # fmt: skip
+        t_pnc = scale_term("gaussian", delta / self.mu, numerator=delta, denominator=self.mu)
+        t_psi = scale_term("gaussian", self.sigma, numerator=self.gamma, denominator=self.mu,
+                           shape=centre.value.shape)  # fmt: skip
+        scale = np.where(use_pnc, t_pnc.scale, t_psi.scale)
+        term = Term(
+            t_psi.law, scale, t_psi.rel_error,
+            lambda i: t_pnc.ball(i) if use_pnc.flat[i] else t_psi.ball(i),
+        )  # fmt: skip
+        grid = np.where(use_pnc, self.grid, self.psi_grid)  # type: ignore[arg-type]
+        return rounded_noisy(source, centre, [term], grid)
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
@@ -149,12 +197,11 @@ class AdaptiveGroupBy(PncBounded):
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         use_pnc = self.choose(cells["bound"], cells["identity_sum"], cells["identity_variance"])
-        delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
+        delta = pnc_sensitivity_upper(cells["bound"], self.neighbor, self.gamma)
         sd_pnc = delta / self.mu
-        # one draw for all groups: ψ(x) + N(0, σ²) where ψ answers, T + N(0, (Δ/μ)²) else
-        centre = np.where(use_pnc, cells["clipped"], self.neighbor.psi(cells["value"]))
-        scale = np.where(use_pnc, sd_pnc, self.sigma)
-        noisy = source.add_gaussian(centre, scale)
+        # one draw for all groups: round(ψ(x) + N(0, σ²)) on the ψ-space grid where ψ
+        # answers, round(T + N(0, (Δ/μ)²)) on the value grid elsewhere
+        noisy = self.draw(use_pnc, cells, delta, source)
         est = psi_estimates(noisy, self.neighbor, self.sigma, self.confidence)
         assert est.variance is not None  # checked in _derive
         z = z_value(self.confidence)
@@ -167,9 +214,10 @@ class AdaptiveGroupBy(PncBounded):
             "identity": v_id,
             "pooled": 0.5 * (est.variance + v_id),
         }[self.psi_variance_from]
-        std = np.where(use_pnc, sd_pnc, np.sqrt(v_psi))
-        ci_low = np.where(use_pnc, np.maximum(noisy - z * sd_pnc, 0.0), lo)
-        ci_high = np.where(use_pnc, noisy + z * sd_pnc, hi)
+        std = np.where(use_pnc, np.sqrt(sd_pnc**2 + self.grid**2 / 12.0), np.sqrt(v_psi))  # type: ignore[operator]
+        half = z * sd_pnc + self.grid / 2  # type: ignore[operator]
+        ci_low = np.where(use_pnc, np.maximum(noisy - half, 0.0), lo)
+        ci_high = np.where(use_pnc, noisy + half, hi)
         chosen = np.where(use_pnc, Pnc.name, PsiMechanism.name)
         method = (
             "adaptive: per group the mechanism with the smaller predicted "

@@ -21,6 +21,7 @@ from typing_extensions import override
 from eree.mechanisms.base import Cells, ExpectedError, Measurement
 from eree.mechanisms.eree import CountMechanism, laplace_quantile
 from eree.mechanisms.noise import NoiseSource
+from eree.mechanisms.sampling import additive, rounded_variance
 from eree.privacy.definitions import EdgeDP, NodeDP
 
 __all__ = ["EdgeLaplace", "TruncatedLaplace", "laplace", "truncated_laplace"]
@@ -64,7 +65,7 @@ class EdgeLaplace(WholeMarginalMechanism):
 
     @override
     def public_params(self) -> dict[str, Any]:
-        return {"scale": self.scale}
+        return {"scale": self.scale, "grid": self.grid}
 
     @override
     def guarantee(self) -> str:
@@ -78,13 +79,17 @@ class EdgeLaplace(WholeMarginalMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        noisy = source.add_laplace(cells["count"], self.scale)
-        half = laplace_quantile(self.scale, self.confidence)
-        std = np.full(noisy.shape, math.sqrt(2.0) * self.scale)
+        grid = float(self.grid)  # type: ignore[arg-type]
+        noisy = additive(source, cells["count"], "laplace", self.scale, grid,
+                         numerator=1.0, denominator=self.epsilon_cell)  # fmt: skip
+        half = laplace_quantile(self.scale, self.confidence) + grid / 2
+        sd = math.sqrt(rounded_variance("laplace", self.scale, grid, on_grid=grid <= 1))
+        std = np.full(noisy.shape, sd)
         return Measurement(
             noisy, noisy, std, noisy - half, noisy + half,
-            f"public Laplace scale 1/epsilon: sd sqrt(2)/epsilon, exact {self.confidence:.0%} "
-            "interval",
+            f"public Laplace scale 1/epsilon, rounded to the grid {grid:g}: sd of the rounded "
+            f"noise (exact for integer counts), {self.confidence:.0%} interval of the Laplace "
+            "noise widened by half the grid (coverage at least the level)",
             "public", self.name,
         )  # fmt: skip
 
@@ -118,7 +123,7 @@ class TruncatedLaplace(WholeMarginalMechanism):
 
     @override
     def public_params(self) -> dict[str, Any]:
-        return {"theta": self.theta, "scale": self.scale}
+        return {"theta": self.theta, "scale": self.scale, "grid": self.grid}
 
     @override
     def variance_floor(self) -> float | None:
@@ -141,7 +146,9 @@ class TruncatedLaplace(WholeMarginalMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        noisy = source.add_laplace(cells["count_truncated"], self.scale)
+        noisy = additive(source, cells["count_truncated"], "laplace", self.scale,
+                         self.grid, numerator=self.theta,  # type: ignore[arg-type]
+                         denominator=self.epsilon_cell)  # fmt: skip
         return Measurement(
             noisy, noisy, None, None, None,
             "withheld: the truncation bias (jobs in establishments of size >= theta) is "
@@ -151,18 +158,28 @@ class TruncatedLaplace(WholeMarginalMechanism):
 
 
 def laplace(
-    n: ArrayLike, epsilon: float, source: NoiseSource, *, confidence: float = 0.95
+    n: ArrayLike,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    confidence: float = 0.95,
+    grid: float | None = None,
 ) -> Measurement:
     """Convenience: :class:`EdgeLaplace` at ``epsilon`` on the counts ``n``."""
-    return EdgeLaplace(query="cells", epsilon=epsilon, confidence=confidence)(
+    return EdgeLaplace(query="cells", epsilon=epsilon, confidence=confidence, grid=grid)(
         Cells({"count": n}), source
     )
 
 
 def truncated_laplace(
-    n_truncated: ArrayLike, theta: float, epsilon: float, source: NoiseSource
+    n_truncated: ArrayLike,
+    theta: float,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    grid: float | None = None,
 ) -> Measurement:
     """Convenience: :class:`TruncatedLaplace` at ``epsilon``, θ on truncated counts."""
-    return TruncatedLaplace(query="cells", epsilon=epsilon, theta=theta)(
+    return TruncatedLaplace(query="cells", epsilon=epsilon, theta=theta, grid=grid)(
         Cells({"count_truncated": n_truncated}), source
     )

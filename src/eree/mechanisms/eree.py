@@ -36,7 +36,15 @@ from typing_extensions import override
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
 from eree.mechanisms.noise import FloatArray, NoiseSource
-from eree.mechanisms.samplers import smooth_gamma_standard
+from eree.mechanisms.sampling import (
+    TRANSFORMED_GRID,
+    VALUE_GRID,
+    exact_centre,
+    log_laplace_scale_term,
+    log_shift_centre,
+    rounded_noisy,
+    smooth_scale_term,
+)
 from eree.privacy.composition import Composition, Cost, EpsilonDeltaComposition, float_down
 from eree.privacy.eree_conditions import (
     check_alpha_epsilon,
@@ -86,8 +94,13 @@ class CountMechanism(Mechanism):
     worker_attributes: tuple[str, ...] = ()
     definition: str = "eree-weak"
     confidence: float = 0.95
+    #: the public grid the published values are rounded to, in the space the noise is
+    #: added in (:mod:`eree.mechanisms.sampling`); None: the mechanism's default
+    grid: float | None = None
 
     allowed_definitions: ClassVar[tuple[str, ...]] = EREE_DEFINITIONS
+    #: the default grid: 1 job for counts (the true counts are integers)
+    default_grid: ClassVar[float] = VALUE_GRID
 
     def __post_init__(self) -> None:
         if self.definition not in self.allowed_definitions:
@@ -116,6 +129,13 @@ class CountMechanism(Mechanism):
         if not eps_cell > 0:
             raise self._fail("epsilon / d underflows to 0")
         object.__setattr__(self, "epsilon_cell", eps_cell)
+        from eree.mechanisms.sampling import check_grid
+
+        try:
+            grid = check_grid(self.default_grid if self.grid is None else self.grid)
+        except ValueError as e:
+            raise self._fail(str(e)) from None
+        object.__setattr__(self, "grid", grid)
         self._derive()
 
     @classmethod
@@ -194,7 +214,7 @@ class CountMechanism(Mechanism):
         return self._definition_words(ed) + self._composition_words()
 
     def _base_params(self) -> dict[str, Any]:
-        p: dict[str, Any] = {"alpha": getattr(self, "alpha", None)}
+        p: dict[str, Any] = {"alpha": getattr(self, "alpha", None), "grid": self.grid}
         if self.definition == "blowfish":
             p["variant"] = self.variant or "sigmod"
         return p
@@ -256,19 +276,37 @@ def log_laplace_error(n: float, gamma: float, lam: float, confidence: float) -> 
 
 
 def log_laplace_release(
-    n: FloatArray, gamma: float, lam: float, source: NoiseSource, confidence: float, who: str
+    n: FloatArray,
+    gamma: float,
+    lam: float,
+    source: NoiseSource,
+    confidence: float,
+    who: str,
+    *,
+    alpha: float,
+    epsilon: float,
+    additive: float = 1.0,
+    grid: float = TRANSFORMED_GRID,
 ) -> Measurement:
     r"""The Log-Laplace draw and its published estimate, std and CI (Alg 1; workshop Alg 1).
 
-    :math:`\tilde n = \exp(\ln(n+\gamma)+\eta) - \gamma`, :math:`\eta\sim\mathrm{Lap}(\lambda)`.
+    :math:`\tilde n = \exp(\omega) - \gamma` with
+    :math:`\omega = \mathrm{round}_r(\ln(n+\gamma)+\eta)`, :math:`\eta\sim\mathrm{Lap}(\lambda)`:
+    the log-space output rounded to the public grid r (γ = Δ/α and λ = 2 ln(1+α)/ε exact
+    in the ideal mechanism; everything after ω is post-processing).
     Estimate :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma` (unbiased, Lemma 8.2); CI
     from the pivot :math:`\ln(n+\gamma) = \ln(\tilde n+\gamma) - \eta` and the Laplace quantile
     :math:`q=\lambda\ln(1/(1-c))`; plug-in std
     :math:`(\max(\hat n,0)+\gamma)\sqrt{(1-\lambda^2)^2/(1-4\lambda^2)-1}` for λ < 1/2.
     """
-    noisy = np.exp(source.add_laplace(np.log(n + gamma), lam)) - gamma
+    n = np.asarray(n, dtype=np.float64)
+    omega = rounded_noisy(
+        source, log_shift_centre(n, alpha, additive),
+        [log_laplace_scale_term(alpha, epsilon, n.shape)], grid,
+    )  # fmt: skip
+    noisy = np.exp(omega) - gamma
     estimate = (noisy + gamma) * (1.0 - lam * lam) - gamma if lam < 1 else noisy.copy()
-    q = laplace_quantile(lam, confidence)
+    q = laplace_quantile(lam, confidence) + grid / 2  # the rounding moves ω by ≤ r/2
     ci_low = (noisy + gamma) * math.exp(-q) - gamma
     ci_high = (noisy + gamma) * math.exp(q) - gamma
     if lam < 0.5:
@@ -276,7 +314,7 @@ def log_laplace_release(
         std = (np.maximum(estimate, 0.0) + gamma) * factor
         method = (
             f"exact {confidence:.0%} CI from the Laplace pivot ln(n+gamma) = ln(noisy+gamma)"
-            f" - eta with public lambda; std: plug-in estimate of the sd of the "
+            f" - eta with public lambda, widened by half the log-space grid; std: plug-in estimate of the sd of the "
             f"bias-corrected estimate ({who})"
         )
         return Measurement(noisy, estimate, std, ci_low, ci_high, method, "estimated")
@@ -291,9 +329,12 @@ def log_laplace_release(
 class LogLaplace(CountMechanism):
     r"""Log-Laplace mechanism (Haney et al. Algorithm 1): γ = 1/α, λ = 2 ln(1+α)/ε_cell.
 
-    λ ≥ 1 (unbounded expectation, Lemma 8.2) is refused unless ``force``.
+    λ ≥ 1 (unbounded expectation, Lemma 8.2) is refused unless ``force``. The noise is
+    added in log space, so the grid is a log-space grid (default 2⁻²⁰: relative steps of
+    about 10⁻⁶ in n + γ).
     """
 
+    default_grid: ClassVar[float] = TRANSFORMED_GRID
     alpha: float
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -320,8 +361,9 @@ class LogLaplace(CountMechanism):
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
-            cells["count"], self.gamma, self.lam, source, self.confidence, "Lemma 8.2"
-        )
+            cells["count"], self.gamma, self.lam, source, self.confidence, "Lemma 8.2",
+            alpha=self.alpha, epsilon=self.epsilon_cell, grid=float(self.grid),  # type: ignore[arg-type]
+        )  # fmt: skip
         return _labelled(m, self.name)
 
 
@@ -389,9 +431,10 @@ class SmoothGamma(CountMechanism):
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         n = cells["count"]
-        scale = self.noise_scale(cells["x_v"])
-        z = smooth_gamma_standard(source, n.size).reshape(n.shape)
-        return _withheld(n + scale * z, self.name)
+        x_v = np.broadcast_to(cells["x_v"], n.shape)
+        term = smooth_scale_term("smooth_gamma", x_v, self.alpha, 5.0, self.epsilon1)
+        noisy = rounded_noisy(source, exact_centre(n), [term], self.grid)  # type: ignore[arg-type]
+        return _withheld(noisy, self.name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -479,8 +522,11 @@ class SmoothLaplace(ApproximateCountMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        scale = self.noise_scale(cells["x_v"])
-        return _withheld(source.add_laplace(cells["count"], scale), self.name)
+        n = cells["count"]
+        x_v = np.broadcast_to(cells["x_v"], n.shape)
+        term = smooth_scale_term("laplace", x_v, self.alpha, 2.0, self.epsilon_cell)
+        noisy = rounded_noisy(source, exact_centre(n), [term], self.grid)  # type: ignore[arg-type]
+        return _withheld(noisy, self.name)
 
 
 # --------------------------------------------------------------------------- per-cell helpers
@@ -494,18 +540,25 @@ def log_laplace(
     *,
     force: bool = False,
     confidence: float = 0.95,
+    grid: float | None = None,
 ) -> Measurement:
     """One-cell-parameter convenience: :class:`LogLaplace` at ``epsilon`` per cell, d = 1."""
     mech = LogLaplace(query="cells", alpha=alpha, epsilon=epsilon, force=force,
-                      confidence=confidence)  # fmt: skip
+                      confidence=confidence, grid=grid)  # fmt: skip
     return mech(Cells({"count": n}), source)
 
 
 def smooth_gamma(
-    n: ArrayLike, x_v: ArrayLike, alpha: float, epsilon: float, source: NoiseSource
+    n: ArrayLike,
+    x_v: ArrayLike,
+    alpha: float,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    grid: float | None = None,
 ) -> Measurement:
     """One-cell-parameter convenience: :class:`SmoothGamma` at ``epsilon`` per cell, d = 1."""
-    return SmoothGamma(query="cells", alpha=alpha, epsilon=epsilon)(
+    return SmoothGamma(query="cells", alpha=alpha, epsilon=epsilon, grid=grid)(
         Cells({"count": n, "x_v": x_v}), source
     )
 
@@ -518,8 +571,9 @@ def smooth_laplace(
     source: NoiseSource,
     *,
     delta: float | None = None,
+    grid: float | None = None,
 ) -> Measurement:
     """One-cell-parameter convenience: :class:`SmoothLaplace` at ``epsilon`` per cell, d = 1."""
-    return SmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta)(
+    return SmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta, grid=grid)(
         Cells({"count": n, "x_v": x_v}), source
     )

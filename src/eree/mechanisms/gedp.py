@@ -2,7 +2,7 @@ r"""Mechanisms for μ-Gaussian Establishment DP (Webb et al., ``papers/004_*``, 
 
 Pure functions of cell statistics (group sums, per-establishment values, clipped sums),
 public parameters and a :class:`~eree.mechanisms.noise.NoiseSource`; all Gaussian noise
-comes from :meth:`NoiseSource.add_gaussian`.
+comes from the float-safe sampling layer (:mod:`eree.mechanisms.sampling`).
 
 * :func:`estab_gaussian` — Def 6.2: :math:`q(D) + N(0, \Delta_\psi(q)^2/\mu^2 I)`; the
   variance is data-independent and public.
@@ -35,6 +35,16 @@ from eree.mechanisms.estimators import (
     z_value,
 )
 from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.mechanisms.sampling import (
+    TRANSFORMED_GRID,
+    VALUE_GRID,
+    additive,
+    check_grid,
+    psi_centre,
+    rounded_noisy,
+    rounded_variance,
+    scale_term,
+)
 from eree.privacy.composition import Composition, Cost, GaussianComposition
 from eree.privacy.neighbors import DPNeighbor, NeighborFunction
 from eree.privacy.scipy_lazy import ndtri
@@ -71,6 +81,7 @@ def estab_gaussian(
     source: NoiseSource,
     *,
     confidence: float = 0.95,
+    grid: float = VALUE_GRID,
 ) -> Measurement:
     r"""Estab-Gaussian mechanism (Def 6.2, Thm 6.3): :math:`q(D)+N(0,(\Delta_\psi(q)/\mu)^2)`.
 
@@ -88,23 +99,7 @@ def estab_gaussian(
         raise PrivacyParameterError(
             "estab_gaussian needs a finite ψ-neighbor sensitivity > 0 (Def 6.1)"
         )
-    sd = sensitivity / mu
-    noisy = source.add_gaussian(values, sd)
-    std = np.full(noisy.shape, sd)
-    z = z_value(confidence)
-    return Measurement(
-        noisy=noisy,
-        estimate=noisy.copy(),
-        std=std,
-        ci_low=np.maximum(noisy - z * sd, 0.0),
-        ci_high=np.maximum(noisy + z * sd, 0.0),
-        uncertainty_method=(
-            f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {sd:.6g}, exact "
-            f"and public; {confidence:.0%} CI = answer ± z·std, both ends clamped at 0"
-        ),
-        variance_kind="public",
-        mechanism=EstabGaussian.name,
-    )
+    return EstabGaussian.release(values, sensitivity, mu, source, confidence, grid)
 
 
 def psi_mechanism(
@@ -115,6 +110,7 @@ def psi_mechanism(
     source: NoiseSource,
     *,
     confidence: float = 0.95,
+    grid: float | None = None,
 ) -> Measurement:
     r"""ψ-mechanism (Def 6.4, Thm 6.5) for one attribute's group sums.
 
@@ -127,21 +123,9 @@ def psi_mechanism(
     """
     _check_mu(mu)
     _check_gamma(gamma)
-    sigma = gamma / mu
-    x = np.asarray(gsum, dtype=np.float64)
-    omega = source.add_gaussian(neighbor.psi(x), sigma)
-    est = psi_estimates(omega, neighbor, sigma, confidence)
-    return Measurement(
-        noisy=omega,
-        estimate=est.estimate,
-        std=None if est.variance is None else np.sqrt(est.variance),
-        ci_low=est.ci_low,
-        ci_high=est.ci_high,
-        uncertainty_method=est.method,
-        variance_kind="withheld" if est.variance is None else est.variance_kind,
-        mechanism=PsiMechanism.name,
-        extra={"sigma": sigma},
-    )
+    mech = PsiMechanism(query="cells", attribute="value", neighbor=neighbor, gamma=gamma,
+                        mu=mu, confidence=confidence, grid=grid)  # fmt: skip
+    return mech(Cells({"value": gsum}), source)
 
 
 def pnc_tau_hat(zeta: float, n: int, k_c: int) -> float:
@@ -192,6 +176,26 @@ def pnc_sensitivity(u_star: ArrayLike, neighbor: NeighborFunction, gamma: float)
     return np.maximum(u - low, 0.0)
 
 
+def pnc_sensitivity_upper(
+    u_star: ArrayLike, neighbor: NeighborFunction, gamma: float
+) -> FloatArray:
+    r"""Δ_ℓ of :func:`pnc_sensitivity`, rounded up past its floating-point error.
+
+    The float Δ̂ = u − ψ⁻¹(ψ(u) − γ) carries the errors of ψ and ψ⁻¹: at most
+    :math:`4(\rho(|\psi(u)|+\gamma))/\psi'(u) + 4U u` with ρ = 2⁻⁴⁰ (ψ⁻¹′ = 1/ψ′ is
+    largest at u for concave ψ). The noise is drawn with this upper bound (a larger
+    sensitivity only adds privacy) and the published variance is computed from it.
+    """
+    u = np.asarray(u_star, dtype=np.float64)
+    d = pnc_sensitivity(u, neighbor, gamma)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.asarray(neighbor.derivative(np.maximum(u, 1e-300)), dtype=np.float64)
+        inv_slope = np.where(np.isfinite(slope) & (slope > 0), 1.0 / slope, 0.0)
+    psi_u = np.abs(np.asarray(neighbor.psi(u), dtype=np.float64))
+    err = 4.0 * 2.0**-40 * (psi_u + gamma) * inv_slope + 4.0 * 2.0**-53 * np.abs(u)
+    return np.where(d > 0, np.nextafter(d + err, np.inf), 0.0)
+
+
 def pnc_mechanism(
     clipped_sums: ArrayLike,
     delta: ArrayLike,
@@ -199,6 +203,7 @@ def pnc_mechanism(
     source: NoiseSource,
     *,
     confidence: float = 0.95,
+    grid: float = VALUE_GRID,
 ) -> Measurement:
     r"""pnc-mechanism release (Def 6.8 step 4, Thm 6.9).
 
@@ -216,20 +221,25 @@ def pnc_mechanism(
     d = np.asarray(delta, dtype=np.float64)
     if d.size and not (np.all(np.isfinite(d)) and np.all(d >= 0)):
         raise PrivacyParameterError("pnc sensitivities Δ_ℓ must be finite and ≥ 0")
+    check_grid(grid)
     sd = d / mu
-    noisy = source.add_gaussian(clipped_sums, sd)
+    noisy = additive(source, clipped_sums, "gaussian", sd, grid, numerator=d, denominator=mu)
     z = z_value(confidence)
+    std = np.sqrt(sd * sd + grid * grid / 12.0)
+    half = z * sd + grid / 2
     return Measurement(
         noisy=noisy,
         estimate=noisy.copy(),
-        std=sd.copy(),
-        ci_low=np.maximum(noisy - z * sd, 0.0),
-        ci_high=np.maximum(noisy + z * sd, 0.0),
+        std=std,
+        ci_low=np.maximum(noisy - half, 0.0),
+        ci_high=np.maximum(noisy + half, 0.0),
         uncertainty_method=(
             "pnc-mechanism (Def 6.8): noisy clipped sum (equal to the true sum unless clipping "
-            "occurred, probability ≤ ζ over the whole release); std = Δ_ℓ/μ, exact and public "
-            "(Δ_ℓ from the group's bound u*_ℓ, computed from the noisy identity answers); "
-            f"{confidence:.0%} CI = answer ± z·std, both ends clamped at 0"
+            "occurred, probability ≤ ζ over the whole release), rounded to the public grid "
+            f"{grid:g}; std = √((Δ_ℓ/μ)² + grid²/12), public (Δ_ℓ from the group's bound u*_ℓ, "
+            "computed from the noisy identity answers, rounded up; grid²/12 is the rounding's "
+            f"variance averaged over the true value's position); {confidence:.0%} CI = answer "
+            "± (z·Δ_ℓ/μ + grid/2), both ends clamped at 0"
         ),
         variance_kind="public",
         mechanism=Pnc.name,
@@ -266,9 +276,21 @@ class GedpMechanism(Mechanism):
     gamma: float
     mu: float
     confidence: float = 0.95
+    #: the public grid the published values are rounded to, in the space the noise is
+    #: added in (:mod:`eree.mechanisms.sampling`); None: :meth:`default_grid`
+    grid: float | None = None
+
+    def default_grid(self) -> float:
+        """1 (the attribute's unit: jobs, dollars) where noise is added to the values."""
+        return VALUE_GRID
 
     def __post_init__(self) -> None:
         where = f"attribute {self.attribute!r}: "
+        try:
+            grid = check_grid(self.default_grid() if self.grid is None else self.grid)
+        except ValueError as e:
+            raise self._fail(f"{where}{e}") from None
+        object.__setattr__(self, "grid", grid)
         if isinstance(self.mu, bool) or not (
             isinstance(self.mu, int | float) and math.isfinite(self.mu) and self.mu > 0
         ):
@@ -306,12 +328,24 @@ class PsiMechanism(GedpMechanism):
     description: ClassVar[str] = "ψ-mechanism (Def 6.4, Thm 6.5)"
     sigma: float = field(init=False, default=0.0)
 
+    @override
+    def default_grid(self) -> float:
+        """1 for ψ = x (dp); 2⁻²⁰ in a transformed space (√, log, combined, custom)."""
+        return VALUE_GRID if isinstance(self.neighbor, DPNeighbor) else TRANSFORMED_GRID
+
     def _derive(self) -> None:
         object.__setattr__(self, "sigma", self.gamma / self.mu)
 
     @override
     def public_params(self) -> dict[str, Any]:
-        return {"mu": self.mu, "sigma": self.sigma}
+        return {"mu": self.mu, "sigma": self.sigma, "grid": self.grid}
+
+    def draw(self, x: FloatArray, source: NoiseSource) -> FloatArray:
+        """ω = round_r(ψ(x) + N(0, σ²)), σ = γ/μ exactly."""
+        centre = psi_centre(x, self.neighbor)
+        term = scale_term("gaussian", self.sigma, numerator=self.gamma, denominator=self.mu,
+                          shape=centre.value.shape)  # fmt: skip
+        return rounded_noisy(source, centre, [term], self.grid)  # type: ignore[arg-type]
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
@@ -332,8 +366,7 @@ class PsiMechanism(GedpMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        x = cells["value"]
-        omega = source.add_gaussian(self.neighbor.psi(x), self.sigma)
+        omega = self.draw(cells["value"], source)
         est = psi_estimates(omega, self.neighbor, self.sigma, self.confidence)
         std = None if est.variance is None else np.sqrt(est.variance)
         return Measurement(
@@ -363,12 +396,43 @@ class EstabGaussian(GedpMechanism):
                 "value can move by an unbounded amount; use the psi or pnc mechanism, or a ψ "
                 "with linear growth (dp, heterogeneous with dp)"
             )
+        if sens != self.gamma:  # γ/slope with a float slope: round past the roundings
+            sens = float(np.nextafter(sens * (1.0 + 2.0**-50), np.inf))
         object.__setattr__(self, "sensitivity", float(sens))
         object.__setattr__(self, "sd", float(sens) / self.mu)
 
     @override
     def public_params(self) -> dict[str, Any]:
-        return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd}
+        return {"mu": self.mu, "sensitivity": self.sensitivity, "sigma": self.sd,
+                "grid": self.grid}  # fmt: skip
+
+    @classmethod
+    def release(
+        cls,
+        values: ArrayLike,
+        sensitivity: float,
+        mu: float,
+        source: NoiseSource,
+        confidence: float,
+        grid: float,
+    ) -> Measurement:
+        """round_r(q(D) + N(0, (Δ/μ)²)) with its public std and CI (rounding included)."""
+        check_grid(grid)
+        sd = sensitivity / mu
+        noisy = additive(source, values, "gaussian", sd, grid, numerator=sensitivity,
+                         denominator=mu)  # fmt: skip
+        std = np.full(noisy.shape, math.sqrt(rounded_variance("gaussian", sd, grid, False)))
+        z = z_value(confidence)
+        half = z * sd + grid / 2
+        return Measurement(
+            noisy, noisy.copy(), std, np.maximum(noisy - half, 0.0),
+            np.maximum(noisy + half, 0.0),
+            f"Estab-Gaussian (Def 6.2): unbiased noisy answer rounded to the public grid "
+            f"{grid:g}; std = √((Δ_ψ/μ)² + grid²/12) with Δ_ψ/μ = {sd:.6g} (grid²/12: the "
+            "rounding's variance averaged over the true value's position), public; "
+            f"{confidence:.0%} CI = answer ± (z·Δ_ψ/μ + grid/2), both ends clamped at 0",
+            "public", cls.name,
+        )  # fmt: skip
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
@@ -377,16 +441,8 @@ class EstabGaussian(GedpMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        noisy = source.add_gaussian(cells["value"], self.sd)
-        std = np.full(noisy.shape, self.sd)
-        z = z_value(self.confidence)
-        return Measurement(
-            noisy, noisy.copy(), std, np.maximum(noisy - z * self.sd, 0.0),
-            np.maximum(noisy + z * self.sd, 0.0),
-            f"Estab-Gaussian (Def 6.2): unbiased noisy answer; std = Δ_ψ/μ = {self.sd:.6g}, "
-            f"exact and public; {self.confidence:.0%} CI = answer ± z·std, both ends clamped at 0",
-            "public", self.name,
-        )  # fmt: skip
+        return self.release(cells["value"], self.sensitivity, self.mu, source,
+                            self.confidence, self.grid)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -418,7 +474,8 @@ class PncBounded(GedpMechanism):
 
     @override
     def public_params(self) -> dict[str, Any]:
-        return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from}
+        return {"mu": self.mu, "zeta": self.zeta, "bounds_from": self.bounds_from,
+                "grid": self.grid}  # fmt: skip
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
@@ -450,5 +507,6 @@ class Pnc(PncBounded):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        delta = pnc_sensitivity(cells["bound"], self.neighbor, self.gamma)
-        return pnc_mechanism(cells["clipped"], delta, self.mu, source, confidence=self.confidence)
+        delta = pnc_sensitivity_upper(cells["bound"], self.neighbor, self.gamma)
+        return pnc_mechanism(cells["clipped"], delta, self.mu, source,
+                             confidence=self.confidence, grid=self.grid)  # type: ignore[arg-type]

@@ -136,8 +136,10 @@ def draw_distortion_factors(
     Args:
         n_establishments: number of establishments (factors are indexed 0..n−1 in the
             caller's establishment order).
-        source: where the randomness comes from (two uniforms per factor: magnitude by
-            inverse CDF, then the sign).
+        source: where the randomness comes from (one sign bit and one uniform per factor,
+            magnitude by inverse CDF), through the float-safe sampling layer: each factor
+            is the exact ramp draw rounded to the grid 2⁻²⁴, so that f·h(w, v) and the
+            cell sums are exact in float.
         s, t: distortion bounds, 0 < s < t < 1.
         trials: if given, draw ``trials`` independent factor vectors (for experiments):
             the result has shape ``(trials, n_establishments)``.
@@ -145,14 +147,17 @@ def draw_distortion_factors(
     Returns:
         Factors in [1−t, 1−s] ∪ [1+s, 1+t], shape ``(n,)`` or ``(trials, n)``.
     """
+    from eree.mechanisms.sampling import FACTOR_GRID, RampLaw, Term, exact_centre, rounded_noisy
+
     check_ramp(s, t)
     shape = (n_establishments,) if trials is None else (int(trials), n_establishments)
     size = int(np.prod(shape))
-    u = source.uniform(2 * size)
-    delta = ramp_magnitude_ppf(u[:size], s, t)
-    sign = np.where(u[size:] < 0.5, -1.0, 1.0)
-    source.note_fallback("noise infusion ramp distortion factors (csprng)")
-    return (1.0 + sign * delta).reshape(shape)
+    # f = round(1 ± (t − (t−s)√V)) on the grid 2⁻²⁴: f − 1 = (t−s)·W, W = ±(t/(t−s) − √V)
+    from flint import arb
+
+    term = Term(RampLaw(s, t), np.full(size, t - s), 2.0**-52, lambda i: arb(t) - arb(s))
+    f = rounded_noisy(source, exact_centre(np.ones(size)), [term], FACTOR_GRID)
+    return f.reshape(shape)
 
 
 def infuse(
@@ -222,8 +227,7 @@ def noise_infusion(
     k = math.floor(small_cell)
     if small.any():
         mask = np.broadcast_to(small, out.shape)
-        u = source.uniform(int(mask.sum()))
-        out[mask] = 1.0 + np.minimum(np.floor(u * k), k - 1)
+        out[mask] = 1.0 + source.integers(k, int(mask.sum())).astype(np.float64)
     out[np.broadcast_to(n_arr == 0, out.shape)] = 0.0
     return Measurement(
         out, out, None, None, None, NOISE_INFUSION_WITHHELD, "withheld", NoiseInfusion.name

@@ -1,6 +1,7 @@
-"""Samplers that are not plain additive Laplace/Gaussian noise.
+"""The Smooth Gamma noise law (Haney et al. Alg 2): density, CDF and constants.
 
-Every function takes a :class:`~eree.mechanisms.noise.NoiseSource` and draws only from it.
+Draws come from the float-safe sampling layer (:mod:`eree.mechanisms.sampling`, law
+``smooth_gamma``); this module states the law itself.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from eree.mechanisms.noise import FloatArray, NoiseSource
+from eree.mechanisms.noise import FloatArray
 
 #: Normalising constant of the Smooth Gamma density: \int 1/(1+z^4) dz = pi/sqrt(2).
 SMOOTH_GAMMA_NORMALISER = math.pi / math.sqrt(2.0)
@@ -42,25 +43,3 @@ def smooth_gamma_cdf(z: FloatArray) -> FloatArray:
         atan_term = (np.arctan(r2 * z + 1.0) + np.arctan(r2 * z - 1.0)) / (2.0 * r2)
     f0 = np.where(np.isfinite(z), log_term + atan_term, np.sign(z) * SMOOTH_GAMMA_NORMALISER / 2)
     return 0.5 + f0 / SMOOTH_GAMMA_NORMALISER
-
-
-def smooth_gamma_standard(source: NoiseSource, size: int) -> FloatArray:
-    """``size`` draws of Z with density (sqrt2/pi)/(1+z^4), by rejection from a standard Cauchy.
-
-    Proposal g(z) = 1/(pi(1+z^2)); acceptance probability f/(M g) =
-    2(1+z^2)/((1+sqrt2)(1+z^4)); expected 1/M ≈ 0.586 of proposals are accepted.
-    """
-    out = np.empty(size, dtype=np.float64)
-    filled = 0
-    while filled < size:
-        need = size - filled
-        batch = int(need * SMOOTH_GAMMA_ENVELOPE * 1.1) + 16
-        u = source.uniform(2 * batch)
-        z = np.tan(math.pi * (u[:batch] - 0.5))
-        accept_p = 2.0 * (1.0 + z * z) / ((1.0 + math.sqrt(2.0)) * (1.0 + z**4))
-        z = z[u[batch:] < accept_p]
-        take = min(need, z.size)
-        out[filled : filled + take] = z[:take]
-        filled += take
-    source.note_fallback("smooth_gamma 1/(1+z^4) noise (csprng)")
-    return out

@@ -510,16 +510,19 @@ def log_shift_centre(n: ArrayLike, alpha: float, additive: float = 1.0) -> Centr
 
 
 def psi_centre(x: ArrayLike, neighbor: Any) -> Centre:
-    """ψ(x) for a neighbor function: exact where ψ has a ball form, else the float ψ(x)."""
-    xx = np.asarray(x, dtype=np.float64)
-    value = np.asarray(neighbor.psi(xx), dtype=np.float64)
-    fn = getattr(neighbor, "psi_ball", None)
-    bound = getattr(neighbor, "psi_error", None)
-    if fn is None or bound is None:  # user-defined ψ: its float value is the ψ
-        return Centre(value, np.zeros(value.shape))
+    """ψ(x) for a neighbor function: exact where ψ has a ball form, else the float ψ(x).
+
+    A user-defined ψ (no ball form) is the float function the user supplied: its float
+    value is the centre.
+    """
     from flint import arb
 
-    return Centre(value, np.asarray(bound(xx, value)), lambda i: fn(arb(float(xx.flat[i]))))
+    xx = np.asarray(x, dtype=np.float64)
+    value = np.asarray(neighbor.psi(xx), dtype=np.float64)
+    if neighbor.psi_ball(arb(1.0)) is None:
+        return Centre(value, np.zeros(value.shape))
+    err = np.asarray(neighbor.psi_error(xx, value), dtype=np.float64)
+    return Centre(value, err, lambda i: neighbor.psi_ball(arb(float(xx.flat[i]))))
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,13 @@ from eree.mechanisms.eree import (
     log_laplace_release,
 )
 from eree.mechanisms.noise import FloatArray, NoiseSource
-from eree.mechanisms.samplers import smooth_gamma_standard
+from eree.mechanisms.sampling import (
+    TRANSFORMED_GRID,
+    exact_centre,
+    rounded_noisy,
+    scale_term,
+    smooth_scale_term,
+)
 from eree.privacy.blowfish import (
     check_workshop_log_laplace,
     check_workshop_smooth_gamma,
@@ -132,11 +138,14 @@ class _Workshop(CountMechanism):
 class WorkshopLogLaplace(_Workshop):
     r"""Log-Laplace mechanism, workshop Algorithm 1: γ = Δ/α, λ = 2 ln(1+α)/ε_cell.
 
+    The noise is added in log space; the grid is a log-space grid (default 2⁻²⁰).
+
     Published estimate :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`, unbiased by
     Lemma 5.2 (the paper's Thm 5.3 writes :math:`1-\lambda/2`; its proof gives
     :math:`1-\lambda^2`, DESIGN.md §10). CI from the Laplace pivot, plug-in std for λ < 1/2.
     """
 
+    default_grid: ClassVar[float] = TRANSFORMED_GRID
     additive: float = 1.0
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -166,8 +175,10 @@ class WorkshopLogLaplace(_Workshop):
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         m = log_laplace_release(
-            cells["count"], self.gamma, self.lam, source, self.confidence, "workshop Lemma 5.2"
-        )
+            cells["count"], self.gamma, self.lam, source, self.confidence, "workshop Lemma 5.2",
+            alpha=self.alpha, epsilon=self.epsilon_cell, additive=self.additive,
+            grid=float(self.grid),  # type: ignore[arg-type]
+        )  # fmt: skip
         return Measurement(m.noisy, m.estimate, m.std, m.ci_low, m.ci_high,
                            m.uncertainty_method, m.variance_kind, self.name)  # fmt: skip
 
@@ -213,11 +224,7 @@ class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        eps = self.epsilon_cell
-        with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)
-        noisy = source.add_laplace(
-            with_eta_prime, workshop_smooth_laplace_scale(cells["x_v"], self.alpha, eps)
-        )
+        noisy = _workshop_two_terms(self, cells, source, "laplace", 2.0)
         return Measurement(noisy, noisy, None, None, None, WORKSHOP_WITHHELD, "withheld",
                            self.name)  # fmt: skip
 
@@ -261,12 +268,23 @@ class WorkshopSmoothGamma(_Workshop):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        eps = self.epsilon_cell
-        with_eta_prime = source.add_laplace(cells["count"], 1.0 / eps)
-        z = smooth_gamma_standard(source, with_eta_prime.size).reshape(with_eta_prime.shape)
-        noisy = with_eta_prime + workshop_smooth_gamma_scale(cells["x_v"], self.alpha, eps) * z
+        noisy = _workshop_two_terms(self, cells, source, "smooth_gamma", 16.0)
         return Measurement(noisy, noisy, None, None, None, WORKSHOP_WITHHELD, "withheld",
                            self.name)  # fmt: skip
+
+
+def _workshop_two_terms(
+    mech: CountMechanism, cells: Cells, source: NoiseSource, law: str, factor: float
+) -> FloatArray:
+    r"""round_r(n + η′ + (factor·α x_V/ε)·W), η′ ∼ Lap(1/ε): the sum of both noises, rounded once."""
+    n = cells["count"]
+    eps = mech.epsilon_cell
+    x_v = np.broadcast_to(cells["x_v"], n.shape)
+    terms = [
+        scale_term("laplace", 1.0 / eps, numerator=1.0, denominator=eps, shape=n.shape),
+        smooth_scale_term(law, x_v, mech.alpha, factor, eps, floor=0.0),  # type: ignore[attr-defined]
+    ]
+    return rounded_noisy(source, exact_centre(n), terms, mech.grid)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- per-cell helpers
@@ -281,10 +299,11 @@ def workshop_log_laplace(
     additive: float = 1.0,
     force: bool = False,
     confidence: float = 0.95,
+    grid: float | None = None,
 ) -> Measurement:
     """Convenience: :class:`WorkshopLogLaplace` at ``epsilon`` per cell (d = 1)."""
     m = WorkshopLogLaplace(query="cells", alpha=alpha, epsilon=epsilon, additive=additive,
-                           force=force, confidence=confidence)  # fmt: skip
+                           force=force, confidence=confidence, grid=grid)  # fmt: skip
     return m(Cells({"count": n}), source)
 
 
@@ -296,15 +315,23 @@ def workshop_smooth_laplace(
     source: NoiseSource,
     *,
     delta: float | None = None,
+    grid: float | None = None,
 ) -> Measurement:
     """Convenience: :class:`WorkshopSmoothLaplace` at ``epsilon`` per cell; any array shape."""
-    m = WorkshopSmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta)
+    m = WorkshopSmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta,
+                              grid=grid)  # fmt: skip
     return m(Cells({"count": n, "x_v": x_v}), source)
 
 
 def workshop_smooth_gamma(
-    n: ArrayLike, x_v: ArrayLike, alpha: float, epsilon: float, source: NoiseSource
+    n: ArrayLike,
+    x_v: ArrayLike,
+    alpha: float,
+    epsilon: float,
+    source: NoiseSource,
+    *,
+    grid: float | None = None,
 ) -> Measurement:
     """Convenience: :class:`WorkshopSmoothGamma` at ``epsilon`` per cell; any array shape."""
-    m = WorkshopSmoothGamma(query="cells", alpha=alpha, epsilon=epsilon)
+    m = WorkshopSmoothGamma(query="cells", alpha=alpha, epsilon=epsilon, grid=grid)
     return m(Cells({"count": n, "x_v": x_v}), source)

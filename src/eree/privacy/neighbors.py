@@ -117,6 +117,19 @@ class NeighborFunction(ABC):
     def describe(self) -> str:
         """A short formula for humans, e.g. ``ψ(x) = √x``."""
 
+    # -- exact evaluation (the float-safe sampling layer) ---------------------------
+    #: bound on the relative error of the float ψ of the built-ins (library log/sqrt
+    #: error bound 2⁻⁴⁴ plus a few roundings; see eree.mechanisms.sampling)
+    _PSI_REL_ERROR: ClassVar[float] = 2.0**-44 + 2.0**-50
+
+    def psi_ball(self, x: Any) -> Any:
+        """ψ(x) as an Arb ball containing the exact value (x an Arb ball); None: no exact form."""
+        return None
+
+    def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
+        """A bound on |float ψ(x) − ψ(x)| per value (``value`` = the float ψ(x))."""
+        return self._PSI_REL_ERROR * np.abs(value) + 2.0**-51
+
     # -- public, vectorised API ----------------------------------------------------
     def psi(self, x: ArrayLike) -> Any:
         """ψ(x), elementwise (x ≥ 0)."""
@@ -185,6 +198,10 @@ class SqrtShift(NeighborFunction):
     def _psi(self, x: FloatArray) -> FloatArray:
         return np.sqrt(x + self.a)
 
+    @override
+    def psi_ball(self, x: Any) -> Any:
+        return (x + self.a).sqrt()
+
     def _inverse(self, y: FloatArray) -> FloatArray:
         return y * y - self.a
 
@@ -225,6 +242,10 @@ class LogShift(NeighborFunction):
     def _psi(self, x: FloatArray) -> FloatArray:
         with np.errstate(divide="ignore"):
             return np.log(x + self.a)
+
+    @override
+    def psi_ball(self, x: Any) -> Any:
+        return (x + self.a).log()
 
     def _inverse(self, y: FloatArray) -> FloatArray:
         return np.exp(y) - self.a
@@ -270,6 +291,14 @@ class DPNeighbor(NeighborFunction):
 
     def _psi(self, x: FloatArray) -> FloatArray:
         return x.copy()
+
+    @override
+    def psi_ball(self, x: Any) -> Any:
+        return x
+
+    @override
+    def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
+        return np.zeros(np.shape(value))
 
     def _inverse(self, y: FloatArray) -> FloatArray:
         return y.copy()
@@ -388,6 +417,26 @@ class CombinedNeighbor(NeighborFunction):
         object.__setattr__(self, "_breaks", tuple(breaks))
         object.__setattr__(self, "_active", tuple(active))
         object.__setattr__(self, "_offsets", tuple(offsets))
+
+    @override
+    def psi_ball(self, x: Any) -> Any:
+        """ψ* as evaluated: the parts' exact ψ on segments given by the float breakpoints and
+        offsets (these floats define the ψ* that eree uses; see docs/privacy.md)."""
+        xf = float(x.mid())
+        j = max(0, min(int(np.searchsorted(np.asarray(self._breaks), xf, side="right")) - 1,
+                       len(self._breaks) - 1))  # fmt: skip
+        f, g = self.parts[self._active[j]]
+        from flint import arb
+
+        inner, at_break = f.psi_ball(x), f.psi_ball(arb(self._breaks[j]))
+        if inner is None or at_break is None:
+            return None
+        return self._offsets[j] + (inner - at_break) / g
+
+    @override
+    def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
+        parts = np.vstack([np.abs(_arr(f.psi(x))) / g for f, g in self.parts])
+        return 2.0**-40 * (1.0 + np.abs(value) + parts.max(axis=0)) + 2.0**-51
 
     def _scaled_derivatives(self, x: FloatArray) -> FloatArray:
         return np.vstack([_arr(f.derivative(x)) / g for f, g in self.parts])

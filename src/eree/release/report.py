@@ -414,10 +414,11 @@ def _random_words(rnd: Mapping[str, Any]) -> str:
         return f"seeded (seed {esc(rnd.get('seed'))}): reproducible, NOT FOR PUBLICATION"
     s = {
         "secure": "secure: the operating system's cryptographically secure generator",
-        "exact": "exact: floating-point-safe samplers",
     }.get(str(mode), str(mode))
-    if rnd.get("fallbacks"):
-        s += f" (fallbacks: {', '.join(map(str, rnd['fallbacks']))})"
+    s += (
+        "; float-safe: every noisy value is the exact mechanism's output rounded to a public "
+        "grid (the grids are listed with each query's parameters)"
+    )
     return esc(s)
 
 
