@@ -50,7 +50,11 @@ def test_protect_secure_by_default(tmp_path):
     assert r.exit_code == 0, r.output
     assert "NOT FOR PUBLICATION" not in r.output
     m = json.loads((tmp_path / "rel" / "manifest.json").read_text())
-    assert m["random"] == {"mode": "secure", "seed": None, "fallbacks": []}
+    assert m["random"]["mode"] == "secure" and m["random"]["seed"] is None
+    assert "float-safe" in m["random"]["sampler"]
+    # every query's public grid is recorded (docs/privacy.md: counts on the grid 1)
+    for q in m["queries"]:  # log-space grid for Log-Laplace
+        assert q["params"]["grid"] == (2.0**-20 if q["mechanism"] == "log_laplace" else 1.0)
 
 
 def test_errors_are_clean_and_exit_2(tmp_path):

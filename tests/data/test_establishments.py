@@ -126,7 +126,8 @@ def test_partitioned_directory_errors_name_the_part_and_its_row(tmp_path: Path) 
     with pytest.raises(DataValidationError) as e:
         load_establishments(config(bad))
     assert e.value.file == str(bad / "state=0" / "part.parquet") and e.value.row == 1
-    assert e.value.column == "wage" and "-1" not in str(e.value)
+    # the value is not in the message (the temporary path may itself contain "-1")
+    assert e.value.column == "wage" and "-1" not in str(e.value).replace(str(bad), "")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataValidationError, match="without Parquet files"):
         load_establishments(config(tmp_path / "empty"))

@@ -10,11 +10,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from numpy.typing import ArrayLike
 
 from eree.data.establishments import EstablishmentData, load_establishments
 from eree.errors import PrivacyParameterError, SpecError
-from eree.mechanisms.noise import FloatArray, NoiseSource, SeededNoise
+from eree.mechanisms.noise import SeededNoise
 from eree.release.build import validate_gedp_plan
 from eree.release.gedp import (
     account_gedp_plan,
@@ -270,7 +269,8 @@ def test_release_tables(small: tuple[Any, EstablishmentData]) -> None:
         hi = t.table.get_column("m1emp_ci_high").to_numpy()
         assert np.all(lo <= hi)
     assert "estimated from the noisy answer" in by["identity"].uncertainty["m1emp"]
-    assert "exact and public" in by["county"].uncertainty["wage"]
+    assert "public" in by["county"].uncertainty["wage"]
+    assert "rounded to the public grid" in by["county"].uncertainty["wage"]
     # deterministic given the seed; different seeds differ
     again = release_gedp(plan, data, SeededNoise(3), report)
     assert all(a.table.equals(b.table) for a, b in zip(tables, again, strict=True))
@@ -326,7 +326,9 @@ def test_other_neighbors_and_estab_gaussian(tmp_path: Path) -> None:
     raw.pop("pnc")
     plan = plan_of(raw, tmp_path)
     (t,) = release_gedp(plan, data, SeededNoise(6), account_gedp_plan(plan))
-    np.testing.assert_allclose(t.table.get_column("m2emp_std").to_numpy(), 4.0)
+    # sd Δ/μ = 2/0.5 = 4, plus the rounding to the grid 1 (variance 1/12 averaged over
+    # the true value's position in the grid cell)
+    np.testing.assert_allclose(t.table.get_column("m2emp_std").to_numpy(), (16 + 1 / 12) ** 0.5)
 
 
 # --------------------------------------------------------------------------------------
@@ -334,26 +336,30 @@ def test_other_neighbors_and_estab_gaussian(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------
 
 
-class PinnedNoise(NoiseSource):
-    """Returns fixed noisy answers whatever the true values and scales."""
+def pin_noisy_answers(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Every mechanism's rounded noisy answers become fixed draws, whatever the truth.
 
-    mode = "seeded"
+    All noise goes through :func:`eree.mechanisms.sampling.rounded_noisy`; it is replaced
+    (where the GEDP mechanisms look it up) by draws that ignore the true values and scales.
+    """
+    import eree.mechanisms.adaptive as adaptive_mod
+    import eree.mechanisms.gedp as gedp_mod
+    import eree.mechanisms.sampling as sampling_mod
 
-    def __init__(self, seed: int) -> None:
-        super().__init__()
-        self.seed = seed
-        self.calls = 0
+    calls = {"n": 0}
 
-    def uniform(self, size: int) -> FloatArray:  # pragma: no cover - never used
-        raise AssertionError("GEDP mechanisms draw Gaussian noise through add_gaussian")
+    def pinned(source, centre, terms, grid):
+        calls["n"] += 1
+        shape = np.shape(centre.value)
+        return np.random.default_rng([seed, calls["n"]]).normal(8.0, 4.0, size=shape)
 
-    def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
-        self.calls += 1
-        shape = np.shape(values)
-        return np.random.default_rng([self.seed, self.calls]).normal(8.0, 4.0, size=shape)
+    for mod in (sampling_mod, gedp_mod, adaptive_mod):
+        monkeypatch.setattr(mod, "rounded_noisy", pinned, raising=False)
 
 
-def test_published_tables_depend_on_data_only_through_noisy_answers(tmp_path: Path) -> None:
+def test_published_tables_depend_on_data_only_through_noisy_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two datasets with the same public frame and different confidential values.
 
     With the mechanisms' noisy answers pinned, every published table must be identical.
@@ -375,8 +381,10 @@ def test_published_tables_depend_on_data_only_through_noisy_answers(tmp_path: Pa
     plan_b = plan_of(_set(raw, "data.path", str(b)), tmp_path)
     da, db = load_establishments(plan_a.data), load_establishments(plan_b.data)
     assert not da.frame.equals(db.frame)
-    ta = release_gedp(plan_a, da, PinnedNoise(7), account_gedp_plan(plan_a))
-    tb = release_gedp(plan_b, db, PinnedNoise(7), account_gedp_plan(plan_b))
+    pin_noisy_answers(monkeypatch, 7)
+    ta = release_gedp(plan_a, da, SeededNoise(7), account_gedp_plan(plan_a))
+    pin_noisy_answers(monkeypatch, 7)
+    tb = release_gedp(plan_b, db, SeededNoise(7), account_gedp_plan(plan_b))
     for x, y in zip(ta, tb, strict=True):
         assert x.table.equals(y.table), x.name
         assert x.uncertainty == y.uncertainty

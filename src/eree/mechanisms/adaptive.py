@@ -149,7 +149,7 @@ class AdaptiveGroupBy(PncBounded):
         pnc_exact = None
         if psi.exact is not None:
             e = psi.exact
-            pnc_exact = (lambda i: clipped.ball(i) if use_pnc.flat[i] else e(i))  # noqa: E731
+            pnc_exact = lambda i: clipped.ball(i) if use_pnc.flat[i] else e(i)  # noqa: E731
         centre = Centre(
             np.where(use_pnc, clipped.value, psi.value), np.where(use_pnc, 0.0, psi.error),
             pnc_exact,

@@ -314,7 +314,8 @@ def log_laplace_release(
         std = (np.maximum(estimate, 0.0) + gamma) * factor
         method = (
             f"exact {confidence:.0%} CI from the Laplace pivot ln(n+gamma) = ln(noisy+gamma)"
-            f" - eta with public lambda, widened by half the log-space grid; std: plug-in estimate of the sd of the "
+            f" - eta with public lambda, widened by half the log-space grid; std: plug-in "
+            "estimate of the sd of the "
             f"bias-corrected estimate ({who})"
         )
         return Measurement(noisy, estimate, std, ci_low, ci_high, method, "estimated")

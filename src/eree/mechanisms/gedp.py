@@ -441,8 +441,14 @@ class EstabGaussian(GedpMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        return self.release(cells["value"], self.sensitivity, self.mu, source,
-                            self.confidence, self.grid)  # type: ignore[arg-type]
+        return self.release(
+            cells["value"],
+            self.sensitivity,
+            self.mu,
+            source,
+            self.confidence,
+            float(self.grid or 1),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -508,5 +514,7 @@ class Pnc(PncBounded):
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
         delta = pnc_sensitivity_upper(cells["bound"], self.neighbor, self.gamma)
-        return pnc_mechanism(cells["clipped"], delta, self.mu, source,
-                             confidence=self.confidence, grid=self.grid)  # type: ignore[arg-type]
+        return pnc_mechanism(
+            cells["clipped"], delta, self.mu, source, confidence=self.confidence,
+            grid=float(self.grid or 1),
+        )  # fmt: skip

@@ -71,15 +71,15 @@ __all__ = [
     "Centre",
     "Law",
     "Term",
+    "additive",
     "check_grid",
     "exact_centre",
     "log_shift_centre",
     "psi_centre",
     "rounded_noisy",
+    "rounded_variance",
     "scale_term",
     "smooth_scale_term",
-    "additive",
-    "rounded_variance",
 ]
 
 #: unit roundoff of float64 (every IEEE operation is correctly rounded: error ≤ U·|result|)
@@ -202,7 +202,7 @@ class LaplaceLaw(Law):
         if i not in ext:
             w = int(states["words"][i])
             ext[i] = [Uniform(w >> 63, 1), Uniform(w & (2**63 - 1), 63)]
-        return ext[i]  # type: ignore[no-any-return]
+        return ext[i]
 
     def ball(self, states: Any, i: int, prec: int) -> arb:
         s, v = self.states_of(states, i)
@@ -254,7 +254,7 @@ class GaussianLaw(Law):
         if j not in ext:
             a, b = (int(x) for x in states["words"][j])
             ext[j] = [Uniform(a, 64), Uniform(b, 64)]
-        return ext[j]  # type: ignore[no-any-return]
+        return ext[j]
 
     def ball(self, states: Any, i: int, prec: int) -> arb:
         from flint import arb
@@ -394,7 +394,7 @@ class SmoothGammaLaw(Law):
         if i not in ext:
             a, b = (int(x) for x in states["words"][i])
             ext[i] = [Uniform(a >> 63, 1), Uniform(a & (2**63 - 1), 63), Uniform(b, 64)]
-        return ext[i]  # type: ignore[no-any-return]
+        return ext[i]
 
     def ball(self, states: Any, i: int, prec: int) -> arb:
         s, p, _ = self.states_of(states, i)
@@ -441,7 +441,9 @@ class RampLaw(Law):
         err = (LIBM_RELATIVE_ERROR + U) * root + e_root + 4.0 * U * self.c + U * np.abs(mag)
         return sign * mag, err, {"words": words, "ext": {}}
 
-    states_of = LaplaceLaw.states_of
+    def states_of(self, states: Any, i: int) -> list[Uniform]:
+        """The sign bit and the 63-bit uniform of draw ``i`` (as for Laplace)."""
+        return LAPLACE_LAW.states_of(states, i)
 
     def ball(self, states: Any, i: int, prec: int) -> arb:
         from flint import arb
@@ -455,7 +457,8 @@ class RampLaw(Law):
         raise NotImplementedError
 
 
-LAWS: dict[str, Law] = {x.name: x for x in (LaplaceLaw(), GaussianLaw(), SmoothGammaLaw())}
+LAPLACE_LAW = LaplaceLaw()
+LAWS: dict[str, Law] = {x.name: x for x in (LAPLACE_LAW, GaussianLaw(), SmoothGammaLaw())}
 
 #: default grid of values on their own scale: counts (jobs), sums (in the data's unit)
 VALUE_GRID = 1.0
@@ -486,6 +489,7 @@ class Centre:
     exact: ExactFn | None = None
 
     def ball(self, i: int) -> arb:
+        """A ball containing the exact centre of cell ``i``."""
         from flint import arb
 
         if self.exact is None:
@@ -542,6 +546,7 @@ class Term:
     exact: ExactFn | None = None
 
     def ball(self, i: int) -> arb:
+        """A ball containing the exact scale b of cell ``i``."""
         from flint import arb
 
         if self.exact is None:
@@ -577,7 +582,7 @@ def scale_term(
 def smooth_scale_term(
     law: str, x_v: ArrayLike, alpha: float, factor: float, epsilon: float, floor: float = 1.0
 ) -> Term:
-    r"""The smooth-sensitivity scale :math:`\text{factor}\cdot\max(\alpha x_v, \text{floor})/\varepsilon`.
+    r"""The smooth-sensitivity scale :math:`f\max(\alpha x_v, \text{floor})/\varepsilon`, f = factor.
 
     Exact in the ideal mechanism (α, x_v, ε taken as exact reals); the float is within
     5U of it. ``floor = 0`` gives the workshop's S = α·x_V.
@@ -633,7 +638,7 @@ def rounded_variance(law: str, scale: float, grid: float, on_grid: bool) -> floa
     b, r = float(scale), float(grid)
     if not on_grid or b / r > 64:
         return b * b * w.variance + r * r / 12.0
-    kmax = int(math.ceil(60.0 * b / r)) + 8
+    kmax = math.ceil(60.0 * b / r) + 8
     k = np.arange(1, kmax + 1, dtype=np.float64)
     p = w.cdf((k + 0.5) * r / b) - w.cdf((k - 0.5) * r / b)
     return float(2.0 * np.sum((k * r) ** 2 * p))
@@ -734,7 +739,11 @@ def _slow(
                 cell = (y / arb(r) + arb(0.5)).floor()
                 if cell.is_exact():
                     STATS.refinements.append(step)
-                    return float(int(cell.unique_fmpz())) * r
+                    k = int(cell.unique_fmpz())  # type: ignore[arg-type]
+                    try:
+                        return float(k) * r
+                    except OverflowError:  # beyond float64: refused later as non-finite
+                        return math.inf if k > 0 else -math.inf
             for t, states in zip(terms, draws, strict=True):
                 refine = getattr(t.law, "refine_uniforms", t.law.states_of)
                 for u in refine(states, i):

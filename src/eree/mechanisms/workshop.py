@@ -276,7 +276,7 @@ class WorkshopSmoothGamma(_Workshop):
 def _workshop_two_terms(
     mech: CountMechanism, cells: Cells, source: NoiseSource, law: str, factor: float
 ) -> FloatArray:
-    r"""round_r(n + η′ + (factor·α x_V/ε)·W), η′ ∼ Lap(1/ε): the sum of both noises, rounded once."""
+    r"""round_r(n + η′ + (factor·α x_V/ε)·W), η′ ∼ Lap(1/ε): both noises summed, rounded once."""
     n = cells["count"]
     eps = mech.epsilon_cell
     x_v = np.broadcast_to(cells["x_v"], n.shape)

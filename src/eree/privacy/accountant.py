@@ -128,7 +128,7 @@ class PrivacyReport:
 
 
 #: public parameters reported per confidential attribute for a GEDP query
-_PER_ATTRIBUTE = ("mu", "sigma", "sensitivity")
+_PER_ATTRIBUTE = ("mu", "sigma", "sensitivity", "grid", "psi_grid")
 
 
 def charge_query(

@@ -420,8 +420,10 @@ class CombinedNeighbor(NeighborFunction):
 
     @override
     def psi_ball(self, x: Any) -> Any:
-        """ψ* as evaluated: the parts' exact ψ on segments given by the float breakpoints and
-        offsets (these floats define the ψ* that eree uses; see docs/privacy.md)."""
+        """ψ* as evaluated: the parts' exact ψ on the float breakpoints' segments.
+
+        The float breakpoints and offsets define the ψ* that eree uses (docs/privacy.md).
+        """
         xf = float(x.mid())
         j = max(0, min(int(np.searchsorted(np.asarray(self._breaks), xf, side="right")) - 1,
                        len(self._breaks) - 1))  # fmt: skip

@@ -209,6 +209,8 @@ def _build_gedp(plan: Plan) -> BuiltPlan:
                 "mu": mu,
                 "confidence": plan.output.confidence,
             }
+            if "grid" in q.params:
+                kwargs["grid"] = q.params["grid"]
             if issubclass(e.cls, PncBounded):  # pnc, adaptive: bounds from the identity query
                 kwargs.update(
                     zeta=plan.pnc.zeta, bounds_from=src, bounds_mu=bounds_mu[a],
@@ -246,8 +248,9 @@ def validate_gedp_plan(plan: Plan) -> None:
             raise SpecError(
                 f"{where}: epsilon/delta are not GEDP parameters; give mu per attribute"
             )
-        if q.params:
-            raise SpecError(f"{where}: parameters {sorted(q.params)} do not apply to {q.mechanism}")
+        other = sorted(k for k in q.params if k != "grid")
+        if other:
+            raise SpecError(f"{where}: parameters {other} do not apply to {q.mechanism}")
         if not q.mu:
             raise SpecError(
                 f"{where}: give mu per confidential attribute, e.g. mu = {{ m1emp = 0.7 }}"

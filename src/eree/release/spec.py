@@ -386,9 +386,16 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     delta = _number(q["delta"], f"{where}: delta") if "delta" in q else None
     mu = _parse_mu(q["mu"], f"{where}: mu") if "mu" in q else None
     params: dict[str, Any] = {}
-    for key in ("theta", "s", "t", "small_cell", "additive"):
+    for key in ("theta", "s", "t", "small_cell", "additive", "grid"):
         if key in q:
             params[key] = _number(q[key], f"{where}: {key}")
+    if "grid" in params:
+        from eree.mechanisms.sampling import check_grid
+
+        try:
+            check_grid(params["grid"], f"{where}: grid")
+        except ValueError as e:
+            raise SpecError(str(e)) from None
     if "force" in q:
         if not isinstance(q["force"], bool):
             raise SpecError(f"{where}: force must be true or false")

@@ -333,6 +333,19 @@ SECTIONS: tuple[Section, ...] = (
                 units="jobs",
             ),
             Key(
+                "grid",
+                "power of two > 0",
+                "1 on a value's own scale; 2^-20 in log/ψ space",
+                "The public grid the published values are rounded to, in the space the "
+                "noise is added in: every published noisy value is the exact mechanism's "
+                "output rounded to the nearest multiple of the grid (docs/privacy.md, "
+                "float-safe noise). Default 1 (jobs, or the attribute's unit) where the "
+                "noise is added to counts or sums; 2^-20 in log space (log_laplace) and in "
+                "ψ space for ψ other than dp (psi, and the ψ branch of adaptive). Not for "
+                "noise_infusion (its factors are on the grid 2^-24).",
+                units="the statistic's unit",
+            ),
+            Key(
                 "force",
                 "boolean",
                 _mechanism_default("force"),
