@@ -3,6 +3,8 @@ mechanisms."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
@@ -68,10 +70,17 @@ def test_every_mechanism_is_attacked(audit):
     assert audit.meta["skipped"] == {}
 
 
+#: published counts are rounded to the grid 1, so a formal mechanism publishes a cell
+#: exactly with its own probability P(|noise| < ½) ≤ 1 − e^{−ε/2} (Lap(1/ε), the least noise
+#: of the formal mechanisms at ε = 1 in the audit); an exact pattern over ≥ 2 cells (all
+#: proportions, or ≥ 2 preserved zeros) has probability at most its square
+EXACT_BY_CHANCE = (1 - math.exp(-1.0 / 2)) ** 2
+
+
 def test_shape_disclosure(audit):
     assert audit.success("shape", "noise_infusion") == 1.0
     for m in FORMAL:
-        assert audit.success("shape", m) == 0.0, m
+        assert audit.success("shape", m) <= EXACT_BY_CHANCE, m
     ex = audit.examples["shape_and_size"]
     assert np.allclose(ex["recovered_share"], ex["true_share"], atol=1e-12)
 
@@ -94,7 +103,7 @@ def test_preserved_zeros(audit):
     assert ni.detail["share_with_one_nonzero_cell"] == 1.0
     for m in FORMAL:
         o = next(o for o in audit.outcomes if o.attack == "zeros" and o.mechanism == m)
-        assert o.detail["share_with_one_nonzero_cell"] == 0.0
+        assert o.detail["share_with_one_nonzero_cell"] <= EXACT_BY_CHANCE
         assert o.success_rate < 0.6, m
         assert o.bound is not None and o.success_rate <= o.bound + 0.1, m
     ex = audit.examples["zeros"]

@@ -34,6 +34,10 @@ prior: moving one worker between two cells changes two counts by one, each a wea
 α-neighbour step, so the likelihood ratio is at most e^{2ε} and the success probability
 over k options at most e^{2ε}/(e^{2ε} + k − 1).
 
+Published counts are rounded to the public grid (1 job, docs/privacy.md), so a formal
+mechanism publishes a cell exactly with its own probability P(|noise| < ½); exact patterns
+against the formal mechanisms happen at that rate, not never.
+
 This module prints true values of the (synthetic) data in its examples: that is what an
 audit on synthetic data is for. It is not on the release path.
 """

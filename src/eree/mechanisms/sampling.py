@@ -582,7 +582,7 @@ def scale_term(
 def smooth_scale_term(
     law: str, x_v: ArrayLike, alpha: float, factor: float, epsilon: float, floor: float = 1.0
 ) -> Term:
-    r"""The smooth-sensitivity scale :math:`f\max(\alpha x_v, \text{floor})/\varepsilon`, f = factor.
+    r"""The smooth-sensitivity scale f·max(α·x_v, floor)/ε (f = ``factor``).
 
     Exact in the ideal mechanism (α, x_v, ε taken as exact reals); the float is within
     5U of it. ``floor = 0`` gives the workshop's S = α·x_V.
