@@ -193,12 +193,19 @@ class WorkshopResult:
 def mechanism_for(
     mechanism: str, variant: str, alpha: float, epsilon: float, additive: float = 1.0
 ) -> Mechanism:
-    """The registered mechanism object of one plotted point (ε per cell, Blowfish policy)."""
+    """The registered mechanism object of one plotted point (ε per cell, Blowfish policy).
+
+    The workshop's smooth variants are built **as printed** (S = α·x_V), to reproduce
+    Figure 1: they break their claim at x_V < 1/α (docs/privacy-audit.md), so releases run
+    eree's correction instead (:mod:`eree.mechanisms.workshop`, docs/errata.md).
+    """
     e = registry.entry(mechanism, variant)
     kwargs: dict[str, Any] = {"query": f"{mechanism}/{variant}", "alpha": alpha,
                               "epsilon": epsilon, "definition": "blowfish"}  # fmt: skip
     if "additive" in e.settings:
         kwargs["additive"] = additive
+    if variant == "workshop" and "as_printed" in e.cls.__dataclass_fields__:
+        kwargs["as_printed"] = True
     return e.cls(**kwargs)
 
 
@@ -420,6 +427,11 @@ def run_workshop_figure1(
         "experiment": EXPERIMENT,
         "seed": seed,
         "random": "seeded (numpy PCG64 via eree SeededNoise): reproducible, NOT FOR PUBLICATION",
+        "workshop_variants": (
+            "the workshop's Smooth Gamma and Smooth Laplace AS PRINTED (S = alpha x_V), for "
+            "reproducing Figure 1 only: they break their claim at x_V < 1/alpha "
+            "(docs/privacy-audit.md); releases run eree's correction S = max(alpha x_V, 1)"
+        ),
         "grid": asdict(grid),
         "dataset": dataset.description,
         "place": PLACE,

@@ -25,8 +25,19 @@ cells (any array shape; ``x_v`` broadcasts against ``n``, so trials × cells arr
   "variance π/√2 ≈ 2.2" is the unnormalised integral and its "MSE 2.2²" squares it
   once more), from Lemma 5.6 with exponent 4: (ε/16, ε/4)-admissible.
 
-Differences from SIGMOD: no max(·, 1) in the smooth sensitivity (cells with
-:math:`x_V = 0` get only η′) and a separate :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`;
+**eree's correction (docs/errata.md).** As printed, the smooth variants use
+S* = αx_V, which bounds the local sensitivity only on α-close edges: the policy's
+one-worker edge moves a count by 1 > αx_V whenever x_V < 1/α, and the privacy audit shows
+both variants breaking their claim there (docs/privacy-audit.md). Releases therefore run
+them with :math:`S = \max(\alpha x_V, 1)`, which bounds the local sensitivity on every
+edge of the policy and is β-smooth for :math:`e^\beta \ge 1+\alpha` (the same
+argument as SIGMOD Lemma 8.5); η′ is independent noise added to a private output
+(post-processing). The printed versions (``as_printed = True``) exist only to reproduce
+the workshop's Figure 1 in ``eree evaluate workshop`` and are labelled so; no spec key
+reaches them.
+
+Differences from SIGMOD: as printed, no max(·, 1) in the smooth sensitivity (cells with
+:math:`x_V = 0` get only η′); a separate :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`;
 Smooth Gamma uses all of ε for β = ε/4 and a = ε/16 instead of SIGMOD's split
 ε₂ = 5 ln(1+α), ε₁ = ε − ε₂ with scale 5S/ε₁. The workshop's privacy proof
 (Thm 5.4) covers the smooth term only, not η′.
@@ -124,6 +135,14 @@ class _Workshop(CountMechanism):
     allowed_definitions: ClassVar[tuple[str, ...]] = ("blowfish",)
     definition: str = "blowfish"
     alpha: float
+    #: the smooth variants as the workshop prints them (S = α·x_V, which breaks the
+    #: claim, module docstring): for reproducing Figure 1 only, never in a release
+    as_printed: bool = False
+
+    @property
+    def sensitivity_floor(self) -> float:
+        """The floor of the smooth sensitivity: 1 (eree's correction), 0 as printed."""
+        return 0.0 if self.as_printed else 1.0
 
     def __post_init__(self) -> None:
         if self.definition != "blowfish":
@@ -185,27 +204,36 @@ class WorkshopLogLaplace(_Workshop):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
-    r"""Smooth Laplace mechanism, workshop Algorithm 2 ((ε, δ, G)-Blowfish as claimed).
+    r"""Smooth Laplace mechanism, workshop Algorithm 2, with eree's correction S = max(αx_V, 1).
+
+    (ε, δ, G)-Blowfish with the correction (module docstring); as printed (S = αx_V) it
+    breaks that claim.
 
     Requires :math:`\alpha+1 \le e^{\varepsilon/(2\ln(1/\delta))}` per cell (δ defaults to
     the smallest such δ; the noise does not depend on δ).
-    :math:`\tilde n = n + \frac{\alpha x_V}{\varepsilon/2}\eta + \eta'`,
+    :math:`\tilde n = n + \frac{S}{\varepsilon/2}\eta + \eta'`,
     :math:`\eta\sim\mathrm{Lap}(1)`, :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`.
     Unbiased (Lemma 5.7); no standard error is published (it would reveal x_V).
     """
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
 
+    def smooth_scale(self, x_v: ArrayLike) -> FloatArray:
+        """2S/ε_cell, S = max(αx_V, 1) (as printed: αx_V)."""
+        s = np.maximum(self.alpha * np.asarray(x_v, dtype=np.float64), self.sensitivity_floor)
+        return 2.0 * s / self.epsilon_cell
+
     @override
     def variance_floor(self) -> float | None:
-        """Var Lap(1/ε_cell) = 2/ε_cell²: the η′ term alone (x_V = 0)."""
-        return 2.0 / self.epsilon_cell**2
+        """2/ε² + 2(2S/ε)² at the smallest S (1; as printed 0: η′ alone)."""
+        b = float(self.smooth_scale(0.0))
+        return 2.0 / self.epsilon_cell**2 + 2.0 * b * b
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """std² = 2/ε² + 2(2αx_V/ε)² (two independent Laplace terms); no interval published."""
-        b = float(workshop_smooth_laplace_scale(at["x_v"], self.alpha, self.epsilon_cell))
-        return ExpectedError(math.sqrt(self.variance_floor() + 2.0 * b * b), None, None)  # type: ignore[operator]
+        """std² = 2/ε² + 2(2S/ε)² (two independent Laplace terms); no interval published."""
+        b = float(self.smooth_scale(at["x_v"]))
+        return ExpectedError(math.sqrt(2.0 / self.epsilon_cell**2 + 2.0 * b * b), None, None)
 
     @staticmethod
     @override
@@ -220,7 +248,8 @@ class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
     @override
     def public_params(self) -> dict[str, Any]:
         beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
-        return {**self._base_params(), "delta_min": self.delta_min, "beta": beta}
+        return {**self._base_params(), "delta_min": self.delta_min, "beta": beta,
+                "sensitivity": "max(alpha x_V, 1)" if not self.as_printed else "alpha x_V"}  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -231,25 +260,34 @@ class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkshopSmoothGamma(_Workshop):
-    r"""Smooth Gamma mechanism, workshop Algorithm 3 ((ε, G)-Blowfish as claimed).
+    r"""Smooth Gamma mechanism, workshop Algorithm 3, with eree's correction S = max(αx_V, 1).
+
+    (ε, G)-Blowfish with the correction (module docstring); as printed (S = αx_V) no
+    finite ε holds at x_V = 0 → 1.
 
     Requires :math:`\alpha+1 \le e^{\varepsilon/4}` per cell.
-    :math:`\tilde n = n + \frac{\alpha x_V}{\varepsilon/16}\eta + \eta'`, η with density
+    :math:`\tilde n = n + \frac{S}{\varepsilon/16}\eta + \eta'`, η with density
     :math:`(\sqrt2/\pi)/(1+z^4)`, :math:`\eta'\sim\mathrm{Lap}(1/\varepsilon)`. Unbiased
-    (Lemma 5.7); Var = (16αx_V/ε)² + 2/ε². No standard error is published.
+    (Lemma 5.7); Var = (16S/ε)² + 2/ε². No standard error is published.
     """
 
     needs: ClassVar[tuple[str, ...]] = ("count", "x_v")
 
+    def smooth_scale(self, x_v: ArrayLike) -> FloatArray:
+        """16S/ε_cell, S = max(αx_V, 1) (as printed: αx_V)."""
+        s = np.maximum(self.alpha * np.asarray(x_v, dtype=np.float64), self.sensitivity_floor)
+        return 16.0 * s / self.epsilon_cell
+
     @override
     def variance_floor(self) -> float | None:
-        """Var Lap(1/ε_cell) = 2/ε_cell²: the η′ term alone (x_V = 0)."""
-        return 2.0 / self.epsilon_cell**2
+        """(16S/ε)² + 2/ε² at the smallest S (1; as printed 0: η′ alone)."""
+        b = float(self.smooth_scale(0.0))
+        return b * b + 2.0 / self.epsilon_cell**2
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """std² = (16αx_V/ε)² + 2/ε² (Var Z = 1); no interval published."""
-        b = float(workshop_smooth_gamma_scale(at["x_v"], self.alpha, self.epsilon_cell))
+        """std² = (16S/ε)² + 2/ε² (Var Z = 1); no interval published."""
+        b = float(self.smooth_scale(at["x_v"]))
         return ExpectedError(math.sqrt(b * b + 2.0 / self.epsilon_cell**2), None, None)
 
     beta: float = field(init=False, default=0.0)
@@ -264,7 +302,8 @@ class WorkshopSmoothGamma(_Workshop):
 
     @override
     def public_params(self) -> dict[str, Any]:
-        return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16}
+        return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16,
+                "sensitivity": "max(alpha x_V, 1)" if not self.as_printed else "alpha x_V"}  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -274,7 +313,7 @@ class WorkshopSmoothGamma(_Workshop):
 
 
 def _workshop_two_terms(
-    mech: CountMechanism, cells: Cells, source: NoiseSource, law: str, factor: float
+    mech: _Workshop, cells: Cells, source: NoiseSource, law: str, factor: float
 ) -> FloatArray:
     r"""round_r(n + η′ + (factor·α x_V/ε)·W), η′ ∼ Lap(1/ε): both noises summed, rounded once."""
     n = cells["count"]
@@ -282,7 +321,7 @@ def _workshop_two_terms(
     x_v = np.broadcast_to(cells["x_v"], n.shape)
     terms = [
         scale_term("laplace", 1.0 / eps, numerator=1.0, denominator=eps, shape=n.shape),
-        smooth_scale_term(law, x_v, mech.alpha, factor, eps, floor=0.0),  # type: ignore[attr-defined]
+        smooth_scale_term(law, x_v, mech.alpha, factor, eps, floor=mech.sensitivity_floor),
     ]
     return rounded_noisy(source, exact_centre(n), terms, mech.grid)  # type: ignore[arg-type]
 
@@ -316,10 +355,11 @@ def workshop_smooth_laplace(
     *,
     delta: float | None = None,
     grid: float | None = None,
+    as_printed: bool = False,
 ) -> Measurement:
     """Convenience: :class:`WorkshopSmoothLaplace` at ``epsilon`` per cell; any array shape."""
     m = WorkshopSmoothLaplace(query="cells", alpha=alpha, epsilon=epsilon, delta=delta,
-                              grid=grid)  # fmt: skip
+                              grid=grid, as_printed=as_printed)  # fmt: skip
     return m(Cells({"count": n, "x_v": x_v}), source)
 
 
@@ -331,7 +371,9 @@ def workshop_smooth_gamma(
     source: NoiseSource,
     *,
     grid: float | None = None,
+    as_printed: bool = False,
 ) -> Measurement:
     """Convenience: :class:`WorkshopSmoothGamma` at ``epsilon`` per cell; any array shape."""
-    m = WorkshopSmoothGamma(query="cells", alpha=alpha, epsilon=epsilon, grid=grid)
+    m = WorkshopSmoothGamma(query="cells", alpha=alpha, epsilon=epsilon, grid=grid,
+                            as_printed=as_printed)  # fmt: skip
     return m(Cells({"count": n, "x_v": x_v}), source)
