@@ -711,9 +711,11 @@ def audit_privacy(
     from eree.clikit import progress_bar
     from eree.data.outdir import output_folder, relocate
     from eree.evaluate.privacy_audit import (
+        FLOAT_ATTACK_EXPLANATION,
         N_FULL,
         N_QUICK,
         VIOLATION,
+        float_attack_table,
         planned_pairs,
         run_audit,
         summary,
@@ -727,7 +729,7 @@ def audit_privacy(
     try:
         total = len(planned_pairs(quick=quick, scale_factors=factors, mechanisms=mechanism))
         with progress_bar(quiet) as bar:
-            task = bar.add_task("auditing", total=total)
+            task = bar.add_task("auditing", total=total + 1)  # + the floating-point attack
             result = run_audit(
                 n=draws, quick=quick, scale_factors=factors, confidence=confidence, seed=seed,
                 workers=workers, mechanisms=mechanism,
@@ -760,7 +762,29 @@ def audit_privacy(
         console.print(f"scale factor {f:g}: {v.height} pair(s) with a lower bound above the claim "
                       f"({v.select('mechanism', 'variant').unique().height} mechanism(s))"
                       + (f" [bold red]{VIOLATION}[/]" if v.height else ""))  # fmt: skip
+    attack = float_attack_table(result)
+    if attack.height:
+        t = Table(title="floating-point attack on the current sampling layer")
+        for col in ("mechanism", "definition", "neighbours", "floating-point attack",
+                    "float search witnesses"):  # fmt: skip
+            t.add_column(col)
+        for r in attack.iter_rows(named=True):
+            name = r["mechanism"] + (f" ({r['variant']})" if r["variant"] else "")
+            if r["certain"] is None:  # no formal guarantee: nothing to attack
+                t.add_row(name, r["definition"], "—", "not applicable (no claim)", "—")
+                continue
+            k = f"certain answers {r['certain']:,} of {r['n']:,}"
+            t.add_row(name, r["definition"], escape(r["pair"]),
+                      f"[bold red]{k}[/]" if r["certain"] else k,
+                      f"{r['witnessed']:,} of {r['witness_of']:,}")  # fmt: skip
+        console.print(t)
+        console.print(FLOAT_ATTACK_EXPLANATION)
+        hit = sum(1 for r in attack.iter_rows(named=True) if (r["certain"] or 0) > 0)
+        console.print(f"floating-point attack: {hit} mechanism(s) with certain answers"
+                      + (f" [bold red]{VIOLATION}[/]" if hit else ""))  # fmt: skip
     console.print(f"results: {paths['results']}")
+    if "float_attack" in paths:
+        console.print(f"floating-point attack: {paths['float_attack']}")
     console.print(f"report:  {paths['report']}")
     console.print(f"done in {time.perf_counter() - t0:.1f} s")
 

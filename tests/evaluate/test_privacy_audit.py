@@ -18,11 +18,16 @@ the weakened copy the power check runs):
   L(u) + 3 ln(1+α), L(u) = sup_z ln((1+(z+u)⁴)/(1+z⁴)) (the shift of the 1/(1+z⁴)
   density) and 3 ln(1+α) (d/d ln s of ln(f(z/s)/s) lies in (−1, 3)); at |E| 0 → 1 it is
   exactly L(u).
-* Workshop Smooth Gamma (workshop Alg 3), pair x_V 0 → 1 (a Blowfish edge: one worker
-  added): at x_V = 0 the output is n + Lap(1/ε), at x_V = 1 it also carries (16α/ε)·Z
-  whose density decays like z⁻⁴, so P[M(D′) > t] / P[M(D) > t] → ∞: no ε holds. The
-  audit must flag it at the true scale. Workshop Smooth Laplace at the same pair: the
-  shift 1 at scale f/ε of η′ alone gives ≥ ε/f.
+* The workshop's smooth variants run with eree's correction S = max(αx_V, 1) (errata.md):
+  S = 1 on both sides of the quick pairs, so the output is a shift of 1 under the sum of
+  two independent noises, whose loss is at most each one's alone. Smooth Laplace:
+  Lap(2f/ε) + Lap(f/ε), the tail ratio tends to e^{ε/(2f)}: as SIGMOD Smooth Laplace.
+  Smooth Gamma: (16f/ε)·Z + Lap(f/ε) → at most min(ε/f, L(ε/(16f))), within the claim
+  even at f = 0.2 (L(0.625) ≈ 0.69·ε).
+* As printed (S = αx_V, kept only to reproduce the workshop's Figure 1), workshop Smooth
+  Gamma at x_V 0 → 1 (a Blowfish edge: one worker added): at x_V = 0 the output is
+  n + Lap(1/ε), at x_V = 1 it also carries (16α/ε)·Z whose density decays like z⁻⁴, so
+  P[M(D′) > t] / P[M(D) > t] → ∞: no ε holds. The audit must flag it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from eree.evaluate.privacy_audit import (
     clopper_pearson,
     event_lower_bound,
     run_audit,
+    run_case,
     weakened,
     write_outputs,
 )
@@ -78,8 +84,8 @@ def true_loss_bounds(f: float) -> dict[tuple[str, str], tuple[float, float]]:
         ("log_laplace", "workshop"): (1 / (2 * f), 1 / (2 * f)),
         ("smooth_gamma", "sigmod"): (sg_lo, sg_hi),
         ("smooth_laplace", "sigmod"): (1 / (2 * f), math.inf),  # (ε, δ): tails beyond ε
-        ("smooth_laplace", "workshop"): (1 / f, math.inf),
-        ("smooth_gamma", "workshop"): (math.inf, math.inf),
+        ("smooth_laplace", "workshop"): (1 / (2 * f), math.inf),  # as SIGMOD (+ η′)
+        ("smooth_gamma", "workshop"): (0.0, min(1 / f, shift_loss(EPS / (16 * f)) / EPS)),
     }
 
 
@@ -102,15 +108,9 @@ def test_every_registered_mechanism_and_definition_is_audited(quick: AuditResult
     assert (t["n"] == 40_000).all()
 
 
-def test_true_scale_no_violation_but_the_workshop_smooth_gamma_zero_cell(
-    quick: AuditResult,
-) -> None:
-    v = quick.violations(1.0)
-    # the one pair whose loss is unbounded (module docstring): workshop Alg 3, x_V 0 → 1
-    assert v.select("mechanism", "variant", "definition").rows() == [
-        ("smooth_gamma", "workshop", "blowfish")
-    ]
-    assert "|E|=0 -> |E'|=1" in v["pair"][0]
+def test_true_scale_no_violation(quick: AuditResult) -> None:
+    # every registry line a release accepts keeps its claim (workshop: with the correction)
+    assert quick.violations(1.0).height == 0
     # the tight mechanisms' bounds reach most of the claim: the audit has power at f = 1
     t = quick.table.filter(pl.col("scale_factor") == 1.0)
     for name, (lo, _) in true_loss_bounds(1.0).items():
@@ -145,8 +145,24 @@ def test_power_weakened_copies(quick: AuditResult, f: float) -> None:
     if f == 0.5:
         assert {("log_laplace", "sigmod"), ("log_laplace", "workshop"),
                 ("smooth_gamma", "sigmod")}.isdisjoint(flagged)  # fmt: skip
-    if f == 0.2:  # every mechanism with a claim
-        assert len(flagged) == sum(1 for e in REGISTRY if e.definitions != ("none",))
+    if f == 0.2:  # every mechanism with a claim but the corrected workshop Smooth Gamma
+        claims = {(e.name, e.variant) for e in REGISTRY if e.definitions != ("none",)}
+        assert flagged == claims - {("smooth_gamma", "workshop")}
+
+
+def test_the_printed_workshop_smooth_gamma_is_flagged() -> None:
+    """As printed (S = αx_V; evaluate only) it has no finite ε at x_V 0 → 1."""
+    import dataclasses
+
+    case = next(
+        c for c in audit_cases(quick=True)
+        if (c.registry_entry.name, c.registry_entry.variant) == ("smooth_gamma", "workshop")
+        and "|E|=0 -> |E'|=1" in c.pair
+    )  # fmt: skip
+    printed = dataclasses.replace(case, params={**case.params, "as_printed": True})
+    row = run_case(printed, 40_000, 1.0, 3, 0.99, 0.95)
+    assert row["verdict"] == VIOLATION  # a lower bound above the claim at 99%
+    assert run_case(case, 40_000, 1.0, 3, 0.99, 0.95)["verdict"] != VIOLATION
 
 
 def test_weakened_copy_scales_the_noise_by_f() -> None:
@@ -228,12 +244,9 @@ def test_full_audit_at_a_million_draws() -> None:
     """The issue's table: N = 10⁶ per input, the true scale and 0.5 (minutes, not CI)."""
     res = run_audit(n=1_000_000, scale_factors=(1.0, 0.5), seed=0, workers=2)
     flagged = _flagged(res, 1.0)
-    # provably broken at f = 1: workshop Smooth Gamma (module docstring) and, at x_V 1 → 2,
-    # workshop Smooth Laplace: the smooth scale 2αx_V/ε doubles (0.1 → 0.2 at ε = 2) while
-    # the shift 1 already uses all of ε on η′ ~ Lap(1/ε): the tail of D′ is fatter by
-    # (1 − (0.1/0.5)²)/(1 − (0.2/0.5)²) ≈ 1.14 beyond e^ε, on events far likelier than δ
-    assert ("smooth_gamma", "workshop") in flagged
-    assert flagged <= {("smooth_gamma", "workshop"), ("smooth_laplace", "workshop")}
+    # no registry line a release accepts breaks its claim (the workshop's smooth variants
+    # run with eree's correction; as printed they break it, errata.md)
+    assert flagged == set()
     flagged = _flagged(res, 0.5)
     for name, (lo, hi) in true_loss_bounds(0.5).items():
         if lo >= 1.25:
