@@ -131,6 +131,12 @@ def test_published_variance_matches_the_empirical_variance() -> None:
     assert (chosen[:, :30] == "psi").all() and (chosen[:, 30:] == "pnc").all()
     var = m.variance
     assert var is not None
+    # pnc's public variance (Def 6.8) plus the rounding to the grid 1: 1/12, the rounding's
+    # mean square averaged over T's position (here T is an integer sum and sd = Δ/μ ≫ 1, so
+    # it is also the exact variance of round(T + (Δ/μ)Z), Sheppard); Δ is rounded up past
+    # its floating-point error, relative ≈ 2⁻³⁸(√u* + γ)/γ < 8e-10 for the u* ≈ 10⁴ here
+    want = np.sqrt(_pnc_variance(cells["bound"][:, 30:]) + 1 / 12)
+    np.testing.assert_allclose(np.sqrt(var[:, 30:]), want, rtol=1e-9)
     z = _variance_z(m.estimate, var)
     assert np.all(np.abs(z) < 4.5), z
     total = z.sum() / math.sqrt(z.size)  # ≈ N(0, 1) across the 60 independent groups

@@ -1,8 +1,18 @@
 """The DP baselines' noise models, pinned through the engine: edge-DP Laplace adds
 Lap(1/ε); node-DP truncated Laplace drops exactly the establishments with total
-employment at or above θ and adds Lap(θ/ε)."""
+employment at or above θ and adds Lap(θ/ε).
+
+The published value is round(n + bL) on the public grid 1 (docs/privacy.md), L standard
+Laplace: for an integer count n the published error is R = round(bL), an integer. The
+laws are checked as published: R + U with U ~ U(−½, ½) independent (drawn here) has the
+continuous CDF of bL interpolated linearly between the half-integers (:func:`rounded_cdf`),
+so the KS test applies exactly.
+"""
 
 from __future__ import annotations
+
+import functools
+import math
 
 import numpy as np
 import polars as pl
@@ -77,21 +87,70 @@ def test_experiment_truncation_matches_the_engine():
     assert np.array_equal(cells.n, cells.count_truncated(1e18))
 
 
-def _lap_cdf(b: float):
-    return lambda x: stats.laplace.cdf(x, scale=b)
+def rounded_cdf(b: float):
+    """CDF of round(bL) + U, U ~ U(−½, ½) independent, L standard Laplace.
+
+    For y in [k − ½, k + ½): P(R + U ≤ y) = P(R ≤ k − 1) + P(R = k)·(y − k + ½)
+    = F(k − ½) + (F(k + ½) − F(k − ½))·(y − k + ½), F the CDF of bL.
+    """
+
+    def cdf(y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        k = np.floor(y + 0.5)
+        lo = stats.laplace.cdf(k - 0.5, scale=b)
+        hi = stats.laplace.cdf(k + 0.5, scale=b)
+        return lo + (hi - lo) * (y - (k - 0.5))
+
+    return cdf
+
+
+def jittered(err: np.ndarray, seed: int) -> np.ndarray:
+    """err + U(−½, ½) (the grid is 1): continuous, with the CDF of :func:`rounded_cdf`."""
+    # a stream of its own: default_rng(seed) would repeat SeededNoise(seed)'s words
+    rng = np.random.default_rng([seed, 0x5EED])
+    return err + rng.uniform(-0.5, 0.5, size=err.shape)
+
+
+def rounded_laplace_sd(b: float) -> float:
+    """Sd of R = round(bL) (symmetric, mean 0): P(|R| ≥ k) = e^{−(k−½)/b} for k ≥ 1, so
+    E R² = Σ_k (2k − 1) e^{−(k−½)/b} = cosh(h)/(2 sinh²(h)) with h = 1/(2b)."""
+    h = 1 / (2 * b)
+    return math.sqrt(math.cosh(h) / (2 * math.sinh(h) ** 2))
+
+
+def test_rounded_helpers_against_direct_sums():
+    b = 0.7
+    k = np.arange(-60, 61, dtype=float)
+    p = stats.laplace.cdf(k + 0.5, scale=b) - stats.laplace.cdf(k - 0.5, scale=b)  # P(R = k)
+    # the CDF of R + U at the cell centres: P(R < k) + P(R = k)/2
+    np.testing.assert_allclose(rounded_cdf(b)(k), np.cumsum(p) - p / 2, atol=1e-12)
+    assert rounded_laplace_sd(b) == pytest.approx(math.sqrt(np.sum(k * k * p)), rel=1e-12)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_edge_dp_laplace_scale(epsilon):
     n = np.full(60_000, 17.0)
-    err = laplace(n, epsilon, SeededNoise(8)).noisy - n
-    assert_ks(err, _lap_cdf(1 / epsilon))
-    assert_detects(lambda x: ks_matches(x, _lap_cdf(1 / epsilon)), err * 1.3)
+    out = laplace(n, epsilon, SeededNoise(8))
+    err = out.noisy - n
+    assert np.all(err == np.round(err))  # published on the grid 1
+    check = functools.partial(ks_matches, cdf=rounded_cdf(1 / epsilon))
+    assert_ks(jittered(err, 1), rounded_cdf(1 / epsilon))
+    # power: the mechanism with a 30% larger scale 1.3/ε is rejected
+    wrong = laplace(n, epsilon / 1.3, SeededNoise(18)).noisy - n
+    assert_detects(check, jittered(wrong, 2))
+    # the published sd is the exact sd of the rounded noise (at ε = 2: 0.7475, not the
+    # unrounded √2/ε = 0.7071)
+    assert out.std is not None
+    np.testing.assert_allclose(out.std, rounded_laplace_sd(1 / epsilon), rtol=1e-9)
 
 
 @pytest.mark.parametrize(("theta", "epsilon"), [(20, 1.0), (500, 4.0)])
 def test_truncated_laplace_scale(theta, epsilon):
     n = np.full(60_000, 40.0)
     err = truncated_laplace(n, theta, epsilon, SeededNoise(9)).noisy - n
-    assert_ks(err, _lap_cdf(theta / epsilon))
-    assert_detects(lambda x: ks_matches(x, _lap_cdf(theta / epsilon)), err / 1.3)
+    assert np.all(err == np.round(err))  # published on the grid 1
+    check = functools.partial(ks_matches, cdf=rounded_cdf(theta / epsilon))
+    assert_ks(jittered(err, 3), rounded_cdf(theta / epsilon))
+    # power: the mechanism with a 30% smaller scale θ/(1.3ε) is rejected
+    wrong = truncated_laplace(n, theta, 1.3 * epsilon, SeededNoise(19)).noisy - n
+    assert_detects(check, jittered(wrong, 4))

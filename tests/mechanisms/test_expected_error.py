@@ -111,8 +111,12 @@ def test_smooth_laplace_error_is_lemma_9_3(alpha, eps, x_v, d):
 
 def test_dp_baselines():
     e = EdgeLaplace(query="q", epsilon=0.5).expected_error({"count": 10.0})
-    assert _close(e.std, math.sqrt(2) / 0.5) and _close(e.mean_abs, 2.0)
-    assert _close(e.ci_width, 2 * math.log(20) / 0.5)
+    # the published value is round(n + Lap(b)), b = 1/ε = 2, on the grid 1: Var of the
+    # rounded noise = 2Σk²·e^{−k/b}·sinh(h) = cosh h/(2 sinh² h), h = 1/(2b)
+    h = 1 / (2 * 2.0)
+    assert _close(e.std, math.sqrt(math.cosh(h) / (2 * math.sinh(h) ** 2)))
+    assert _close(e.mean_abs, 2.0)  # the noise before rounding (its note says so)
+    assert _close(e.ci_width, 2 * math.log(20) / 0.5 + 1.0)  # widened by the grid
     t = TruncatedLaplace(query="q", epsilon=2.0, theta=50.0).expected_error(
         {"count_truncated": 10.0}
     )
@@ -150,9 +154,10 @@ def test_pnc_std_is_delta_over_mu(u):
             bounds_from="identity", bounds_mu=0.7)  # fmt: skip
     e = m.expected_error({"bound": u})
     delta = u - max(0.0, math.sqrt(u) - gamma) ** 2  # Def 6.8 with ψ = √
-    assert _close(e.std, delta / mu)
+    # rounded to the grid 1: the rounding adds 1/12 (averaged over the value's position)
+    assert _close(e.std, math.sqrt((delta / mu) ** 2 + 1 / 12))
     assert _close(e.mean_abs, delta / mu * math.sqrt(2 / math.pi))
-    assert _close(e.ci_width, 2 * stats.norm.ppf(0.975) * delta / mu)
+    assert _close(e.ci_width, 2 * stats.norm.ppf(0.975) * delta / mu + 1.0)
 
 
 def test_adaptive_takes_the_smaller_and_estab_gaussian_is_constant():
@@ -160,13 +165,13 @@ def test_adaptive_takes_the_smaller_and_estab_gaussian_is_constant():
                         bounds_from="identity", bounds_mu=0.7)  # fmt: skip
     s2 = (0.5 / 0.6) ** 2
     psi = math.sqrt(2 * s2 * (2 * 1e4 + s2))
-    pnc = (1e8 - (1e4 - 0.5) ** 2) / 0.6
+    pnc = math.sqrt(((1e8 - (1e4 - 0.5) ** 2) / 0.6) ** 2 + 1 / 12)  # grid 1
     assert _close(a.expected_error({"value": 1e4, "bound": 1e8}).std, min(psi, pnc))
     from eree.privacy.neighbors import DPNeighbor
 
     g = EstabGaussian(query="q", attribute="a", neighbor=DPNeighbor(2.0), gamma=2.0, mu=0.5)
-    for v in (1.0, 1e6):
-        assert _close(g.expected_error({"value": v}).std, g.sensitivity / 0.5)
+    for v in (1.0, 1e6):  # ψ = x: Δ_ψ = γ = 2 (Def 6.1), std √((Δ_ψ/μ)² + 1/12) on grid 1
+        assert _close(g.expected_error({"value": v}).std, math.sqrt((2.0 / 0.5) ** 2 + 1 / 12))
 
 
 def test_power_a_30_percent_scale_error_fails_the_comparisons():
@@ -175,7 +180,7 @@ def test_power_a_30_percent_scale_error_fails_the_comparisons():
     assert not _close(e.mean_abs * 1.3, 2.0) and not _close(e.mean_abs / 1.3, 2.0)
     p = Pnc(query="q", attribute="a", neighbor=_sqrt(), gamma=0.5, mu=0.6, bounds_from="i",
             bounds_mu=0.7).expected_error({"bound": 100.0})  # fmt: skip
-    want = (100 - 9.5**2) / 0.6
+    want = math.sqrt(((100 - 9.5**2) / 0.6) ** 2 + 1 / 12)
     assert _close(p.std, want) and not _close(p.std * 1.3, want)
     g = SmoothGamma(query="q", alpha=0.1, epsilon=1.0).expected_error({"count": 1.0, "x_v": 1.0})
     assert not _close(g.std * 0.7, 5 / (1 - 5 * math.log(1.1)))

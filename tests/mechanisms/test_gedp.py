@@ -4,6 +4,13 @@ Statistical checks use fixed seeds and tolerances from the sample size; each pro
 power on a 30% error in the noise scale. Privacy checks pin the noise: when the mechanism's
 noisy answers are the same, everything published must be the same whatever the
 confidential values (DESIGN.md §4.4).
+
+Published values are the mechanisms' outputs rounded to a public grid (docs/privacy.md):
+1 where the noise is added to the values (Estab-Gaussian, pnc, ψ = x), 2⁻²⁰ in a
+transformed ψ space. For an integer true value on the grid 1 the published error is
+R = round(sd·Z), an integer; its law is checked through R + U, U ~ U(−½, ½) drawn here,
+whose CDF is Φ(·/sd) interpolated linearly between the half-integers
+(:func:`rounded_normal_cdf`), so the KS test applies exactly.
 """
 
 from __future__ import annotations
@@ -13,10 +20,10 @@ import math
 
 import numpy as np
 import pytest
-from numpy.typing import ArrayLike
 from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.stats import norm
 
+import eree.mechanisms.gedp as gedp
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import sqrt_true_variance, sqrt_variance_estimate
@@ -28,16 +35,17 @@ from eree.mechanisms.gedp import (
     pnc_upper_bounds,
     psi_mechanism,
 )
-from eree.mechanisms.noise import FloatArray, NoiseSource, SeededNoise
+from eree.mechanisms.noise import NoiseSource, SeededNoise
 from eree.privacy.neighbors import DPNeighbor, LogShift, SqrtShift, combine
 from tests.stats import Z_CRIT, assert_detects, assert_ks, ks_matches
 
 
 class PinnedNoise(NoiseSource):
-    """Returns fixed noisy answers whatever the true values and scale.
+    """Fixed noisy answers whatever the true values and scale (with the ``pinned`` fixture).
 
     Whatever a mechanism publishes must then be the same for two datasets that differ
-    only in their confidential values.
+    only in their confidential values. With the sampling layer pinned, a mechanism has no
+    other way to draw randomness: its random words are never asked for.
     """
 
     mode = "seeded"
@@ -47,13 +55,85 @@ class PinnedNoise(NoiseSource):
         self.seed = seed
         self.calls = 0
 
-    def uniform(self, size: int) -> FloatArray:  # pragma: no cover - never used
-        raise AssertionError("mechanisms must draw Gaussian noise through add_gaussian")
+    def bits(self, size: int) -> np.ndarray:  # pragma: no cover - never used
+        raise AssertionError("GEDP mechanisms must draw their noise through the sampling layer")
 
-    def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> FloatArray:
+    def answers(self, shape: tuple[int, ...], grid: object) -> np.ndarray:
+        """The next fixed noisy answers, on the public grid (as published)."""
         self.calls += 1
-        shape = np.shape(values)
-        return np.random.default_rng([self.seed, self.calls]).normal(5.0, 3.0, size=shape)
+        w = np.random.default_rng([self.seed, self.calls]).normal(5.0, 3.0, size=shape)
+        g = np.asarray(grid, dtype=float)
+        return np.round(w / g) * g
+
+
+@pytest.fixture
+def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin the sampling layer the GEDP mechanisms draw through: a draw from a PinnedNoise
+    returns its fixed answers, whatever the centre (the confidential values) and scale."""
+
+    def rounded_noisy(source, centre, terms, grid):  # type: ignore[no-untyped-def]
+        assert isinstance(source, PinnedNoise)
+        return source.answers(np.shape(centre.value), grid)
+
+    def additive(source, values, law, scale, grid, **kw):  # type: ignore[no-untyped-def]
+        assert isinstance(source, PinnedNoise)
+        return source.answers(np.shape(values), grid)
+
+    monkeypatch.setattr(gedp, "rounded_noisy", rounded_noisy)
+    monkeypatch.setattr(gedp, "additive", additive)
+
+
+class RecordingNoise(SeededNoise):
+    """A seeded source that counts the random words the mechanisms ask it for."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.words = 0
+
+    def bits(self, size: int) -> np.ndarray:
+        self.words += size
+        return super().bits(size)
+
+
+def rounded_normal_cdf(sd: float):  # type: ignore[no-untyped-def]
+    """CDF of round(sd·Z) + U, U ~ U(−½, ½) independent, Z ~ N(0, 1).
+
+    For y in [k − ½, k + ½): P(R + U ≤ y) = P(R ≤ k − 1) + P(R = k)·(y − k + ½)
+    = F(k − ½) + (F(k + ½) − F(k − ½))·(y − k + ½), F = Φ(·/sd).
+    """
+
+    def cdf(y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        k = np.floor(y + 0.5)
+        lo, hi = ndtr((k - 0.5) / sd), ndtr((k + 0.5) / sd)
+        return lo + (hi - lo) * (y - (k - 0.5))
+
+    return cdf
+
+
+def rounded_normal_variance(sd: float) -> float:
+    """Var round(sd·Z) = 2 Σ_{k≥1} k² P(round(sd·Z) = k) (symmetric, mean 0)."""
+    k = np.arange(1, int(40 * sd) + 40, dtype=float)
+    p = norm.sf((k - 0.5) / sd) - norm.sf((k + 0.5) / sd)
+    return float(2 * np.sum(k * k * p))
+
+
+def jittered(err: np.ndarray, seed: int) -> np.ndarray:
+    """err + U(−½, ½) (the grid is 1): continuous, with the CDF of :func:`rounded_normal_cdf`."""
+    # a stream of its own: default_rng(seed) would repeat SeededNoise(seed)'s words
+    rng = np.random.default_rng([seed, 0x5EED])
+    return err + rng.uniform(-0.5, 0.5, size=err.shape)
+
+
+def test_rounded_normal_helpers_against_direct_sums() -> None:
+    sd = 0.6
+    k = np.arange(-40, 41, dtype=float)
+    p = ndtr((k + 0.5) / sd) - ndtr((k - 0.5) / sd)  # P(round(sd·Z) = k)
+    # the CDF of R + U at the cell centres: P(R < k) + P(R = k)/2
+    np.testing.assert_allclose(rounded_normal_cdf(sd)(k), np.cumsum(p) - p / 2, atol=1e-12)
+    assert rounded_normal_variance(sd) == pytest.approx(float(np.sum(k * k * p)), rel=1e-12)
+    # Sheppard: sd² + 1/12 up to terms of order e^{−2π²sd²} (e^{−123} at sd = 2.5)
+    assert rounded_normal_variance(2.5) == pytest.approx(2.5**2 + 1 / 12, rel=1e-14)
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +151,26 @@ def test_psi_mechanism_noise_is_gaussian_with_sigma_gamma_over_mu(
     f: SqrtShift, sums: np.ndarray
 ) -> None:
     gamma, mu = 0.5, 0.7
-    out = psi_mechanism(sums, f, gamma, mu, SeededNoise(1))
     sigma = gamma / mu  # Def 6.4
-    z = (out.noisy - f.psi(sums)) / sigma
-    assert_ks(z, norm.cdf)
-    wrong = psi_mechanism(sums, f, gamma, mu / 1.3, SeededNoise(2))
-    assert_detects(lambda s: ks_matches(s, norm.cdf), (wrong.noisy - f.psi(sums)) / sigma)
+    if isinstance(f, DPNeighbor):
+        # ψ = x on its default grid 1, integer sums: the published error is round(σZ)
+        cdf = rounded_normal_cdf(sigma)
+
+        def errors(m: Measurement, seed: int) -> np.ndarray:
+            e = m.noisy - sums
+            assert np.all(e == np.round(e))
+            return jittered(e, seed)
+    else:
+        # ψ grid 2⁻²⁰: the rounding moves ω by ≤ 2⁻²¹, so each CDF value by
+        # ≤ 2⁻²¹/(σ√(2π)) < 3e-7, against a KS critical value ≈ 0.016 at N = 20 000
+        cdf = norm(scale=sigma).cdf
+
+        def errors(m: Measurement, seed: int) -> np.ndarray:
+            return m.noisy - f.psi(sums)
+
+    assert_ks(errors(psi_mechanism(sums, f, gamma, mu, SeededNoise(1)), 1), cdf)
+    wrong = psi_mechanism(sums, f, gamma, mu / 1.3, SeededNoise(2))  # σ 30% too large
+    assert_detects(lambda s: ks_matches(s, cdf), errors(wrong, 2))
 
 
 def test_psi_mechanism_publishes_only_estimates(sums: np.ndarray) -> None:
@@ -113,17 +207,50 @@ def test_psi_mechanism_publishes_only_estimates(sums: np.ndarray) -> None:
     [SqrtShift(), LogShift(1.0), DPNeighbor(), combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0))],
     ids=lambda f: f.kind,
 )
-def test_psi_mechanism_output_depends_on_data_only_through_omega(f: SqrtShift) -> None:
+def test_psi_mechanism_output_depends_on_data_only_through_omega(
+    f: SqrtShift, pinned: None
+) -> None:
     x1 = np.array([0.0, 1.0, 10.0, 500.0, 36_000.0])
     x2 = np.array([7.0, 0.0, 90_000.0, 3.0, 12.0])
-    a = psi_mechanism(x1, f, 0.5, 0.7, PinnedNoise(9))
-    b = psi_mechanism(x2, f, 0.5, 0.7, PinnedNoise(9))
+    sa, sb = PinnedNoise(9), PinnedNoise(9)
+    a = psi_mechanism(x1, f, 0.5, 0.7, sa)
+    b = psi_mechanism(x2, f, 0.5, 0.7, sb)
+    assert sa.calls == sb.calls == 1  # the answers were pinned
     for field in ("noisy", "estimate", "std", "ci_low", "ci_high", "variance"):
         va, vb = getattr(a, field), getattr(b, field)
         if va is None:
             assert vb is None
         else:
             np.testing.assert_array_equal(va, vb)
+
+
+def test_all_randomness_comes_from_the_sources_words(sums: np.ndarray) -> None:
+    """Given the same random words, the GEDP mechanisms publish the same values, whatever
+    the state of any other generator; they ask the source for at least a word per cell."""
+    x = sums[:500]
+
+    def run(seed: int, other: int) -> tuple[list[np.ndarray], int]:
+        saved = np.random.get_state()
+        np.random.seed(other)  # the legacy global generator: must not matter
+        try:
+            src = RecordingNoise(seed)
+            outs = [
+                psi_mechanism(x, SqrtShift(), 0.5, 0.7, src).noisy,
+                psi_mechanism(x, DPNeighbor(), 0.5, 0.7, src).noisy,
+                estab_gaussian(x, 2.0, 0.5, src).noisy,
+                pnc_mechanism(x, np.full(x.shape, 3.0), 0.6, src).noisy,
+            ]
+        finally:
+            np.random.set_state(saved)
+        return outs, src.words
+
+    a, words_a = run(3, 0)
+    b, words_b = run(3, 1)
+    c, _ = run(4, 0)
+    assert words_a == words_b >= 4 * x.size  # Box–Muller: two words per two cells
+    for oa, ob, oc in zip(a, b, c, strict=True):
+        np.testing.assert_array_equal(oa, ob)
+        assert not np.array_equal(oa, oc)
 
 
 def test_psi_mechanism_rejects_bad_parameters() -> None:
@@ -140,14 +267,31 @@ def test_psi_mechanism_rejects_bad_parameters() -> None:
 
 def test_estab_gaussian(sums: np.ndarray) -> None:
     delta, mu = DPNeighbor().sensitivity(2.0), 0.5
+    assert delta == 2.0  # Def 6.1 for ψ = x: Δ_ψ = γ
     out = estab_gaussian(sums, delta, mu, SeededNoise(4))
     sd = delta / mu
-    np.testing.assert_array_equal(out.variance, np.full(sums.shape, sd * sd))
+    # published on the grid 1, integer sums: the error is round(sd·Z), of variance
+    # 2Σ k² P(round(sd·Z) = k) = sd² + 1/12 (Sheppard; exact to e^{−2π²·16} at sd = 4)
+    var = rounded_normal_variance(sd)
+    assert var == pytest.approx(sd * sd + 1 / 12, rel=1e-14)
+    np.testing.assert_allclose(out.variance, np.full(sums.shape, var), rtol=1e-12)
     assert out.std is not None
-    np.testing.assert_array_equal(out.std, np.full(sums.shape, sd))
-    assert_ks((out.noisy - sums) / sd, norm.cdf)
+    np.testing.assert_allclose(out.std, np.full(sums.shape, math.sqrt(var)), rtol=1e-12)
+    err = out.noisy - sums
+    assert np.all(err == np.round(err))
+    cdf = rounded_normal_cdf(sd)
+    assert_ks(jittered(err, 1), cdf)
     wrong = estab_gaussian(sums, 1.3 * delta, mu, SeededNoise(5))
-    assert_detects(lambda s: ks_matches(s, norm.cdf), (wrong.noisy - sums) / sd)
+    assert_detects(lambda s: ks_matches(s, cdf), jittered(wrong.noisy - sums, 2))
+    # the CI answer ± (z·sd + ½) (clamped at 0, which cannot uncover x ≥ 1) covers x
+    # exactly when |round(sd·Z)| ≤ m = ⌊z·sd + ½⌋, probability 2Φ((m + ½)/sd) − 1 ≥ 95%
+    m = math.floor(norm.ppf(0.975) * sd + 0.5)
+    p = 2 * float(ndtr((m + 0.5) / sd)) - 1
+    assert p >= 0.95
+    pos = sums >= 1
+    assert out.ci_low is not None and out.ci_high is not None
+    covered = (out.ci_low[pos] <= sums[pos]) & (sums[pos] <= out.ci_high[pos])
+    assert abs(covered.mean() - p) < Z_CRIT * math.sqrt(p * (1 - p) / pos.sum())
     with pytest.raises(PrivacyParameterError, match="sensitivity"):
         estab_gaussian(sums, SqrtShift().sensitivity(0.5), mu, SeededNoise(4))
 
@@ -215,11 +359,17 @@ def test_pnc_published_variance_is_delta_over_mu_squared_and_matches_empirical()
     reps = 20_000
     out = pnc_mechanism(np.tile(t, (reps, 1)), np.tile(delta, (reps, 1)), mu, SeededNoise(12))
     published = out.variance[0]
-    np.testing.assert_array_equal(published, (delta / mu) ** 2)
-    assert out.std is not None
-    np.testing.assert_array_equal(out.std[0], delta / mu)
-    assert np.all(out.variance == published)  # the same for every release
     live = delta > 0
+    # (Δ/μ)² plus the rounding to the grid 1: 1/12, the rounding's mean square averaged
+    # over T's position in its grid cell (a clipped sum T need not be an integer; for the
+    # integer T = 0 with Δ = 0, published exactly, it is an upper bound)
+    np.testing.assert_allclose(published, (delta / mu) ** 2 + 1 / 12, rtol=1e-12)
+    # for the integer T here it is the exact variance of round(T + (Δ/μ)Z) − T (sd ≥ 2.4)
+    exact = [rounded_normal_variance(sd) for sd in delta[live] / mu]
+    np.testing.assert_allclose(published[live], exact, rtol=1e-12)
+    assert out.std is not None
+    np.testing.assert_allclose(out.std[0] ** 2, published, rtol=1e-12)
+    assert np.all(out.variance == published)  # the same for every release
     assert variance_matches(out.noisy[:, live], published[live])
     assert np.all(out.noisy[:, ~live] == t[~live])  # Δ = 0: nothing to hide, no noise
     wrong = pnc_mechanism(
@@ -295,7 +445,7 @@ def test_pnc_clipping_power_check() -> None:
 # --------------------------------------------------------------------------------------
 
 
-def test_pnc_publishes_bounds_and_variances_from_noisy_identity_only() -> None:
+def test_pnc_publishes_bounds_and_variances_from_noisy_identity_only(pinned: None) -> None:
     f, gamma, mu_a, mu = SqrtShift(), 0.5, 0.7, 0.6
     groups = np.array([0, 0, 1, 1, 1])
     tau = pnc_tau_hat(0.01, 5, 1)

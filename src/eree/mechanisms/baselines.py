@@ -73,9 +73,12 @@ class EdgeLaplace(WholeMarginalMechanism):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """Lap(1/ε): std √2/ε, E|error| = 1/ε, interval 2·ln(1/(1−c))/ε; the same for every n."""
-        b = self.scale
-        return ExpectedError(math.sqrt(2.0) * b, b, 2.0 * laplace_quantile(b, self.confidence))
+        """Lap(1/ε) rounded to the grid: std as published (the rounded noise's), E|error| ≈ 1/ε
+        (before rounding), the published interval's width 2·ln(1/(1−c))/ε + grid."""
+        b, grid = self.scale, float(self.grid or 1)
+        sd = math.sqrt(rounded_variance("laplace", b, grid, on_grid=grid <= 1))
+        return ExpectedError(sd, b, 2.0 * laplace_quantile(b, self.confidence) + grid,
+                             "E|error| of the noise before rounding to the grid")  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

@@ -181,18 +181,22 @@ def pnc_sensitivity_upper(
 ) -> FloatArray:
     r"""Δ_ℓ of :func:`pnc_sensitivity`, rounded up past its floating-point error.
 
-    The float Δ̂ = u − ψ⁻¹(ψ(u) − γ) carries the errors of ψ and ψ⁻¹: at most
-    :math:`4(\rho(|\psi(u)|+\gamma))/\psi'(u) + 4U u` with ρ = 2⁻⁴⁰ (ψ⁻¹′ = 1/ψ′ is
-    largest at u for concave ψ). The noise is drawn with this upper bound (a larger
-    sensitivity only adds privacy) and the published variance is computed from it.
+    The float Δ̂ = u − ψ⁻¹(ψ(u) − γ) carries three errors: ψ(u)'s own
+    (:meth:`NeighborFunction.psi_error`) and the subtraction of γ, carried through ψ⁻¹ with
+    slope 1/ψ′ ≤ 1/ψ′(u) (ψ concave); ψ⁻¹'s own, at most 2⁻⁴³(x + 1) at its result x; and
+    the final subtraction, 2⁻⁵³u. The noise is drawn with Δ̂ plus that bound (a larger
+    sensitivity only adds privacy), and the published variance is computed from it.
     """
     u = np.asarray(u_star, dtype=np.float64)
     d = pnc_sensitivity(u, neighbor, gamma)
+    psi_u = np.asarray(neighbor.psi(u), dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = np.asarray(neighbor.derivative(np.maximum(u, 1e-300)), dtype=np.float64)
         inv_slope = np.where(np.isfinite(slope) & (slope > 0), 1.0 / slope, 0.0)
-    psi_u = np.abs(np.asarray(neighbor.psi(u), dtype=np.float64))
-    err = 4.0 * 2.0**-40 * (psi_u + gamma) * inv_slope + 4.0 * 2.0**-53 * np.abs(u)
+    err_y = np.asarray(neighbor.psi_error(u, psi_u), dtype=np.float64)
+    err_y = err_y + 2.0**-52 * (np.abs(psi_u) + gamma)
+    x_low = np.maximum(u - d, 0.0)
+    err = 1.01 * (err_y * inv_slope + 2.0**-43 * (x_low + 1.0) + 2.0**-52 * np.abs(u))
     return np.where(d > 0, np.nextafter(d + err, np.inf), 0.0)
 
 
@@ -246,9 +250,14 @@ def pnc_mechanism(
     )
 
 
-def _gaussian_error(sd: float, confidence: float) -> ExpectedError:
-    """N(0, sd²): E|error| = sd·√(2/π); interval ±z·sd (width before clamping at 0)."""
-    return ExpectedError(sd, sd * math.sqrt(2.0 / math.pi), 2.0 * z_value(confidence) * sd)
+def _gaussian_error(sd: float, confidence: float, grid: float = 0.0) -> ExpectedError:
+    """N(0, sd²) rounded to the grid: std √(sd² + grid²/12) as published, E|error| =
+    sd·√(2/π) (before rounding); the published interval ±(z·sd + grid/2), before clamping."""
+    return ExpectedError(
+        math.sqrt(sd * sd + grid * grid / 12.0), sd * math.sqrt(2.0 / math.pi),
+        2.0 * z_value(confidence) * sd + grid,
+        "E|error| of the noise before rounding to the grid" if grid else "",
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------
@@ -437,7 +446,7 @@ class EstabGaussian(GedpMechanism):
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """N(0, (Δ_ψ/μ)²) at every value (before clamping the CI at 0)."""
-        return _gaussian_error(self.sd, self.confidence)
+        return _gaussian_error(self.sd, self.confidence, float(self.grid or 1))
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -486,8 +495,10 @@ class PncBounded(GedpMechanism):
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """Pnc at a group whose public bound is u*_ℓ (``bound``): N(0, (Δ_ℓ/μ)²), Def 6.8."""
-        delta = float(pnc_sensitivity(np.array([float(at["bound"])]), self.neighbor, self.gamma)[0])
-        return _gaussian_error(delta / self.mu, self.confidence)
+        delta = float(
+            pnc_sensitivity_upper(np.array([float(at["bound"])]), self.neighbor, self.gamma)[0]
+        )
+        return _gaussian_error(delta / self.mu, self.confidence, float(self.grid or 1))
 
     def upper_bounds(self, omega_identity: ArrayLike, n_establishments: int) -> FloatArray:
         r"""Thm 6.7: :math:`u_{j,i} = \psi^{-1}(\omega_{j,i} + \gamma_i\hat\tau/\mu_i^{(a)})`."""

@@ -160,9 +160,18 @@ class Law(ABC):
     def ball(self, states: Any, i: int, prec: int) -> arb:
         """A ball containing W_i for every value of its uniforms' current intervals."""
 
+    def refine_uniforms(self, states: Any, i: int) -> list[Uniform]:
+        """The uniforms of draw ``i`` that the slow path extends (those carrying its value;
+        a sign bit is exact and never extended)."""
+        return self.states_of(states, i)
+
     @abstractmethod
     def cdf(self, z: FloatArray) -> FloatArray:
         """P(W ≤ z) (for tests and the exact rounded laws; float accuracy)."""
+
+    def tail_second_moment(self, t: float) -> float:
+        """E[W²; |W| > t] (for the remainder of :func:`rounded_variance`); 0 if negligible."""
+        return 0.0
 
     #: Var W
     variance: float = 1.0
@@ -208,6 +217,10 @@ class LaplaceLaw(Law):
         s, v = self.states_of(states, i)
         e = -(v.ball().log())
         return e if s.m == 0 else -e
+
+    def refine_uniforms(self, states: Any, i: int) -> list[Uniform]:
+        """Only V carries the value; the sign is one exact bit and is never extended."""
+        return self.states_of(states, i)[1:]
 
     def cdf(self, z: FloatArray) -> FloatArray:
         z = np.asarray(z, dtype=np.float64)
@@ -409,6 +422,10 @@ class SmoothGammaLaw(Law):
 
         return smooth_gamma_cdf(z)
 
+    def tail_second_moment(self, t: float) -> float:
+        r"""E[Z²; |Z| > t] = 2·(√2/π)∫_t^∞ z²/(1+z⁴) dz = 2(F(1/t) − ½) (z = 1/s)."""
+        return float(2.0 * (self.cdf(np.array(1.0 / t)) - 0.5))
+
 
 def _SG_K_ball() -> arb:  # noqa: N802 - a constant
     from flint import arb
@@ -444,6 +461,10 @@ class RampLaw(Law):
     def states_of(self, states: Any, i: int) -> list[Uniform]:
         """The sign bit and the 63-bit uniform of draw ``i`` (as for Laplace)."""
         return LAPLACE_LAW.states_of(states, i)
+
+    def refine_uniforms(self, states: Any, i: int) -> list[Uniform]:
+        """Only V carries the value; the sign bit is never extended."""
+        return self.states_of(states, i)[1:]
 
     def ball(self, states: Any, i: int, prec: int) -> arb:
         from flint import arb
@@ -641,7 +662,10 @@ def rounded_variance(law: str, scale: float, grid: float, on_grid: bool) -> floa
     kmax = math.ceil(60.0 * b / r) + 8
     k = np.arange(1, kmax + 1, dtype=np.float64)
     p = w.cdf((k + 0.5) * r / b) - w.cdf((k - 0.5) * r / b)
-    return float(2.0 * np.sum((k * r) ** 2 * p))
+    # beyond kmax: the law's own tail (only the heavy-tailed Smooth Gamma law has one
+    # that matters; the sum over cells equals the integral there to O(r²·P(tail)))
+    rest = b * b * w.tail_second_moment((kmax + 0.5) * r / b)
+    return float(2.0 * np.sum((k * r) ** 2 * p) + rest)
 
 
 # --------------------------------------------------------------------------- the layer
@@ -745,8 +769,7 @@ def _slow(
                     except OverflowError:  # beyond float64: refused later as non-finite
                         return math.inf if k > 0 else -math.inf
             for t, states in zip(terms, draws, strict=True):
-                refine = getattr(t.law, "refine_uniforms", t.law.states_of)
-                for u in refine(states, i):
+                for u in t.law.refine_uniforms(states, i):
                     u.extend(source.bits(1)[0])
             prec += _STEP
     finally:

@@ -202,6 +202,12 @@ class SqrtShift(NeighborFunction):
     def psi_ball(self, x: Any) -> Any:
         return (x + self.a).sqrt()
 
+    @override
+    def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
+        """x + a rounds once (relative 2⁻⁵³, halved by the root); IEEE sqrt is correctly
+        rounded (2⁻⁵³): at most 2⁻⁵¹·ψ with room to spare."""
+        return 2.0**-51 * np.abs(value)
+
     def _inverse(self, y: FloatArray) -> FloatArray:
         return y * y - self.a
 
@@ -437,8 +443,22 @@ class CombinedNeighbor(NeighborFunction):
 
     @override
     def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
-        parts = np.vstack([np.abs(_arr(f.psi(x))) / g for f, g in self.parts])
-        return 2.0**-40 * (1.0 + np.abs(value) + parts.max(axis=0)) + 2.0**-51
+        """offset + (ψ_k(x) − ψ_k(b))/γ_k: the active part's own errors at x and at its
+        breakpoint, over γ_k, plus the four roundings of the formula (2⁻⁵³ each)."""
+        seg = np.clip(self._segment(x), 0, len(self._breaks) - 1)
+        out = np.zeros(np.shape(x))
+        for j, k in enumerate(self._active):
+            m = seg == j
+            if not m.any():
+                continue
+            f, g = self.parts[k]
+            b = np.full(int(m.sum()), self._breaks[j])
+            fx, fb = _arr(f.psi(x[m])), _arr(f.psi(b))
+            inner = _arr(f.psi_error(x[m], fx)) + _arr(f.psi_error(b, fb))
+            out[m] = inner / g * (1 + 2.0**-52) + 2.0**-51 * (
+                abs(self._offsets[j]) + (np.abs(fx) + np.abs(fb)) / g + np.abs(value[m])
+            )
+        return out
 
     def _scaled_derivatives(self, x: FloatArray) -> FloatArray:
         return np.vstack([_arr(f.derivative(x)) / g for f, g in self.parts])
