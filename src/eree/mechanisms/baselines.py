@@ -73,8 +73,11 @@ class EdgeLaplace(WholeMarginalMechanism):
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
-        """Lap(1/ε) rounded to the grid: std as published (the rounded noise's), E|error| ≈ 1/ε
-        (before rounding), the published interval's width 2·ln(1/(1−c))/ε + grid."""
+        """Lap(1/ε) rounded to the grid, as published.
+
+        std: the rounded noise's; E|error| = 1/ε (before rounding); the published
+        interval's width 2·ln(1/(1−c))/ε + grid.
+        """
         b, grid = self.scale, float(self.grid or 1)
         sd = math.sqrt(rounded_variance("laplace", b, grid, on_grid=grid <= 1))
         return ExpectedError(sd, b, 2.0 * laplace_quantile(b, self.confidence) + grid,

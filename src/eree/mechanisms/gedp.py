@@ -251,8 +251,11 @@ def pnc_mechanism(
 
 
 def _gaussian_error(sd: float, confidence: float, grid: float = 0.0) -> ExpectedError:
-    """N(0, sd²) rounded to the grid: std √(sd² + grid²/12) as published, E|error| =
-    sd·√(2/π) (before rounding); the published interval ±(z·sd + grid/2), before clamping."""
+    """N(0, sd²) rounded to the grid, as published.
+
+    std √(sd² + grid²/12); E|error| = sd·√(2/π) (before rounding); the published interval
+    ±(z·sd + grid/2), before clamping.
+    """
     return ExpectedError(
         math.sqrt(sd * sd + grid * grid / 12.0), sd * math.sqrt(2.0 / math.pi),
         2.0 * z_value(confidence) * sd + grid,

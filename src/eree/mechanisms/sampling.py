@@ -161,8 +161,10 @@ class Law(ABC):
         """A ball containing W_i for every value of its uniforms' current intervals."""
 
     def refine_uniforms(self, states: Any, i: int) -> list[Uniform]:
-        """The uniforms of draw ``i`` that the slow path extends (those carrying its value;
-        a sign bit is exact and never extended)."""
+        """The uniforms of draw ``i`` that the slow path extends.
+
+        Those carrying its value: a sign bit is exact and never extended.
+        """
         return self.states_of(states, i)
 
     @abstractmethod

@@ -140,6 +140,11 @@ class _Workshop(CountMechanism):
     as_printed: bool = False
 
     @property
+    def sensitivity_words(self) -> str:
+        """The smooth sensitivity used, for the manifest."""
+        return "alpha x_V (as printed)" if self.as_printed else "max(alpha x_V, 1)"
+
+    @property
     def sensitivity_floor(self) -> float:
         """The floor of the smooth sensitivity: 1 (eree's correction), 0 as printed."""
         return 0.0 if self.as_printed else 1.0
@@ -249,7 +254,7 @@ class WorkshopSmoothLaplace(_Workshop, ApproximateCountMechanism):
     def public_params(self) -> dict[str, Any]:
         beta = self.epsilon_cell / (2 * math.log(1 / self.delta_cell))
         return {**self._base_params(), "delta_min": self.delta_min, "beta": beta,
-                "sensitivity": "max(alpha x_V, 1)" if not self.as_printed else "alpha x_V"}  # fmt: skip
+                "sensitivity": self.sensitivity_words}  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -303,7 +308,7 @@ class WorkshopSmoothGamma(_Workshop):
     @override
     def public_params(self) -> dict[str, Any]:
         return {**self._base_params(), "beta": self.beta, "a": self.epsilon_cell / 16,
-                "sensitivity": "max(alpha x_V, 1)" if not self.as_printed else "alpha x_V"}  # fmt: skip
+                "sensitivity": self.sensitivity_words}  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

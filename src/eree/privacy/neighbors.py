@@ -204,8 +204,11 @@ class SqrtShift(NeighborFunction):
 
     @override
     def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
-        """x + a rounds once (relative 2⁻⁵³, halved by the root); IEEE sqrt is correctly
-        rounded (2⁻⁵³): at most 2⁻⁵¹·ψ with room to spare."""
+        """At most 2⁻⁵¹·ψ, with room to spare.
+
+        x + a rounds once (relative 2⁻⁵³, halved by the root); IEEE sqrt is correctly
+        rounded (2⁻⁵³).
+        """
         return 2.0**-51 * np.abs(value)
 
     def _inverse(self, y: FloatArray) -> FloatArray:
@@ -443,8 +446,11 @@ class CombinedNeighbor(NeighborFunction):
 
     @override
     def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
-        """offset + (ψ_k(x) − ψ_k(b))/γ_k: the active part's own errors at x and at its
-        breakpoint, over γ_k, plus the four roundings of the formula (2⁻⁵³ each)."""
+        """The error of offset + (ψ_k(x) − ψ_k(b))/γ_k.
+
+        The active part's own errors at x and at its breakpoint, over γ_k, plus the four
+        roundings of the formula (2⁻⁵³ each).
+        """
         seg = np.clip(self._segment(x), 0, len(self._breaks) - 1)
         out = np.zeros(np.shape(x))
         for j, k in enumerate(self._active):
