@@ -714,9 +714,11 @@ def rounded_noisy(
     total_abs = np.abs(cf)
     err = np.broadcast_to(np.asarray(centre.error, dtype=np.float64), shape).ravel().copy()
     draws = []
+    scales = []
     for t in terms:
         w, e_w, states = t.law.fast(source, n)
-        b = np.broadcast_to(t.scale, shape).ravel()
+        b = np.broadcast_to(np.asarray(t.scale, dtype=np.float64), shape).ravel()
+        scales.append(b)
         zero = b == 0  # no noise from this term (e.g. the workshop's S = α·x_V at x_V = 0)
         noise = np.where(zero, 0.0, b * w)
         aw = np.abs(w)
@@ -731,13 +733,13 @@ def rounded_noisy(
     q = y / r
     k = np.rint(q)
     settled = np.abs(q - k) + err / r < 0.5
-    out = k * r
+    out = k * r + 0.0  # + 0.0: a zero is +0.0 on both paths (rint gives −0.0 for q ∈ (−½, 0))
     STATS.draws += n
     slow = np.flatnonzero(~settled)
     if slow.size:
         STATS.slow += int(slow.size)
         for i in slow:
-            out[i] = _slow(source, centre, terms, draws, int(i), float(r[i]))
+            out[i] = _slow(source, centre, terms, draws, scales, int(i), float(r[i]))
     return out.reshape(shape)
 
 
@@ -746,6 +748,7 @@ def _slow(
     centre: Centre,
     terms: Sequence[Term],
     draws: list[Any],
+    scales: list[FloatArray],
     i: int,
     r: float,
 ) -> float:
@@ -758,9 +761,10 @@ def _slow(
         for step in range(_MAX_REFINEMENTS):
             ctx.prec = prec
             y = centre.ball(i)
-            for t, states in zip(terms, draws, strict=True):
-                if float(t.scale.flat[i]) != 0.0:
-                    y = y + t.ball(i) * t.law.ball(states, i, prec)
+            for t, states, b in zip(terms, draws, scales, strict=True):
+                if b[i] != 0.0:
+                    scale = t.exact(i) if t.exact is not None else arb(float(b[i]))
+                    y = y + scale * t.law.ball(states, i, prec)
             if y.is_finite():
                 cell = (y / arb(r) + arb(0.5)).floor()
                 if cell.is_exact():
