@@ -87,6 +87,11 @@ class Spy:
         self.states.append(states)
         return w, err, states
 
+    def draw(self, source: NoiseSource, n: int) -> sampling.Draw:
+        d = self.law.draw(source, n)  # the layer's first tier: the same states
+        self.states.append(d.states)
+        return d
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.law, name)
 
@@ -548,3 +553,59 @@ def test_a_published_zero_does_not_show_which_path_computed_it():
         zeros = out[out == 0]
         assert not np.signbit(zeros).any()
     assert (additive(SeededNoise(1), np.zeros(4000), "laplace", 1.0, 1.0) == 0).sum() > 1000
+
+
+# --------------------------------------------------------------------------- the first tier
+
+
+TIER_LAWS = ["laplace", "gaussian", "smooth_gamma"]
+
+
+@pytest.mark.parametrize("name", TIER_LAWS)
+def test_the_first_tier_bounds_cover_every_per_cell_bound_outside_the_tail(name):
+    """Law.draw gives fast's values, and outside its tail its scalar bounds hold for
+    fast's per-cell bounds (which the tests above hold against Arb)."""
+    law = LAWS[name]
+    n = 200_000
+    d = law.draw(SeededNoise(41), n)
+    w, err, _ = law.fast(SeededNoise(41), n)
+    assert np.array_equal(d.w, w)  # the same draws, bit for bit
+    out = np.ones(n, dtype=bool)
+    out[d.tail] = False
+    assert out.mean() > 0.99  # the tail is rare
+    assert np.all(np.abs(w[out]) <= d.wmax)
+    assert np.all(err[out] <= d.ew)
+    if name != "smooth_gamma":  # (its bound is set at |Z| = 1024, far beyond a sample's)
+        assert err[out].max() > d.ew / 64  # the scalar bound is not loose by orders
+
+
+@pytest.mark.parametrize("name", ["laplace", "gaussian"])
+def test_the_first_tier_at_the_edge_of_its_tail(name):
+    """Words just inside and just outside the tail's limits."""
+    law = LAWS[name]
+    if name == "laplace":
+        edge = [2**43 - 1, 2**43, 2**43 + 1, 2**63 + 2**43 - 1, 2**63 + 2**43, 2**63 - 1]
+        words = edge
+    else:
+        v1 = [2**44 - 1, 2**44, 2**44 + 1, 2**64 - 2**52 - 1, 2**64 - 2**52, 2**64 - 2**52 + 1]
+        words = [x for v in v1 for x in (v, 12345 * 2**40)]
+    n = len(words)
+    d = law.draw(Words(words, seed=1), n)
+    w, err, _ = law.fast(Words(words, seed=1), n)
+    assert np.array_equal(d.w, w)
+    out = np.ones(n, dtype=bool)
+    out[d.tail] = False
+    assert np.all(np.abs(w[out]) <= d.wmax) and np.all(err[out] <= d.ew)
+
+
+@pytest.mark.parametrize("grid", [1.0, 2.0**-20, 2.0**-40])
+@pytest.mark.parametrize("name", TIER_LAWS)
+def test_the_tiers_publish_what_per_cell_bounds_alone_publish(monkeypatch, name, grid):
+    """Every certified route gives the correct rounding: the first tier changes nothing."""
+    from eree.mechanisms.sampling import Law, additive
+
+    centre = np.random.default_rng(3).integers(-(10**6), 10**6, 30_000).astype(float)
+    tiered = additive(SeededNoise(43), centre, name, 2.5, grid)
+    monkeypatch.setattr(type(LAWS[name]), "draw", Law.draw)  # every cell its own bound
+    monkeypatch.setattr(type(LAWS[name]), "precise", Law.precise)
+    assert np.array_equal(additive(SeededNoise(43), centre, name, 2.5, grid), tiered)

@@ -132,21 +132,103 @@ class Uniform:
         return arb(mid=mid, rad=arb(2) ** (-(self.k + 1)))
 
 
-def _words(source: NoiseSource, n: int) -> list[int]:
-    return [int(w) for w in source.bits(n)]
+class _Replay(NoiseSource):
+    """Hands out given words again (to recompute chosen cells of a draw)."""
+
+    mode = "replay"
+
+    def __init__(self, words: NDArray[np.uint64]) -> None:
+        self.words, self.at = np.ascontiguousarray(words, dtype=np.uint64).ravel(), 0
+
+    def bits(self, size: int) -> NDArray[np.uint64]:
+        out = self.words[self.at : self.at + size]
+        if out.size != size:  # pragma: no cover - a programming error
+            raise RuntimeError("replay ran out of words")
+        self.at += size
+        return out
+
+
+# Scalar bounds of the laws' first test (:meth:`Law.draw`), outside their tails. ρ is
+# LIBM_RELATIVE_ERROR, U the unit roundoff; _FUDGE covers the second-order terms.
+_SIGN = np.uint64(1 << 63)
+_FUDGE = 1.0 + 2.0**-8
+# Laplace, V̂ ≥ 2⁻²⁰ (m ≥ 2⁴³): Ê ≤ 20 ln 2 (1 + ρ) < 13.87; ΔV/V̂min ≤ (2⁻⁴⁴ + 2U)(1 + 2⁻⁴²)
+_LAP_TAIL_M = np.uint64(2**43)
+_LAP_WMAX = 13.87
+_LAP_EW = (LIBM_RELATIVE_ERROR * _LAP_WMAX + (2.0**-44 + 2 * U) * (1 + 2.0**-42)) * _FUDGE
+# Gaussian, 2⁻²⁰ ≤ V̂₁ ≤ 1 − 2⁻¹²: lg = −2 ln V̂₁ ∈ [2⁻¹¹, 27.73], R ∈ [2⁻⁵·⁵, 5.2661]
+_G_LO = np.uint64(2**44)
+_G_HI = np.uint64(2**64 - 2**52)
+_G_RMAX = 5.2661
+_G_RMIN = 2.0**-5.5 * (1 - 2.0**-20)
+# e_l ≤ (ρ + U)·lg + 2ΔV₁/V̂₁min and lg ≥ 4e_l, so e_r = e_l/R + U·R (GaussianLaw.fast)
+_G_ER = (
+    (LIBM_RELATIVE_ERROR + U) * _G_RMAX * (1 + 4 * U)
+    + 2 * (2.0**-45 + 2 * U) * (1 + 2.0**-40) / _G_RMIN
+    + U * _G_RMAX
+) * _FUDGE
+# θ = 2πV̂₂: e_θ ≤ 2π(2⁻⁶⁵ + 2U) + 3U·2π; |cos θ − ĉos| ≤ ρ + e_θ + U
+_G_ETRIG = (LIBM_RELATIVE_ERROR + 2 * math.pi * (2.0**-65 + 2 * U) + 6 * math.pi * U + U) * _FUDGE
+_G_EW = (_G_RMAX * _G_ETRIG + _G_ER + _G_ER * _G_ETRIG + U * _G_RMAX * (1 + U)) * _FUDGE
+# Smooth Gamma: proposals with P ≥ 2⁻⁴⁰ (m ≥ 2²⁴) decided on the margin 2⁻⁴²: ΔV ≤
+# 2⁻⁶⁵ + 2U, â's own error ≤ 10U (a ≤ 1), sup |a′|·e_Z ≤ 4K·½·(ρ + 6U) ≈ 4.8e-14: in all
+# < 5.1e-14 < 2⁻⁴² ≈ 2.3e-13. Accepted cells with |Ẑ| ≤ 1024 (P ≥ atan(1/1024)/π).
+_SG_TAIL_P = np.uint64(2**24)
+_SG_MARGIN = 2.0**-42
+_SG_ZMAX = 1024.0 * (1 + 2.0**-20)
+_SG_Z_M = np.uint64(math.ceil(math.atan(1 / 1024) / math.pi * 2.0**64 * (1 + 2.0**-20)))
+_SG_ZM = _SG_ZMAX * (1 + 2.0**-9) + 2.0**-9
+_SG_EW = (
+    math.pi * (1 + _SG_ZM**2) * (2.0**-65 + 2 * U) * (1 + 2.0**-18)
+    + (LIBM_RELATIVE_ERROR + 2 * U) * _SG_ZMAX
+) * _FUDGE
 
 
 # --------------------------------------------------------------------------- laws
 
 
+@dataclass
+class Draw:
+    """``n`` draws of a law with one error bound for all but a few cells.
+
+    Attributes:
+        w: the float draws ŵ.
+        states: the uniforms behind them (for :meth:`Law.precise` and the slow path).
+        tail: indices of the cells the scalar bounds below do not cover.
+        wmax: outside ``tail``, |ŵ| ≤ wmax.
+        ew: outside ``tail``, |W − ŵ| ≤ ew.
+        err: the per-cell bounds when the law computed them anyway (else None).
+    """
+
+    w: FloatArray
+    states: Any
+    tail: NDArray[np.int64]
+    wmax: float
+    ew: float
+    err: FloatArray | None = None
+
+
 class Law(ABC):
     """A standard noise W drawn by an exact algorithm from real uniforms.
 
-    :meth:`fast` draws ``n`` values with a bound on their error and returns the states
-    (uniforms) the slow path refines; :meth:`ball` encloses W given the states.
+    :meth:`fast` draws ``n`` values with a bound on each one's error and returns the
+    states (uniforms) the slow path refines; :meth:`draw` gives the same values with one
+    bound for all cells outside a rare tail (the layer's first, cheap test), and
+    :meth:`precise` the per-cell bounds of chosen cells; :meth:`ball` encloses W given
+    the states.
     """
 
     name: str = ""
+
+    def draw(self, source: NoiseSource, n: int) -> Draw:
+        """The values of :meth:`fast`; by default with every cell in the tail."""
+        w, err, states = self.fast(source, n)
+        return Draw(w, states, np.arange(n, dtype=np.int64), 0.0, 0.0, err)
+
+    def precise(self, d: Draw, idx: NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+        """ŵ and the per-cell bound of :meth:`fast` for the cells ``idx`` of a draw."""
+        assert d.err is not None
+        return d.w[idx], d.err[idx]
 
     @abstractmethod
     def fast(self, source: NoiseSource, n: int) -> tuple[FloatArray, FloatArray, Any]:
@@ -208,6 +290,29 @@ class LaplaceLaw(Law):
         err[vmin <= 0.5 * v] = np.inf
         return sign * e, err, {"words": words, "ext": {}}
 
+    def draw(self, source: NoiseSource, n: int) -> Draw:
+        """:meth:`fast`'s values with scalar bounds outside V̂ < 2⁻²⁰ (probability 2⁻²⁰).
+
+        There Ê = −ln V̂ ≤ 20 ln 2 (1 + ρ) < 13.87 and :meth:`fast`'s bound is at most
+        13.87ρ + (2⁻⁴⁴ + 2U)(1 + 2⁻⁴²).
+        """
+        words = source.bits(n)
+        m = words & _MASK63
+        tail = np.flatnonzero(m < _LAP_TAIL_M)
+        v = m.astype(np.float64)
+        v += 0.5
+        v *= _TWO_M63
+        w = np.log(v, out=v)  # ln V̂ ≤ 0: W = −ln V̂ for a clear top bit, ln V̂ for a set one
+        flip = np.bitwise_and(words, _SIGN, out=m)
+        flip ^= _SIGN
+        w.view(np.uint64)[...] ^= flip
+        return Draw(w, {"words": words, "ext": {}}, tail, _LAP_WMAX, _LAP_EW)
+
+    def precise(self, d: Draw, idx: NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+        """:meth:`fast` on the cells' own words (the same values)."""
+        w, err, _ = self.fast(_Replay(d.states["words"][idx]), idx.size)
+        return w, err
+
     def states_of(self, states: Any, i: int) -> list[Uniform]:
         ext = states["ext"]
         if i not in ext:
@@ -262,6 +367,41 @@ class GaussianLaw(Law):
         bad = v1min <= 0.5 * v1
         err[bad, :] = np.inf
         return out.ravel()[:n], err.ravel()[:n], {"words": words, "ext": {}}
+
+    def draw(self, source: NoiseSource, n: int) -> Draw:
+        """:meth:`fast`'s values with scalar bounds outside V̂₁ < 2⁻²⁰ or V̂₁ > 1 − 2⁻¹².
+
+        (Probability < 2⁻¹¹.) There :meth:`fast`'s bound is at most :data:`_G_EW` and
+        R ≤ 5.2661.
+        """
+        pairs = (n + 1) // 2
+        words = source.bits(2 * pairs)
+        w1, w2 = words[0::2], words[1::2]
+        tp = np.flatnonzero((w1 < _G_LO) | (w1 > _G_HI))
+        tail = np.stack([2 * tp, 2 * tp + 1], axis=1).ravel()
+        tail = tail[tail < n]
+        v1 = w1.astype(np.float64)
+        v1 += 0.5
+        v1 *= _TWO_M64
+        lg = np.log(v1, out=v1)
+        lg *= -2.0
+        r = np.sqrt(lg, out=lg)
+        th = w2.astype(np.float64)
+        th += 0.5
+        th *= _TWO_M64
+        th *= 2.0 * math.pi
+        out = np.empty(2 * pairs)
+        np.multiply(r, np.cos(th), out=out[0::2])
+        np.multiply(r, np.sin(th, out=th), out=out[1::2])
+        states = {"words": words.reshape(pairs, 2), "ext": {}}
+        return Draw(out[:n], states, tail, _G_RMAX, _G_EW)
+
+    def precise(self, d: Draw, idx: NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+        """:meth:`fast` on the cells' own pairs of words (the same values)."""
+        j = idx // 2
+        w, err, _ = self.fast(_Replay(d.states["words"][j]), 2 * j.size)
+        pick = 2 * np.arange(j.size) + idx % 2
+        return w[pick], err[pick]
 
     def states_of(self, states: Any, i: int) -> list[Uniform]:
         j = i // 2
@@ -338,14 +478,99 @@ class SmoothGammaLaw(Law):
             out[take] = z[idx]
             err[take] = np.where(bad[idx], np.inf, e_z[idx])
             words_out[take] = words[idx]
-            for t, j in zip(take, idx, strict=True):
-                st = ext.pop(-1 - int(j), None)
-                if st is not None:
-                    ext[int(t)] = st
+            for key in [k for k in ext if k < 0]:  # proposals decided exactly (rare)
+                pos = int(np.searchsorted(idx, -1 - key))
+                st = ext.pop(key)
+                if pos < idx.size and idx[pos] == -1 - key:
+                    t = int(take[pos])
+                    ext[t] = st
                     err[t] = np.inf  # refined states: the slow path evaluates them
-            ext = {k: v for k, v in ext.items() if k >= 0}
             todo = todo[idx.size :]
         return out, err, {"words": words_out, "ext": ext}
+
+    def draw(self, source: NoiseSource, n: int) -> Draw:
+        """:meth:`fast`'s values with scalar bounds.
+
+        A proposal with P ≥ 2⁻⁴⁰ is decided when |V̂ − â| > 2⁻⁴² (:data:`_SG_MARGIN`, above
+        ΔV + â's own error + sup |a′|·e_Z there); the others go through :meth:`fast`'s
+        per-proposal test and, if still unsure, :meth:`_decide`. Accepted cells with
+        |Ẑ| ≤ 1024 have |Z − Ẑ| ≤ :data:`_SG_EW`; the rest are the tail.
+        """
+        out = np.empty(n)
+        words_out = np.empty((n, 2), dtype=np.uint64)
+        ext: dict[int, list[Uniform]] = {}
+        forced: list[int] = []
+        filled = 0
+        while filled < n:
+            m = n - filled
+            batch = int(m * 1.75) + 16
+            words = source.bits(2 * batch).reshape(batch, 2)
+            w0 = words[:, 0]
+            mm = w0 & _MASK63
+            tail = mm < _SG_TAIL_P
+            p = mm.astype(np.float64)
+            p += 0.5
+            p *= _TWO_M64
+            p *= math.pi
+            z = np.tan(p, out=p)
+            np.divide(1.0, z, out=z)
+            z.view(np.uint64)[...] ^= np.bitwise_and(w0, _SIGN, out=mm)
+            z2 = z * z
+            a = z2 + 1.0
+            z2 *= z2
+            z2 += 1.0
+            a /= z2
+            a *= _SG_K
+            v = words[:, 1].astype(np.float64)
+            v += 0.5
+            v *= _TWO_M64
+            v -= a  # V̂ − â
+            accept = v < -_SG_MARGIN
+            unsure = np.abs(v, out=a) <= _SG_MARGIN
+            unsure |= tail
+            for j in np.flatnonzero(unsure):  # rare: the per-proposal test, then exact
+                accept[j] = self._decide_one(source, words[j], ext, -1 - int(j))
+            idx = np.flatnonzero(accept)[:m]
+            k = idx.size
+            out[filled : filled + k] = z[idx]
+            words_out[filled : filled + k] = words[idx]
+            for key in [x for x in ext if x < 0]:
+                pos = int(np.searchsorted(idx, -1 - key))
+                st = ext.pop(key)
+                if pos < k and idx[pos] == -1 - key:
+                    ext[filled + pos] = st
+                    forced.append(filled + pos)
+            filled += k
+        big = np.flatnonzero((words_out[:, 0] & _MASK63) < _SG_Z_M)
+        tail_cells = np.union1d(big, np.asarray(forced, dtype=np.int64))
+        return Draw(out, {"words": words_out, "ext": ext}, tail_cells, _SG_ZMAX, _SG_EW)
+
+    def _decide_one(
+        self, source: NoiseSource, pair: NDArray[np.uint64], ext: dict[int, list[Uniform]],
+        key: int,
+    ) -> bool:  # fmt: skip
+        """Accept one proposal: :meth:`fast`'s per-proposal test, else :meth:`_decide`."""
+        z, e_z, bad = self._proposal(pair[:1])
+        a = _sg_accept(z)
+        e_a = 10.0 * U * a + self._lipschitz(z, e_z) * e_z
+        v = (pair[1:2].astype(np.float64) + 0.5) * _TWO_M64
+        dv = _TWO_M64 / 2 + 2.0 * U * v
+        acc, rej = bool((v + dv < a - e_a)[0]), bool((v - dv > a + e_a)[0])
+        if not bad[0] and (acc or rej):
+            return acc
+        w0, w1 = int(pair[0]), int(pair[1])
+        states = [Uniform(w0 >> 63, 1), Uniform(w0 & (2**63 - 1), 63), Uniform(w1, 64)]
+        ok = self._decide(source, states)
+        if ok:
+            ext[key] = states
+        return ok
+
+    def precise(self, d: Draw, idx: NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+        """:meth:`_proposal`'s bound for the accepted cells ``idx``."""
+        z, e_z, bad = self._proposal(d.states["words"][idx, 0])
+        err = np.where(bad, np.inf, e_z)
+        err[np.isin(idx, list(d.states["ext"]))] = np.inf  # decided exactly: the slow path
+        return z, err
 
     @staticmethod
     def _proposal(w: NDArray[np.uint64]) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
@@ -694,6 +919,12 @@ def rounded_noisy(
 ) -> FloatArray:
     r""":math:`\mathrm{round}_r(c + \sum_t b_t W_t)` per cell, correctly rounded (module doc).
 
+    Three tiers, each certified: one error bound for all cells outside the laws' rare
+    tails (:meth:`Law.draw`) settles almost every cell with one comparison; the others
+    get their own bound (:meth:`Law.precise`, the same as :meth:`Law.fast`'s); what is
+    still unsettled goes to the slow path. Any certified route gives the same value:
+    the correct rounding of the exact output.
+
     Args:
         source: the random bits (secure or seeded: the same algorithm).
         centre: the exact values the noise is added to.
@@ -703,44 +934,104 @@ def rounded_noisy(
 
     Returns:
         Multiples of the grid, shape of ``centre.value``. Ties (measure zero for the
-        continuous laws) round half to even.
+        continuous laws) round half to even; a zero is +0.0.
     """
     c = np.asarray(centre.value, dtype=np.float64)
     shape = c.shape
     n = c.size
-    r = np.broadcast_to(np.asarray(grid, dtype=np.float64), shape).ravel()
+    rr = np.asarray(grid, dtype=np.float64)
+    r = np.broadcast_to(rr, shape).ravel()
     cf = c.ravel()
-    y = cf.copy()
-    total_abs = np.abs(cf)
-    err = np.broadcast_to(np.asarray(centre.error, dtype=np.float64), shape).ravel().copy()
-    draws = []
-    scales = []
+    cerr = np.broadcast_to(np.asarray(centre.error, dtype=np.float64), shape).ravel()
+    STATS.draws += n
+    if n == 0:
+        return c.copy()
+    y: FloatArray | None = None
+    draws: list[Draw] = []
+    scales: list[FloatArray] = []
+    bound = float(np.max(centre.error))  # the scalar bound, outside every term's tail
+    total_max = float(max(cf.max(), -cf.min()))  # a bound on Σ|summands| there
+    tails = []
     for t in terms:
-        w, e_w, states = t.law.fast(source, n)
-        b = np.broadcast_to(np.asarray(t.scale, dtype=np.float64), shape).ravel()
+        d = t.law.draw(source, n)
+        scale = np.asarray(t.scale, dtype=np.float64)
+        b = np.broadcast_to(scale, shape).ravel()
+        bmax = float(scale.max())
+        noise = np.multiply(b, d.w)
+        if y is None:  # y = c + b₁W₁ (+ b₂W₂): the same sums, in the same order, as _settle
+            noise += cf
+            y = noise
+        else:
+            y += noise
+        rel = t.rel_error
+        bound += bmax * (d.ew + rel * (d.wmax + d.ew) * (1.0 + rel)) + U * bmax * d.wmax * (1 + U)
+        total_max += bmax * d.wmax * (1 + U)
+        draws.append(d)
         scales.append(b)
+        tails.append(d.tail)
+    bound += (len(terms) + 1) * U * total_max
+    bound *= _SAFETY * (1 + 2.0**-20)
+    assert y is not None
+    if rr.ndim:  # r a power of two: y/r and y·(1/r) are exact
+        q = np.divide(y, r, out=y)
+        thr = 0.5 - bound / r
+    else:
+        q = np.multiply(y, 1.0 / float(rr), out=y)
+        thr = 0.5 - bound / float(rr)
+    k = np.rint(q)
+    dist = np.subtract(q, k, out=q)
+    np.abs(dist, out=dist)
+    cand = np.flatnonzero(dist >= thr)
+    for tail in tails:
+        if tail.size:
+            cand = np.union1d(cand, tail)
+    if cand.size:
+        k[cand] = _settle(source, centre, terms, draws, scales, cf, cerr, r, cand)
+    k *= r
+    k += 0.0  # a zero is +0.0 on every path (rint gives −0.0 for q ∈ (−½, 0))
+    return k.reshape(shape)
+
+
+def _settle(
+    source: NoiseSource,
+    centre: Centre,
+    terms: Sequence[Term],
+    draws: list[Draw],
+    scales: list[FloatArray],
+    cf: FloatArray,
+    cerr: FloatArray,
+    r: FloatArray,
+    cand: NDArray[np.int64],
+) -> FloatArray:
+    """The grid index (value / r) of the cells ``cand``: per-cell bounds, then the slow path."""
+    y = cf[cand].copy()
+    err = cerr[cand].copy()
+    total_abs = np.abs(y)
+    for t, d, b_all in zip(terms, draws, scales, strict=True):
+        w, e_w = t.law.precise(d, cand)
+        b = b_all[cand]
         zero = b == 0  # no noise from this term (e.g. the workshop's S = α·x_V at x_V = 0)
         noise = np.where(zero, 0.0, b * w)
-        aw = np.abs(w)
         with np.errstate(invalid="ignore"):
-            e_t = b * (e_w + t.rel_error * (aw + e_w) * (1.0 + t.rel_error)) + U * np.abs(noise)
+            e_t = b * (e_w + t.rel_error * (np.abs(w) + e_w) * (1.0 + t.rel_error))
+            e_t += U * np.abs(noise)
         err += np.where(zero, 0.0, e_t)
         total_abs += np.abs(noise)
         y += noise
-        draws.append(states)
     err += (len(terms) + 1) * U * total_abs
     err *= _SAFETY
-    q = y / r
+    rc = r[cand]
+    q = y / rc
     k = np.rint(q)
-    settled = np.abs(q - k) + err / r < 0.5
-    out = k * r + 0.0  # + 0.0: a zero is +0.0 on both paths (rint gives −0.0 for q ∈ (−½, 0))
-    STATS.draws += n
+    settled = np.abs(q - k) + err / rc < 0.5
     slow = np.flatnonzero(~settled)
     if slow.size:
         STATS.slow += int(slow.size)
-        for i in slow:
-            out[i] = _slow(source, centre, terms, draws, scales, int(i), float(r[i]))
-    return out.reshape(shape)
+        states = [d.states for d in draws]
+        for j in slow:
+            i = int(cand[j])
+            k[j] = _slow(source, centre, terms, states, scales, i, float(r[i])) / r[i]
+    return k
 
 
 def _slow(
