@@ -972,6 +972,7 @@ def rounded_noisy(
     bound += (len(terms) + 1) * U * total_max
     bound *= _SAFETY * (1 + 2.0**-20)
     assert y is not None
+    thr: FloatArray | float
     if rr.ndim:  # r a power of two: y/r and y·(1/r) are exact
         q = np.divide(y, r, out=y)
         thr = 0.5 - bound / r
