@@ -99,3 +99,29 @@ def test_noise_infusion_takes_no_grid(tmp_path):
 def test_every_mechanism_with_noise_takes_a_grid():
     for e in REGISTRY:
         assert ("grid" in e.settings) == (e.name != "noise_infusion"), e.name
+
+
+@pytest.mark.parametrize("family", ["eree", "gedp"])
+def test_a_grid_with_a_ledger(tmp_path, family):
+    """A charged release honours the grid and records it; the grid changes nothing charged."""
+    spec = write_eree_case(tmp_path) if family == "eree" else write_estab_case(tmp_path)
+    mech = "smooth_laplace" if family == "eree" else "pnc"
+    text = spec.read_text().replace(f'mechanism = "{mech}"', f'mechanism = "{mech}"\ngrid = 0.5')
+    spec.write_text(text)
+    name = "fuzz-eree" if family == "eree" else "fuzz-estab"
+    led = tmp_path / "budget.sqlite"
+    budget = ["--epsilon", "50", "--delta", "0.5", "--alpha", "0.1"]
+    if family == "gedp":
+        budget = ["--mu", "50"]
+    assert run_cli(["ledger", "budget", str(led), name, *budget]).exit_code == 0
+    out = tmp_path / "rel"
+    r = run_cli(["protect", str(spec), "--out", str(out), "--ledger", str(led)])
+    assert r.exit_code == 0, r.output
+    m = json.loads((out / "manifest.json").read_text())
+    q = next(q for q in m["queries"] if q["mechanism"] == mech)
+    grid = q["params"]["grid"]
+    assert (grid == 0.5) if family == "eree" else set(grid.values()) == {0.5}
+    table = "county_sex" if family == "eree" else "county"
+    col = "jobs" if family == "eree" else "m1emp"
+    v = pl.read_parquet(out / "tables" / f"{table}.parquet")[col].to_numpy()
+    assert _on_grid(v, 0.5) and not _on_grid(v, 1.0)
