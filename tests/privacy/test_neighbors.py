@@ -323,3 +323,42 @@ def test_neighbor_from_spec_forms() -> None:
 def test_neighbor_from_spec_errors(value: object, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         neighbor_from_spec(value)
+
+
+# ----------------------------------------------------------------- the charged distance
+
+
+def test_exact_built_ins_charge_nothing():
+    from eree.privacy.neighbors import DPNeighbor, LogShift, SqrtShift
+
+    for f in (SqrtShift(), SqrtShift(2.0), LogShift(1.0), DPNeighbor()):
+        assert f.psi_excess == 0.0
+
+
+def test_a_combined_psi_charges_its_float_definition():
+    """ψ̃ (float breakpoints and offsets) is within psi_excess of ψ*; a perturbed piece is
+    seen, and the ψ-mechanism draws its noise for γ + 2·psi_excess."""
+    import dataclasses
+    import math
+
+    from eree.mechanisms.gedp import PsiMechanism
+    from eree.privacy.neighbors import DPNeighbor, LogShift, SqrtShift, combine
+
+    c = combine((LogShift(1.0), 0.3), (SqrtShift(), 1.0))
+    eta = c.psi_excess
+    assert 0 < eta < 1e-12  # the offsets' float rounding: a few ulp
+    m = PsiMechanism(query="q", attribute="a", neighbor=c, gamma=1.0, mu=0.5)
+    assert m.distance >= 1.0 + 2 * eta and m.distance > 1.0  # rounded up past γ
+    assert m.sigma == m.distance / 0.5 and math.isclose(m.sigma, 2.0, rel_tol=1e-11)
+    # power: an offset off by 1e-6, a breakpoint off by 0.1%: both show in the bound
+    off = list(c._offsets)
+    off[-1] += 1e-6
+    bad = dataclasses.replace(c)
+    object.__setattr__(bad, "_offsets", tuple(off))
+    assert bad.psi_excess >= 1e-6
+    d = combine((SqrtShift(), 0.5), (DPNeighbor(), 100.0))
+    brk = list(d.breakpoints)
+    brk[1] *= 1.001
+    moved = dataclasses.replace(d)
+    object.__setattr__(moved, "_breaks", tuple(brk))
+    assert moved.psi_excess > 1e6 * max(d.psi_excess, 1e-30)

@@ -40,6 +40,7 @@ from eree.mechanisms.gedp import (
     Pnc,
     PncBounded,
     PsiMechanism,
+    charged_distance,
     pnc_sensitivity,
     pnc_sensitivity_upper,
 )
@@ -126,8 +127,8 @@ class AdaptiveGroupBy(PncBounded):
 
     @property
     def sigma(self) -> float:
-        """σ = γ/μ of the ψ-mechanism branch."""
-        return self.gamma / self.mu
+        """σ = γ/μ of the ψ-mechanism branch (γ plus ψ's excess, :func:`charged_distance`)."""
+        return charged_distance(self.neighbor, self.gamma) / self.mu
 
     @property
     def psi_grid(self) -> float:
@@ -155,7 +156,8 @@ class AdaptiveGroupBy(PncBounded):
             pnc_exact,
         )  # fmt: skip
         t_pnc = scale_term("gaussian", delta / self.mu, numerator=delta, denominator=self.mu)
-        t_psi = scale_term("gaussian", self.sigma, numerator=self.gamma, denominator=self.mu,
+        t_psi = scale_term("gaussian", self.sigma, denominator=self.mu,
+                           numerator=charged_distance(self.neighbor, self.gamma),
                            shape=centre.value.shape)  # fmt: skip
         scale = np.where(use_pnc, t_pnc.scale, t_psi.scale)
         term = Term(

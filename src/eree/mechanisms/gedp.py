@@ -64,6 +64,14 @@ __all__ = [
 ]
 
 
+def charged_distance(neighbor: NeighborFunction, gamma: float) -> float:
+    """γ + 2·ψ's excess (:attr:`NeighborFunction.psi_excess`), rounded up; γ for exact ψ."""
+    eta = neighbor.psi_excess
+    if eta == 0.0:
+        return gamma
+    return float(np.nextafter(gamma + 2.0 * eta, np.inf))
+
+
 def _check_mu(mu: float) -> None:
     if isinstance(mu, bool) or not (math.isfinite(mu) and mu > 0):
         raise PrivacyParameterError(f"mu must be a finite number > 0 (got {mu!r})")
@@ -194,7 +202,7 @@ def pnc_sensitivity_upper(
         slope = np.asarray(neighbor.derivative(np.maximum(u, 1e-300)), dtype=np.float64)
         inv_slope = np.where(np.isfinite(slope) & (slope > 0), 1.0 / slope, 0.0)
     err_y = np.asarray(neighbor.psi_error(u, psi_u), dtype=np.float64)
-    err_y = err_y + 2.0**-52 * (np.abs(psi_u) + gamma)
+    err_y = err_y + 2.0**-52 * (np.abs(psi_u) + gamma) + 2.0 * neighbor.psi_excess
     x_low = np.maximum(u - d, 0.0)
     err = 1.01 * (err_y * inv_slope + 2.0**-43 * (x_low + 1.0) + 2.0**-52 * np.abs(u))
     return np.where(d > 0, np.nextafter(d + err, np.inf), 0.0)
@@ -339,6 +347,9 @@ class PsiMechanism(GedpMechanism):
 
     description: ClassVar[str] = "ψ-mechanism (Def 6.4, Thm 6.5)"
     sigma: float = field(init=False, default=0.0)
+    #: the distance the noise is drawn for: γ + 2·ψ's excess (0 for √, log, dp; a
+    #: combined ψ* charges the float definition of its pieces, NeighborFunction.psi_excess)
+    distance: float = field(init=False, default=0.0)
 
     @override
     def default_grid(self) -> float:
@@ -346,7 +357,9 @@ class PsiMechanism(GedpMechanism):
         return VALUE_GRID if isinstance(self.neighbor, DPNeighbor) else TRANSFORMED_GRID
 
     def _derive(self) -> None:
-        object.__setattr__(self, "sigma", self.gamma / self.mu)
+        dist = charged_distance(self.neighbor, self.gamma)
+        object.__setattr__(self, "distance", dist)
+        object.__setattr__(self, "sigma", dist / self.mu)
 
     @override
     def public_params(self) -> dict[str, Any]:
@@ -355,7 +368,7 @@ class PsiMechanism(GedpMechanism):
     def draw(self, x: FloatArray, source: NoiseSource) -> FloatArray:
         """ω = round_r(ψ(x) + N(0, σ²)), σ = γ/μ exactly."""
         centre = psi_centre(x, self.neighbor)
-        term = scale_term("gaussian", self.sigma, numerator=self.gamma, denominator=self.mu,
+        term = scale_term("gaussian", self.sigma, numerator=self.distance, denominator=self.mu,
                           shape=centre.value.shape)  # fmt: skip
         return rounded_noisy(source, centre, [term], self.grid)  # type: ignore[arg-type]
 

@@ -33,6 +33,7 @@ below ψ(0)") and the CIs of §6.1 need.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -130,6 +131,22 @@ class NeighborFunction(ABC):
         """A bound on |float ψ(x) − ψ(x)| per value (``value`` = the float ψ(x))."""
         return self._PSI_REL_ERROR * np.abs(value) + 2.0**-51
 
+    def derivative_ball(self, x: Any) -> Any:
+        """ψ′(x) as an Arb ball (x an Arb ball); None: no exact form."""
+        return None
+
+    @property
+    def psi_excess(self) -> float:
+        """A bound on sup |ψ̃ − ψ|, ψ̃ the ψ eree evaluates exactly (:meth:`psi_ball`).
+
+        ψ is the function of the definition; the bound is 0 where they are the same.
+
+        The noise of a ψ-space mechanism is drawn for the distance γ + 2·psi_excess, so
+        that ψ-neighbours of the definition stay within it (the transform's own error is
+        charged to the distance).
+        """
+        return 0.0
+
     # -- public, vectorised API ----------------------------------------------------
     def psi(self, x: ArrayLike) -> Any:
         """ψ(x), elementwise (x ≥ 0)."""
@@ -203,6 +220,10 @@ class SqrtShift(NeighborFunction):
         return (x + self.a).sqrt()
 
     @override
+    def derivative_ball(self, x: Any) -> Any:
+        return 1 / (2 * (x + self.a).sqrt())
+
+    @override
     def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
         """At most 2⁻⁵¹·ψ, with room to spare.
 
@@ -256,6 +277,10 @@ class LogShift(NeighborFunction):
     def psi_ball(self, x: Any) -> Any:
         return (x + self.a).log()
 
+    @override
+    def derivative_ball(self, x: Any) -> Any:
+        return 1 / (x + self.a)
+
     def _inverse(self, y: FloatArray) -> FloatArray:
         return np.exp(y) - self.a
 
@@ -304,6 +329,10 @@ class DPNeighbor(NeighborFunction):
     @override
     def psi_ball(self, x: Any) -> Any:
         return x
+
+    @override
+    def derivative_ball(self, x: Any) -> Any:
+        return x * 0 + 1
 
     @override
     def psi_error(self, x: FloatArray, value: FloatArray) -> FloatArray:
@@ -426,6 +455,70 @@ class CombinedNeighbor(NeighborFunction):
         object.__setattr__(self, "_breaks", tuple(breaks))
         object.__setattr__(self, "_active", tuple(active))
         object.__setattr__(self, "_offsets", tuple(offsets))
+
+    @functools.cached_property
+    def _excess(self) -> float:
+        """Sup |ψ̃ − ψ*| (see :attr:`psi_excess`), computed once in Arb."""
+        from flint import arb, ctx
+
+        old = ctx.prec
+        ctx.prec = 200
+        try:
+            if any(f.psi_ball(arb(1.0)) is None or f.derivative_ball(arb(1.0)) is None
+                   for f, _ in self.parts):  # fmt: skip
+                return 0.0  # a user-defined part: its float ψ is declared the ψ
+            exact = arb(0)
+            worst = arb(0)
+            slivers = arb(0)
+            for j in range(1, len(self._breaks)):
+                f, g = self.parts[self._active[j - 1]]
+                lo, hi = arb(self._breaks[j - 1]), arb(self._breaks[j])
+                exact += (f.psi_ball(hi) - f.psi_ball(lo)) / g
+                worst = worst.max(abs(arb(self._offsets[j]) - exact))
+                slivers += self._sliver(j)
+            eta = worst + slivers
+            if not eta.is_finite():
+                return math.inf
+            return float(np.nextafter(float(eta.upper()), np.inf))
+        finally:
+            ctx.prec = old
+
+    def _sliver(self, j: int) -> Any:
+        """∫ |ψ̃′ − ψ*′| between the float breakpoint b̃_j and the true change of part.
+
+        The true change lies where h = ψ_a′/γ_a − ψ_b′/γ_b changes sign; if h's signs at
+        b̃_j ∓ w (w = 2⁻⁴⁰b̃_j) differ for certain, it lies within w and the integral is at
+        most w·sup|h| there; otherwise the whole log-grid cell around b̃_j is used.
+        """
+        from flint import arb
+
+        a, b = self._active[j - 1], self._active[j]
+        (fa, ga), (fb, gb) = self.parts[a], self.parts[b]
+
+        def h(x: Any) -> Any:
+            return fa.derivative_ball(x) / ga - fb.derivative_ball(x) / gb
+
+        bt = self._breaks[j]
+        w = 2.0**-40 * bt + 2.0**-1000
+        lo, hi = h(arb(bt - w)), h(arb(bt + w))
+        if (lo > 0 and hi < 0) or (lo < 0 and hi > 0):
+            return arb(w) * abs(h(arb(mid=bt, rad=w))).upper()
+        grid = np.logspace(_GRID_LO_EXP, _GRID_HI_EXP, 2701)
+        i = int(np.searchsorted(grid, bt))
+        g_lo = float(grid[max(i - 2, 0)]) * 0.5
+        g_hi = float(grid[min(i + 1, grid.size - 1)]) * 2.0
+        width = g_hi - g_lo
+        return arb(width) * abs(h(arb(mid=(g_lo + g_hi) / 2, rad=width / 2))).upper()
+
+    @override
+    @property
+    def psi_excess(self) -> float:
+        """A bound on |ψ̃ − ψ*|, ψ̃ defined by the float breakpoints and offsets.
+
+        From the offsets' rounding and the breakpoints' distance from the true changes of
+        part, computed in Arb.
+        """
+        return self._excess
 
     @override
     def psi_ball(self, x: Any) -> Any:
