@@ -24,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from eree.data.config import EreeDataConfig
+from eree.data.schema import WORKPLACE_ID
 from eree.data.io import (
     check_domain,
     check_not_missing,
@@ -139,7 +140,20 @@ def load_eree(config: EreeDataConfig) -> EreeData:
         if wp is None or wk is None or jb is None:  # pragma: no cover - _check_config
             raise SpecError("[data] needs workplace, worker and job tables")
         workplaces, jobs = _load_three(config, wp, wk, jb)
+    workplaces, jobs = canonical_ids(config, workplaces), canonical_ids(config, jobs)
     return EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
+
+
+def canonical_ids(config: EreeDataConfig, frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with the spec's workplace id column named :data:`WORKPLACE_ID`.
+
+    The loaded tables always call the workplace id ``workplace_id`` (the engines' name);
+    ``[data] workplace_id`` names it in the input files only.
+    """
+    wid = config.workplace_id
+    if wid == WORKPLACE_ID or wid not in frame.columns:
+        return frame
+    return frame.rename({wid: WORKPLACE_ID})
 
 
 def _check_config(config: EreeDataConfig) -> None:
@@ -160,6 +174,13 @@ def _check_config(config: EreeDataConfig) -> None:
         )
     if config.workplace_id == config.worker_id:
         raise SpecError("workplace_id and worker_id must be different columns")
+    attrs = (*config.workplace_attributes, *config.worker_attributes)
+    if config.workplace_id != WORKPLACE_ID and WORKPLACE_ID in attrs:
+        raise SpecError(
+            f"attribute {WORKPLACE_ID!r} cannot be used while [data] workplace_id = "
+            f"{config.workplace_id!r}: eree calls the workplace id {WORKPLACE_ID!r} once "
+            "loaded; rename the attribute"
+        )
     ids = {config.workplace_id, config.worker_id}
     seen: set[str] = set()
     for a in (*config.workplace_attributes, *config.worker_attributes):

@@ -32,7 +32,8 @@ from pathlib import Path
 import polars as pl
 
 from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import JOBS, ROW, EreeData, _check_config, load_eree
+from eree.data.eree_tables import JOBS, ROW, EreeData, _check_config, canonical_ids, load_eree
+from eree.data.schema import WORKPLACE_ID
 from eree.data.io import table_format
 from eree.errors import DataValidationError
 
@@ -275,16 +276,21 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
             return None
         return None if jobs.get_column(wid).null_count() else jobs
 
+    workplaces = canonical_ids(config, workplaces)
     if not lazy_jobs:
         jobs = read_jobs()
-        return None if jobs is None else EreeData(workplaces, jobs, domains)
+        return None if jobs is None else EreeData(workplaces, canonical_ids(config, jobs), domains)
     # the jobs per establishment and worker-attribute combination, in one streaming
     # group-by (what the engine needs; nothing per job is kept)
     counts = (
         joined.select(wid, *attr_codes)
         .group_by(wid, *kattrs)
         .agg(pl.len().cast(pl.UInt32).alias(JOBS))
-        .join(workplaces.lazy().select(wid).with_row_index(ROW), on=wid, how="left")
+        .join(
+            workplaces.lazy().select(pl.col(WORKPLACE_ID).alias(wid)).with_row_index(ROW),
+            on=wid,
+            how="left",
+        )
         .select(pl.col(ROW).cast(pl.UInt32), *kattrs, JOBS)
         .collect(engine="streaming")
     )
@@ -299,6 +305,6 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
                 file=str(config.job),
                 rule="input-changed",
             )
-        return jobs
+        return canonical_ids(config, jobs)
 
     return EreeData(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
