@@ -24,7 +24,6 @@ from pathlib import Path
 import polars as pl
 
 from eree.data.config import EreeDataConfig
-from eree.data.schema import WORKPLACE_ID
 from eree.data.io import (
     check_domain,
     check_not_missing,
@@ -32,6 +31,7 @@ from eree.data.io import (
     first_true,
     read_table,
 )
+from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError, SpecError
 
 __all__ = ["EreeData", "load_eree"]

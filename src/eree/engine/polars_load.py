@@ -33,8 +33,8 @@ import polars as pl
 
 from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import JOBS, ROW, EreeData, _check_config, canonical_ids, load_eree
-from eree.data.schema import WORKPLACE_ID
 from eree.data.io import table_format
+from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError
 
 __all__ = ["narrow_config", "scan_eree"]
