@@ -21,6 +21,7 @@ from eree.release.output import (
     check_finite,
     check_output_dir,
 )
+from eree.release.policy import site_policy
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -121,6 +122,7 @@ def build_manifest(
     """
     m = base_manifest()
     m["random"] = source.describe()
+    m["policy"] = site_policy().describe()
     m["dataset"] = {
         "name": plan.name,
         "fingerprint": fingerprint,
@@ -204,6 +206,13 @@ def protect(
     check_plan_cells(plan)  # lower bounds from the declared domains, before any data
     built = build(plan)
     report = built.report()
+    policy = site_policy()
+    if policy.require_ledger and ledger is None and source.for_publication:
+        raise LedgerError(
+            f"the site policy ({policy.source}) requires every publishable release to be "
+            "charged to a ledger: add --ledger PATH (a seeded experiment, --seed, is "
+            "allowed without one and is never published)"
+        )
     if force and ledger is not None and Path(out_dir).is_dir() and any(Path(out_dir).iterdir()):
         raise LedgerError(
             f"output folder {out_dir} is not empty: a release charged to a ledger is written "
