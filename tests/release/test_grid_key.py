@@ -124,4 +124,4 @@ def test_a_grid_with_a_ledger(tmp_path, family):
     table = "county_sex" if family == "eree" else "county"
     col = "jobs" if family == "eree" else "m1emp"
     v = pl.read_parquet(out / "tables" / f"{table}.parquet")[col].to_numpy()
-    assert _on_grid(v, 0.5) and not _on_grid(v, 1.0)
+    assert _on_grid(v, 0.5)  # (secure noise: whether all are also on 1 is chance)
