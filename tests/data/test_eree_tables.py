@@ -160,8 +160,11 @@ def test_custom_columns(tmp_path: Path) -> None:
         domains={"sex": ("M", "F")},
     )
     data = load_eree(cfg)
-    assert data.jobs.columns == ["estab", "sex"]
-    assert data.workplaces.columns == ["estab", "county"]
+    # the loaded tables call the workplace id "workplace_id" (what the engines read,
+    # EreeData's contract); [data] workplace_id names it in the input files only
+    assert data.jobs.columns == ["workplace_id", "sex"]
+    assert data.workplaces.columns == ["workplace_id", "county"]
+    assert data.workplaces["workplace_id"].to_list() == wp["estab"].cast(pl.Utf8).to_list()
     assert data.domains == {"sex": ("M", "F")}
 
 
