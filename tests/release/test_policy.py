@@ -99,3 +99,57 @@ def test_a_bad_environment_value_and_a_missing_named_file(tmp_path, monkeypatch)
     monkeypatch.delenv("EREE_REQUIRE_LEDGER")
     monkeypatch.setenv("EREE_SITE_CONFIG", str(tmp_path / "missing.toml"))
     assert_clean_failure(_protect(spec, tmp_path / "b"), tmp_path / "b", "no such site policy")
+
+
+# ----------------------------------------------------------------- the lifetime budget shown
+
+
+def _charged(tmp_path, spec, led, out):
+    r = _protect(spec, tmp_path / out, "--ledger", str(led))
+    assert r.exit_code == 0, r.output
+    return json.loads((tmp_path / out / "manifest.json").read_text())
+
+
+def test_a_charged_release_shows_budget_spent_this_release_and_remaining(tmp_path):
+    from tests.cli.inputs import write_estab_case
+
+    spec = write_eree_case(tmp_path)
+    led = tmp_path / "budget.sqlite"
+    run_cli(["ledger", "budget", str(led), "fuzz-eree", "--epsilon", "5", "--delta", "0.5",
+             "--alpha", "0.1"])  # fmt: skip
+    first = _charged(tmp_path, spec, led, "r1")
+    second = _charged(tmp_path, spec, led, "r2")
+    cost = first["privacy"]["total"]  # each release of this spec costs the same
+    lb = second["ledger"]["lifetime_budget"]
+    assert lb["budget"] == {"epsilon": 5.0, "delta": 0.5}
+    assert lb["spent_before"]["epsilon"] == cost["epsilon"]
+    assert lb["this_release"]["epsilon"] == cost["epsilon"]
+    assert lb["spent_after"]["epsilon"] == pytest.approx(2 * cost["epsilon"], rel=1e-15)
+    assert lb["remaining"]["epsilon"] == pytest.approx(5 - 2 * cost["epsilon"], rel=1e-15)
+    assert lb["remaining"]["epsilon"] <= 5 - 2 * cost["epsilon"]  # rounded down
+    assert lb["remaining"]["delta"] == pytest.approx(0.5 - 2 * cost["delta"], rel=1e-12)
+    page = (tmp_path / "r2" / "report.html").read_text()
+    assert "Lifetime budget" in page and "remaining" in page
+    # GEDP: μ² adds, so what remains is √(budget² − spent μ²)
+    gspec = write_estab_case(tmp_path / "g")
+    gled = tmp_path / "g" / "budget.sqlite"
+    run_cli(["ledger", "budget", str(gled), "fuzz-estab", "--mu", "3"])
+    _charged(tmp_path, gspec, gled, "g1")
+    g = _charged(tmp_path, gspec, gled, "g2")
+    mu = g["privacy"]["total"]["mu"]
+    lb = g["ledger"]["lifetime_budget"]
+    assert lb["spent_after"]["mu"] == pytest.approx(mu * 2**0.5, rel=1e-12)
+    assert lb["remaining"]["mu"] == pytest.approx((9 - 2 * mu * mu) ** 0.5, rel=1e-12)
+
+
+def test_remaining_rounds_down_exactly():
+    from fractions import Fraction
+
+    from eree.privacy.composition import Cost, EpsilonDeltaComposition, GaussianComposition
+
+    eps = EpsilonDeltaComposition(0.1).remaining(Cost(epsilon=0.1), {"epsilon": 0.3})
+    assert Fraction(eps["epsilon"]) <= Fraction(0.3) - Fraction(0.1)
+    assert eps["epsilon"] == pytest.approx(0.2, rel=1e-15)
+    mu = GaussianComposition().remaining(Cost(mu=1.0), {"mu": 2.0})["mu"]
+    assert Fraction(mu) ** 2 <= 3 and (Fraction(mu) + Fraction(2.0**-51)) ** 2 > 3
+    assert EpsilonDeltaComposition().remaining(Cost(epsilon=4), {"epsilon": 3}) == {"epsilon": 0.0}

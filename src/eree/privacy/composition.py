@@ -75,6 +75,18 @@ def float_down(x: Fraction) -> float:
     return f
 
 
+def _sqrt_down(x: Fraction) -> float:
+    """The largest float ≤ √x, exactly (a remaining budget shown as a float is never overstated)."""
+    if x <= 0:
+        return 0.0
+    f = math.sqrt(float(x))
+    while f > 0 and Fraction(f) ** 2 > x:
+        f = math.nextafter(f, 0.0)
+    while Fraction(math.nextafter(f, math.inf)) ** 2 <= x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
 def _sqrt_up(x: Fraction) -> float:
     """The smallest float ≥ √x, exactly (integer square roots on a scaled numerator)."""
     if x == 0:
@@ -228,6 +240,13 @@ class Composition(ABC):
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         """The budget keys ``total`` exceeds, each as 'key: total > limit' (empty when it fits)."""
 
+    def remaining(self, spent: Cost, budget: Mapping[str, float]) -> dict[str, float]:
+        """Per budget key, the largest cost one more release could have, rounded down.
+
+        Empty for a family without budget keys.
+        """
+        return {}
+
     def check(self, dataset: str, spent: Cost, cost: Cost, budget: Mapping[str, float]) -> Cost:
         """Refuse ``cost`` if ``spent + cost`` passes ``budget``; return ``spent + cost``.
 
@@ -290,6 +309,15 @@ class EpsilonDeltaComposition(Composition):
             out.append(f"alpha: {self.alpha:g} < {a:g} (a smaller alpha protects smaller changes)")
         return [o for o in out if o]
 
+    @override
+    def remaining(self, spent: Cost, budget: Mapping[str, float]) -> dict[str, float]:
+        """ε and δ add: the budget minus what was spent, rounded down, never below 0."""
+        out = {}
+        for key, used in (("epsilon", spent.exact_epsilon), ("delta", spent.exact_delta)):
+            if budget.get(key) is not None:
+                out[key] = float_down(max(Fraction(budget[key]) - (used or 0), Fraction(0)))
+        return out
+
 
 @dataclass(frozen=True)
 class GaussianComposition(Composition):
@@ -315,6 +343,14 @@ class GaussianComposition(Composition):
         if total.exact_mu_squared > Fraction(limit) ** 2:
             return [f"mu: {total.mu:.6g} > {limit:g}"]
         return []
+
+    @override
+    def remaining(self, spent: Cost, budget: Mapping[str, float]) -> dict[str, float]:
+        """μ² adds: one more release may have μ = √(budget² − spent μ²), rounded down."""
+        limit = budget.get("mu")
+        if limit is None:
+            return {}
+        return {"mu": _sqrt_down(Fraction(limit) ** 2 - (spent.exact_mu_squared or 0))}
 
 
 @dataclass(frozen=True)

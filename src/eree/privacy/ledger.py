@@ -181,6 +181,9 @@ class Charge:
         tag: the prefix of the partial output directory this release must use.
         notes: what the user must be told (content known under another name, new version).
         spent: the family's running total after this release.
+        budget: the dataset's lifetime budget (the ledger's; alpha apart).
+        spent_before: the running total before this release; this_release: its cost.
+        remaining: per budget key, the largest cost one more release could have.
     """
 
     id: int
@@ -191,11 +194,33 @@ class Charge:
     tag: str
     notes: list[str] = field(default_factory=list)
     spent: Cost | None = None
+    budget: dict[str, float] = field(default_factory=dict)
+    spent_before: Cost | None = None
+    this_release: Cost | None = None
+    remaining: dict[str, float] = field(default_factory=dict)
 
     def manifest_entry(self) -> dict[str, Any]:
-        """What the manifest records of this charge (row id and chain hash)."""
-        return {"id": self.id, "chain_hash": self.hash, "dataset": self.dataset,
-                "version": self.version}  # fmt: skip
+        """What the manifest records of this charge: row id, chain hash, lifetime budget.
+
+        The dataset's lifetime budget: the budget, spent before, this release, spent after
+        and what remains (floats: spent rounded up, remaining rounded down).
+        """
+        entry: dict[str, Any] = {"id": self.id, "chain_hash": self.hash,
+                                 "dataset": self.dataset, "version": self.version}  # fmt: skip
+        keys = list(self.budget)
+
+        def pick(c: Cost | None) -> dict[str, float | None] | None:
+            return None if c is None else {k: c.to_dict()[k] for k in keys}
+
+        if self.budget:
+            entry["lifetime_budget"] = {
+                "budget": dict(self.budget),
+                "spent_before": pick(self.spent_before),
+                "this_release": pick(self.this_release),
+                "spent_after": pick(self.spent),
+                "remaining": dict(self.remaining),
+            }
+        return entry
 
 
 @dataclass(frozen=True)
@@ -671,7 +696,8 @@ class Ledger:
                     "out_dir": str(out), "tag": tag, "owner": owner,
                     "spec_name": dataset}  # fmt: skip
             rid, h = self._append(con, "reserve", name, body)
-        return Charge(rid, h, name, kfp, version, tag, notes, total)
+        return Charge(rid, h, name, kfp, version, tag, notes, total, dict(limits), spent, cost,
+                      comp.remaining(total, limits))  # fmt: skip
 
     def _settle(self, rid: int, kind: str, extra: Mapping[str, Any]) -> None:
         with self._transaction() as con:

@@ -502,6 +502,8 @@ def release_section(
     parts.append(f'<h3 id="{prefix}warnings">Warnings ({len(warns)})</h3>' + warnings_html(warns))
     if led and led.get("notes"):
         parts.append(bullets(f"ledger: {n}" for n in led["notes"]))
+    if led and led.get("lifetime_budget"):
+        parts.append(_lifetime_budget_html(led["lifetime_budget"], str(led.get("dataset"))))
 
     headers, rows = _cost_rows(manifest)
     parts.append(f'<h3 id="{prefix}privacy">Privacy spent</h3>')
@@ -537,6 +539,30 @@ def release_section(
         )
         parts.append(f"<h4>{_rows_heading(frame.height)}</h4>" + preview(frame))
     return "".join(parts)
+
+
+_BUDGET_WORDS = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
+
+
+def _lifetime_budget_html(lb: Mapping[str, Any], dataset: str) -> str:
+    """The dataset's lifetime budget: budget, spent before, this release, after, remaining."""
+    keys = [k for k in ("epsilon", "delta", "mu") if k in (lb.get("budget") or {})]
+    stages = ("budget", "spent_before", "this_release", "spent_after", "remaining")
+
+    def cell(stage: str, k: str) -> Any:
+        v = (lb.get(stage) or {}).get(k)
+        return "—" if v is None else float(v)
+
+    rows = [[_BUDGET_WORDS[k], *(cell(st, k) for st in stages)] for k in keys]
+    headers = ["", "lifetime budget", "spent before", "this release", "spent after",
+               "remaining"]  # fmt: skip
+    words = (
+        f"<p>Every release of dataset {esc(dataset)} draws on one lifetime budget held in "
+        "the ledger. Spent amounts are rounded up and what remains is rounded down; "
+        "“remaining” is the largest cost one more release could have (for μ, whose releases "
+        "add as √(μ₁² + μ₂² + …), it is √(budget² − spent²)).</p>"
+    )
+    return "<h3>Lifetime budget</h3>" + words + table(headers, rows, left=1, digits=6)
 
 
 def _is_scalar(v: Any) -> bool:
