@@ -20,26 +20,20 @@ def test_demo_report(tmp_path):
     summary = run_demo(tmp_path / "demo", seed=11, console=Console(quiet=True))
     page = summary["outputs"]["report"].read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", " ", page))
-    # ER-EE: sequential composition, ε = 1 + 1 + 2 + 6
-    assert f"ε={1 + 1 + 2 + 6}," in text  # the ER-EE guarantee, weak (α=0.1, ε=10, δ=…)
+    # ER-EE: sequential composition, ε = 2 + 2 + 2 + 6
+    assert f"ε={2 + 2 + 2 + 6}," in text  # the ER-EE guarantee, weak (α=0.1, ε=12, δ=…)
     assert "ER-EE release: job counts" in text and "GEDP release: establishment sums" in text
     # GEDP: μ_total = √Σμ² over the demo's 16 (query, attribute) measurements
-    mu = math.sqrt(3 * 0.49 + 0.0225 + 3 * 0.04 + 0.01 + 3 * 0.36 + 0.0225 + 3 * 0.49 + 0.0225)
-    assert f"μ = {mu:.4g}" in text  # 2.054
-    # the two Smooth Laplace queries at default δ: δ_min(0.1, 1) = 0.00527 ≥ 1/N
+    mu = math.sqrt(3 * 0.49 + 0.09 + 3 * 0.04 + 0.04 + 3 * 0.36 + 0.09 + 3 * 0.49 + 0.09)
+    assert f"μ = {mu:.4g}" in text  # 2.145
+    # the demo is a starting point a board could sign: no warning in either release; its
+    # one Smooth Laplace query sets δ below 1/N (δ_min(0.1, 2) = 2.8e-5 ≤ 1e-4 < 1/N)
     n = pl.read_parquet(tmp_path / "demo" / "data" / "lodes" / "workplace.parquet").height
-    dmin = math.exp(-1 / (2 * math.log1p(0.1)))
-    assert dmin >= 1 / n
-    m = json.loads((tmp_path / "demo" / "releases" / "lodes" / "manifest.json").read_text())
-    delta = [w for w in m["warnings"] if w["code"].startswith("delta")]
-    assert [w["query"] for w in delta] == ["tract_industry_ownership", "county_age_sex"]
-    # remedy: per-cell δ = 0.1/N needs ε_cell ≥ 2 ln(1+α) ln(10 N); county_age_sex has d = 6
-    need = 2 * math.log1p(0.1) * math.log(10 * n)
-    for w, d in zip(delta, (1, 6), strict=True):
-        got = re.search(r"epsilon >= ([0-9.]+)", w["remedy"])
-        assert got and abs(float(got.group(1)) - d * need) <= 0.01 * d * need, w["remedy"]
-    for w in m["warnings"]:
-        assert w["remedy"] in text
+    assert math.exp(-2 / (2 * math.log1p(0.1))) <= 1e-4 < 1 / n
+    for rel in ("lodes", "qcew"):
+        m = json.loads((tmp_path / "demo" / "releases" / rel / "manifest.json").read_text())
+        assert m["warnings"] == [], rel
+    assert text.count("Warnings (0)") == 2
     # each release folder has its own report, the demo page adds the accuracy, labelled
     for rel in ("lodes", "qcew"):
         assert (tmp_path / "demo" / "releases" / rel / "report.html").is_file()
@@ -48,5 +42,8 @@ def test_demo_report(tmp_path):
     # no raw dataframe printout; explanations said once; both kinds of chart present
     assert "shape: (" not in text and "dtype" not in text and "┌" not in text
     assert text.count("Each published table has the query's key columns") == 1
-    assert page.count("<svg") >= 6
+    # charts for the tables that publish an uncertainty (the GEDP identity and the
+    # county x sector group-by; the others are too small or withhold it)
+    assert page.count("<svg") >= 4
+    assert "CI half-width by cell" in page and "relative uncertainty vs value" in page
     assert "NOT FOR PUBLICATION" in text  # seeded

@@ -34,25 +34,26 @@ alpha = 0.1
 [[query]]
 name = "tract_industry_ownership"
 by = ["tract", "naics_sector", "ownership"]
-mechanism = "smooth_laplace"
-epsilon = 1.0
+mechanism = "smooth_gamma"
+epsilon = 2.0
 
 [[query]]
 name = "county_industry"
 by = ["county", "naics_sector"]
-mechanism = "log_laplace"
-epsilon = 1.0
+mechanism = "smooth_laplace"
+epsilon = 2.0
+delta = 1e-4                  # below 1/(number of establishments); delta_min(0.1, 2) = 2.8e-5
 
 [[query]]
 name = "county_sex"
 by = ["county", "sex"]
-mechanism = "smooth_gamma"
+mechanism = "log_laplace"
 epsilon = 2.0                 # whole cost: d = 2 sexes, so 1.0 per cell
 
 [[query]]
 name = "county_age_sex"
 by = ["county", "age", "sex"]
-mechanism = "smooth_laplace"
+mechanism = "smooth_gamma"
 epsilon = 6.0                 # whole cost: d = 6 age x sex combinations, so 1.0 per cell
 """
 
@@ -117,25 +118,25 @@ distance = { m1emp = 0.5, m2emp = 0.5, m3emp = 0.5, wage = 1.58 }
 name = "identity"
 by = "identity"
 mechanism = "psi"
-mu = { m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.15 }
+mu = { m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.3 }
 
 [[query]]
 name = "state"
 by = []
 mechanism = "pnc"
-mu = { m1emp = 0.2, m2emp = 0.2, m3emp = 0.2, wage = 0.10 }
+mu = { m1emp = 0.2, m2emp = 0.2, m3emp = 0.2, wage = 0.2 }
 
 [[query]]
 name = "county"
 by = ["cnty"]
 mechanism = "pnc"
-mu = { m1emp = 0.6, m2emp = 0.6, m3emp = 0.6, wage = 0.15 }
+mu = { m1emp = 0.6, m2emp = 0.6, m3emp = 0.6, wage = 0.3 }
 
 [[query]]
 name = "county_sector"
 by = ["cnty", "naics_sector"]
 mechanism = "pnc"
-mu = { m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.15 }
+mu = { m1emp = 0.7, m2emp = 0.7, m3emp = 0.7, wage = 0.3 }
 
 [pnc]
 zeta = 0.01

@@ -79,7 +79,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert r.exit_code == 0, r.output
     assert (tmp_path / "demo" / "report.html").exists()
     m = json.loads((tmp_path / "demo" / "releases" / "lodes" / "manifest.json").read_text())
-    assert m["privacy"]["total"]["epsilon"] == 10.0
+    assert m["privacy"]["total"]["epsilon"] == 12.0  # 2 + 2 + 2 + 6 (the demo spec)
     g = json.loads((tmp_path / "demo" / "releases" / "qcew" / "manifest.json").read_text())
     assert g["privacy"]["definition"] == "gedp" and g["privacy"]["total"]["mu"] > 0
     assert "demo finished" in r.output
