@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from eree.clikit import Force, LazyConsole, Quiet, Table, check_out, escape, plain_call
-from eree.errors import EreeError
+from eree.errors import EreeError, ReleaseWarning
 
 if TYPE_CHECKING:  # pragma: no cover
     from typer._click.core import Command, Context
@@ -399,8 +399,10 @@ def protect(
                 _fail(ValueError(f"--engine must be one of {', '.join(ENGINE_KINDS)}"))
             plan = replace(plan, engine=replace(plan.engine, kind=engine))
         with err_console.status("releasing…"), warnings.catch_warnings():
-            # numpy's overflow warnings: a non-finite result is refused with an error
+            # numpy's overflow warnings: a non-finite result is refused with an error;
+            # the release's own warnings are printed below, not as Python warnings
             warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", ReleaseWarning)
             result = run(plan, out, source, ledger=ledger, new_version=new_version, force=force)
     except OSError as e:  # the file system's message names paths, never data values
         _fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))

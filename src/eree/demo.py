@@ -9,13 +9,14 @@ shareable) truth, and one HTML report.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eree.errors import EreeError
+from eree.errors import EreeError, ReleaseWarning
 
 LODES_SPEC = """\
 # Demo release of LODES-like job counts under weak (alpha, epsilon)-ER-EE privacy.
@@ -78,7 +79,9 @@ def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(LODES_SPEC, encoding="utf-8")
     plan = load_spec(spec_path)
-    result = protect(plan, out / "releases" / "lodes", make_noise_source(seed=seed))
+    with warnings.catch_warnings():  # the demo prints the release's warnings itself
+        warnings.simplefilter("ignore", ReleaseWarning)
+        result = protect(plan, out / "releases" / "lodes", make_noise_source(seed=seed))
     # accuracy against the synthetic truth (shareable only because the data are synthetic)
     data = load_eree(plan.data)  # type: ignore[arg-type]
     engine = PolarsEngine()
@@ -162,7 +165,9 @@ def _gedp_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     spec_path.write_text(GEDP_SPEC, encoding="utf-8")
     plan = load_spec(spec_path)
     src = make_noise_source(seed=None if seed is None else seed + 1)
-    result = protect(plan, out / "releases" / "qcew", src)
+    with warnings.catch_warnings():  # the demo prints the release's warnings itself
+        warnings.simplefilter("ignore", ReleaseWarning)
+        result = protect(plan, out / "releases" / "qcew", src)
     frame = load_establishments(plan.data).frame  # type: ignore[arg-type]
     accuracy = []
     for qt in result.tables:

@@ -60,3 +60,11 @@ class LedgerError(EreeError):
     For example: an unregistered dataset, changed content without ``--new-version``, a
     tampered or unreadable ledger.
     """
+
+
+class ReleaseWarning(UserWarning):
+    """A warning of a release (``eree validate``/``protect``), as a Python warning.
+
+    The Python API (:func:`eree.release.protect.protect`) issues one per manifest warning,
+    with its code, message and remedy; the CLI prints them itself.
+    """

@@ -153,3 +153,30 @@ def test_remaining_rounds_down_exactly():
     mu = GaussianComposition().remaining(Cost(mu=1.0), {"mu": 2.0})["mu"]
     assert Fraction(mu) ** 2 <= 3 and (Fraction(mu) + Fraction(2.0**-51)) ** 2 > 3
     assert EpsilonDeltaComposition().remaining(Cost(epsilon=4), {"epsilon": 3}) == {"epsilon": 0.0}
+
+
+# ----------------------------------------------------------------- warnings in Python
+
+
+def test_protect_issues_the_releases_warnings_as_python_warnings(tmp_path):
+    """What the CLI prints, a notebook user sees: one ReleaseWarning per manifest warning."""
+    import warnings
+
+    from eree.errors import ReleaseWarning
+    from eree.mechanisms.noise import SeededNoise
+    from eree.release.protect import protect
+    from eree.release.spec import load_spec
+    from tests.cli.inputs import write_estab_case
+
+    spec = write_estab_case(tmp_path)  # wage distance 50 at mu 0.15: noise-exceeds-value
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = protect(load_spec(spec), tmp_path / "rel", SeededNoise(1))
+    ours = [w for w in caught if issubclass(w.category, ReleaseWarning)]
+    assert res.manifest["warnings"], "the case must warn for this test to mean anything"
+    assert len(ours) == len(res.manifest["warnings"])
+    for w, m in zip(ours, res.manifest["warnings"], strict=True):
+        assert m["code"] in str(w.message) and m["remedy"] in str(w.message)
+    # the CLI prints them itself: no Python warning on its error stream
+    r = run_cli(["protect", str(spec), "--out", str(tmp_path / "rel2"), "--seed", "1"])
+    assert r.exit_code == 0 and "ReleaseWarning" not in r.stderr + r.stdout

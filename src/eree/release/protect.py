@@ -246,7 +246,7 @@ def protect(
     # the columns the queries use need to be read, and no fingerprint is computed
     data = family.load(plan, engine, narrow=book is None)
     if book is None:
-        return _run(built, out_dir, source, engine, report, data, None, None, force)
+        return _warn(_run(built, out_dir, source, engine, report, data, None, None, force))
     from eree.data.fingerprint import SCHEME
 
     fingerprint, structure = _fingerprints(data, structure=True)
@@ -255,7 +255,25 @@ def protect(
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
         new_version=new_version, structure=structure, scheme=SCHEME,
     ) as charge:  # fmt: skip
-        return _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
+        result = _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
+    return _warn(result)  # after the charge is committed
+
+
+def _warn(result: ReleaseResult) -> ReleaseResult:
+    """Issue each manifest warning as a Python :class:`~eree.errors.ReleaseWarning`.
+
+    For callers of the Python API; the CLI prints the warnings itself and ignores these.
+    """
+    import warnings as pywarnings
+
+    from eree.errors import ReleaseWarning
+
+    for w in result.manifest.get("warnings") or []:
+        text = f"[{w.get('code')}] {w.get('message')}"
+        if w.get("remedy"):
+            text += f" → {w['remedy']}"
+        pywarnings.warn(ReleaseWarning(text), stacklevel=3)
+    return result
 
 
 def _fingerprints(data: Any, *, structure: bool) -> tuple[str, str | None]:
