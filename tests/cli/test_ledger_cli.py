@@ -88,3 +88,16 @@ def test_budget_needs_one_family(tmp_path):
 def test_show_of_a_missing_ledger_is_a_clean_error(tmp_path):
     r = invoke("ledger", "show", tmp_path / "nope.sqlite")
     assert r.exit_code == 2 and "no ledger" in r.output
+
+
+def test_a_readable_key_is_refused_with_the_remedy(spec, tmp_path):
+    import os
+
+    led = tmp_path / "l.sqlite"
+    invoke("ledger", "budget", led, "small", "--epsilon", 25, "--delta", 0.1, "--alpha", 0.1)
+    os.chmod(tmp_path / "l.sqlite.key", 0o644)
+    for args in (("ledger", "verify", led),
+                 ("protect", spec, "--out", tmp_path / "r", "--ledger", led)):  # fmt: skip
+        r = invoke(*args)
+        assert r.exit_code == 2 and "chmod 600" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "r").exists()

@@ -8,6 +8,7 @@ ledger's own helpers.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -433,3 +434,18 @@ def test_version_records_without_a_scheme_are_the_first_scheme(tmp_path):
     with pytest.raises(LedgerError, match="eree-fingerprint-v1"):
         _release(led, tmp_path / "o")
     assert led.releases() == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660, 0o666, 0o622])
+def test_a_key_others_can_read_or_write_is_refused(tmp_path, mode):
+    """Like ssh: a secret key readable by group or others is refused, with the remedy."""
+    led = Ledger(tmp_path / "budget.sqlite")
+    led.set_budget("d", epsilon=1)
+    os.chmod(led.key_path, mode)
+    with pytest.raises(LedgerError, match=f"mode {mode:04o}.*chmod 600"):
+        Ledger(tmp_path / "budget.sqlite")
+    os.chmod(led.key_path, 0o600)
+    assert Ledger(tmp_path / "budget.sqlite").verify().ok
+    os.chmod(led.key_path, 0o400)  # read-only for its owner is fine
+    assert Ledger(tmp_path / "budget.sqlite").verify().ok

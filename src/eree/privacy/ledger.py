@@ -48,6 +48,7 @@ import secrets
 import shutil
 import socket
 import sqlite3
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -342,6 +343,19 @@ class Ledger:
                             fp.write(key_hex)
             finally:
                 tmp.unlink(missing_ok=True)
+        try:
+            mode = self.key_path.stat().st_mode
+        except FileNotFoundError:
+            mode = 0
+        if os.name == "posix" and mode & 0o077:
+            # whoever can read the key can recompute the keyed fingerprint of candidate
+            # data and test guesses of confidential values against the ledger (as ssh does
+            # for private keys, a key others can read is refused)
+            raise LedgerError(
+                f"the ledger's secret key {self.key_path} can be read or written by others "
+                f"(mode {stat.S_IMODE(mode):04o}): anyone who reads it can test guesses of "
+                f"the data against the ledger; run chmod 600 {self.key_path}"
+            )
         try:
             key = bytes.fromhex(self.key_path.read_bytes().strip().decode("ascii"))
         except FileNotFoundError:
