@@ -101,3 +101,13 @@ def test_a_readable_key_is_refused_with_the_remedy(spec, tmp_path):
         r = invoke(*args)
         assert r.exit_code == 2 and "chmod 600" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--delta", 1), ("--delta", 2), ("--mu", 1e200)])
+def test_a_budget_that_promises_nothing_is_refused(tmp_path, flag, value):
+    led = tmp_path / "l.sqlite"
+    extra = ["--epsilon", 1] if flag == "--delta" else []
+    r = invoke("ledger", "budget", led, "d", *extra, flag, value)
+    assert r.exit_code == 2
+    assert ("promises nothing" in r.output) or ("distinguishes" in r.output)
+    assert "Traceback" not in r.output

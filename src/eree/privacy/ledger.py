@@ -496,6 +496,16 @@ class Ledger:
             Cost(epsilon=v)  # finite and ≥ 0, or PrivacyParameterError naming nothing secret
             if k == "alpha" and v <= 0:
                 raise PrivacyParameterError(f"budget of {name!r}: alpha must be > 0")
+            if k == "delta" and v >= 1:  # δ ≥ 1 allows any event: the budget promises nothing
+                raise PrivacyParameterError(
+                    f"budget of {name!r}: delta must be < 1 (got {v:g}); a delta of 1 or more "
+                    "promises nothing"
+                )
+            if k == "mu" and v > 1e6:  # μ² must stay finite; μ this large protects nothing
+                raise PrivacyParameterError(
+                    f"budget of {name!r}: mu must be at most 1e6 (got {v:g}); a test of "
+                    "that power distinguishes any two datasets"
+                )
         if "mu" in given and set(given) - {"mu"}:
             raise PrivacyParameterError(
                 f"budget of {name!r}: give --mu (GEDP) or --epsilon/--delta/--alpha (ER-EE), "
