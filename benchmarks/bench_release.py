@@ -224,7 +224,7 @@ def main() -> None:
             f.unlink(missing_ok=True)
         subprocess.run(
             [sys.executable, "-m", "eree.cli", "ledger", "budget", str(book), "bench",
-             "--epsilon", "1e9", "--delta", "1", "--alpha", "0.1"],
+             "--epsilon", "1e9", "--delta", "0.99", "--alpha", "0.1"],
             env=env, check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
         ledger = ["--ledger", str(book)]

@@ -51,7 +51,7 @@ def setup(work: Path, epsilon: float) -> tuple[Path, Path]:
     spec = work / "spec.toml"
     spec.write_text(SPEC)  # dataset "small": ε = 10, δ ≈ 0.037 per release at α = 0.1
     led = work / "ledger.sqlite"
-    eree("ledger", "budget", led, "small", "--epsilon", epsilon, "--delta", 1, "--alpha", 0.1,
+    eree("ledger", "budget", led, "small", "--epsilon", epsilon, "--delta", 0.99, "--alpha", 0.1,
          check=True)  # fmt: skip
     return spec, led
 

@@ -115,7 +115,7 @@ def test_force_never_overwrites_a_release_recorded_in_a_ledger(tmp_path):
     spec = write_eree_case(tmp_path)
     ledger = tmp_path / "budget.sqlite"
     assert run_cli(["ledger", "budget", str(ledger), "fuzz-eree", "--epsilon", "100",
-                    "--delta", "1", "--alpha", "0.1"]).exit_code == 0  # fmt: skip
+                    "--delta", "0.5", "--alpha", "0.1"]).exit_code == 0  # fmt: skip
     rel = tmp_path / "rel"
     r = run_cli(["protect", str(spec), "--out", str(rel), "--ledger", str(ledger)])
     assert r.exit_code == 0, r.output
@@ -154,7 +154,7 @@ def test_outputs_respect_the_umask_and_secrets_stay_owner_only(tmp_path, mask):
     ledger = tmp_path / "budget.sqlite"
     with _umask(mask):
         assert run_cli(["ledger", "budget", str(ledger), "fuzz-eree", "--epsilon", "100",
-                        "--delta", "1", "--alpha", "0.1"]).exit_code == 0  # fmt: skip
+                        "--delta", "0.5", "--alpha", "0.1"]).exit_code == 0  # fmt: skip
         rel = tmp_path / "rel"
         r = run_cli(["protect", str(spec), "--out", str(rel), "--ledger", str(ledger)])
         assert r.exit_code == 0, r.output

@@ -46,7 +46,7 @@ def test_twenty_kill9_releases_leave_every_charge_with_its_output(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     led = tmp_path / "ledger.sqlite"
-    Ledger(led).set_budget("small", epsilon=1e6, delta=1.0, alpha=0.1)
+    Ledger(led).set_budget("small", epsilon=1e6, delta=0.99, alpha=0.1)
     t0 = time.perf_counter()
     subprocess.run([*EREE, "protect", spec, "--out", tmp_path / "r_ref", "--ledger", led],
                    env=ENV, check=True, capture_output=True)  # fmt: skip
