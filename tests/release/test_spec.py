@@ -148,3 +148,28 @@ def test_bad_toml_and_missing_file(tmp_path):
 def test_pnc_bounds_must_name_a_query():
     with pytest.raises(SpecError, match="bounds_from"):
         parse(GEDP.replace('bounds_from = "identity"', 'bounds_from = "nope"'))
+
+
+# ----------------------------------------------------------------- hostile specs
+
+
+def test_hostile_specs_get_one_line(tmp_path):
+    import os
+
+    from tests.cli.inputs import assert_clean_failure, run_cli, write_estab_case
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 1000 + "]" * 1000 + "\n")
+    assert_clean_failure(run_cli(["validate", str(deep)]), None, "nested too deeply")
+    fifo = tmp_path / "spec.toml"
+    os.mkfifo(fifo)
+    assert_clean_failure(run_cli(["explain", str(fifo)]), None, "not a regular file")
+    spec = write_estab_case(tmp_path / "g")
+    text = spec.read_text()
+    for new, must in (
+        (text.replace('name = "fuzz-estab"', 'name = "evil\\u202etxt.exe"'), "U+202E"),
+        (text.replace('name = "fuzz-estab"', f'name = "{"n" * 201}"'), "longer than 200"),
+        (text.replace("wage = 0.15 }", "wage = 1e200 }", 1), "at most 1e+06"),
+    ):
+        spec.write_text(new)
+        assert_clean_failure(run_cli(["explain", str(spec)]), None, must)

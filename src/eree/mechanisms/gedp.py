@@ -64,6 +64,10 @@ __all__ = [
 ]
 
 
+#: the largest μ a mechanism accepts (beyond it μ-GEDP promises nothing, and μ² overflows)
+MAX_MU = 1e6
+
+
 def charged_distance(neighbor: NeighborFunction, gamma: float) -> float:
     """γ + 2·ψ's excess (:attr:`NeighborFunction.psi_excess`), rounded up; γ for exact ψ."""
     eta = neighbor.psi_excess
@@ -315,6 +319,11 @@ class GedpMechanism(Mechanism):
             isinstance(self.mu, int | float) and math.isfinite(self.mu) and self.mu > 0
         ):
             raise self._fail(f"{where}mu must be a finite number > 0 (got {self.mu!r})")
+        if self.mu > MAX_MU:
+            raise self._fail(
+                f"{where}mu must be at most {MAX_MU:g} (got {self.mu:g}): a test of that power "
+                "tells any two datasets apart, so it promises nothing"
+            )
         if not (math.isfinite(self.gamma) and self.gamma > 0):
             raise self._fail(f"{where}distance gamma must be a finite number > 0")
         if not 0 < self.confidence < 1:

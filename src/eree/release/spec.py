@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,10 @@ MICRODATA_FITS = schema.key("[postprocess]", "microdata_fit").allowed
 
 #: longest query name: it becomes a file name (``tables/<name>.parquet``)
 MAX_QUERY_NAME = 100
+#: the longest dataset name (the spec's ``name``: its identity in the ledger and reports)
+MAX_DATASET_NAME = 200
+#: the largest spec file read (a spec is a few KiB; a larger file is not one)
+MAX_SPEC_BYTES = 4 * 1024 * 1024
 
 
 def _check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -414,6 +419,15 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError("the spec needs a name (the dataset identity), e.g. name = 'pa-2015'")
+    if len(name) > MAX_DATASET_NAME:
+        raise SpecError(f"the spec's name is longer than {MAX_DATASET_NAME} characters")
+    bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    if bad:
+        raise SpecError(
+            f"the spec's name contains a control or formatting character "
+            f"(U+{ord(bad[0]):04X}); it is shown in reports and the ledger: use printable "
+            "characters"
+        )
     data = raw.get("data")
     if not isinstance(data, dict):
         raise SpecError("the spec needs a [data] section")
@@ -550,7 +564,11 @@ def load_spec(path: str | Path) -> Plan:
     p = Path(path)
     if p.is_dir():
         raise SpecError(f"spec {p} is a directory, not a TOML file")
+    if p.exists() and not p.is_file():  # a FIFO or device would block or never end
+        raise SpecError(f"spec {p} is not a regular file")
     try:
+        if p.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(f"spec {p} is larger than {MAX_SPEC_BYTES // 1024} KiB")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"spec file not found: {p}") from None
@@ -562,4 +580,6 @@ def load_spec(path: str | Path) -> Plan:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{p}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise SpecError(f"{p}: not valid TOML for a spec: nested too deeply") from None
     return parse_spec(raw, p.resolve().parent, source=p.resolve())
