@@ -108,7 +108,7 @@ def _read(
     if fmt == "csv":
         from eree.data.io import read_header
 
-        header = read_header(path)
+        header = read_header(path, expected=[*required, *optional])  # the Polars path's check
         schema = StructType(
             [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
         )

@@ -54,7 +54,7 @@ the ``spark`` extra to use this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -153,8 +153,51 @@ def spark_session(
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    # Spark's own logs of a failed task quote the offending input value (e.g. a wage
+    # that does not parse): eree turns every such failure into its own one-line error
+    # (:func:`spark_input_error`), so the JVM's and PySpark's error logs stay silent
+    spark.sparkContext.setLogLevel("OFF")
+    import logging
+
+    logging.getLogger("DataFrameQueryContextLogger").disabled = True
     return spark
+
+
+def _is_spark_failure(e: BaseException) -> bool:
+    """An exception raised by Spark itself (PySpark or the JVM through py4j)."""
+    return type(e).__module__.split(".")[0] in ("pyspark", "py4j")
+
+
+def spark_input_error(
+    e: BaseException, exact_check: Callable[[], object], paths: Sequence[Path]
+) -> Exception:
+    """The error to raise when Spark fails, or finds a fault, reading and checking input.
+
+    Spark's messages quote the offending value (confidential), so they are never shown.
+    The Polars loader checks the same input and names file, row and column without the
+    value, so an input fault reads the same on both engines: its error is the one raised
+    (only on this failure path; for partitioned directories, which it does not read, the
+    Spark check's own error stays). If it finds nothing, a generic line says so.
+    """
+    from eree.errors import EreeError
+
+    files = ", ".join(str(p) for p in paths)
+    if any(Path(p).is_dir() for p in paths):  # partitioned input: the Spark check's own
+        if isinstance(e, DataValidationError):
+            return e
+    else:
+        try:
+            exact_check()
+        except EreeError as exact:
+            return exact
+        if isinstance(e, DataValidationError):
+            return e
+    return DataValidationError(
+        f"the Spark engine could not read or check the input ({type(e).__name__}); eree's "
+        "Polars loader accepts it: release with --engine polars, or report this",
+        file=files,
+        rule="spark-read",
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -1050,8 +1093,19 @@ class SparkEngine:
         )
 
     def load(self, config: EreeDataConfig, *, validate: bool = True) -> SparkEreeData:
-        """:meth:`SparkEreeData.from_config` with this engine's session."""
-        return SparkEreeData.from_config(self.spark, config, validate=validate)
+        """:meth:`SparkEreeData.from_config` with this engine's session.
+
+        A failure inside Spark becomes the Polars loader's one-line error for the same
+        input (:func:`spark_input_error`), never Spark's message.
+        """
+        try:
+            return SparkEreeData.from_config(self.spark, config, validate=validate)
+        except Exception as e:
+            if not (_is_spark_failure(e) or isinstance(e, DataValidationError)):
+                raise
+            from eree.data.eree_tables import load_eree
+
+            raise spark_input_error(e, lambda: load_eree(config), config.input_files()) from None
 
     def to_spark(self, data: EreeData | SparkEreeData) -> SparkEreeData:
         """The Spark-side dataset of ``data`` (converted once per :class:`EreeData`)."""
@@ -1099,7 +1153,14 @@ class SparkEngine:
         """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3)."""
         from eree.engine.spark_establishments import load_establishments_spark
 
-        return load_establishments_spark(self.spark, config)
+        try:
+            return load_establishments_spark(self.spark, config)
+        except Exception as e:
+            if not (_is_spark_failure(e) or isinstance(e, DataValidationError)):
+                raise
+            from eree.data.establishments import load_establishments
+
+            raise spark_input_error(e, lambda: load_establishments(config), [config.path]) from None
 
     def _estab(self, data: EstablishmentData | SparkEstablishmentData) -> SparkEstablishmentData:
         from eree.engine.spark_establishments import SparkEstablishmentData
