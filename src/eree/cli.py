@@ -438,6 +438,12 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
         _fmt(tot["delta"]), _fmt(tot["mu"]),
     )  # fmt: skip
     console.print(t)
+    if manifest["privacy"]["definition"] == "none":
+        console.print(
+            "[bold yellow]no formal privacy guarantee:[/] input noise infusion (today's "
+            "method) bounds nothing an attacker can learn; do not publish this as a private "
+            "release"
+        )
     for q in manifest["queries"]:
         for note in q.get("notes", []):
             console.print(f"• {q['name']}: {escape(note)}")
@@ -448,6 +454,13 @@ def _print_release(manifest: dict[str, Any], out_dir: Path) -> None:
             console.print(f"[bold yellow]ledger:[/] {escape(note)}")
         console.print(f"ledger row {led['id']} (dataset {led['dataset']!r}, version "
                       f"{led['version']})")  # fmt: skip
+        lb = led.get("lifetime_budget")
+        if lb:
+            left = ", ".join(f"{k} {_fmt(v)}" for k, v in lb["remaining"].items())
+            after = ", ".join(f"{k} {_fmt(v)}" for k, v in (lb["spent_after"] or {}).items())
+            console.print(f"lifetime budget: spent {escape(after)} of "
+                          f"{escape(', '.join(f'{k} {_fmt(v)}' for k, v in lb['budget'].items()))}"
+                          f"; remaining {escape(left)}")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
     if (out_dir / "report.html").is_file():
         console.print(f"report:   {out_dir / 'report.html'}")

@@ -180,3 +180,20 @@ def test_protect_issues_the_releases_warnings_as_python_warnings(tmp_path):
     # the CLI prints them itself: no Python warning on its error stream
     r = run_cli(["protect", str(spec), "--out", str(tmp_path / "rel2"), "--seed", "1"])
     assert r.exit_code == 0 and "ReleaseWarning" not in r.stderr + r.stdout
+
+
+def test_the_terminal_says_what_remains_and_when_nothing_is_guaranteed(tmp_path):
+    spec = write_eree_case(tmp_path)
+    led = tmp_path / "budget.sqlite"
+    run_cli(["ledger", "budget", str(led), "fuzz-eree", "--epsilon", "5", "--delta", "0.5",
+             "--alpha", "0.1"])  # fmt: skip
+    r = _protect(spec, tmp_path / "rel", "--ledger", str(led))
+    m = json.loads((tmp_path / "rel" / "manifest.json").read_text())
+    eps = m["privacy"]["total"]["epsilon"]
+    assert r.exit_code == 0 and "lifetime budget: spent" in r.stdout
+    assert f"remaining epsilon {5 - eps:g}" in r.stdout
+    text = spec.read_text().replace('definition = "eree-weak"', 'definition = "none"')
+    head, _, _ = text.partition("[[query]]")
+    spec.write_text(head + '[[query]]\nname = "c"\nby = ["county"]\nmechanism = "noise_infusion"\n')
+    r = _protect(spec, tmp_path / "ni", "--seed", "1")
+    assert r.exit_code == 0 and "no formal privacy guarantee" in r.stdout
