@@ -83,6 +83,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
+from eree.evaluate.float_attack import (
+    legacy_noise,
+    legacy_smooth_gamma,
+    legacy_uniform,
+    legacy_uniforms,
+)
 from eree.mechanisms import sampling
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
@@ -98,68 +104,38 @@ ROOT = Path(__file__).resolve().parents[1]
 # The old float path (commit fa97764), copied: src/eree/mechanisms/noise.py, samplers.py
 # --------------------------------------------------------------------------------------
 
-_TWO52 = float(2**52)
 #: ``noise --old-bits fa97764``: the old side reads os.urandom exactly as fa97764's
 #: SecureNoise did (np.frombuffer, no copy) instead of today's ``SecureNoise.bits``
 OLD_BITS_EXACT = False
-SMOOTH_GAMMA_ENVELOPE = (2.0 + math.sqrt(2.0)) / 2.0
 
 
 def baseline_uniform(source: NoiseSource, size: int) -> np.ndarray:
-    """fa97764 ``NoiseSource.uniform``: 64 bits → (k+½)/2⁵² on (0, 1), k the top 52 bits.
+    """fa97764 ``NoiseSource.uniform`` (:func:`eree.evaluate.float_attack.legacy_uniforms`).
 
     The words come from today's ``source.bits`` (the same source object as the new side);
-    fa97764's SecureNoise read ``os.urandom`` the same way (without today's ``.copy()``).
+    with ``OLD_BITS_EXACT`` from ``os.urandom`` as fa97764's SecureNoise read them.
     """
-    if size == 0:
-        return np.empty(0, dtype=np.float64)
-    if OLD_BITS_EXACT and isinstance(source, SecureNoise):  # fa97764: no copy of the buffer
+    if OLD_BITS_EXACT and isinstance(source, SecureNoise) and size:  # fa97764: no copy
         bits = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
-    else:
-        bits = source.bits(size)
-    k = (bits >> np.uint64(12)).astype(np.float64)
-    return (k + 0.5) / _TWO52
-
-
-def baseline_laplace_from_uniform(u: np.ndarray, scale: Any) -> np.ndarray:
-    c = u - 0.5
-    return -np.asarray(scale, dtype=np.float64) * np.sign(c) * np.log1p(-2.0 * np.abs(c))
-
-
-def baseline_gaussian_from_uniform(u: np.ndarray, scale: Any) -> np.ndarray:
-    from scipy.special import ndtri
-
-    return np.asarray(scale, dtype=np.float64) * ndtri(u)
+        return legacy_uniform((bits >> np.uint64(12)).astype(np.float64))
+    return legacy_uniforms(source, size)
 
 
 def baseline_add_laplace(source: NoiseSource, values: Any, scale: Any) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
-    return v + baseline_laplace_from_uniform(
-        baseline_uniform(source, v.size).reshape(v.shape), scale
-    )
+    u = baseline_uniform(source, v.size).reshape(v.shape)
+    return v + legacy_noise("laplace", u, scale)
 
 
 def baseline_add_gaussian(source: NoiseSource, values: Any, scale: Any) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
-    return v + baseline_gaussian_from_uniform(
-        baseline_uniform(source, v.size).reshape(v.shape), scale
-    )
+    u = baseline_uniform(source, v.size).reshape(v.shape)
+    return v + legacy_noise("gaussian", u, scale)
 
 
 def baseline_smooth_gamma_standard(source: NoiseSource, size: int) -> np.ndarray:
-    out = np.empty(size, dtype=np.float64)
-    filled = 0
-    while filled < size:
-        need = size - filled
-        batch = int(need * SMOOTH_GAMMA_ENVELOPE * 1.1) + 16
-        u = baseline_uniform(source, 2 * batch)
-        z = np.tan(math.pi * (u[:batch] - 0.5))
-        accept_p = 2.0 * (1.0 + z * z) / ((1.0 + math.sqrt(2.0)) * (1.0 + z**4))
-        z = z[u[batch:] < accept_p]
-        take = min(need, z.size)
-        out[filled : filled + take] = z[:take]
-        filled += take
-    return out
+    """fa97764's rejection sampler (:func:`eree.evaluate.float_attack.legacy_smooth_gamma`)."""
+    return legacy_smooth_gamma(source, size)
 
 
 def _withheld(noisy: np.ndarray, name: str) -> Measurement:
@@ -618,7 +594,8 @@ def cmd_slow(args: argparse.Namespace) -> dict[str, Any]:
         for label, grid in (("default", None), ("fine", c.fine_grid)):
             mech = c.make(grid)
             loads, walls = [], []
-            s0 = (sampling.STATS.draws, sampling.STATS.slow, len(sampling.STATS.refinements))
+            s0 = (sampling.STATS.draws, sampling.STATS.slow)
+            sampling.STATS.max_refinements = 0
             with SlowTimer() as tm, ErrorProbe() as probe:
                 for rep in range(args.reps):
                     data = cell_data(np.random.default_rng(5000 + rep), args.cells)
@@ -629,7 +606,6 @@ def cmd_slow(args: argparse.Namespace) -> dict[str, Any]:
                     walls.append(w - (probe.elapsed - e0))
             draws = sampling.STATS.draws - s0[0]
             slow = sampling.STATS.slow - s0[1]
-            refs = sampling.STATS.refinements[s0[2] :]
             row = {
                 "mechanism": c.name,
                 "grid": label,
@@ -644,7 +620,7 @@ def cmd_slow(args: argparse.Namespace) -> dict[str, Any]:
                 "slow_cpu_us_median": 1e6 * statistics.median(tm.slow_cpu) if tm.slow else None,
                 "slow_cpu_us_max": 1e6 * max(tm.slow_cpu) if tm.slow else None,
                 "slow_total_s": sum(tm.slow),
-                "refinements_max": max(refs) if refs else None,
+                "refinements_max": sampling.STATS.max_refinements if slow else None,
                 "decide_calls": len(tm.decide),
                 "decide_us_median": 1e6 * statistics.median(tm.decide) if tm.decide else None,
                 "decide_us_max": 1e6 * max(tm.decide) if tm.decide else None,

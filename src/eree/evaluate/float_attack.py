@@ -500,18 +500,19 @@ def legacy_accept(z: FloatArray) -> FloatArray:
         return 2.0 * (1.0 + z * z) / ((1.0 + math.sqrt(2.0)) * (1.0 + z**4))
 
 
-def _legacy_uniforms(source: NoiseSource, n: int) -> FloatArray:
+def legacy_uniforms(source: NoiseSource, n: int) -> FloatArray:
+    """fa97764's ``NoiseSource.uniform``: ``n`` uniforms (k + ½)/2⁵² from the source's words."""
     return legacy_uniform((source.bits(n) >> np.uint64(12)).astype(np.float64))
 
 
-def _legacy_smooth_gamma(source: NoiseSource, size: int) -> FloatArray:
+def legacy_smooth_gamma(source: NoiseSource, size: int) -> FloatArray:
     """fa97764's samplers.smooth_gamma_standard (rejection from a standard Cauchy)."""
     out = np.empty(size, dtype=np.float64)
     filled = 0
     while filled < size:
         need = size - filled
         batch = int(need * ((2.0 + math.sqrt(2.0)) / 2.0) * 1.1) + 16
-        u = _legacy_uniforms(source, 2 * batch)
+        u = legacy_uniforms(source, 2 * batch)
         z = np.tan(math.pi * (u[:batch] - 0.5))
         z = z[u[batch:] < legacy_accept(z)]
         take = min(need, z.size)
@@ -527,9 +528,9 @@ def legacy_release(model: FloatModel, cells: Mapping[str, FloatArray],
     v = comp.centre.copy()
     for t in comp.terms:
         if t.law == "smooth_gamma":
-            v = v + t.scale * _legacy_smooth_gamma(source, v.size)
+            v = v + t.scale * legacy_smooth_gamma(source, v.size)
         else:
-            v = v + legacy_noise(t.law, _legacy_uniforms(source, v.size), t.scale)
+            v = v + legacy_noise(t.law, legacy_uniforms(source, v.size), t.scale)
     return model.publish(v, cells)
 
 

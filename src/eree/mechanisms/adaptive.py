@@ -43,11 +43,10 @@ from eree.mechanisms.gedp import (
     charged_distance,
     pnc_sensitivity,
     pnc_sensitivity_upper,
+    psi_space_grid,
 )
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.sampling import (
-    TRANSFORMED_GRID,
-    VALUE_GRID,
     Centre,
     Term,
     exact_centre,
@@ -133,9 +132,7 @@ class AdaptiveGroupBy(PncBounded):
     @property
     def psi_grid(self) -> float:
         """The ψ branch's grid: :attr:`grid` for ψ = x, else the transformed-space default."""
-        psi = PsiMechanism(query=self.query, attribute=self.attribute, neighbor=self.neighbor,
-                           gamma=self.gamma, mu=self.mu)  # fmt: skip
-        return self.grid if psi.default_grid() == VALUE_GRID else TRANSFORMED_GRID  # type: ignore[return-value]
+        return psi_space_grid(self.neighbor, float(self.grid or 1))
 
     @override
     def public_params(self) -> dict[str, Any]:

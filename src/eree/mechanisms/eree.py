@@ -39,6 +39,7 @@ from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.sampling import (
     TRANSFORMED_GRID,
     VALUE_GRID,
+    check_grid,
     exact_centre,
     log_laplace_scale_term,
     log_shift_centre,
@@ -129,8 +130,6 @@ class CountMechanism(Mechanism):
         if not eps_cell > 0:
             raise self._fail("epsilon / d underflows to 0")
         object.__setattr__(self, "epsilon_cell", eps_cell)
-        from eree.mechanisms.sampling import check_grid
-
         try:
             grid = check_grid(self.default_grid if self.grid is None else self.grid)
         except ValueError as e:

@@ -68,6 +68,11 @@ __all__ = [
 MAX_MU = 1e6
 
 
+def psi_space_grid(neighbor: NeighborFunction, value_grid: float) -> float:
+    """The grid of a ψ-space draw: the value grid for ψ = x (dp), else 2⁻²⁰."""
+    return value_grid if isinstance(neighbor, DPNeighbor) else TRANSFORMED_GRID
+
+
 def charged_distance(neighbor: NeighborFunction, gamma: float) -> float:
     """γ + 2·ψ's excess (:attr:`NeighborFunction.psi_excess`), rounded up; γ for exact ψ."""
     eta = neighbor.psi_excess
@@ -363,7 +368,7 @@ class PsiMechanism(GedpMechanism):
     @override
     def default_grid(self) -> float:
         """1 for ψ = x (dp); 2⁻²⁰ in a transformed space (√, log, combined, custom)."""
-        return VALUE_GRID if isinstance(self.neighbor, DPNeighbor) else TRANSFORMED_GRID
+        return psi_space_grid(self.neighbor, VALUE_GRID)
 
     def _derive(self) -> None:
         dist = charged_distance(self.neighbor, self.gamma)

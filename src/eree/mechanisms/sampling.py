@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -464,27 +464,15 @@ class SmoothGammaLaw(Law):
             accept = v + dv < a - e_a
             reject = v - dv > a + e_a
             unsure = ~(accept | reject) | bad
-            if unsure.any():  # rare: decide exactly
-                for j in np.flatnonzero(unsure):
-                    states = [Uniform(int(words[j, 0]) >> 63, 1),
-                              Uniform(int(words[j, 0]) & (2**63 - 1), 63),
-                              Uniform(int(words[j, 1]), 64)]  # fmt: skip
-                    ok = self._decide(source, states)
-                    accept[j], reject[j] = ok, not ok
-                    if ok:
-                        ext[-1 - int(j)] = states  # provisional key (batch index)
+            for j in np.flatnonzero(unsure):  # rare: decide exactly
+                accept[j] = self._exact_decision(source, words[j], ext, -1 - int(j))
             idx = np.flatnonzero(accept)[:m]
-            take = todo[: idx.size]
+            take = todo[: idx.size]  # (a contiguous run: todo shrinks from the front)
             out[take] = z[idx]
             err[take] = np.where(bad[idx], np.inf, e_z[idx])
             words_out[take] = words[idx]
-            for key in [k for k in ext if k < 0]:  # proposals decided exactly (rare)
-                pos = int(np.searchsorted(idx, -1 - key))
-                st = ext.pop(key)
-                if pos < idx.size and idx[pos] == -1 - key:
-                    t = int(take[pos])
-                    ext[t] = st
-                    err[t] = np.inf  # refined states: the slow path evaluates them
+            for t in _adopt(ext, idx, int(todo[0])):
+                err[t] = np.inf  # refined states: the slow path evaluates them
             todo = todo[idx.size :]
         return out, err, {"words": words_out, "ext": ext}
 
@@ -534,12 +522,7 @@ class SmoothGammaLaw(Law):
             k = idx.size
             out[filled : filled + k] = z[idx]
             words_out[filled : filled + k] = words[idx]
-            for key in [x for x in ext if x < 0]:
-                pos = int(np.searchsorted(idx, -1 - key))
-                st = ext.pop(key)
-                if pos < k and idx[pos] == -1 - key:
-                    ext[filled + pos] = st
-                    forced.append(filled + pos)
+            forced += _adopt(ext, idx, filled)
             filled += k
         big = np.flatnonzero((words_out[:, 0] & _MASK63) < _SG_Z_M)
         tail_cells = np.union1d(big, np.asarray(forced, dtype=np.int64))
@@ -558,6 +541,17 @@ class SmoothGammaLaw(Law):
         acc, rej = bool((v + dv < a - e_a)[0]), bool((v - dv > a + e_a)[0])
         if not bad[0] and (acc or rej):
             return acc
+        return self._exact_decision(source, pair, ext, key)
+
+    def _exact_decision(
+        self, source: NoiseSource, pair: NDArray[np.uint64], ext: dict[int, list[Uniform]],
+        key: int,
+    ) -> bool:  # fmt: skip
+        """:meth:`_decide` on a proposal's words.
+
+        An accepted proposal's refined uniforms are kept under the provisional ``key``
+        (−1 − its index in the batch, see :func:`_adopt`).
+        """
         w0, w1 = int(pair[0]), int(pair[1])
         states = [Uniform(w0 >> 63, 1), Uniform(w0 & (2**63 - 1), 63), Uniform(w1, 64)]
         ok = self._decide(source, states)
@@ -652,6 +646,24 @@ class SmoothGammaLaw(Law):
     def tail_second_moment(self, t: float) -> float:
         r"""E[Z²; |Z| > t] = 2·(√2/π)∫_t^∞ z²/(1+z⁴) dz = 2(F(1/t) − ½) (z = 1/s)."""
         return float(2.0 * (self.cdf(np.array(1.0 / t)) - 0.5))
+
+
+def _adopt(ext: dict[int, list[Uniform]], idx: NDArray[np.int64], first: int) -> list[int]:
+    """Move the refined uniforms of exactly decided proposals to their cells.
+
+    ``ext`` holds them under provisional keys −1 − (index in the batch); the accepted
+    proposals ``idx`` (batch indexes, ascending) fill the cells ``first``, ``first`` + 1, ….
+    Returns the cells that received refined uniforms; rejected ones' are dropped.
+    """
+    cells = []
+    for key in [k for k in ext if k < 0]:
+        j = -1 - key
+        pos = int(np.searchsorted(idx, j))
+        states = ext.pop(key)
+        if pos < idx.size and idx[pos] == j:
+            ext[first + pos] = states
+            cells.append(first + pos)
+    return cells
 
 
 def _SG_K_ball() -> arb:  # noqa: N802 - a constant
@@ -900,11 +912,15 @@ def rounded_variance(law: str, scale: float, grid: float, on_grid: bool) -> floa
 
 @dataclass
 class SlowPathStats:
-    """How often the slow path ran (for benchmarks and the audit; never data-bearing)."""
+    """How often the slow path ran, in this process.
+
+    Read by benchmarks; never written to any output (the count depends on the magnitudes
+    of the values).
+    """
 
     draws: int = 0
     slow: int = 0
-    refinements: list[int] = field(default_factory=list)
+    max_refinements: int = 0
 
 
 #: process-wide counters, read by benchmarks
@@ -1060,7 +1076,7 @@ def _slow(
             if y.is_finite():
                 cell = (y / arb(r) + arb(0.5)).floor()
                 if cell.is_exact():
-                    STATS.refinements.append(step)
+                    STATS.max_refinements = max(STATS.max_refinements, step)
                     k = int(cell.unique_fmpz())  # type: ignore[arg-type]
                     try:
                         return float(k) * r

@@ -21,7 +21,7 @@ from eree.release.output import (
     check_finite,
     check_output_dir,
 )
-from eree.release.policy import site_policy
+from eree.release.policy import SitePolicy, site_policy
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -114,6 +114,7 @@ def build_manifest(
     tables: Sequence[QueryTable | WrittenTable],
     source: NoiseSource,
     fingerprint: str | None,
+    policy: SitePolicy | None = None,
 ) -> dict[str, Any]:
     """The manifest of §7.3. Contains public information only (no data-dependent scale).
 
@@ -122,7 +123,7 @@ def build_manifest(
     """
     m = base_manifest()
     m["random"] = source.describe()
-    m["policy"] = site_policy().describe()
+    m["policy"] = (policy or site_policy()).describe()  # the policy the release ran under
     m["dataset"] = {
         "name": plan.name,
         "fingerprint": fingerprint,
@@ -246,7 +247,7 @@ def protect(
     # the columns the queries use need to be read, and no fingerprint is computed
     data = family.load(plan, engine, narrow=book is None)
     if book is None:
-        return _warn(_run(built, out_dir, source, engine, report, data, None, None, force))
+        return _warn(_run(built, out_dir, source, engine, report, data, None, None, force, policy))
     from eree.data.fingerprint import SCHEME
 
     fingerprint, structure = _fingerprints(data, structure=True)
@@ -255,7 +256,10 @@ def protect(
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
         new_version=new_version, structure=structure, scheme=SCHEME,
     ) as charge:  # fmt: skip
-        result = _run(built, out_dir, source, engine, report, data, charge.fingerprint, charge)
+        result = _run(
+            built, out_dir, source, engine, report, data, charge.fingerprint, charge, False,
+            policy,
+        )  # fmt: skip
     return _warn(result)  # after the charge is committed
 
 
@@ -337,6 +341,7 @@ def _run(
     fingerprint: str | None,
     charge: Charge | None,
     force: bool = False,
+    policy: SitePolicy | None = None,
 ) -> ReleaseResult:
     from eree.release.family import family_of
     from eree.release.report import REPORT_FILE, release_report
@@ -362,7 +367,7 @@ def _run(
             for qt in family.release(built, data, engine, source, streaming=True):
                 tables.append(writer.write_table(qt))
                 del qt
-        manifest = build_manifest(plan, report, tables, source, fingerprint)
+        manifest = build_manifest(plan, report, tables, source, fingerprint, policy)
         if charge is not None:
             manifest["ledger"] = charge.manifest_entry()
             manifest["dataset"]["ledger_name"] = charge.dataset
