@@ -1,9 +1,12 @@
-"""User-visible text never cites DESIGN.md (users do not have it): docs, examples, README,
-every command's help, and the strings of the code (messages, manifests, reports)."""
+"""The repository owns its design: nothing cites the external design brief (users do not
+have it) — not the docs, examples or README, not a command's help, not a string, docstring
+or comment of the code, tests or benchmarks — and every citation of a design page
+(``docs/<page>.md#<section>``) names a page and a section that exist."""
 
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 import typer
@@ -23,9 +26,77 @@ def _docs() -> list:
     ]
 
 
+#: the brief's file name, spelled so that this file does not contain it
+BRIEF = "DES" + "IGN"
+
+
+def _text_files() -> list:
+    """Every text file of the repository's code, tests, benchmarks, docs and examples."""
+    files = [REPO / "README.md", REPO / "BENCHMARKS.md", REPO / "pyproject.toml"]
+    for top in ("src", "tests", "benchmarks", "docs", "examples", ".ci"):
+        files += [
+            p
+            for p in sorted((REPO / top).rglob("*"))
+            if p.is_file()
+            and "__pycache__" not in p.parts
+            and ".egg-info" not in str(p)
+            and p.suffix in {"", ".py", ".md", ".toml", ".json", ".txt", ".html", ".sh", ".cfg"}
+            and not (top == "examples" and p.parent != REPO / "examples")
+        ]
+    return [p for p in files if p.exists()]
+
+
 @pytest.mark.parametrize("path", _docs(), ids=lambda p: str(p.relative_to(REPO)))
 def test_docs_and_examples_do_not_cite_the_design_file(path):
-    assert "DESIGN" not in path.read_text(encoding="utf-8")
+    assert BRIEF not in path.read_text(encoding="utf-8")
+
+
+def test_no_docstring_comment_or_line_anywhere_cites_the_design_file():
+    found = [
+        f"{path.relative_to(REPO)}:{i}"
+        for path in _text_files()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if BRIEF in line
+    ]
+    assert not found, found
+
+
+#: ``docs/<page>.md#<section>`` and the further ``#<section>``s of the same citation
+CITATION = re.compile(r"docs/([\w./-]+\.md)((?:#[\w-]+)(?:, #[\w-]+)*)")
+
+
+def _anchors(page) -> set[str]:
+    """GitHub's anchors of a Markdown page's headings."""
+    out = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"#+ (.*)", line)
+        if m:
+            title = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            out.add(title.replace(" ", "-"))
+    return out
+
+
+def test_every_cited_design_section_exists():
+    cited = 0
+    missing = []
+    for path in _text_files():
+        for m in CITATION.finditer(path.read_text(encoding="utf-8")):
+            page = REPO / "docs" / m.group(1)
+            if not page.exists():
+                missing.append(f"{path.relative_to(REPO)}: no page docs/{m.group(1)}")
+                continue
+            anchors = _anchors(page)
+            for anchor in m.group(2).replace(",", "").split("#")[1:]:
+                cited += 1
+                if anchor.strip() not in anchors:
+                    missing.append(f"{path.relative_to(REPO)}: docs/{m.group(1)}#{anchor.strip()}")
+    assert not missing, missing
+    assert cited > 100  # the code cites its design (a regex that matched nothing would pass)
+
+
+def test_the_anchor_rule_is_githubs():
+    page = REPO / "docs" / "design.md"
+    assert {"data-flow", "validation", "er-ee-data", "gaussian-establishment-dp"} <= _anchors(page)
 
 
 def _strings(tree: ast.AST) -> list[ast.Constant]:
@@ -47,7 +118,7 @@ def test_no_string_of_the_code_cites_the_design_file():
     found = []
     for path in sorted((REPO / "src").rglob("*.py")):
         for node in _strings(ast.parse(path.read_text(encoding="utf-8"))):
-            if "DESIGN" in node.value:
+            if BRIEF in node.value:
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not found
 
@@ -71,7 +142,7 @@ def test_no_command_help_cites_the_design_file():
     for cmd in [(), *commands]:
         r = runner.invoke(app, [*cmd, "--help"])
         assert r.exit_code == 0, cmd
-        assert "DESIGN" not in r.output, cmd
+        assert BRIEF not in r.output, cmd
 
 
 def test_readme_links_every_docs_page_and_every_link_resolves():
