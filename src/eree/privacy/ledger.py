@@ -8,7 +8,12 @@ One SQLite file holds an append-only, hash-chained log of events:
   version 1; changed content under a known name needs ``new_version=True`` and is linked
   to the previous version). Content is identified by the keyed fingerprint of the
   validated rows (:mod:`eree.data.fingerprint`), never by the name: content already known
-  under another name is charged to that name. Each version records the fingerprint
+  under another name is charged to that name.
+* ``bind`` — content already known under one name, released under a second *registered*
+  name, is bound to that name too. From then on every release of that content — and every
+  earlier one — counts against the budget of every name it is bound to, and a release is
+  refused if it would pass any of them (a mistaken release under a generous name cannot
+  leave the proper name's budget untouched). Each version records the fingerprint
   scheme; a ledger holding content of another scheme is refused (it could not be
   recognised).
 * ``reserve`` — a release's cost, reserved in one ``BEGIN IMMEDIATE`` transaction before
@@ -185,6 +190,9 @@ class Charge:
         budget: the dataset's lifetime budget (the ledger's; alpha apart).
         spent_before: the running total before this release; this_release: its cost.
         remaining: per budget key, the largest cost one more release could have.
+        budget_of: the dataset whose lifetime budget these figures are (the spec's name
+            when the content is bound to it, else ``dataset``); the release was checked
+            against the budget of every name its content is bound to (``notes``).
     """
 
     id: int
@@ -199,6 +207,7 @@ class Charge:
     spent_before: Cost | None = None
     this_release: Cost | None = None
     remaining: dict[str, float] = field(default_factory=dict)
+    budget_of: str = ""
 
     def manifest_entry(self) -> dict[str, Any]:
         """What the manifest records of this charge: row id, chain hash, lifetime budget.
@@ -215,6 +224,7 @@ class Charge:
 
         if self.budget:
             entry["lifetime_budget"] = {
+                "dataset": self.budget_of or self.dataset,
                 "budget": dict(self.budget),
                 "spent_before": pick(self.spent_before),
                 "this_release": pick(self.this_release),
@@ -241,6 +251,8 @@ class _State:
         self.versions: dict[str, list[dict[str, Any]]] = {}  # name → versions in order
         self.by_fp: dict[str, tuple[str, int]] = {}  # keyed fingerprint → (name, version)
         self.by_structure: dict[str, str] = {}  # keyed structure fingerprint → name
+        self.bound: dict[str, set[str]] = {}  # name → keyed fingerprints bound to it
+        self.names_of: dict[str, list[str]] = {}  # keyed fingerprint → names, in order
         self.reserves: dict[int, dict[str, Any]] = {}
         self.status: dict[int, str] = {}
         for rid, kind, dataset, body_s in rows:
@@ -250,8 +262,11 @@ class _State:
             elif kind == "version":
                 self.versions.setdefault(dataset, []).append(body)
                 self.by_fp[body["fingerprint"]] = (dataset, body["version"])
+                self._bind(dataset, body["fingerprint"])
                 if body.get("structure"):
                     self.by_structure.setdefault(body["structure"], dataset)
+            elif kind == "bind":
+                self._bind(dataset, body["fingerprint"])
             elif kind == "reserve":
                 body["dataset"] = dataset
                 self.reserves[rid] = body
@@ -259,12 +274,25 @@ class _State:
             elif kind in ("commit", "void"):
                 self.status[int(body["release"])] = "committed" if kind == "commit" else "void"
 
+    def _bind(self, name: str, kfp: str) -> None:
+        self.bound.setdefault(name, set()).add(kfp)
+        names = self.names_of.setdefault(kfp, [])
+        if name not in names:
+            names.append(name)
+
+    def counts_against(self, rid: int, dataset: str) -> bool:
+        """Whether reservation ``rid`` counts against ``dataset``'s budget: it was charged
+        to it, or its content is bound to it (the same data under another name)."""
+        r = self.reserves[rid]
+        return r["dataset"] == dataset or r["fingerprint"] in self.bound.get(dataset, ())
+
     def charges(self, dataset: str, family: str) -> list[Cost]:
         return [
             Cost.from_exact_dict(r["cost"])
             for rid, r in self.reserves.items()
-            if r["dataset"] == dataset and r["family"] == family and self.status[rid] != "void"
-        ]
+            if self.counts_against(rid, dataset) and r["family"] == family
+            and self.status[rid] != "void"
+        ]  # fmt: skip
 
     def alpha(self, dataset: str) -> float | None:
         b = self.budgets.get(dataset, {})
@@ -296,6 +324,8 @@ class Ledger:
         except OSError as e:
             raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
         self.key_path = self.path.with_name(self.path.name + ".key")
+        self.head_path = self.path.with_name(self.path.name + ".head")
+        self._appended = False  # whether the open transaction appended a row
         try:
             with contextlib.closing(self._connect()) as con:
                 tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
@@ -309,6 +339,10 @@ class Ledger:
         except sqlite3.DatabaseError as e:
             raise LedgerError(f"ledger {self.path} is not an eree ledger ({e})") from None
         self.key = self._load_key(create=fresh or not self._has_events())
+        if self._read_head() is None and self._has_events():
+            # a ledger kept before the head was anchored outside it: anchor it now
+            with self._transaction():
+                pass
         if reconcile:
             self.reconcile()
 
@@ -396,6 +430,7 @@ class Ledger:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (rid, kind, dataset, body_s, created, prev, h),
         )
+        self._appended = True
         return rid, h
 
     @staticmethod
@@ -404,17 +439,64 @@ class Ledger:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``); the head anchor follows its commit."""
         con = self._connect()
         try:
             con.execute("BEGIN IMMEDIATE")
+            self._appended = False
             try:
                 yield con
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-            con.execute("COMMIT")
+            before = self._read_head()
+            head = con.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+            # the anchor moves only with rows this transaction appended (never back to an
+            # older ledger's head), or to anchor a ledger kept before anchors existed
+            moved = head is not None and (
+                before is None or (before[0] >= 0 and head[0] > before[0] and self._appended)
+            )
+            self._appended = False
+            if moved:
+                self._write_head(head[0], head[1])  # still holding the write lock
+            try:
+                con.execute("COMMIT")
+            except BaseException:
+                if moved:  # the rows did not land: the anchor must not claim them
+                    if before is None:
+                        self.head_path.unlink(missing_ok=True)
+                    else:
+                        self._write_head(*before)
+                raise
         finally:
             con.close()
+
+    # ---------------------------------------------------------------- head anchor
+    # The newest row's id and hash, kept in a file beside the ledger (LEDGER.head, 0600) and
+    # rewritten inside every write transaction. A ledger file replaced by an older copy of
+    # itself, or whose last rows were deleted, no longer holds the row the anchor names:
+    # verification fails and nothing more can be charged. (Whoever can also rewrite the
+    # anchor can roll back; the manifests still name their rows: `ledger verify --release`.)
+    def _read_head(self) -> tuple[int, str] | None:
+        try:
+            rid, h = self.head_path.read_text(encoding="ascii").split()[:2]
+            return int(rid), h
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return (-1, "unreadable")
+
+    def _write_head(self, rid: int, h: str) -> None:
+        tmp = self.head_path.with_name(f".{self.head_path.name}.{secrets.token_hex(8)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as fp:
+                fp.write(f"{rid} {h}\n")
+                fp.flush()
+                os.fsync(fp.fileno())
+            os.rename(tmp, self.head_path)  # atomic replacement on POSIX
+        finally:
+            tmp.unlink(missing_ok=True)
 
     # ---------------------------------------------------------------- verify
     def _verify(self, con: sqlite3.Connection) -> VerifyResult:
@@ -438,6 +520,15 @@ class Ledger:
         seq = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
         if seq is not None and seq[0] >= expect_id:
             problems.append(f"rows {expect_id}..{seq[0]} are missing (deleted at the end)")
+        head = self._read_head()
+        if head is not None:
+            row = con.execute("SELECT hash FROM events WHERE id = ?", (head[0],)).fetchone()
+            if row is None or row[0] != head[1]:
+                problems.append(
+                    f"the ledger was rolled back: it does not hold row {head[0]}, the newest "
+                    f"row its anchor {self.head_path.name} has seen (an older copy of the "
+                    "ledger, or its last rows deleted); restore the newest ledger"
+                )
         return VerifyResult(not problems, len(rows), tuple(problems))
 
     def verify(self, manifests: list[Path] | None = None) -> VerifyResult:
@@ -635,6 +726,19 @@ class Ledger:
         out = Path(out_dir).resolve()
         notes: list[str] = []
         with self._transaction() as con:
+            # The same data presented under a second registered name are bound to it, in a
+            # transaction of its own (the binding stands even if this release is refused):
+            # from then on every release of these data, earlier ones included, counts
+            # against both budgets — a mistaken release under a generous name must not
+            # leave the proper name's budget untouched.
+            self._require_intact(con)
+            st = _State(self._rows(con))
+            _require_scheme(st, scheme, self.path)
+            first = st.by_fp.get(kfp)
+            if (first is not None and first[0] != dataset and dataset in st.budgets
+                    and kfp not in st.bound.get(dataset, ())):  # fmt: skip
+                self._append(con, "bind", dataset, {"fingerprint": kfp, "as": first[0]})
+        with self._transaction() as con:
             self._require_intact(con)
             st = _State(self._rows(con))
             _require_scheme(st, scheme, self.path)
@@ -644,7 +748,15 @@ class Ledger:
             version: int
             if known is not None:
                 name, version = known
-                if name != dataset:
+                if name != dataset and dataset in st.budgets:
+                    others = [n for n in st.names_of[kfp] if n != dataset]
+                    notes.append(
+                        f"this content is also in the ledger as dataset "
+                        f"{', '.join(repr(n) for n in others)}; the release is charged to "
+                        f"every name these data are bound to: "
+                        f"{', '.join(repr(n) for n in st.names_of[kfp])}"
+                    )
+                elif name != dataset:
                     notes.append(
                         f"this content is already in the ledger as dataset {name!r}; the "
                         f"release is charged to {name!r}, not {dataset!r}"
@@ -684,35 +796,41 @@ class Ledger:
                 if versions:
                     notes.append(f"recorded as version {version} of dataset {name!r}, "
                                  f"linked to version {version - 1}")  # fmt: skip
-            if name not in st.budgets:
-                raise LedgerError(f"dataset {name!r} has no registered budget in {self.path}")
-            budget = dict(st.budgets[name])
-            bfam = budget.pop("family", None)
-            if bfam != family:
-                raise LedgerError(
-                    f"dataset {name!r} has a {bfam} budget; a {definition!r} release "
-                    f"({family} family) cannot be charged to it"
-                )
-            limits = _float_budget(budget)
-            if definition in _ALPHA_DEFINITIONS:
-                a = st.alpha(name)
-                if a is not None and alpha != a:
-                    raise PrivacyParameterError(
-                        f"dataset {name!r} is released at alpha={a:g} (ER-EE costs add only "
-                        f"at one alpha); this release has alpha={alpha}"
+            # every name the content is bound to is charged; the figures the user sees are
+            # those of the name the spec gave, when it is one of them
+            charged = st.names_of.get(kfp, [name]) if known is not None else [name]
+            shown = dataset if dataset in charged else name
+            figures: dict[str, tuple[Cost, Cost, dict[str, float]]] = {}
+            for n in charged:
+                if n not in st.budgets:
+                    raise LedgerError(f"dataset {n!r} has no registered budget in {self.path}")
+                budget = dict(st.budgets[n])
+                bfam = budget.pop("family", None)
+                if bfam != family:
+                    raise LedgerError(
+                        f"dataset {n!r} has a {bfam} budget; a {definition!r} release "
+                        f"({family} family) cannot be charged to it"
                     )
+                limits = _float_budget(budget)
+                if definition in _ALPHA_DEFINITIONS:
+                    a = st.alpha(n)
+                    if a is not None and alpha != a:
+                        raise PrivacyParameterError(
+                            f"dataset {n!r} is released at alpha={a:g} (ER-EE costs add "
+                            f"only at one alpha); this release has alpha={alpha}"
+                        )
                 limits.pop("alpha", None)
-            else:
-                limits.pop("alpha", None)
-            spent = comp.compose(st.charges(name, family))
-            try:
-                total = _check(comp, name, spent, cost, limits, "lifetime budget")
-                if spec_budget:
-                    _check(comp, name, spent, cost, dict(spec_budget), "[privacy] budget")
-            except BudgetExceededError as e:
-                if notes:
-                    raise BudgetExceededError(f"{e}; note: {' '.join(notes)}") from None
-                raise
+                spent_n = comp.compose(st.charges(n, family))
+                try:
+                    total_n = _check(comp, n, spent_n, cost, limits, "lifetime budget")
+                    if spec_budget and n == shown:
+                        _check(comp, n, spent_n, cost, dict(spec_budget), "[privacy] budget")
+                except BudgetExceededError as e:
+                    if notes:
+                        raise BudgetExceededError(f"{e}; note: {' '.join(notes)}") from None
+                    raise
+                figures[n] = (spent_n, total_n, limits)
+            spent, total, limits = figures[shown]
             owner = _me()
             tag = secrets.token_hex(6)
             body = {"fingerprint": kfp, "version": version, "definition": definition,
@@ -721,7 +839,7 @@ class Ledger:
                     "spec_name": dataset}  # fmt: skip
             rid, h = self._append(con, "reserve", name, body)
         return Charge(rid, h, name, kfp, version, tag, notes, total, dict(limits), spent, cost,
-                      comp.remaining(total, limits))  # fmt: skip
+                      comp.remaining(total, limits), shown)  # fmt: skip
 
     def _settle(self, rid: int, kind: str, extra: Mapping[str, Any]) -> None:
         with self._transaction() as con:
@@ -817,7 +935,8 @@ class Ledger:
             fam = b.pop("family", "eree")
             comp = composition_for("gedp" if fam == "gedp" else "eree")
             total = comp.compose(st.charges(name, fam))
-            rel = [rid for rid, r in st.reserves.items() if r["dataset"] == name]
+            rel = [rid for rid in st.reserves if st.counts_against(rid, name)]
+            shared = sorted({n for fp in st.bound.get(name, ()) for n in st.names_of[fp]} - {name})
             out.append({
                 "dataset": name,
                 "family": fam,
@@ -828,6 +947,7 @@ class Ledger:
                              for v in st.versions.get(name, [])],
                 "releases": {s: sum(1 for r in rel if st.status[r] == s)
                              for s in ("committed", "pending", "void")},
+                "same_data_as": shared,
             })  # fmt: skip
         return out
 

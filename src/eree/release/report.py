@@ -503,7 +503,8 @@ def release_section(
     if led and led.get("notes"):
         parts.append(bullets(f"ledger: {n}" for n in led["notes"]))
     if led and led.get("lifetime_budget"):
-        parts.append(_lifetime_budget_html(led["lifetime_budget"], str(led.get("dataset"))))
+        lb = led["lifetime_budget"]
+        parts.append(_lifetime_budget_html(lb, str(lb.get("dataset") or led.get("dataset"))))
 
     headers, rows = _cost_rows(manifest)
     parts.append(f'<h3 id="{prefix}privacy">Privacy spent</h3>')

@@ -1,0 +1,129 @@
+"""Budget escapes through the ledger, each run as a user would run it (the `eree` command in
+a subprocess): the same data released under a second registered name, and a ledger file
+replaced by an older copy of itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.release.conftest import SPEC, write_small_eree
+
+#: the spec's total cost: ε = 10, δ ≈ 0.037 (see tests/release/conftest.py)
+COST = 10.0
+#: a δ budget for one release (0.04) and one for many (0.5)
+ONE_DELTA, MANY_DELTA = 0.04, 0.5
+
+
+def eree(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "eree.cli", *(str(a) for a in args)],
+        cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def work(tmp_path):
+    write_small_eree(tmp_path / "data")
+    for name in ("pa-2015", "sandbox"):
+        (tmp_path / f"{name}.toml").write_text(SPEC.replace('name = "small"', f'name = "{name}"'))
+    return tmp_path
+
+
+def _show(work: Path, led: Path) -> dict:
+    r = eree("ledger", "show", led, "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    return {d["dataset"]: d for d in json.loads(r.stdout)["datasets"]}
+
+
+def test_data_released_under_a_generous_name_still_count_against_the_proper_one(work):
+    led = work / "l.sqlite"
+    for name, eps, delta in (("pa-2015", COST, ONE_DELTA), ("sandbox", 100 * COST, MANY_DELTA)):
+        assert eree("ledger", "budget", led, name, "--epsilon", eps, "--delta", delta,
+                    "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    # by mistake, the real data are released once under the sandbox's name
+    r = eree("protect", "sandbox.toml", "--out", "r0", "--ledger", led, cwd=work)
+    assert r.returncode == 0, r.stderr
+    # pa-2015 has a budget of exactly one release, and these data have had one already
+    r = eree("protect", "pa-2015.toml", "--out", "r1", "--ledger", led, cwd=work)
+    assert r.returncode == 2, r.stdout + r.stderr
+    err = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(err) == 1 and "lifetime budget of 'pa-2015'" in err[0], r.stderr
+    assert "'sandbox'" in err[0]  # says why: the same data as sandbox
+    assert not (work / "r1").exists()
+    shown = _show(work, led)
+    assert shown["pa-2015"]["spent"]["epsilon"] == COST  # the sandbox release, shown here too
+    assert shown["pa-2015"]["same_data_as"] == ["sandbox"]
+    assert shown["sandbox"]["same_data_as"] == ["pa-2015"]
+    # and the sandbox's generous budget cannot be used for these data any more either
+    r = eree("protect", "sandbox.toml", "--out", "r2", "--ledger", led, cwd=work)
+    assert r.returncode == 2 and "lifetime budget of 'pa-2015'" in r.stderr
+
+
+def test_an_unregistered_second_name_is_charged_to_the_known_one(work):
+    led = work / "l.sqlite"
+    assert eree("ledger", "budget", led, "sandbox", "--epsilon", 2 * COST, "--delta", MANY_DELTA,
+                "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    assert eree("protect", "sandbox.toml", "--out", "r0", "--ledger", led, cwd=work).returncode == 0
+    r = eree("protect", "pa-2015.toml", "--out", "r1", "--ledger", led, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert "charged to 'sandbox'" in " ".join(r.stdout.split())
+    assert _show(work, led)["sandbox"]["spent"]["epsilon"] == 2 * COST
+
+
+def _register_and_release(work: Path, led: Path, budget: float, outs: list[str]) -> None:
+    assert eree("ledger", "budget", led, "pa-2015", "--epsilon", budget, "--delta", MANY_DELTA,
+                "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    for out in outs:
+        r = eree("protect", "pa-2015.toml", "--out", out, "--ledger", led, cwd=work)
+        assert r.returncode == 0, r.stderr
+
+
+def test_a_ledger_copied_back_over_itself_is_refused(work):
+    led = work / "l.sqlite"
+    _register_and_release(work, led, 2 * COST, ["r1"])
+    shutil.copy(led, work / "old.sqlite")  # the ledger after one release
+    _register_and_release(work, led, 2 * COST, ["r2"])  # (re-registering changes nothing)
+    shutil.copy(work / "old.sqlite", led)  # ... copied back: one release is forgotten
+    for wal in ("-wal", "-shm"):
+        Path(str(led) + wal).unlink(missing_ok=True)
+    r = eree("protect", "pa-2015.toml", "--out", "r3", "--ledger", led, cwd=work)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "rolled back" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (work / "r3").exists()
+    r = eree("ledger", "verify", led, cwd=work)
+    assert r.returncode != 0 and "rolled back" in r.stdout + r.stderr
+
+
+def test_a_ledger_whose_tail_was_deleted_is_refused(work):
+    led = work / "l.sqlite"
+    _register_and_release(work, led, 3 * COST, ["r1", "r2"])
+    con = sqlite3.connect(led)
+    (last,) = con.execute("SELECT max(id) FROM events WHERE kind = 'reserve'").fetchone()
+    con.execute("DELETE FROM events WHERE id >= ?", (last,))
+    con.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'", (last - 1,))
+    con.commit()
+    con.close()
+    r = eree("protect", "pa-2015.toml", "--out", "r3", "--ledger", led, cwd=work)
+    assert r.returncode == 2 and "rolled back" in r.stderr, r.stdout + r.stderr
+    r = eree("ledger", "verify", led, cwd=work)
+    assert r.returncode != 0 and "rolled back" in r.stdout + r.stderr
+
+
+def test_an_untouched_ledger_verifies_and_keeps_its_anchor_current(work):
+    led = work / "l.sqlite"
+    _register_and_release(work, led, 3 * COST, ["r1", "r2"])
+    r = eree("ledger", "verify", led, "--release", work / "r1", "--release", work / "r2", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    head = Path(str(led) + ".head")
+    assert head.exists() and (head.stat().st_mode & 0o077) == 0
+    con = sqlite3.connect(led)
+    top = con.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+    assert head.read_text().split()[:2] == [str(top[0]), top[1]]
