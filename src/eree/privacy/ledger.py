@@ -341,8 +341,8 @@ class Ledger:
         self.key = self._load_key(create=fresh or not self._has_events())
         if self._read_head() is None and self._has_events():
             # a ledger kept before the head was anchored outside it: anchor it now
-            with self._transaction():
-                pass
+            with contextlib.closing(self._connect()) as con:
+                self._advance_head(con)
         if reconcile:
             self.reconcile()
 
@@ -449,31 +449,16 @@ class Ledger:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-            before = self._read_head()
-            head = con.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
-            # the anchor moves only with rows this transaction appended (never back to an
-            # older ledger's head), or to anchor a ledger kept before anchors existed
-            moved = head is not None and (
-                before is None or (before[0] >= 0 and head[0] > before[0] and self._appended)
-            )
-            self._appended = False
-            if moved:
-                self._write_head(head[0], head[1])  # still holding the write lock
-            try:
-                con.execute("COMMIT")
-            except BaseException:
-                if moved:  # the rows did not land: the anchor must not claim them
-                    if before is None:
-                        self.head_path.unlink(missing_ok=True)
-                    else:
-                        self._write_head(*before)
-                raise
+            appended, self._appended = self._appended, False
+            con.execute("COMMIT")
+            if appended or self._read_head() is None:
+                self._advance_head(con)
         finally:
             con.close()
 
     # ---------------------------------------------------------------- head anchor
     # The newest row's id and hash, kept in a file beside the ledger (LEDGER.head, 0600) and
-    # rewritten inside every write transaction. A ledger file replaced by an older copy of
+    # advanced after every write transaction that added a row. A ledger file replaced by an older copy of
     # itself, or whose last rows were deleted, no longer holds the row the anchor names:
     # verification fails and nothing more can be charged. (Whoever can also rewrite the
     # anchor can roll back; the manifests still name their rows: `ledger verify --release`.)
@@ -485,6 +470,24 @@ class Ledger:
             return None
         except (OSError, ValueError):
             return (-1, "unreadable")
+
+    def _advance_head(self, con: sqlite3.Connection) -> None:
+        """Move the anchor to the ledger's newest row, never back (after a commit).
+
+        After the commit, not before: a process killed in between leaves the anchor one
+        step behind (harmless), never ahead of the ledger (which would refuse it as
+        rolled back). The key file's lock orders concurrent writers of the anchor.
+        """
+        head = con.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        if head is None:
+            return
+        import fcntl
+
+        with open(self.key_path, "rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            before = self._read_head()
+            if before is None or (before[0] >= 0 and head[0] > before[0]):
+                self._write_head(head[0], head[1])
 
     def _write_head(self, rid: int, h: str) -> None:
         tmp = self.head_path.with_name(f".{self.head_path.name}.{secrets.token_hex(8)}")
