@@ -99,14 +99,17 @@ def test_force_replaces_an_earlier_output_of_eree(tmp_path):
     out = tmp_path / "pa"
     assert _synth(out, "--seed", "1").exit_code == 0
     first = (out / "job.parquet").read_bytes()
-    (out / "stale.txt").write_text("from an older run")
     r = _synth(out, "--seed", "2")
     assert r.exit_code == 2 and "not empty" in r.stderr
     assert (out / "job.parquet").read_bytes() == first
+    # a file eree did not write stops --force (tests/data/test_force.py has the rest)
+    (out / "notes.txt").write_text("the analyst's")
+    r = _synth(out, "--seed", "2", "--force")
+    assert r.exit_code == 2 and "did not write: notes.txt" in r.stderr, r.stderr
+    (out / "notes.txt").unlink()
     r = _synth(out, "--seed", "2", "--force")
     assert r.exit_code == 0, r.output
     assert (out / "job.parquet").read_bytes() != first
-    assert not (out / "stale.txt").exists()  # replaced, not merged
     assert json.loads((out / ".eree-output").read_text())["written_by"] == "eree synth lodes"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pa"]  # the old one is gone
 

@@ -2,10 +2,17 @@
 
 * ``--out`` is always a folder. It must be absent or empty; an existing non-empty folder
   is refused before any work is done, unless ``--force`` is given.
-* ``--force`` replaces a folder only if eree wrote it (it holds the :data:`MARKER` file)
-  and it does not hold a release recorded in a ledger (a ``manifest.json`` with a
-  ``ledger`` entry): a published release is never overwritten. The old folder is moved
-  aside and removed only once the new output is complete; on failure it is put back.
+* ``--force`` replaces a folder only if eree wrote all of it: its :data:`MARKER` file (a
+  regular file, not a link) lists every file eree wrote there with its size and
+  modification time (no hash: see :func:`write_marker`), and the folder holds exactly
+  those files, unchanged — nothing added (a user's notes, a
+  key, a ledger, another release further down), renamed, edited or linked. And it must not
+  hold a release recorded in a ledger (a ``manifest.json`` with a ``ledger`` entry): a
+  published release is never overwritten. The new output is complete before it takes the
+  folder's place: the two are exchanged in one atomic step where the system can
+  (``renameat2(RENAME_EXCHANGE)`` on Linux); elsewhere the old folder is moved aside first,
+  put back on failure, and put back by the next command on that folder if the process was
+  killed in between.
 * Folders and files are created with the permissions the process umask allows (a
   temporary folder made by :func:`tempfile.mkdtemp` is owner-only; it is widened to the
   umask's folder mode before it is renamed into place). Secrets (the ledger's key,
@@ -47,6 +54,52 @@ def file_mode() -> int:
     return 0o666 & ~process_umask()
 
 
+def _listing(folder: Path) -> tuple[dict[str, Path], list[str]]:
+    """Every regular file under ``folder`` (relative POSIX path → path) except the marker,
+    and every entry that is neither a file nor a folder (links, devices, FIFOs)."""
+    files: dict[str, Path] = {}
+    odd: list[str] = []
+    for root, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            p = Path(root) / name
+            rel = p.relative_to(folder).as_posix()
+            if p.is_symlink() or not (p.is_dir() or p.is_file()):
+                odd.append(rel)
+            elif p.is_file() and rel != MARKER:
+                files[rel] = p
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
+    return files, sorted(odd)
+
+
+def _not_eree_only(out: Path) -> str | None:
+    """Why ``--force`` may not replace ``out`` (None when eree wrote all of it, unchanged)."""
+    marker = out / MARKER
+    if marker.is_symlink() or not marker.is_file():
+        return f"was not written by eree (no {MARKER} file)"
+    try:
+        listed = json.loads(marker.read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, dict):
+        return f"has a {MARKER} file that lists no files (forged, or written by an older eree)"
+    files, odd = _listing(out)
+    if odd:
+        return f"holds links or special files eree does not write: {', '.join(odd[:3])}"
+    extra = sorted(set(files) - set(listed))
+    if extra:
+        more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
+        return f"holds files eree did not write: {', '.join(extra[:3])}{more}"
+    for rel, entry in sorted(listed.items()):
+        p = files.get(rel)
+        if p is None:
+            return f"no longer holds {rel}, which eree wrote (renamed or deleted)"
+        st = p.stat()
+        if (not isinstance(entry, dict) or st.st_size != entry.get("bytes")
+                or st.st_mtime_ns != entry.get("mtime_ns")):  # fmt: skip
+            return f"holds {rel} changed since eree wrote it"
+    return None
+
+
 def _holds_ledger_release(out: Path) -> bool:
     """Whether ``out`` holds a release recorded in a ledger (its manifest says so)."""
     manifests = [out / "manifest.json", *out.glob("*/manifest.json")]
@@ -73,6 +126,7 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
         EreeError: one line naming the path and what is wrong with it.
     """
     out = Path(out_dir)
+    _restore_aside(out)
     if out.is_symlink():
         raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
     if out.exists():
@@ -89,10 +143,11 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
                     f"output directory {out} holds a release recorded in a ledger; a published "
                     "release is never overwritten (--force does not apply): choose a new directory"
                 )
-            if not (out / MARKER).is_file():
+            why = _not_eree_only(out)
+            if why is not None:
                 raise EreeError(
-                    f"output directory {out} was not written by eree (no {MARKER} file); "
-                    "--force replaces only eree's own outputs: choose a new directory"
+                    f"output directory {out} {why}; --force replaces only an output eree "
+                    "wrote, unchanged: choose a new directory"
                 )
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
@@ -103,13 +158,22 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
 
 
 def write_marker(folder: Path, command: str) -> None:
-    """Write the :data:`MARKER` file of an output folder (the command and the time)."""
+    """Write the :data:`MARKER` file of a finished output folder: the command, the time,
+    and every file in the folder with its size and modification time (what ``--force`` may
+    replace). No hash: the folder may hold owner-only files of confidential values
+    (``internal/``), and an unkeyed hash of them would let a reader test guesses."""
     from eree import __version__
 
+    files, _ = _listing(folder)
     doc = {
         "written_by": command,
         "eree_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "files": {
+            rel: {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+            for rel, p in sorted(files.items())
+            for st in (p.stat(),)
+        },
     }
     (folder / MARKER).write_text(json.dumps(doc) + "\n", encoding="utf-8")
 
@@ -122,6 +186,43 @@ def make_temp_folder(out: Path, prefix: str) -> Path:
     return tmp
 
 
+#: the prefix of the hidden sibling an old output is moved to while a new one replaces it
+_ASIDE = ".replaced-"
+
+
+def _restore_aside(out: Path) -> None:
+    """Put back an old output a killed ``--force`` left aside (when nothing took its place)."""
+    if out.exists() or out.is_symlink() or not out.parent.is_dir():
+        return
+    for aside in sorted(out.parent.glob(f".{out.name}{_ASIDE}*")):
+        old = aside / out.name
+        if old.is_dir() and not old.is_symlink():
+            os.replace(old, out)
+            shutil.rmtree(aside, ignore_errors=True)
+            return
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux ``renameat2``); False where unsupported."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if rc != 0:
+        err = ctypes.get_errno()
+        if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not on this file system
+            return False
+        raise OSError(err, os.strerror(err), str(b))
+    return True
+
+
 def _aside(out: Path) -> Path | None:
     """Move a non-empty ``out`` to a hidden sibling (returned); remove an empty one."""
     if not out.exists():
@@ -129,7 +230,7 @@ def _aside(out: Path) -> Path | None:
     if not any(out.iterdir()):
         out.rmdir()
         return None
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}{_ASIDE}", dir=out.parent))
     os.replace(out, old / out.name)
     return old
 
@@ -137,9 +238,13 @@ def _aside(out: Path) -> Path | None:
 def put_in_place(tmp: Path, out: Path) -> None:
     """Rename the finished folder ``tmp`` to ``out``, replacing what was there.
 
-    ``out`` must have passed :func:`check_out`; an earlier output there (``--force``)
-    is moved aside first and removed only after the rename succeeded.
+    ``out`` must have passed :func:`check_out`. An earlier output there (``--force``) is
+    exchanged with ``tmp`` in one atomic step and then removed; where that is not
+    supported it is moved aside first and removed only after the rename succeeded.
     """
+    if out.is_dir() and any(out.iterdir()) and _exchange(tmp, out):
+        shutil.rmtree(tmp, ignore_errors=True)  # the old output, now at tmp's name
+        return
     old = _aside(out)
     try:
         os.replace(tmp, out)
