@@ -57,12 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
-from eree.privacy.composition import (
-    FAMILY_OF_DEFINITION,
-    Composition,
-    Cost,
-    composition_for,
-)
+from eree.privacy.composition import Composition, Cost, composition_for
+from eree.privacy.definitions import ALPHA_DEFINITIONS, FAMILY_OF_DEFINITION
 
 __all__ = [
     "Charge",
@@ -84,10 +80,6 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 _GENESIS = "0" * 64
-#: the budget keys an administrator may register, per family
-_FAMILY_KEYS = {"eree": ("epsilon", "delta", "alpha"), "gedp": ("mu",)}
-#: definitions whose guarantee is stated at an α (edge-/node-DP hold at every α)
-_ALPHA_DEFINITIONS = ("eree", "eree-weak", "blowfish")
 
 
 def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
@@ -271,7 +263,7 @@ class _State:
         if "alpha" in b:
             return float(Fraction(b["alpha"]))
         for rid, r in self.reserves.items():
-            if (r["dataset"] == dataset and r["definition"] in _ALPHA_DEFINITIONS
+            if (r["dataset"] == dataset and r["definition"] in ALPHA_DEFINITIONS
                     and self.status[rid] != "void"):  # fmt: skip
                 return float(r["alpha"])
         return None
@@ -618,12 +610,12 @@ class Ledger:
     ) -> Charge:
         """Record a pending charge, or refuse it (see :meth:`release`)."""
         family = FAMILY_OF_DEFINITION.get(definition)
-        if family not in _FAMILY_KEYS:
+        if family is None or not composition_for(definition).budget_keys:
             raise LedgerError(
                 f"definition {definition!r} carries no formal guarantee the ledger can "
                 "account for; release it without --ledger"
             )
-        comp = composition_for(definition, alpha if definition in _ALPHA_DEFINITIONS else None)
+        comp = composition_for(definition, alpha if definition in ALPHA_DEFINITIONS else None)
         if spec_budget:
             comp.check_budget_keys(spec_budget, f"[privacy] budget of {dataset!r}")
             if "alpha" in spec_budget:
@@ -694,7 +686,7 @@ class Ledger:
                     f"({family} family) cannot be charged to it"
                 )
             limits = _float_budget(budget)
-            if definition in _ALPHA_DEFINITIONS:
+            if definition in ALPHA_DEFINITIONS:
                 a = st.alpha(name)
                 if a is not None and alpha != a:
                     raise PrivacyParameterError(
