@@ -75,7 +75,7 @@ _BLS = """
 import json, time
 from eree.suppression import audit
 from eree.suppression.bls import bls_linked_tables
-from eree.synth.qcew import read_qcew_area_files
+from eree.data.qcew import read_qcew_area_files
 t0 = time.perf_counter(); c0 = time.process_time()
 t, s = bls_linked_tables(read_qcew_area_files({path!r}), "44")
 r = audit(t, s, values_known=False)

@@ -17,7 +17,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "htmlpage": set(),  # the HTML page builder every report uses (imports nothing of eree)
     "data": set(),
-    "postprocess": set(),
+    "postprocess": {"data"},  # the QCEW catalogue (eree.data.qcew) for tabulation
     "privacy": set(),
     "engine": {"data"},
     "mechanisms": {"privacy"},

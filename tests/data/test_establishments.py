@@ -11,10 +11,10 @@ import pytest
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import (
     NAICS_DERIVED,
-    SUPERSECTOR_OF_SECTOR,
     derive_naics_columns,
     load_establishments,
 )
+from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.errors import DataValidationError
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

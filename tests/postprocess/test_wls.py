@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eree.data.qcew import QCEW_AGGREGATION_LEVELS
 from eree.postprocess.wls import (
-    QCEW_AGGREGATION_LEVELS,
     GroupSumObservation,
     group_ids,
     level_summary,

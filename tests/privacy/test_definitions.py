@@ -1,10 +1,11 @@
-"""Definitions as value objects and their composition rules."""
+"""Definitions as value objects; their costs compose in eree.privacy.composition."""
 
 import dataclasses
 
 import pytest
 
 from eree.errors import PrivacyParameterError
+from eree.privacy.composition import Cost, composition_for
 from eree.privacy.definitions import EdgeDP, EreePrivacy, NodeDP
 
 
@@ -29,8 +30,11 @@ def test_invalid(args, match):
         EreePrivacy(*args)
 
 
-def test_dp_baselines_compose_only_with_themselves():
-    assert EdgeDP(1.0) + EdgeDP(0.5) == EdgeDP(1.5)
-    assert NodeDP(1.0) + NodeDP(1.0) == NodeDP(2.0)
+def test_dp_baselines_compose_through_composition_only():
+    # a guarantee states, it does not add: costs compose in eree.privacy.composition alone
+    assert composition_for("edge-dp").compose([Cost(1.0), Cost(0.5)]) == Cost(1.5, 0)
+    assert composition_for("node-dp").compose([Cost(1.0), Cost(1.0)]) == Cost(2.0, 0)
     with pytest.raises(TypeError):
         EdgeDP(1.0) + NodeDP(1.0)  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        EdgeDP(1.0) + EdgeDP(0.5)  # type: ignore[operator]

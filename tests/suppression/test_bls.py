@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from eree.data.qcew import read_qcew_area_files
 from eree.suppression import (
     PrimaryRules,
     SecondaryConfig,
@@ -13,7 +14,6 @@ from eree.suppression import (
     audit,
     suppress_establishments,
 )
-from eree.synth.qcew import read_qcew_area_files
 from tests.suppression.helpers import (
     QCEW_DIR,
     need,

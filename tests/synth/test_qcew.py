@@ -9,20 +9,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from eree.data.qcew import CELL_VALUES, read_qcew_area_files
 from eree.errors import DataValidationError
 from eree.postprocess.wls import level_summary, tabulate
-from eree.synth.qcew import (
-    CELL_VALUES,
-    ESTABLISHMENT_COLUMNS,
-    dirichlet_divider,
-    establishments_from_cells,
-    hierarchy_check,
-    impute_suppressed_cells,
-    month2_employment,
-    read_qcew_area_files,
-    synth_qcew_from_area,
-    synth_qcew_parametric,
-)
+from eree.synth.qcew import synth_qcew_from_area, synth_qcew_parametric
+from eree.synth.qcew_impute import hierarchy_check, impute_suppressed_cells
+from eree.synth.qcew_microdata import ESTABLISHMENT_COLUMNS
+from eree.synth.qcew_split import dirichlet_divider, establishments_from_cells, month2_employment
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 AREA = DATA / "qcew_2016_by_area"

@@ -18,13 +18,7 @@ the 6-digit ``naics`` code (which must then be in the file):
 * ``naics_sector``: the 2-digit prefix, as in the Syn-RI file (so manufacturing appears
   as 31, 32, 33 — not the "31-33" range label);
 * ``super_sector``: the BLS NAICS-based supersector code of that 2-digit sector
-  (https://www.bls.gov/sae/additional-resources/naics-supersectors-for-ces-program.htm):
-  1011 natural resources and mining (11, 21), 1012 construction (23), 1013 manufacturing
-  (31–33), 1021 trade, transportation and utilities (22, 42, 44, 45, 48, 49),
-  1022 information (51), 1023 financial activities (52, 53), 1024 professional and
-  business services (54, 55, 56), 1025 education and health services (61, 62),
-  1026 leisure and hospitality (71, 72), 1027 other services (81), 1028 public
-  administration (92), 1029 unclassified (99). This is the mapping of the Syn-RI file.
+  (:data:`eree.data.qcew.SUPERSECTOR_OF_SECTOR`, the mapping of the Syn-RI file).
 
 **Validation** rejects the whole input with a
 :class:`~eree.errors.DataValidationError` naming the file, the 1-based data row and the
@@ -53,11 +47,11 @@ from eree.data.io import (
     read_header,
     read_table,
 )
+from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.errors import DataValidationError
 
 __all__ = [
     "NAICS_DERIVED",
-    "SUPERSECTOR_OF_SECTOR",
     "EstablishmentData",
     "derive_naics_columns",
     "load_establishments",
@@ -65,35 +59,6 @@ __all__ = [
 
 #: public columns that can be derived from ``naics``
 NAICS_DERIVED: tuple[str, ...] = ("naics3", "naics4", "naics5", "naics_sector", "super_sector")
-
-#: BLS supersector code of each 2-digit NAICS sector
-SUPERSECTOR_OF_SECTOR: dict[str, str] = {
-    "11": "1011",
-    "21": "1011",
-    "23": "1012",
-    "31": "1013",
-    "32": "1013",
-    "33": "1013",
-    "22": "1021",
-    "42": "1021",
-    "44": "1021",
-    "45": "1021",
-    "48": "1021",
-    "49": "1021",
-    "51": "1022",
-    "52": "1023",
-    "53": "1023",
-    "54": "1024",
-    "55": "1024",
-    "56": "1024",
-    "61": "1025",
-    "62": "1025",
-    "71": "1026",
-    "72": "1026",
-    "81": "1027",
-    "92": "1028",
-    "99": "1029",
-}
 
 _NAICS_RE = re.compile(r"^[0-9]{6}$")
 

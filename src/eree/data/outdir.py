@@ -55,8 +55,11 @@ def file_mode() -> int:
 
 
 def _listing(folder: Path) -> tuple[dict[str, Path], list[str]]:
-    """Every regular file under ``folder`` (relative POSIX path → path) except the marker,
-    and every entry that is neither a file nor a folder (links, devices, FIFOs)."""
+    """The regular files under ``folder`` and the entries that are neither files nor folders.
+
+    Returns the files (relative POSIX path → path; the marker left out) and the odd
+    entries (links, devices, FIFOs), sorted.
+    """
     files: dict[str, Path] = {}
     odd: list[str] = []
     for root, dirs, names in os.walk(folder):
@@ -158,10 +161,13 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
 
 
 def write_marker(folder: Path, command: str) -> None:
-    """Write the :data:`MARKER` file of a finished output folder: the command, the time,
-    and every file in the folder with its size and modification time (what ``--force`` may
-    replace). No hash: the folder may hold owner-only files of confidential values
-    (``internal/``), and an unkeyed hash of them would let a reader test guesses."""
+    """Write the :data:`MARKER` file of a finished output folder.
+
+    It records the command, the time, and every file in the folder with its size and
+    modification time (what ``--force`` may replace). No hash: the folder may hold
+    owner-only files of confidential values (``internal/``), and an unkeyed hash of them
+    would let a reader test guesses.
+    """
     from eree import __version__
 
     files, _ = _listing(folder)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -111,30 +111,29 @@ class Measurement:
 
     def named(self, query: str, statistic: str) -> Measurement:
         """The same measurement labelled with its query and statistic."""
-        return Measurement(
-            self.noisy, self.estimate, self.std, self.ci_low, self.ci_high,
-            self.uncertainty_method, self.variance_kind, self.mechanism, query, statistic,
-            self.extra,
-        )  # fmt: skip
+        return replace(self, query=query, statistic=statistic)
 
     def with_values(self, mask: np.ndarray, value: float, std: float = 0.0) -> Measurement:
         """Cells under ``mask`` set to an exact public ``value`` (std 0, CI [value, value])."""
         if not mask.any():
             return self
 
-        def fix(v: FloatArray | None, x: float) -> FloatArray | None:
-            if v is None:
-                return None
+        def fix(v: FloatArray, x: float) -> FloatArray:
             v = v.copy()
             v[mask] = x
             return v
 
-        return Measurement(
-            fix(self.noisy, value), fix(self.estimate, value),  # type: ignore[arg-type]
-            fix(self.std, std), fix(self.ci_low, value), fix(self.ci_high, value),
-            self.uncertainty_method, self.variance_kind, self.mechanism, self.query,
-            self.statistic, self.extra,
-        )  # fmt: skip
+        def fix_if_published(v: FloatArray | None, x: float) -> FloatArray | None:
+            return None if v is None else fix(v, x)
+
+        return replace(
+            self,
+            noisy=fix(self.noisy, value),
+            estimate=fix(self.estimate, value),
+            std=fix_if_published(self.std, std),
+            ci_low=fix_if_published(self.ci_low, value),
+            ci_high=fix_if_published(self.ci_high, value),
+        )
 
 
 @dataclass(frozen=True)

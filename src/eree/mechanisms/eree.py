@@ -47,6 +47,7 @@ from eree.mechanisms.sampling import (
     smooth_scale_term,
 )
 from eree.privacy.composition import Composition, Cost, EpsilonDeltaComposition, float_down
+from eree.privacy.definitions import ALPHA_DEFINITIONS
 from eree.privacy.eree_conditions import (
     check_alpha_epsilon,
     check_log_laplace,
@@ -73,9 +74,6 @@ SMOOTH_WITHHELD = (
     "which is confidential (see docs/privacy.md)"
 )
 
-#: definitions under which the count mechanisms of this module may run
-EREE_DEFINITIONS = ("eree", "eree-weak", "blowfish")
-
 
 @dataclass(frozen=True, kw_only=True)
 class CountMechanism(Mechanism):
@@ -99,7 +97,8 @@ class CountMechanism(Mechanism):
     #: added in (:mod:`eree.mechanisms.sampling`); None: the mechanism's default
     grid: float | None = None
 
-    allowed_definitions: ClassVar[tuple[str, ...]] = EREE_DEFINITIONS
+    #: the count mechanisms of this module run under the definitions stated at an α
+    allowed_definitions: ClassVar[tuple[str, ...]] = ALPHA_DEFINITIONS
     #: the default grid: 1 job for counts (the true counts are integers)
     default_grid: ClassVar[float] = VALUE_GRID
 

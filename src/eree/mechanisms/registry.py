@@ -17,10 +17,9 @@ from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.mechanisms.workshop import WorkshopLogLaplace, WorkshopSmoothGamma, WorkshopSmoothLaplace
+from eree.privacy.definitions import ALPHA_DEFINITIONS
 
 __all__ = ["REGISTRY", "Entry", "entry", "mechanism_names", "suggest"]
-
-_EREE = ("eree", "eree-weak", "blowfish")
 
 
 @dataclass(frozen=True)
@@ -60,11 +59,11 @@ def _register(
 
 
 REGISTRY: tuple[Entry, ...] = (
-    _register("log_laplace", "sigmod", LogLaplace, _EREE, ("epsilon", "force", "variant", "grid"),
-          "Log-Laplace (Haney et al. Alg 1)"),
-    _register("smooth_gamma", "sigmod", SmoothGamma, _EREE, ("epsilon", "variant", "grid"),
-          "Smooth Gamma (Haney et al. Alg 2)"),
-    _register("smooth_laplace", "sigmod", SmoothLaplace, _EREE,
+    _register("log_laplace", "sigmod", LogLaplace, ALPHA_DEFINITIONS,
+          ("epsilon", "force", "variant", "grid"), "Log-Laplace (Haney et al. Alg 1)"),
+    _register("smooth_gamma", "sigmod", SmoothGamma, ALPHA_DEFINITIONS,
+          ("epsilon", "variant", "grid"), "Smooth Gamma (Haney et al. Alg 2)"),
+    _register("smooth_laplace", "sigmod", SmoothLaplace, ALPHA_DEFINITIONS,
           ("epsilon", "delta", "variant", "grid"),
           "Smooth Laplace (Haney et al. Alg 3)"),
     _register("log_laplace", "workshop", WorkshopLogLaplace, ("blowfish",),

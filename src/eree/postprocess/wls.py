@@ -70,9 +70,10 @@ Non-negativity (``nonnegative=True``), ``nonnegative_method``:
 * ``"auto"`` — ``exact`` for n ≤ 2,000, else ``active_set``.
 
 Tabulation: :func:`tabulate` sums microdata by any grouping or by a QCEW aggregation
-level code (:data:`QCEW_AGGREGATION_LEVELS`: national / state / county × total,
-ownership, domain, supersector, sector, NAICS-3 … NAICS-6), and :func:`level_summary`
-gives the per-level summary statistics of the QCEW paper's Tables 8 and 9.
+level code (:data:`eree.data.qcew.QCEW_AGGREGATION_LEVELS`: national / state / county ×
+total, ownership, domain, supersector, sector, NAICS-3 … NAICS-6), and
+:func:`level_summary` gives the per-level summary statistics of the QCEW paper's Tables 8
+and 9.
 """
 
 from __future__ import annotations
@@ -86,9 +87,9 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
+from eree.data.qcew import LEVEL_TITLES, QCEW_AGGREGATION_LEVELS, domain_of_supersector
+
 __all__ = [
-    "LEVEL_TITLES",
-    "QCEW_AGGREGATION_LEVELS",
     "GroupSumObservation",
     "SqrtAnswers",
     "WLSResult",
@@ -846,40 +847,11 @@ def reconstruct_microdata(
 # tabulation at QCEW aggregation levels
 # --------------------------------------------------------------------------------------
 
-_OWN = ("own",)
-_INDUSTRY = ("", "domain", "super_sector", "naics_sector", "naics3", "naics4", "naics5", "naics")
-
-#: QCEW aggregation level code → group-by columns (BLS agglvl codes 10–18 national,
-#: 50–58 state, 70–78 county; x0 = total all ownerships, x1 = by ownership, x2 domain,
-#: x3 supersector, x4 sector, x5–x8 NAICS-3 … NAICS-6, each by ownership)
-QCEW_AGGREGATION_LEVELS: dict[int, tuple[str, ...]] = {}
-for _base, _geo in ((10, ()), (50, ("state",)), (70, ("state", "cnty"))):
-    QCEW_AGGREGATION_LEVELS[_base] = _geo
-    QCEW_AGGREGATION_LEVELS[_base + 1] = (*_geo, *_OWN)
-    for _k, _ind in enumerate(_INDUSTRY[1:], start=2):
-        QCEW_AGGREGATION_LEVELS[_base + _k] = (*_geo, *_OWN, _ind)
-
-_GEO_TITLE = {10: "National", 50: "State", 70: "County"}
-_IND_TITLE = ("Total Covered", "Total -- by ownership", "by Domain", "by Supersector",
-              "NAICS Sector", "NAICS 3-digit", "NAICS 4-digit", "NAICS 5-digit",
-              "NAICS 6-digit")  # fmt: skip
-#: QCEW aggregation level code → title (as in the paper's Tables 8 and 9)
-LEVEL_TITLES: dict[int, str] = {
-    b + k: f"{_GEO_TITLE[b]} {_IND_TITLE[k]}" for b in _GEO_TITLE for k in range(9)
-}
-
-_GOODS = ("1011", "1012", "1013")
-
 
 def _with_domain(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """``frame`` with the domain of its supersector as an integer (Int16, as Syn-RI's codes)."""
     ss = pl.col("super_sector").cast(pl.Utf8)
-    return frame.with_columns(
-        pl.when(ss.is_in(list(_GOODS)))
-        .then(pl.lit(101))
-        .otherwise(pl.lit(102))
-        .cast(pl.Int16)
-        .alias("domain")
-    )
+    return frame.with_columns(domain_of_supersector(ss).cast(pl.Int16).alias("domain"))
 
 
 def tabulate(
@@ -894,8 +866,9 @@ def tabulate(
     Args:
         microdata: one row per establishment (e.g. the input, or the input's public
             columns with the WLS solution as values).
-        by: a QCEW aggregation level code (:data:`QCEW_AGGREGATION_LEVELS`) or a list
-            of columns. ``domain`` (101 goods-producing: supersectors 1011–1013; 102
+        by: a QCEW aggregation level code
+            (:data:`~eree.data.qcew.QCEW_AGGREGATION_LEVELS`) or a list of columns.
+            ``domain`` (101 goods-producing: supersectors 1011–1013; 102
             service-providing) is derived from ``super_sector`` when asked for.
         values: columns to sum.
         count: name of the establishment-count column (None: no count).

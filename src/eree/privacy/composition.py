@@ -14,7 +14,8 @@ One object per privacy family adds costs; no other code in eree adds privacy cos
 * :class:`GaussianComposition` — μ-GEDP (Webb et al. Thm 5.7): μ_total = √(Σ μ²).
 * :class:`NoGuarantee` — input noise infusion: no formal guarantee and no cost to add.
 
-:func:`composition_for` maps a definition name to its family's composition object.
+:func:`composition_for` maps a definition name to its family's composition object (each
+definition's family is in :data:`eree.privacy.definitions.DEFINITIONS`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, ClassVar
 from typing_extensions import override
 
 from eree.errors import BudgetExceededError, PrivacyParameterError
+from eree.privacy.definitions import FAMILY_OF_DEFINITION
 
 Exact = Fraction | int | float
 
@@ -369,18 +371,6 @@ class NoGuarantee(Composition):
     @override
     def exceeded(self, total: Cost, budget: Mapping[str, float]) -> list[str]:
         return []
-
-
-#: definition name → family
-FAMILY_OF_DEFINITION: dict[str, str] = {
-    "eree": "eree",
-    "eree-weak": "eree",
-    "edge-dp": "eree",
-    "node-dp": "eree",
-    "blowfish": "eree",
-    "gedp": "gedp",
-    "none": "none",
-}
 
 
 def composition_for(definition: str, alpha: float | None = None) -> Composition:

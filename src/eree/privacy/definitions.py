@@ -1,9 +1,15 @@
-"""Privacy definitions as frozen value objects (DESIGN.md §3.1).
+"""Privacy definitions: the one table of their names, and guarantees as value objects.
 
-A definition instance is a *guarantee*: "this output satisfies (α, ε, δ)-ER-EE privacy".
-Guarantees compose with ``+`` (sequential composition, Haney et al. Thm 7.3): ε and δ
-add, only for the same α; a weak guarantee composed with anything is weak (strong
-privacy implies weak privacy for the same parameters).
+:data:`DEFINITIONS` is the one list of the privacy definitions a spec may name
+(``[privacy] definition``): each with the family its costs compose in
+(:mod:`eree.privacy.composition`) and whether its guarantee is stated at an α (the spec
+must then give ``[privacy] alpha``, the ledger keeps one α per dataset, and the ER-EE count
+mechanisms may run under it). The spec parser, the composition, the ledger and the
+mechanisms read it.
+
+Guarantees as frozen value objects (DESIGN.md §3.1): a definition instance is a
+*guarantee*: "this output satisfies (α, ε, δ)-ER-EE privacy". It states a guarantee and
+does not compose: costs compose in :mod:`eree.privacy.composition` alone.
 """
 
 from __future__ import annotations
@@ -12,6 +18,52 @@ import math
 from dataclasses import dataclass
 
 from eree.errors import PrivacyParameterError
+
+__all__ = [
+    "ALPHA_DEFINITIONS",
+    "DEFINITIONS",
+    "DEFINITION_NAMES",
+    "FAMILY_OF_DEFINITION",
+    "Definition",
+    "EdgeDP",
+    "EreePrivacy",
+    "NodeDP",
+]
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One privacy definition a spec may name.
+
+    Attributes:
+        name: the spec's ``[privacy] definition``.
+        family: the privacy family its costs compose in (the ``family`` of a
+            :class:`~eree.privacy.composition.Composition`: ``"eree"``, ``"gedp"``,
+            ``"none"``).
+        alpha: its guarantee is stated at an α (required in the spec; one per dataset).
+    """
+
+    name: str
+    family: str
+    alpha: bool = False
+
+
+#: every privacy definition, in the order the spec reference lists them
+DEFINITIONS: tuple[Definition, ...] = (
+    Definition("eree", "eree", alpha=True),
+    Definition("eree-weak", "eree", alpha=True),
+    Definition("edge-dp", "eree"),
+    Definition("node-dp", "eree"),
+    Definition("gedp", "gedp"),
+    Definition("blowfish", "eree", alpha=True),
+    Definition("none", "none"),
+)
+#: the names a spec may give
+DEFINITION_NAMES: tuple[str, ...] = tuple(d.name for d in DEFINITIONS)
+#: definition name → the family its costs compose in
+FAMILY_OF_DEFINITION: dict[str, str] = {d.name: d.family for d in DEFINITIONS}
+#: the definitions whose guarantee is stated at an α (edge-/node-DP hold at every α)
+ALPHA_DEFINITIONS: tuple[str, ...] = tuple(d.name for d in DEFINITIONS if d.alpha)
 
 
 def _check(epsilon: float, delta: float) -> None:
@@ -60,11 +112,6 @@ class EdgeDP:
     def __post_init__(self) -> None:
         _check(self.epsilon, self.delta)
 
-    def __add__(self, other: EdgeDP) -> EdgeDP:
-        if not isinstance(other, EdgeDP):
-            return NotImplemented
-        return EdgeDP(self.epsilon + other.epsilon, self.delta + other.delta)
-
     def __str__(self) -> str:
         return f"ε={self.epsilon:.6g} edge-DP (neighbors differ in one job)"
 
@@ -78,11 +125,6 @@ class NodeDP:
 
     def __post_init__(self) -> None:
         _check(self.epsilon, self.delta)
-
-    def __add__(self, other: NodeDP) -> NodeDP:
-        if not isinstance(other, NodeDP):
-            return NotImplemented
-        return NodeDP(self.epsilon + other.epsilon, self.delta + other.delta)
 
     def __str__(self) -> str:
         return f"ε={self.epsilon:.6g} node-DP (neighbors differ in one establishment)"

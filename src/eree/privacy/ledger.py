@@ -62,12 +62,8 @@ from pathlib import Path
 from typing import Any
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
-from eree.privacy.composition import (
-    FAMILY_OF_DEFINITION,
-    Composition,
-    Cost,
-    composition_for,
-)
+from eree.privacy.composition import Composition, Cost, composition_for
+from eree.privacy.definitions import ALPHA_DEFINITIONS, FAMILY_OF_DEFINITION
 
 __all__ = [
     "Charge",
@@ -89,10 +85,6 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 _GENESIS = "0" * 64
-#: the budget keys an administrator may register, per family
-_FAMILY_KEYS = {"eree": ("epsilon", "delta", "alpha"), "gedp": ("mu",)}
-#: definitions whose guarantee is stated at an α (edge-/node-DP hold at every α)
-_ALPHA_DEFINITIONS = ("eree", "eree-weak", "blowfish")
 
 
 def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
@@ -281,8 +273,11 @@ class _State:
             names.append(name)
 
     def counts_against(self, rid: int, dataset: str) -> bool:
-        """Whether reservation ``rid`` counts against ``dataset``'s budget: it was charged
-        to it, or its content is bound to it (the same data under another name)."""
+        """Whether reservation ``rid`` counts against ``dataset``'s budget.
+
+        It does when it was charged to it, or when its content is bound to it (the same
+        data under another name).
+        """
         r = self.reserves[rid]
         return r["dataset"] == dataset or r["fingerprint"] in self.bound.get(dataset, ())
 
@@ -299,7 +294,7 @@ class _State:
         if "alpha" in b:
             return float(Fraction(b["alpha"]))
         for rid, r in self.reserves.items():
-            if (r["dataset"] == dataset and r["definition"] in _ALPHA_DEFINITIONS
+            if (r["dataset"] == dataset and r["definition"] in ALPHA_DEFINITIONS
                     and self.status[rid] != "void"):  # fmt: skip
                 return float(r["alpha"])
         return None
@@ -457,11 +452,12 @@ class Ledger:
             con.close()
 
     # ---------------------------------------------------------------- head anchor
-    # The newest row's id and hash, kept in a file beside the ledger (LEDGER.head, 0600) and
-    # advanced after every write transaction that added a row. A ledger file replaced by an older copy of
-    # itself, or whose last rows were deleted, no longer holds the row the anchor names:
-    # verification fails and nothing more can be charged. (Whoever can also rewrite the
-    # anchor can roll back; the manifests still name their rows: `ledger verify --release`.)
+    # The newest row's id and hash, kept in a file beside the ledger (LEDGER.head, 0600),
+    # advanced after every write transaction that added a row. A ledger file replaced by an
+    # older copy of itself, or whose last rows were deleted, no longer holds the row the
+    # anchor names: verification fails and nothing more can be charged. (Whoever can also
+    # rewrite the anchor can roll back; the manifests still name their rows: `ledger verify
+    # --release`.)
     def _read_head(self) -> tuple[int, str] | None:
         try:
             rid, h = self.head_path.read_text(encoding="ascii").split()[:2]
@@ -712,12 +708,12 @@ class Ledger:
     ) -> Charge:
         """Record a pending charge, or refuse it (see :meth:`release`)."""
         family = FAMILY_OF_DEFINITION.get(definition)
-        if family not in _FAMILY_KEYS:
+        if family is None or not composition_for(definition).budget_keys:
             raise LedgerError(
                 f"definition {definition!r} carries no formal guarantee the ledger can "
                 "account for; release it without --ledger"
             )
-        comp = composition_for(definition, alpha if definition in _ALPHA_DEFINITIONS else None)
+        comp = composition_for(definition, alpha if definition in ALPHA_DEFINITIONS else None)
         if spec_budget:
             comp.check_budget_keys(spec_budget, f"[privacy] budget of {dataset!r}")
             if "alpha" in spec_budget:
@@ -815,7 +811,7 @@ class Ledger:
                         f"({family} family) cannot be charged to it"
                     )
                 limits = _float_budget(budget)
-                if definition in _ALPHA_DEFINITIONS:
+                if definition in ALPHA_DEFINITIONS:
                     a = st.alpha(n)
                     if a is not None and alpha != a:
                         raise PrivacyParameterError(

@@ -42,14 +42,13 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
+from eree.data.qcew import LEVEL_TITLES, QCEW_AGGREGATION_LEVELS
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import psi_estimates
 from eree.mechanisms.gedp import PsiMechanism
 from eree.postprocess.sqrt_space import solve_sqrt_space
 from eree.postprocess.wls import (
-    LEVEL_TITLES,
-    QCEW_AGGREGATION_LEVELS,
     GroupSumObservation,
     SqrtAnswers,
     WLSResult,
@@ -372,7 +371,7 @@ def tabulate_levels(
     Args:
         microdata: one row per establishment (reconstructed or true).
         values: columns to sum.
-        levels: QCEW aggregation level codes (:data:`~eree.postprocess.wls.LEVEL_TITLES`).
+        levels: QCEW aggregation level codes (:data:`~eree.data.qcew.LEVEL_TITLES`).
         ownership: group by ``own`` too.
 
     Returns:

@@ -16,12 +16,12 @@ from typing import Any
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.schema import WORKER_DOMAINS
+from eree.engine.select import ENGINES as ENGINE_KINDS  # the name the CLI's --engine reads
 from eree.errors import SpecError
 from eree.mechanisms import registry
+from eree.privacy.definitions import ALPHA_DEFINITIONS, DEFINITION_NAMES
 from eree.release import spec_schema as schema
 from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
-from eree.release.spec_schema import DEFINITIONS as DEFINITIONS
-from eree.release.spec_schema import ENGINE_KINDS as ENGINE_KINDS
 
 # every section's keys and defaults are declared once, in spec_schema (docs/spec-reference.md
 # is generated from the same table)
@@ -444,15 +444,15 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         raise SpecError("the spec needs a [privacy] section")
     _check_keys(p, _PRIVACY_KEYS, "[privacy]")
     definition = p.get("definition")
-    if definition not in DEFINITIONS:
-        close = difflib.get_close_matches(str(definition), DEFINITIONS, n=1)
+    if definition not in DEFINITION_NAMES:
+        close = difflib.get_close_matches(str(definition), DEFINITION_NAMES, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise SpecError(
-            f"[privacy].definition must be one of {', '.join(DEFINITIONS)} "
+            f"[privacy].definition must be one of {', '.join(DEFINITION_NAMES)} "
             f"(got {definition!r}){hint}"
         )
     alpha = _number(p["alpha"], "[privacy].alpha") if "alpha" in p else None
-    if definition in ("eree", "eree-weak", "blowfish") and alpha is None:
+    if definition in ALPHA_DEFINITIONS and alpha is None:
         raise SpecError(f"[privacy].alpha is required for definition {definition!r}")
     distance = _parse_mu(p["distance"], "[privacy].distance") if "distance" in p else None
     neighbor = p.get("neighbor")
@@ -504,7 +504,8 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
     engine = EngineSpec(**eng_raw)
     if engine.kind not in ENGINE_KINDS:
-        raise SpecError(f'[engine].kind must be "polars" or "spark" (got {engine.kind!r})')
+        kinds = " or ".join(f'"{k}"' for k in ENGINE_KINDS)
+        raise SpecError(f"[engine].kind must be {kinds} (got {engine.kind!r})")
     if not isinstance(engine.cores, int) or engine.cores < 1:
         raise SpecError("[engine].cores must be a positive integer")
     csv = out_raw.get("csv", OutputSpec.csv)

@@ -15,12 +15,12 @@ from typing import Any
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.schema import WORKER_DOMAINS, WORKPLACE_ATTRIBUTES
+from eree.engine.select import ENGINES
 from eree.mechanisms import registry
+from eree.privacy.definitions import DEFINITION_NAMES
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
-    "DEFINITIONS",
-    "ENGINE_KINDS",
     "REQUIRED",
     "SECTIONS",
     "Key",
@@ -32,10 +32,6 @@ __all__ = [
     "top_level_keys",
 ]
 
-#: privacy definitions a spec may name
-DEFINITIONS = ("eree", "eree-weak", "edge-dp", "node-dp", "gedp", "blowfish", "none")
-#: engines a spec may name
-ENGINE_KINDS = ("polars", "spark")
 #: default refusal limit on the number of cells of one query
 DEFAULT_MAX_CELLS = 5_000_000
 
@@ -230,7 +226,7 @@ SECTIONS: tuple[Section, ...] = (
                 "workshop's policy graph), edge-dp and node-dp (the DP baselines), gedp "
                 "(Gaussian Establishment DP, establishment data), none (input noise "
                 "infusion: no formal guarantee).",
-                DEFINITIONS,
+                DEFINITION_NAMES,
             ),
             Key(
                 "alpha",
@@ -504,7 +500,7 @@ SECTIONS: tuple[Section, ...] = (
                 "polars",
                 "polars: in-process; spark: Spark reads, validates and aggregates (for "
                 "data that outgrow one machine).",
-                ENGINE_KINDS,
+                ENGINES,
             ),
             Key(
                 "cores",

@@ -2,7 +2,7 @@
 
 The QCEW open-data "by area" files mark every withheld cell with disclosure code ``N``
 and publish the establishment count of every cell. :func:`bls_cells` keeps one state's
-cells of the files as read by :func:`eree.synth.qcew.read_qcew_area_files` (the caller
+cells of the files as read by :func:`eree.data.qcew.read_qcew_area_files` (the caller
 reads them: this package does not import the generators), :func:`bls_rates` gives
 BLS's suppression rates by aggregation level, :func:`compare_with_bls` puts them next to
 an eree pattern computed on establishments synthesised from the same files (same cells,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from eree.data.qcew import CELL_VALUE_OF_ATTRIBUTE, aggregation_level
 from eree.suppression.pipeline import SuppressionResult, area_fips
 from eree.suppression.tables import (
     ESTABLISHMENTS,
@@ -38,7 +39,7 @@ def bls_cells(area_cells: pl.DataFrame, state: str) -> pl.DataFrame:
 
     Args:
         area_cells: the cells of QCEW by-area files of one year and quarter, as read by
-            :func:`eree.synth.qcew.read_qcew_area_files` (``area_fips``, ``own_code``,
+            :func:`eree.data.qcew.read_qcew_area_files` (``area_fips``, ``own_code``,
             ``industry_code``, ``agglvl_code``, ``disclosure_code``, ``establishments``).
         state: the state FIPS code.
 
@@ -163,15 +164,6 @@ def bls_pattern(tables: LinkedTables, cells: pl.DataFrame, state: str) -> np.nda
     return j.get_column("bls_suppressed").fill_null(False).to_numpy()
 
 
-#: BLS column of each eree attribute
-BLS_COLUMNS: dict[str, str] = {
-    "m1emp": "month1_emplvl",
-    "m2emp": "month2_emplvl",
-    "m3emp": "month3_emplvl",
-    "wage": "total_qtrly_wages",
-}
-
-
 def bls_linked_tables(
     area_cells: pl.DataFrame,
     state: str,
@@ -188,9 +180,10 @@ def bls_linked_tables(
 
     Args:
         area_cells: the cells of the by-area files of one year and quarter
-            (:func:`eree.synth.qcew.read_qcew_area_files`).
+            (:func:`eree.data.qcew.read_qcew_area_files`).
         state: the state FIPS code.
-        attributes: the attributes (mapped to BLS's columns by :data:`BLS_COLUMNS`).
+        attributes: the attributes (mapped to BLS's columns by
+            :data:`~eree.data.qcew.CELL_VALUE_OF_ATTRIBUTE`).
 
     Returns:
         (tables, suppressed mask).
@@ -200,7 +193,7 @@ def bls_linked_tables(
     """
     st = str(state).zfill(2)
     raw = area_cells.filter(pl.col("area_fips").str.starts_with(st), pl.col("establishments") > 0)
-    leaves = raw.filter(pl.col("agglvl_code") == 78).select(
+    leaves = raw.filter(pl.col("agglvl_code") == aggregation_level("county", "naics6")).select(
         pl.col("area_fips").str.slice(2, 3).cast(pl.Int64).cast(pl.Utf8).alias("cnty"),
         pl.col("own_code").cast(pl.Utf8).alias("own"),
         pl.col("industry_code").alias("naics"),
@@ -224,7 +217,10 @@ def bls_linked_tables(
         pl.col("agglvl_code").cast(pl.Utf8).alias("table_code"),
         (pl.col("disclosure_code") == "N").alias("bls_suppressed"),
         pl.col("establishments").alias("bls_establishments"),
-        *[pl.col(BLS_COLUMNS[a]).cast(pl.Float64).alias(f"__bls_{a}") for a in attributes],
+        *[
+            pl.col(CELL_VALUE_OF_ATTRIBUTE[a]).cast(pl.Float64).alias(f"__bls_{a}")
+            for a in attributes
+        ],
     )
     j = keyed.join(vals, on=_KEY, how="left").sort("cell")
     missing = int(j.get_column("bls_suppressed").null_count())

@@ -40,12 +40,18 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from eree.data.qcew import (
+    ALL_INDUSTRIES,
+    ALL_OWNERSHIPS,
+    INDUSTRY_LEVELS,
+    QCEW_SECTOR_LABEL,
+    aggregation_level,
+    domain_of_supersector,
+)
 from eree.errors import DataValidationError
 
 __all__ = [
     "ESTABLISHMENTS",
-    "QCEW_AGGLVL",
-    "QCEW_SECTOR",
     "Dimension",
     "LinkedTables",
     "TableLayout",
@@ -144,34 +150,11 @@ class TableLayout:
 # QCEW
 # --------------------------------------------------------------------------------------
 
-#: QCEW NAICS sector codes: manufacturing, retail trade and transportation are ranges
-QCEW_SECTOR: dict[str, str] = {
-    "31": "31-33",
-    "32": "31-33",
-    "33": "31-33",
-    "44": "44-45",
-    "45": "44-45",
-    "48": "48-49",
-    "49": "48-49",
-}
-
-_INDUSTRY_LEVELS: tuple[tuple[str, str | None], ...] = (
-    ("total", None),
-    ("domain", "domain"),
-    ("supersector", "super_sector"),
-    ("sector", "qcew_sector"),
-    ("naics3", "naics3"),
-    ("naics4", "naics4"),
-    ("naics5", "naics5"),
-    ("naics6", "naics"),
+#: the industry levels of the QCEW tables, coarsest first: (level name, frame column); the
+#: sector level reads the QCEW sector codes (``qcew_sector``, :func:`prepare_qcew_frame`)
+_INDUSTRY_LEVELS: tuple[tuple[str, str | None], ...] = tuple(
+    (name, "qcew_sector" if name == "sector" else column) for name, column, _ in INDUSTRY_LEVELS
 )
-
-#: BLS QCEW aggregation level code of each (area, ownership, industry) level combination
-QCEW_AGGLVL: dict[tuple[str, str, str], str] = {}
-for _area, _base in (("state", 50), ("county", 70)):
-    QCEW_AGGLVL[(_area, "total", "total")] = str(_base)
-    for _k, (_lvl, _) in enumerate(_INDUSTRY_LEVELS):
-        QCEW_AGGLVL[(_area, "own", _lvl)] = str(_base + 1 + _k)
 
 
 def qcew_layout(*, domain: bool = True, county: str = "cnty", own: str = "own") -> TableLayout:
@@ -192,17 +175,17 @@ def qcew_layout(*, domain: bool = True, county: str = "cnty", own: str = "own") 
     ind = tuple(lv for lv in _INDUSTRY_LEVELS if domain or lv[0] != "domain")
     dims = (
         Dimension("area", (("state", None), ("county", county)), total_code="state"),
-        Dimension("own", (("total", None), ("own", own)), total_code="0"),
-        Dimension("industry", ind, total_code="10"),
+        Dimension("own", (("total", None), ("own", own)), total_code=str(ALL_OWNERSHIPS)),
+        Dimension("industry", ind, total_code=ALL_INDUSTRIES),
     )
     tables: list[tuple[str, str, str]] = []
     codes: list[str] = []
     for area in ("state", "county"):
         tables.append((area, "total", "total"))
-        codes.append(QCEW_AGGLVL[(area, "total", "total")])
+        codes.append(str(aggregation_level(area, by_ownership=False)))
         for lvl, _ in ind:
             tables.append((area, "own", lvl))
-            codes.append(QCEW_AGGLVL[(area, "own", lvl)])
+            codes.append(str(aggregation_level(area, lvl)))
     return TableLayout(dims, tuple(tables), tuple(codes))
 
 
@@ -242,11 +225,8 @@ def prepare_qcew_frame(frame: pl.DataFrame) -> pl.DataFrame:
             )
     sector = pl.col("naics").str.slice(0, 2)
     return df.with_columns(
-        pl.when(pl.col("super_sector").is_in(["1011", "1012", "1013"]))
-        .then(pl.lit("101"))
-        .otherwise(pl.lit("102"))
-        .alias("domain"),
-        sector.replace(QCEW_SECTOR).alias("qcew_sector"),
+        domain_of_supersector(pl.col("super_sector")).alias("domain"),
+        sector.replace(QCEW_SECTOR_LABEL).alias("qcew_sector"),
     )
 
 

@@ -17,11 +17,11 @@ by the national size:
   ``synth_from_wac`` on ``max_chunk_jobs`` jobs (≈ 1.3 GB for 6M).
 * :func:`national_qcew` — QCEW-like establishments: the real county × ownership ×
   NAICS-6 cells of one state's QCEW by-area files (by default New York's, a large and
-  varied state), imputed (:func:`~eree.synth.qcew.impute_suppressed_cells`), are the
+  varied state), imputed (:func:`~eree.synth.qcew_impute.impute_suppressed_cells`), are the
   template of every state: each cell's establishment count is scaled to the state's
   share of ``establishments`` (stochastic rounding, unbiased), its employment and wages
   in proportion (same per-establishment averages), and the cells are split into
-  establishments by Algorithm 7 (:func:`~eree.synth.qcew.establishments_from_cells`).
+  establishments by Algorithm 7 (:func:`~eree.synth.qcew_split.establishments_from_cells`).
   One state per chunk; peak memory ≈ that of the largest state.
 
 Layout (directories of Parquet files, read by both engines as one table each; file
@@ -47,6 +47,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
+from eree.data.qcew import CELL_VALUES
 
 __all__ = [
     "STATE_JOBS_WEIGHT",
@@ -205,12 +206,11 @@ def _scale_cells(cells: pl.DataFrame, f: float, rng: np.random.Generator) -> pl.
     new = np.floor(x).astype(np.int64)
     new += rng.random(new.size) < (x - new)
     ratio = np.divide(new, est, out=np.zeros_like(est), where=est > 0)
-    values = ("month1_emplvl", "month2_emplvl", "month3_emplvl", "total_qtrly_wages")
     return cells.with_columns(
         pl.Series("establishments", new),
         *[
             pl.Series(v, np.rint(cells.get_column(v).to_numpy() * ratio).astype(np.int64))
-            for v in values
+            for v in CELL_VALUES
         ],
     ).filter(pl.col("establishments") > 0)
 
@@ -240,11 +240,9 @@ def national_qcew(
         A ``[data]`` configuration pointing at the establishment directory, and a
         summary.
     """
-    from eree.synth.qcew import (
-        establishments_from_cells,
-        impute_suppressed_cells,
-        read_qcew_area_files,
-    )
+    from eree.data.qcew import aggregation_level, read_qcew_area_files
+    from eree.synth.qcew_impute import impute_suppressed_cells
+    from eree.synth.qcew_split import establishments_from_cells
 
     if establishments < 1:
         raise ValueError("establishments must be positive")
@@ -253,7 +251,7 @@ def national_qcew(
     out.mkdir(parents=True, exist_ok=False)
     t0 = time.perf_counter()
     cells = impute_suppressed_cells(read_qcew_area_files(area_path, year, qtr))
-    leaves = cells.filter(pl.col("agglvl_code") == 78)
+    leaves = cells.filter(pl.col("agglvl_code") == aggregation_level("county", "naics6"))
     del cells
     base = int(leaves.get_column("establishments").sum())
     rows, offset = 0, 0
