@@ -1,8 +1,10 @@
 """The house's rules, read from the code's own imports (DESIGN.md §1, §1.1).
 
 Every ``import`` in ``src/eree`` counts, including the lazy ones inside functions: no
-module may import itself back through others (no circles), and the layers only point
-down. Run ``python tests/test_architecture.py`` to print the graph's facts.
+module may import itself back through others (no circles), the layers only point
+down, and only the command (``eree.cli``) imports the command-line libraries, so that
+everything else is library code a notebook can call. Run ``python
+tests/test_architecture.py`` to print the graph's facts.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: the command-line libraries: imported by the command (``eree.cli``) only
+CLI_LIBRARIES = ("typer", "click", "rich")
 
 #: what each package may import of eree (besides itself and ``eree.errors``)
 ALLOWED: dict[str, set[str]] = {
@@ -24,9 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "synth": {"data"},
     "suppression": {"data", "postprocess"},
     "release": {"data", "engine", "mechanisms", "privacy", "postprocess", "htmlpage"},
-    "clikit": {"data"},  # the options, error line and progress bar every command shares
     "evaluate": {
-        "clikit",
         "data",
         "engine",
         "mechanisms",
@@ -37,19 +40,7 @@ ALLOWED: dict[str, set[str]] = {
         "suppression",
         "htmlpage",
     },
-    "cli": {"*"},
-    "suppression_cli": {"*"},  # the commands of ``eree suppress`` / ``eree audit suppression``
-    "demo": {
-        "clikit",
-        "data",
-        "engine",
-        "mechanisms",
-        "privacy",
-        "release",
-        "synth",
-        "errors",
-        "htmlpage",
-    },
+    "cli": {"*"},  # the ``eree`` command (eree.cli): the one place that imports Typer and Rich
     "__init__": set(),
 }
 
@@ -77,6 +68,26 @@ def import_graph() -> dict[str, set[str]]:
                 if t.startswith("eree") and t in modules and t != name:
                     graph[name].add(t)
     return graph
+
+
+def cli_library_imports() -> dict[str, set[str]]:
+    """Module → the command-line libraries (:data:`CLI_LIBRARIES`) it imports, if any."""
+    out: dict[str, set[str]] = {}
+    for path in SRC.joinpath("eree").rglob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+        if found & set(CLI_LIBRARIES):
+            out[_module_name(path)] = found & set(CLI_LIBRARIES)
+    return out
+
+
+def outside_the_cli(importers: dict[str, set[str]]) -> list[str]:
+    """The modules outside ``eree.cli`` that import a command-line library."""
+    return sorted(m for m in importers if m != "eree.cli" and not m.startswith("eree.cli."))
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -148,12 +159,20 @@ def test_no_upward_imports():
     assert upward_imports(import_graph()) == []
 
 
+def test_only_the_cli_imports_typer_and_rich():
+    importers = cli_library_imports()
+    assert outside_the_cli(importers) == []
+    assert "eree.cli" in importers  # the check sees the command's own imports
+
+
 def test_the_checks_can_fail():
     g = {"eree.a.x": {"eree.b.y"}, "eree.b.y": {"eree.a.x"}, "eree.c.z": set()}
     assert cycles(g) == [["eree.a.x", "eree.b.y"]]
     assert upward_imports({"eree.mechanisms.x": {"eree.release.y"}, "eree.release.y": set()}) == [
         ("eree.mechanisms.x", "eree.release.y")
     ]
+    imports = {"eree.cli": {"typer"}, "eree.cli.audit": {"rich"}, "eree.evaluate.x": {"typer"}}
+    assert outside_the_cli(imports) == ["eree.evaluate.x"]
 
 
 if __name__ == "__main__":
@@ -161,3 +180,4 @@ if __name__ == "__main__":
     print(f"{len(g)} modules, {sum(map(len, g.values()))} imports")
     print(f"circles: {cycles(g)}")
     print(f"imports against the layer rules: {upward_imports(g)}")
+    print(f"command-line libraries outside eree.cli: {outside_the_cli(cli_library_imports())}")

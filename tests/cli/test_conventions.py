@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import typer
 
-from eree.cli import _register_experiments, app
+from eree.cli import app, register_lazy_commands
 from tests.cli.inputs import run_cli, write_eree_case
 
-_register_experiments()
+register_lazy_commands()
 ROOT = typer.main.get_command(app)
 
 

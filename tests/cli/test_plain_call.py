@@ -13,7 +13,8 @@ import typer
 from typer.testing import CliRunner
 
 from eree import cli
-from eree.clikit import _plain_params, _plain_values, plain_call
+from eree.cli import release
+from eree.cli._program import _plain_params, _plain_values, plain_call
 
 
 def typer_kwargs(func: Any, argv: list[str]) -> dict[str, Any] | None:
@@ -41,11 +42,11 @@ PROTECT = [
 
 @pytest.mark.parametrize("argv", PROTECT)
 def test_protect_values_are_typers(argv: list[str]) -> None:
-    params = _plain_params(cli.protect)
+    params = _plain_params(release.protect)
     assert params is not None
     got = _plain_values(params, argv)
     assert got is not None
-    assert got == typer_kwargs(cli.protect, argv)
+    assert got == typer_kwargs(release.protect, argv)
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_protect_values_are_typers(argv: list[str]) -> None:
     ],
 )
 def test_anything_unusual_is_left_to_typer(argv: list[str]) -> None:
-    params = _plain_params(cli.protect)
+    params = _plain_params(release.protect)
     assert params is not None
     assert _plain_values(params, argv) is None
 

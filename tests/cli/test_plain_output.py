@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rich.markup import escape as rich_escape
 from rich.text import Text
 
-from eree.clikit import PlainTable, escape, plain
+from eree.cli._program import PlainTable, escape, plain
 from tests.release.conftest import SPEC, write_small_eree
 
 # texts dense in what markup is made of: brackets, backslashes, tag starts
@@ -143,7 +143,7 @@ def test_plain_json_is_what_rich_prints(capsys) -> None:
 
     from rich.console import Console
 
-    from eree.clikit import LazyConsole
+    from eree.cli._program import LazyConsole
 
     data = {
         "privacy": {"definition": "eree-weak", "ε": 1.5, "μ": None},
@@ -162,7 +162,7 @@ def test_rich_renderables_and_plain_tables_print_right_on_either_console(capsys)
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    from eree.clikit import LazyConsole
+    from eree.cli._program import LazyConsole
 
     rich_table = RichTable(title="drawn by Rich")
     rich_table.add_column("a")

@@ -7,12 +7,9 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import SpecError
-from eree.evaluate.cli import audit, evaluate
 from eree.evaluate.datasets import load_dataset
 from eree.evaluate.haney import (
     CSV_COLUMNS,
@@ -182,31 +179,6 @@ def test_unknown_experiment(ds):
     assert count_points("haney-all", GRID) == 3 * (3 * 3 * 3 + 3 * 2 + 3)
 
 
-def test_cli_functions(tmp_path):
-    app = typer.Typer()
-    app.command()(evaluate)
-    app.command()(audit)
-    runner = CliRunner()
-    out = tmp_path / "h"
-    res = runner.invoke(
-        app,
-        ["evaluate", "haney-workload1", "--out", str(out), "--trials", "2", "--small-grid",
-         "--jobs", "5000", "--seed", "4"],
-    )  # fmt: skip
-    assert res.exit_code == 0, res.output
-    assert (out / "results.csv").exists() and (out / "report.html").exists()
-    assert "NOT FOR PUBLICATION" in res.output
-    res = runner.invoke(app, ["evaluate", "haney-nope", "--out", str(out)])
-    assert res.exit_code == 2
-    res = runner.invoke(
-        app, ["audit", "noise-infusion", "--trials", "2", "--jobs", "20000",
-              "--out", str(tmp_path / "a")],
-    )  # fmt: skip
-    assert res.exit_code == 0, res.output
-    assert (tmp_path / "a" / "audit.csv").exists()
-    assert "zeros" in res.output
-
-
 def test_results_do_not_depend_on_threads(ds):
     a = run_haney("haney-workload3", ds, grid=GRID, seed=5, workers=1)
     b = run_haney("haney-workload3", ds, grid=GRID, seed=5, workers=3)
@@ -234,22 +206,6 @@ def test_headline_point_is_in_the_grid():
     assert point((0.25, 1.0), (0.01, 0.05)) == (0.05, 1.0)
 
 
-def test_small_grid_headline_shows_numbers(tmp_path):
-    app = typer.Typer()
-    app.command()(evaluate)
-    app.command("noop")(lambda: None)
-    res = CliRunner().invoke(
-        app,
-        ["evaluate", "haney-workload1", "--out", str(tmp_path / "h"), "--trials", "2",
-         "--small-grid", "--jobs", "5000", "--quiet"],
-    )  # fmt: skip
-    assert res.exit_code == 0, res.output
-    assert "at ε = 4, α = 0.1" in res.output
-    rows = [ln for ln in res.output.splitlines() if ln.startswith("haney-workload1 ")]
-    assert len(rows) == 3  # the three ER-EE mechanisms
-    assert all("nan" not in ln and "—" not in ln for ln in rows), rows
-
-
 class _StopAfter:
     """A progress callback that presses Ctrl-C after ``n`` finished parameter points."""
 
@@ -274,31 +230,3 @@ def test_ctrl_c_keeps_the_finished_points(ds):
     from polars.testing import assert_frame_equal
 
     assert_frame_equal(part.results, full.results.head(part.results.height))
-
-
-def test_ctrl_c_writes_the_partial_run_with_a_note(tmp_path, monkeypatch):
-    import json
-
-    import eree.evaluate.haney as haney
-
-    real = haney.run_haney
-
-    def interrupted(*a, **k):
-        k["progress"] = _StopAfter(2)
-        return real(*a, **k)
-
-    monkeypatch.setattr(haney, "run_haney", interrupted)
-    app = typer.Typer()
-    app.command()(evaluate)
-    app.command("noop")(lambda: None)
-    out = tmp_path / "h"
-    res = CliRunner().invoke(
-        app,
-        ["evaluate", "haney-workload1", "--out", str(out), "--trials", "2", "--small-grid",
-         "--jobs", "5000", "--workers", "1"],
-    )  # fmt: skip
-    assert res.exit_code == 130, res.output
-    assert (out / "results.csv").exists() and (out / "report.html").exists()
-    note = (out / "INTERRUPTED").read_text()
-    assert "partial" in note and "2 of" in note
-    assert json.loads((out / "run.json").read_text())["interrupted"] == note.strip()

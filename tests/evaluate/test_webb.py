@@ -1,4 +1,4 @@
-"""``eree evaluate webb-…``: the QCEW paper's experiments (fast: small parametric data)."""
+"""The QCEW paper's experiments (``eree evaluate webb-…``; fast: small parametric data)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from eree.data.establishments import EstablishmentData
 from eree.evaluate.haney import CSV_COLUMNS
@@ -17,7 +15,6 @@ from eree.evaluate.webb import (
     GROUPINGS,
     TABLE7,
     Replicates,
-    evaluate_webb,
     load_webb_data,
     run_replicates,
     run_webb,
@@ -169,33 +166,6 @@ def test_run_all_and_outputs(small: EstablishmentData, tmp_path: Path) -> None:
         assert part in page
     assert "data:image/png;base64" in page
     assert res.meta["seconds"]["total"] > 0 and not math.isnan(res.meta["mu_total"])
-
-
-def test_command(small_file: Path, tmp_path: Path) -> None:
-    app = typer.Typer()
-    app.command()(evaluate_webb)
-    app.command("other")(lambda: None)  # a multi-command app, as in eree.cli
-    runner = CliRunner()
-    out = tmp_path / "cmd"
-    res = runner.invoke(
-        app,
-        [
-            "evaluate-webb",
-            "webb-table3",
-            "--out",
-            str(out),
-            "--trials",
-            "2",
-            "--data",
-            str(small_file),
-        ],
-    )
-    assert res.exit_code == 0, res.output
-    assert (out / "results.csv").exists() and (out / "report.html").exists()
-    assert "NOT FOR PUBLICATION" in res.output
-    bad = runner.invoke(app, ["evaluate-webb", "webb-nope", "--out", str(out.with_name("bad"))])
-    assert bad.exit_code == 2 and "unknown experiment" in bad.output
-    assert not out.with_name("bad").exists()
 
 
 def test_ctrl_c_keeps_the_finished_replicates(

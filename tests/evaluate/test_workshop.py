@@ -1,4 +1,4 @@
-"""workshop-figure1 on a tiny parametric dataset: structure, omissions, reproducibility, CLI."""
+"""workshop-figure1 on a tiny parametric dataset: structure, omissions, reproducibility."""
 
 import json
 import math
@@ -15,7 +15,6 @@ from eree.evaluate.workshop import (
     WorkshopGrid,
     omission_reason,
     run_workshop_figure1,
-    workshop_figure1_command,
     write_workshop_outputs,
 )
 
@@ -113,26 +112,6 @@ def test_outputs_written(result, tmp_path):
     back = pl.read_csv(paths["results"])
     assert back.height == result.results.height
     assert json.loads(paths["run"].read_text())["cells"] == result.meta["cells"]
-
-
-def test_command_runs_through_typer(tmp_path):
-    import typer
-    from typer.testing import CliRunner
-
-    app = typer.Typer()
-    app.command("workshop-figure1")(workshop_figure1_command)
-    app.command("noop")(lambda: None)  # a group, so the command name is needed as with eree
-    out = tmp_path / "wf1"
-    args = ["workshop-figure1", "--out", str(out), "--trials", "2", "--jobs", "2000",
-            "--alphas", "0.1", "--epsilons", "1,4", "--variants", "workshop"]  # fmt: skip
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0, res.output
-    assert (out / "workshop_figure1.png").exists() and not (out / "workshop_vs_sigmod.png").exists()
-    assert "NOT FOR PUBLICATION" in res.output
-    bad_args = [a if a != str(out) else str(tmp_path / "wf-bad") for a in args[:-2]]
-    bad = CliRunner().invoke(app, [*bad_args, "--variants", "blowfish"])
-    assert bad.exit_code == 2 and "variants" in bad.output
-    assert not (tmp_path / "wf-bad").exists()
 
 
 def test_noise_infusion_baseline_is_haney_workload1s(dataset, result):

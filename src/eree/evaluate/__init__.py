@@ -10,7 +10,9 @@ audits (DESIGN.md §1, §9).
 * :mod:`eree.evaluate.attacks` — the §5.2 attacks on input noise infusion, run against
   every baseline and mechanism.
 * :mod:`eree.evaluate.plots`, :mod:`eree.evaluate.report` — figures and the HTML report.
-* :mod:`eree.evaluate.cli` — the ``eree evaluate`` and ``eree audit`` commands.
+
+Library code, callable from a notebook: no command-line code here. The ``eree evaluate``
+and ``eree audit`` commands are :mod:`eree.cli.evaluate` and :mod:`eree.cli.audit`.
 
 Evaluation code sees true values of (synthetic or test) data: that is its job. Nothing
 here is on the release path.

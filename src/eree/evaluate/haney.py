@@ -75,6 +75,7 @@ from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
+from eree.evaluate.experiments import experiments_of
 from eree.evaluate.interrupt import absorb_echo
 from eree.evaluate.metrics import (
     ALL,
@@ -458,17 +459,6 @@ class HaneyResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def experiments_of(experiment: str) -> list[str]:
-    """The experiments ``experiment`` stands for (``haney-all``: all, in order)."""
-    if experiment == "haney-all":
-        return list(_ORDER)
-    if experiment not in _ANALYSES:
-        raise SpecError(
-            f"unknown experiment {experiment!r}; choose one of {', '.join(EXPERIMENTS)}"
-        )
-    return [experiment]
-
-
 class _Rows:
     def __init__(self, trials: int) -> None:
         self.trials = trials
@@ -587,7 +577,7 @@ class _RankAnalysis:
 
 def count_points(experiment: str, grid: HaneyGrid) -> int:
     """Number of (run, point) evaluations an experiment performs (for progress bars)."""
-    runs = {_ANALYSES[e][0] for e in experiments_of(experiment)}
+    runs = {_ANALYSES[e][0] for e in experiments_of(experiment, EXPERIMENTS, _ORDER)}
     return len(runs) * sum(1 for _ in grid_points(grid))
 
 
@@ -627,7 +617,7 @@ def run_haney(
     engine = engine or PolarsEngine()
     data = dataset.data if isinstance(dataset, Dataset) else dataset
     description = dataset.description if isinstance(dataset, Dataset) else {}
-    exps = experiments_of(experiment)
+    exps = experiments_of(experiment, EXPERIMENTS, _ORDER)
     runs_needed = [r for r in _RUNS if any(_ANALYSES[e][0] == r for e in exps)]
     timings: dict[str, float] = {}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 
 def absorb_echo(seconds: float = 0.1) -> None:
@@ -31,3 +32,16 @@ def absorb_echo(seconds: float = 0.1) -> None:
             time.sleep(left)
         except KeyboardInterrupt:
             continue
+
+
+def write_interrupted_note(folder: Path, meta: dict[str, object]) -> str | None:
+    """Write ``INTERRUPTED`` in an output folder when the run was cut short; return its text.
+
+    A run stopped by Ctrl-C returns what it finished with ``meta["interrupted"]``; its
+    outputs are written as usual, and this note (also in run.json) says they are partial.
+    """
+    note = meta.get("interrupted")
+    if not note:
+        return None
+    (folder / "INTERRUPTED").write_text(f"{note}\n", encoding="utf-8")
+    return str(note)

@@ -55,13 +55,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
-import typer
 
-from eree.clikit import Force, Quiet, check_out, fail, progress_bar
 from eree.engine.base import Engine
 from eree.engine.polars_engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
@@ -107,7 +105,6 @@ __all__ = [
     "WorkshopResult",
     "plot_figure1",
     "run_workshop_figure1",
-    "workshop_figure1_command",
     "write_workshop_outputs",
 ]
 
@@ -568,71 +565,3 @@ def write_workshop_outputs(
             dpi=dpi,
         )  # fmt: skip
     return paths
-
-
-def _floats(text: str, what: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError as e:
-        raise SpecError(f"{what} must be comma-separated numbers (got {text!r})") from e
-
-
-def workshop_figure1_command(
-    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
-    trials: Annotated[int, typer.Option(help="independent trials per point")] = 20,
-    seed: Annotated[int, typer.Option(help="seed of the noise (NOT FOR PUBLICATION)")] = 0,
-    wac: Annotated[
-        Path | None, typer.Option(help="LODES WAC file to synthesise from (e.g. PA 2015)")
-    ] = None,
-    data: Annotated[
-        Path | None, typer.Option(help="directory of workplace/worker/job tables")
-    ] = None,
-    data_seed: Annotated[int, typer.Option(help="seed of the data generator")] = 1,
-    jobs: Annotated[int, typer.Option(help="jobs of the parametric generator")] = 50_000,
-    alphas: Annotated[
-        str, typer.Option(help="comma-separated α values")
-    ] = "0.01,0.05,0.1,0.15,0.2",
-    epsilons: Annotated[str, typer.Option(help="comma-separated ε values")] = "0.25,0.5,0.67,1,2,4",
-    variants: Annotated[
-        str, typer.Option(help="workshop,sigmod or one of them")
-    ] = "workshop,sigmod",
-    force: Force = False,
-    quiet: Quiet = False,
-) -> None:
-    """Reproduce Figure 1 of the workshop version of Haney et al.: L1 error ratio to noise infusion.
-
-    Example: eree evaluate workshop-figure1 --wac pa_wac_S000_JT00_2015.csv.gz --out wf1
-    """
-    from eree.clikit import LazyConsole
-    from eree.data.outdir import output_folder, relocate
-    from eree.errors import EreeError
-    from eree.evaluate.datasets import load_dataset
-
-    check_out(out, force)
-    console = LazyConsole()
-    try:
-        grid = WorkshopGrid(
-            epsilons=_floats(epsilons, "--epsilons"),
-            alphas=_floats(alphas, "--alphas"),
-            trials=trials,
-            variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
-        )
-        with LazyConsole(stderr=True).status("loading data…"):
-            ds = load_dataset(data, wac, seed=data_seed, jobs=jobs)
-        with progress_bar(quiet) as bar:
-            task = bar.add_task("workshop-figure1", total=count_points(grid))
-
-            def tick(msg: str) -> None:
-                bar.update(task, advance=1, description=msg)
-
-            result = run_workshop_figure1(ds, grid=grid, seed=seed, progress=tick)
-        with output_folder(out, "eree evaluate workshop-figure1", force=force) as tmp:
-            paths = relocate(write_workshop_outputs(result, tmp), tmp, out)
-    except (EreeError, OSError) as e:
-        fail(e)
-    console.print("[bold yellow]seeded randomness: NOT FOR PUBLICATION[/]")
-    for w, c in result.meta["cells"].items():
-        console.print(f"  {w}: {c:,} cells (paper: {PAPER_CELLS[w]:,})")
-    console.print(f"finished in {result.meta['seconds']['total']:.1f} s")
-    for k, p in paths.items():
-        console.print(f"  {k}: {p}")

@@ -7,7 +7,7 @@ Agencies run cell suppression for real; this package runs it for a large state (
 York, 620K establishments, every linked table) in minutes. It depends on numpy, scipy
 and polars only (and on :mod:`eree.data` for validation); the comparison with the formal
 mechanisms lives in :mod:`eree.evaluate.suppression_compare`, the commands in
-:mod:`eree.suppression_cli`.
+:mod:`eree.cli.suppress` and :mod:`eree.cli.audit`.
 
 * :mod:`.tables` — the QCEW linked tables: establishments tabulated into area ×
   ownership × industry-level cells, with their additivity relations.

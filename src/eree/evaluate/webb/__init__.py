@@ -60,7 +60,7 @@ from eree.evaluate.webb.plans import (
 from eree.evaluate.webb.replicates import Replicates, run_replicates, table11
 from eree.evaluate.webb.report import write_webb_outputs
 from eree.evaluate.webb.results import WebbResult, budget_rows
-from eree.evaluate.webb.run import evaluate_webb, run_webb
+from eree.evaluate.webb.run import run_webb
 
 __all__ = [
     "BUDGETS",
@@ -71,7 +71,6 @@ __all__ = [
     "Replicates",
     "WebbResult",
     "budget_rows",
-    "evaluate_webb",
     "load_webb_data",
     "run_replicates",
     "run_webb",

@@ -185,6 +185,15 @@ def reading_table11(t11: pl.DataFrame) -> list[str]:
     ]
 
 
+def summary_readings(res: WebbResult) -> list[str]:
+    """The readings shown when a run ends: Figures 2, 3 and 8, Table 3, then Table 11."""
+    attrs = _attrs(res.replicates) if res.replicates is not None else []
+    lines = reading_figures(res.results, attrs) + reading_table3(res.results, attrs)
+    if res.table11 is not None:
+        lines += reading_table11(res.table11)
+    return lines
+
+
 def _ratio(t11: pl.DataFrame, psi: str) -> str:
     f = t11.filter(pl.col("neighbor") == psi, pl.col("query") == "Total")
     est = float(f.filter(pl.col("strategy") == "Est")["mse"][0])

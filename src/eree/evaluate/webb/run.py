@@ -1,20 +1,17 @@
-"""Running the QCEW paper's experiments: ``eree evaluate webb-…`` (tidy CSV, figures, report)."""
+"""Running the QCEW paper's experiments (``eree evaluate webb-…``): tidy results and meta."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import polars as pl
-import typer
 
-from eree.clikit import Force, Quiet, check_out, fail, progress_bar
 from eree.data.establishments import EstablishmentData
+from eree.evaluate.experiments import experiments_of
 from eree.evaluate.metrics import TIDY_SCHEMA
-from eree.evaluate.webb.figures import _attrs
 from eree.evaluate.webb.plans import (
     BUDGETS,
     EXPERIMENTS,
@@ -41,26 +38,11 @@ from eree.evaluate.webb.replicates import (
     run_replicates,
     table11,
 )
-from eree.evaluate.webb.report import (
-    reading_figures,
-    reading_table3,
-    reading_table11,
-    write_webb_outputs,
-)
 from eree.evaluate.webb.results import WebbResult
 
 # --------------------------------------------------------------------------------------
 # running experiments
 # --------------------------------------------------------------------------------------
-
-
-def experiments_of(experiment: str) -> list[str]:
-    """The experiments an argument runs (``webb-all`` → all)."""
-    if experiment not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {experiment!r}; available: {', '.join(EXPERIMENTS)}")
-    if experiment == "webb-all":
-        return [e for e in EXPERIMENTS if e != "webb-all"]
-    return [experiment]
 
 
 def run_webb(
@@ -85,7 +67,7 @@ def run_webb(
         table11_trials: trials of the Table 11 ablation.
         sweep_mu: Figure 9's overall budgets (the baseline μ ≈ 2.31 is added).
     """
-    exps = experiments_of(experiment)
+    exps = experiments_of(experiment, EXPERIMENTS)
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {', '.join(BUDGETS)}, not {budget!r}")
     bud = BUDGETS[budget]
@@ -173,91 +155,6 @@ def run_webb(
     meta["seconds"] = secs
     results = pl.DataFrame(rows, schema=TIDY_SCHEMA) if rows else pl.DataFrame(schema=TIDY_SCHEMA)
     return WebbResult(results, cells, rep, sweep, t11, meta)
-
-
-def evaluate_webb(
-    experiment: Annotated[
-        str,
-        typer.Argument(help="webb-table11 | webb-table3 | webb-figures | webb-figure9 | webb-all"),
-    ],
-    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
-    trials: Annotated[int, typer.Option(help="replicates per workflow (the paper: 34)")] = TRIALS,
-    seed: Annotated[int, typer.Option(help="root seed (seeded noise: NOT FOR PUBLICATION)")] = 0,
-    data: Annotated[
-        Path | None,
-        typer.Option("--data", help="establishment file in the Syn-RI schema (default: Syn-RI)"),
-    ] = None,
-    table11_trials: Annotated[
-        int, typer.Option(help="trials of the Table 11 ablation (the paper: 1,000,000)")
-    ] = TABLE11_TRIALS,
-    budget: Annotated[
-        str,
-        typer.Option(help="table7 (Table 7, default) | section8.2 (the budgets in §8.2's text)"),
-    ] = "table7",
-    force: Force = False,
-    quiet: Quiet = False,
-) -> None:
-    """Reproduce Webb et al. (QCEW paper) §8: Tables 3 and 11, Figures 2, 3, 8 and 9.
-
-    pnc-mechanism vs √-mechanism workflows on Syn-RI with the Table 7 budgets, γ_emp = 0.5,
-    γ_wage = 50, ζ = 0.01: protected microdata by WLS from the published tables, tabulated at
-    QCEW aggregation levels and compared with the truth. Writes results.csv (tidy),
-    cells.csv, table11.csv, run.json, figures/*.png and report.html to OUT. Ctrl-C keeps
-    the finished replicates: they are written with an INTERRUPTED note (exit 130).
-
-    Example: eree evaluate webb-all --out webb-ri --trials 34
-    """
-    from eree.clikit import LazyConsole, escape
-    from eree.data.outdir import output_folder, relocate
-    from eree.evaluate.cli import write_interrupted_note
-
-    check_out(out, force)
-    console = LazyConsole()
-    err = LazyConsole(stderr=True)
-    t0 = time.perf_counter()
-    try:
-        exps = experiments_of(experiment)
-        ds = None
-        if any(e != "webb-table11" for e in exps):
-            with err.status("loading data…"):
-                ds = load_webb_data(data)
-            console.print(f"dataset: {ds.n:,} establishments ({escape(str(ds.config.path))})")
-        with progress_bar(quiet) as bar:
-            steps = count_steps(exps, trials, table11_trials, ds, budget)
-            task = bar.add_task(experiment, total=steps)
-            res = run_webb(
-                experiment,
-                ds,
-                trials=trials,
-                seed=seed,
-                budget=budget,
-                table11_trials=table11_trials,
-                progress=lambda m: bar.update(task, advance=1, description=escape(m)),
-            )
-        with output_folder(out, f"eree evaluate {experiment}", force=force) as tmp:
-            paths = relocate(write_webb_outputs(res, tmp), tmp, out)
-            note = write_interrupted_note(tmp, res.meta)
-    except (ValueError, OSError) as e:
-        fail(e)
-    except Exception as e:  # EreeError and friends
-        from eree.errors import EreeError
-
-        if not isinstance(e, EreeError):
-            raise
-        fail(e)
-    console.print(f"[bold yellow]seeded randomness (seed {seed}): NOT FOR PUBLICATION[/]")
-    attrs = _attrs(res.replicates) if res.replicates is not None else []
-    for line in reading_figures(res.results, attrs) + reading_table3(res.results, attrs):
-        console.print("• " + escape(line))
-    if res.table11 is not None:
-        for line in reading_table11(res.table11):
-            console.print("• " + escape(line))
-    console.print(f"results: {paths['results']}")
-    console.print(f"report:  {paths['report']}")
-    console.print(f"done in {time.perf_counter() - t0:.1f} s")
-    if note:
-        err.print(f"[bold yellow]{escape(note)}[/]: partial results in {out}")
-        raise typer.Exit(code=130)
 
 
 def count_steps(

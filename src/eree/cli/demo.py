@@ -12,10 +12,12 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import numpy as np
+import typer
 
+from eree.cli.common import Force, Out, Table, check_out, console, fail
+from eree.cli.release import print_release
 from eree.errors import EreeError, ReleaseWarning
 
 LODES_SPEC = """\
@@ -60,6 +62,8 @@ epsilon = 6.0                 # whole cost: d = 6 age x sex combinations, so 1.0
 
 
 def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
+    import numpy as np
+
     from eree.data.eree_tables import load_eree
     from eree.engine.polars_engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
@@ -148,6 +152,8 @@ bounds_from = "identity"
 
 
 def _gedp_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
+    import numpy as np
+
     from eree.data.establishments import load_establishments
     from eree.engine.establishments import group_sums
     from eree.mechanisms.noise import make_noise_source
@@ -204,7 +210,6 @@ def _accuracy_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any
 
 
 def _accuracy_table(title: str, rows: list[dict[str, Any]]) -> Any:
-    from eree.clikit import Table
     from eree.htmlpage import num
 
     headers, body = _accuracy_rows(rows)
@@ -265,7 +270,7 @@ def run_demo(
     out: str | Path,
     *,
     seed: int | None = None,
-    console: Any = None,
+    console: Any = console,
     on_release: Callable[[dict[str, Any], Path], None] | None = None,
 ) -> dict:
     """Run the demo into ``out`` (must not exist or be empty); return a summary.
@@ -273,14 +278,10 @@ def run_demo(
     Args:
         out: the demo's output directory.
         seed: seeded randomness (NOT FOR PUBLICATION); None for the secure source.
-        console: where progress is printed.
+        console: where progress is printed (default: standard output).
         on_release: called with each release's manifest and directory (the CLI prints
             the cost table there).
     """
-    if console is None:
-        from eree.clikit import LazyConsole
-
-        console = LazyConsole()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise EreeError(f"{out} exists and is not empty; choose another --out")
@@ -305,3 +306,27 @@ def run_demo(
     for title, rows in (("ER-EE accuracy", lodes["accuracy"]), ("GEDP accuracy", gedp["accuracy"])):
         console.print(_accuracy_table(title, rows))
     return {"seconds": time.perf_counter() - t0, "outputs": outputs}
+
+
+def demo(
+    out: Out = Path("eree-demo"),
+    seed: Annotated[
+        int | None, typer.Option(help="seed the release noise (NOT FOR PUBLICATION)")
+    ] = None,
+    force: Force = False,
+) -> None:
+    """The main job on built-in synthetic data: synthesise, release, report.
+
+    Example: eree demo --out eree-demo
+    """
+    from eree.data.outdir import folder_in_place
+
+    check_out(out, force)
+    try:
+        with folder_in_place(out, "eree demo", force=force) as folder:
+            summary = run_demo(folder, seed=seed, console=console, on_release=print_release)
+    except EreeError as e:
+        fail(e)
+    console.print(f"[bold green]demo finished[/] in {summary['seconds']:.1f} s")
+    for k, v in summary["outputs"].items():
+        console.print(f"  {k}: {v}")

@@ -1,41 +1,174 @@
-"""The conventions every ``eree`` command shares: options, the error line, progress.
+"""The ``eree`` program's machinery: a fast start, plain output off a terminal, a fast exit.
 
-* ``--out`` is a folder (:mod:`eree.data.outdir`): refused when it exists and is not
-  empty, unless ``--force`` replaces an earlier output of eree (never a release recorded
-  in a ledger).
-* ``--quiet`` turns the progress bars off; they are off anyway when standard error is
-  not a terminal. Bars go to standard error, results to standard output.
-* Bad input: one line ``error: …`` on standard error, exit status 2, nothing written.
+Every command gets these without asking:
+
+* Lazy imports: ``import eree.cli`` imports Typer and the standard library only (``eree
+  --help`` must stay fast); a command imports what it needs when it runs, and the
+  experiment and suppression commands are imported only when their group is used
+  (:class:`LazyGroup`).
+* A fast start: a command line with plain parameters runs without Typer's parsing
+  (:func:`plain_call`), which would import Pydantic.
 * Output to a terminal is drawn by Rich (colours, boxed tables). Output to a pipe or a
   file is plain text (the same words, tables as aligned columns, no markup) and does
-  not import Rich, which is most of a short command's output time.
+  not import Rich, which is most of a short command's output time (:class:`LazyConsole`,
+  :func:`Table`).
+* A fast exit: once the command has returned, the process ends without the
+  interpreter's teardown (:func:`run_and_exit`).
 
-Imports only Typer at module level (``eree --help`` must stay fast).
+The options, the error line and the progress bars every command shares are in
+:mod:`eree.cli.common`.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, NoReturn
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-#: ``--force``: replace an earlier output of eree
-Force = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="replace OUT if it holds an earlier output of eree (never a release recorded "
-        "in a ledger); without it a non-empty OUT is refused",
-    ),
-]
-#: ``--quiet``: no progress bars
-Quiet = Annotated[
-    bool, typer.Option("--quiet", "-q", help="no progress bars (they go to standard error)")
-]
+if TYPE_CHECKING:  # pragma: no cover
+    from typer._click.core import Command, Context
+
+
+class LazyGroup(TyperGroup):
+    """A command group whose experiment commands are imported on first use.
+
+    The experiment modules (and through them SciPy and plotting) take most of a second to
+    import; DESIGN.md §1 wants them imported only when an experiment runs. The group
+    lists a lazy command by name with a fixed one-line help and imports the real command
+    only when it is resolved (run, or asked for its own ``--help``).
+    """
+
+    #: command name -> one-line help shown in the parent's listing before loading
+    lazy_help: ClassVar[dict[str, str]] = {}
+    #: the Typer app this group was built from (set by :func:`lazy_typer`)
+    source: ClassVar[typer.Typer | None] = None
+    #: what registers the lazy commands on their Typer apps (imports them; set by
+    #: :func:`lazy_typer`)
+    registers: ClassVar[tuple[Callable[[], None], ...]] = ()
+
+    _loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for register in self.registers:
+            register()
+        if self.source is not None:
+            built = typer.main.get_group(self.source)
+            for name, cmd in built.commands.items():
+                self.commands.setdefault(name, cmd)
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        names = list(super().list_commands(ctx))
+        if not self.lazy_help:  # a group made only of experiments
+            self._load()
+            return list(super().list_commands(ctx))
+        return names + [n for n in self.lazy_help if n not in names]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name in self.lazy_help and cmd_name not in self.commands:
+            return TyperCommand(cmd_name, help=self.lazy_help[cmd_name])
+        if not self.lazy_help and cmd_name not in self.commands:
+            self._load()
+        return verbatim_examples(super().get_command(ctx, cmd_name))
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        if args and (args[0] in self.lazy_help or not self.lazy_help):
+            self._load()
+        return super().resolve_command(ctx, args)
+
+
+def verbatim_examples(cmd: Any) -> Any:
+    r"""Keep each command's ``Example:`` line unwrapped in its help (click's ``\\b`` mark).
+
+    A wrapped example cannot be copied and run; click re-wraps every paragraph except one
+    that starts with a ``\\b`` line. Applied to a command and, for a group, to its
+    commands.
+    """
+    if cmd is None:
+        return cmd
+    help_text = getattr(cmd, "help", None)
+    if help_text and "\n\nExample: " in help_text:
+        cmd.help = help_text.replace("\n\nExample: ", "\n\n\b\nExample: ")
+    for sub in getattr(cmd, "commands", {}).values():
+        verbatim_examples(sub)
+    return cmd
+
+
+def lazy_typer(
+    lazy_help: dict[str, str] | None = None,
+    register: Callable[[], None] | None = None,
+    **kwargs: Any,
+) -> typer.Typer:
+    """A Typer app built as a :class:`LazyGroup` that knows its own source app.
+
+    Args:
+        lazy_help: the lazy commands of this app, listed before they are loaded.
+        register: registers the lazy commands (of every lazy app; run once).
+        kwargs: as for :class:`typer.Typer`.
+    """
+    kwargs.setdefault("rich_markup_mode", None)  # plain help: Rich costs --help ~0.3 s
+    t = typer.Typer(**kwargs)
+    t.info.cls = type(
+        "_Lazy",
+        (LazyGroup,),
+        {
+            "lazy_help": dict(lazy_help or {}),
+            "source": t,
+            "registers": (register,) if register else (),
+        },
+    )
+    return t
+
+
+def run_and_exit(main: Callable[[], None]) -> NoReturn:
+    """Run ``main``, then exit without the interpreter's teardown.
+
+    At exit, Python frees every module and every object of Polars and NumPy one by one:
+    about 70 ms of a 0.7 s release of a state (``benchmarks/bench_release.py``), work the
+    operating system does at once when the process ends. So once the command has
+    returned, the exit handlers run, standard output and error are flushed, and the
+    process ends with the command's exit status (:func:`os._exit`). Every command closes
+    its output files before it returns. Should a thread of the command still be running,
+    or the command fail with a traceback, Python exits as usual. A closed standard
+    output (the reader of a pipe gone) ends the program with status 1, quietly.
+    """
+    import atexit
+    import contextlib
+    import os
+    import threading
+
+    try:
+        main()
+        code: object = 0
+    except SystemExit as e:
+        code = e.code
+    except BrokenPipeError:
+        # the reader of standard output went away (`eree ... | head -1`): nothing more
+        # can reach it; as Python's documentation advises, status 1 and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        sys.exit(code)  # type: ignore[arg-type]
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # what SystemExit does with a message: print it, status 1
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing reaches it
+            stream.flush()
+    os._exit(code)
 
 
 #: Rich markup: a tag ``[…]`` (starting with a letter, ``#``, ``/`` or ``@``) and the
@@ -184,56 +317,6 @@ class LazyConsole:
 
             self._console = Console(stderr=self._stderr)
         return getattr(self._console, name)
-
-
-def fail(e: BaseException | str) -> NoReturn:
-    """Print ``error: <message>`` on one line of standard error and exit with status 2."""
-    LazyConsole(stderr=True).print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
-def check_out(out: Any, force: bool) -> None:
-    """The ``--out`` check every command runs first (exit 2 with one line when refused)."""
-    from eree.data.outdir import check_out as check
-    from eree.errors import EreeError
-
-    try:
-        check(out, force=force)
-    except EreeError as e:
-        fail(e)
-
-
-def progress_bar(quiet: bool = False, *, transient: bool = True) -> Any:
-    """A Rich progress bar on standard error with the elapsed time and an ETA.
-
-    Disabled with ``quiet`` or when standard error is not a terminal (a log file gets
-    no bar). Use as a context manager; ``add_task(description, total=N)`` then
-    ``update(task, advance=1)`` (a total of None shows a spinner-like bar without ETA).
-    """
-    import sys
-
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    console = Console(stderr=True)
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=transient,
-        disable=quiet or not sys.stderr.isatty(),
-    )
 
 
 #: parameter settings that change only how ``--help`` shows a parameter

@@ -13,7 +13,7 @@ import re
 import polars as pl
 from rich.console import Console
 
-from eree.demo import run_demo
+from eree.cli.demo import run_demo
 
 
 def test_demo_report(tmp_path):

@@ -1,10 +1,11 @@
-"""``eree suppress`` and the cell-suppression audit (DESIGN.md §4.3, §7.1).
+"""``eree suppress``: cell suppression, the current QCEW practice (DESIGN.md §4.3, §7.1).
 
-Typer command functions, registered by :mod:`eree.cli` as ``eree suppress`` and
-``eree audit suppression``; the suppression package (:mod:`eree.suppression`) is
-imported only when a command runs.
+Also what ``eree audit suppression`` (:mod:`eree.cli.audit`) shares with it: reading the
+establishment file, the suppression rules from the options, one state at a time, the
+audit table and the owner-only ``internal/`` folder. The suppression package
+(:mod:`eree.suppression`) is imported only when a command runs.
 
-Both read an establishment file in the Syn-RI schema (CSV, CSV.gz or Parquet:
+Both commands read an establishment file in the Syn-RI schema (CSV, CSV.gz or Parquet:
 ``primary_key``, ``cnty``, ``own``, ``naics`` (prefixes and ``super_sector`` are
 derived when absent), optionally ``state``, and the confidential ``m1emp``, ``m2emp``,
 ``m3emp``, ``wage``) and work one state at a time. Screen output holds counts and rates
@@ -21,34 +22,38 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import polars as pl
 import typer
-from rich.progress import Progress
 
-from eree.clikit import Force, LazyConsole, Quiet, Table, check_out, escape
+from eree.cli.common import (
+    Force,
+    Out,
+    Quiet,
+    Table,
+    check_out,
+    console,
+    err_console,
+    fail,
+    progress_bar,
+)
 from eree.errors import EreeError
 
-__all__ = ["audit_suppression", "suppress"]
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.progress import Progress
 
-console = LazyConsole()
-err_console = LazyConsole(stderr=True)
-
-_ATTRS = "m1emp,m2emp,m3emp,wage"
-
-
-def _fail(e: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(str(e))}")
-    raise typer.Exit(code=2)
+#: the confidential attributes by default (``--attributes``)
+DEFAULT_ATTRIBUTES = "m1emp,m2emp,m3emp,wage"
 
 
 def _split(s: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in s.split(",") if x.strip())
 
 
-def _config(
+def suppression_config(
+    *,
     attributes: str,
     threshold: int,
     dominance_k: float,
@@ -58,12 +63,17 @@ def _config(
     min_protection: float,
     exempt_own: str,
     keep_tables: str,
-    cost: str,
+    cost: str = "value",
     skip_secondary: bool = False,
     run_audit: bool = True,
     workers: int | None = None,
     exact_audit: bool = False,
 ) -> Any:
+    """The :class:`~eree.suppression.SuppressionConfig` the options describe.
+
+    Comma-separated lists are split; a rule set to 0 (``threshold``, ``dominance_k``,
+    ``p_percent``) is off.
+    """
     from eree.suppression import PrimaryRules, SecondaryConfig, SuppressionConfig
 
     rules = PrimaryRules(
@@ -85,7 +95,10 @@ def _config(
     )
 
 
-def _load(path: Path, id_column: str, attributes: tuple[str, ...]) -> pl.DataFrame:
+def load_establishment_file(
+    path: Path, id_column: str, attributes: tuple[str, ...]
+) -> pl.DataFrame:
+    """The establishments of a file in the Syn-RI schema (``state`` kept when present)."""
     from eree.data.config import EstablishmentDataConfig
     from eree.data.establishments import load_establishments
     from eree.data.io import read_header
@@ -100,7 +113,8 @@ def _load(path: Path, id_column: str, attributes: tuple[str, ...]) -> pl.DataFra
     return load_establishments(cfg).frame
 
 
-def _states(frame: pl.DataFrame, state: str | None) -> list[tuple[str | None, pl.DataFrame]]:
+def by_state(frame: pl.DataFrame, state: str | None) -> list[tuple[str | None, pl.DataFrame]]:
+    """``(state code, its establishments)`` for each state (``--state``: that one only)."""
     if "state" not in frame.columns:
         if state is not None:
             raise ValueError("--state given but the input has no 'state' column")
@@ -114,14 +128,7 @@ def _states(frame: pl.DataFrame, state: str | None) -> list[tuple[str | None, pl
     return [(c, frame.filter(pl.col("state") == c)) for c in codes]
 
 
-def _progress(quiet: bool = False) -> Progress:
-    from eree.clikit import progress_bar
-
-    bar: Progress = progress_bar(quiet)
-    return bar
-
-
-def _updater(prog: Progress, task: Any) -> Callable[[int, int], None]:
+def progress_updater(prog: Progress, task: Any) -> Callable[[int, int], None]:
     """A progress callback (done, total) moving ``task`` of ``prog``."""
 
     def update(done: int, total: int) -> None:
@@ -136,7 +143,7 @@ def _write(df: pl.DataFrame, path: Path, csv: bool) -> None:
         df.write_csv(path.with_suffix(".csv"))
 
 
-def _internal(folder: Path) -> Path:
+def internal_folder(folder: Path) -> Path:
     """The owner-only ``internal/`` folder of ``folder`` (DESIGN.md §4.4)."""
     d = folder / "internal"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -144,7 +151,7 @@ def _internal(folder: Path) -> Path:
     return d
 
 
-def _write_internal(df: pl.DataFrame, path: Path) -> None:
+def write_internal(df: pl.DataFrame, path: Path) -> None:
     """Write a confidential parquet file, created owner-only (0600)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)
@@ -152,7 +159,8 @@ def _write_internal(df: pl.DataFrame, path: Path) -> None:
         df.write_parquet(f)
 
 
-def _read_area(path: Path, year: int, qtr: int) -> pl.DataFrame:
+def read_area_files(path: Path, year: int, qtr: int) -> pl.DataFrame:
+    """The QCEW by-area files of a quarter (``--bls``)."""
     from eree.synth.qcew import read_qcew_area_files
 
     return read_qcew_area_files(path, year, qtr)
@@ -189,7 +197,8 @@ def _rates_table(title: str, rates: pl.DataFrame, bls: pl.DataFrame | None) -> A
     return t
 
 
-def _audit_table(title: str, summary: dict[str, Any], small: dict[str, int] | None) -> Any:
+def audit_table(title: str, summary: dict[str, Any], small: dict[str, int] | None) -> Any:
+    """The attacker's LP audit per attribute: cells audited, pinned, narrowed, unbounded."""
     t = Table(title=title)
     for c in (
         "attribute",
@@ -216,7 +225,8 @@ def _audit_table(title: str, summary: dict[str, Any], small: dict[str, int] | No
     return t
 
 
-def _pinned_small(bounds: pl.DataFrame, counts: np.ndarray) -> dict[str, int]:
+def pinned_small(bounds: pl.DataFrame, counts: np.ndarray) -> dict[str, int]:
+    """Per attribute, the pinned cells with fewer than 3 establishments."""
     if bounds.height == 0:
         return {}
     n = counts[bounds.get_column("cell").to_numpy()]
@@ -224,14 +234,9 @@ def _pinned_small(bounds: pl.DataFrame, counts: np.ndarray) -> dict[str, int]:
     return {str(r["attribute"]): int(r["len"]) for r in df.group_by("attribute").len().to_dicts()}
 
 
-# --------------------------------------------------------------------------------------
-# eree suppress
-# --------------------------------------------------------------------------------------
-
-
 def suppress(
     input: Annotated[Path, typer.Argument(help="establishment file (csv, csv.gz, parquet)")],
-    out: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
+    out: Out,
     state: Annotated[
         str | None, typer.Option(help="only this state (default: every state, one by one)")
     ] = None,
@@ -240,7 +245,7 @@ def suppress(
     ),
     attributes: Annotated[
         str, typer.Option(help="confidential attributes (comma-separated)")
-    ] = _ATTRS,
+    ] = DEFAULT_ATTRIBUTES,
     threshold: Annotated[
         int, typer.Option(help="suppress cells with fewer establishments (0: off)")
     ] = 3,
@@ -311,45 +316,47 @@ def suppress(
 
     check_out(out, force)
     try:
-        cfg = _config(
-            attributes,
-            threshold,
-            dominance_k,
-            dominance_n,
-            p_percent,
-            protection_percent,
-            min_protection,
-            exempt_own,
-            keep_tables,
-            cost,
-            skip_secondary,
-            not no_audit,
-            workers,
-            exact_audit,
+        cfg = suppression_config(
+            attributes=attributes,
+            threshold=threshold,
+            dominance_k=dominance_k,
+            dominance_n=dominance_n,
+            p_percent=p_percent,
+            protection_percent=protection_percent,
+            min_protection=min_protection,
+            exempt_own=exempt_own,
+            keep_tables=keep_tables,
+            cost=cost,
+            skip_secondary=skip_secondary,
+            run_audit=not no_audit,
+            workers=workers,
+            exact_audit=exact_audit,
         )
         with console.status("loading establishments…"):
-            frame = _load(input, id_column, cfg.attributes)
-        parts = _states(frame, state)
+            frame = load_establishment_file(input, id_column, cfg.attributes)
+        parts = by_state(frame, state)
     except (EreeError, OSError, ValueError) as e:
-        _fail(e)
-        return
+        fail(e)
     tmp = make_temp_folder(out, f".{out.name}.partial-")
     finished: list[str] = []
     try:
         for code, part in parts:
             t0 = time.perf_counter()
-            with _progress(quiet) as prog:
+            with progress_bar(quiet) as prog:
                 label = f"state {code or '—'}"
                 task = prog.add_task(f"{label}: complementary suppression", total=None)
                 atask = prog.add_task(f"{label}: attacker's audit", total=None, visible=False)
 
                 res = suppress_establishments(
-                    part, cfg, progress=_updater(prog, task), audit_progress=_updater(prog, atask)
+                    part,
+                    cfg,
+                    progress=progress_updater(prog, task),
+                    audit_progress=progress_updater(prog, atask),
                 )
             d = tmp / (code or "all")
             d.mkdir(parents=True)
             _write(res.published(), d / "published", csv)
-            _write_internal(res.pattern(), _internal(d) / "pattern.parquet")
+            write_internal(res.pattern(), internal_folder(d) / "pattern.parquet")
             rates = res.rates()
             rates.drop("employment_share_suppressed").write_csv(d / "rates.csv")
             summary = res.summary()
@@ -357,12 +364,12 @@ def suppress(
             if bls is not None and res.state is not None:
                 from eree.suppression.bls import bls_cells, compare_with_bls
 
-                area_cells = _read_area(bls, year, qtr)
+                area_cells = read_area_files(bls, year, qtr)
                 comparison = compare_with_bls(res, bls_cells(area_cells, res.state))
                 comparison.write_csv(d / "bls_comparison.csv")
                 summary["bls_comparison"] = comparison.to_dicts()
             if res.audit is not None:
-                _write_internal(res.audit.bounds, _internal(d) / "audit.parquet")
+                write_internal(res.audit.bounds, internal_folder(d) / "audit.parquet")
             if gedp:
                 from eree.evaluate.suppression_compare import compare_with_gedp
 
@@ -380,8 +387,8 @@ def suppress(
                 )
             )
             if res.audit is not None:
-                small = _pinned_small(res.audit.bounds, res.tables.counts())
-                console.print(_audit_table("Attacker's LP audit", res.audit.summary(), small))
+                small = pinned_small(res.audit.bounds, res.tables.counts())
+                console.print(audit_table("Attacker's LP audit", res.audit.summary(), small))
             console.print(f"done in {summary['seconds']:.1f} s ({summary['timings_s']})")
             finished.append(code or "all")
         write_marker(tmp, "eree suppress")
@@ -402,224 +409,8 @@ def suppress(
         raise typer.Exit(code=130) from None
     except (EreeError, OSError, ValueError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        _fail(e)
-        return
+        fail(e)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     console.print(f"written to {out}")
-
-
-# --------------------------------------------------------------------------------------
-# eree audit (suppression)
-# --------------------------------------------------------------------------------------
-
-
-def audit_suppression(
-    input: Annotated[
-        Path | None,
-        typer.Argument(help="establishment file (not needed with --bls-published)"),
-    ] = None,
-    published: Annotated[
-        Path | None,
-        typer.Option(help="a published table of 'eree suppress' to audit (its N cells)"),
-    ] = None,
-    bls_pattern: Annotated[
-        Path | None,
-        typer.Option(help="QCEW by-area files: audit BLS's N pattern on the input's values"),
-    ] = None,
-    bls_published: Annotated[
-        Path | None,
-        typer.Option(help="QCEW by-area files: audit BLS's publication itself (no input)"),
-    ] = None,
-    primary_only: Annotated[
-        bool, typer.Option(help="audit eree's primary pattern without complements")
-    ] = False,
-    state: Annotated[str | None, typer.Option(help="the state (FIPS)")] = None,
-    id_column: Annotated[str, typer.Option("--id", help="establishment id column")] = (
-        "primary_key"
-    ),
-    attributes: Annotated[str, typer.Option(help="attributes (comma-separated)")] = _ATTRS,
-    threshold: Annotated[int, typer.Option(help="threshold rule (0: off)")] = 3,
-    dominance_k: Annotated[float, typer.Option(help="dominance k% (0: off)")] = 80.0,
-    dominance_n: Annotated[int, typer.Option(help="dominance n")] = 1,
-    p_percent: Annotated[float, typer.Option(help="p% rule (0: off)")] = 10.0,
-    protection_percent: Annotated[float | None, typer.Option(help="threshold protection %")] = (
-        None
-    ),
-    min_protection: Annotated[float, typer.Option(help="smallest protection level")] = 1.0,
-    exempt_own: Annotated[str, typer.Option(help="ownership codes never suppressed")] = "1",
-    keep_tables: Annotated[str, typer.Option(help="agglvl codes never complements")] = ("50,51,70"),
-    year: Annotated[int, typer.Option(help="year of the BLS files")] = 2016,
-    qtr: Annotated[int, typer.Option(help="quarter of the BLS files")] = 1,
-    exact: Annotated[
-        bool,
-        typer.Option(
-            help="solve both LPs of every suppressed cell of eree's own pattern "
-            "(other patterns are always solved exactly)"
-        ),
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="folder (new or empty): summary.json and, owner-only, internal/audit.parquet"
-        ),
-    ] = None,
-    force: Force = False,
-    quiet: Quiet = False,
-) -> None:
-    """The attacker's LP audit of a suppression pattern (eree's, a published table or BLS's).
-
-    For every suppressed cell, the minimum and maximum an attacker can derive by linear
-    programming from the published cells, the tables' additivity and non-negativity
-    (HiGHS); reports every cell pinned down or narrowed below its protection interval.
-
-    Patterns: eree's (default; --primary-only skips complementary suppression, which
-    lets the attacker recover one-establishment cells), a published table of
-    'eree suppress' (--published), BLS's N flags on the input's values (--bls-pattern),
-    or BLS's publication alone, from its public files (--bls-published; no input; the
-    values of suppressed cells are unknown, so only pinned and tight cells are reported).
-
-    Example: eree audit suppression --bls-published qcew_2016_by_area --state 44
-    """
-    from eree.suppression import audit, primary_suppression, suppress_establishments
-    from eree.suppression.pipeline import qcew_tables
-
-    if out is not None:
-        check_out(out, force)
-    sources = [published is not None, bls_pattern is not None, bls_published is not None]
-    if sum(sources) > 1:
-        _fail(ValueError("give at most one of --published, --bls-pattern, --bls-published"))
-        return
-    try:
-        cfg = _config(
-            attributes,
-            threshold,
-            dominance_k,
-            dominance_n,
-            p_percent,
-            protection_percent,
-            min_protection,
-            exempt_own,
-            keep_tables,
-            "value",
-            primary_only,
-            True,
-            None,
-            exact,
-        )
-        t0 = time.perf_counter()
-        runs: list[tuple[str, Any, Any]] = []  # (title, audit result, counts)
-        if bls_published is not None:
-            from eree.suppression.bls import bls_linked_tables
-
-            if state is None:
-                raise ValueError("--bls-published needs --state")
-            with console.status("reading BLS's publication…"):
-                tables, mask = bls_linked_tables(
-                    _read_area(bls_published, year, qtr), state, attributes=cfg.attributes
-                )
-            with _progress(quiet) as prog:
-                task = prog.add_task("attacker's audit", total=None)
-                res = audit(
-                    tables,
-                    mask,
-                    attributes=cfg.attributes,
-                    values_known=False,
-                    progress=_updater(prog, task),
-                )
-            runs.append((f"BLS's publication, state {state}", res, tables.counts()))
-        else:
-            if input is None:
-                raise ValueError("give an establishment file (or --bls-published)")
-            with console.status("loading establishments…"):
-                frame = _load(input, id_column, cfg.attributes)
-            for code, part in _states(frame, state):
-                label = f"state {code or '—'}"
-                if published is None and bls_pattern is None:
-                    with _progress(quiet) as prog:
-                        t1 = prog.add_task(f"{label}: complementary suppression", total=None)
-                        t2 = prog.add_task(f"{label}: attacker's audit", total=None)
-                        r = suppress_establishments(
-                            part,
-                            cfg,
-                            progress=_updater(prog, t1),
-                            audit_progress=_updater(prog, t2),
-                        )
-                    kind = "primary only" if primary_only else "eree's pattern"
-                    runs.append((f"{kind}, {label}", r.audit, r.tables.counts()))
-                    continue
-                tables = qcew_tables(part, cfg.attributes, top=cfg.rules.top_needed)
-                prim = primary_suppression(tables, cfg.rules, cfg.attributes)
-                if bls_pattern is not None:
-                    from eree.suppression.bls import bls_cells
-                    from eree.suppression.bls import bls_pattern as pattern_of
-
-                    if code is None:
-                        raise ValueError("--bls-pattern needs a 'state' column in the input")
-                    mask = pattern_of(
-                        tables, bls_cells(_read_area(bls_pattern, year, qtr), code), code
-                    )
-                    kind = "BLS's N pattern"
-                else:
-                    mask = _published_mask(tables, published, code)  # type: ignore[arg-type]
-                    kind = f"pattern of {published}"
-                with _progress(quiet) as prog:
-                    task = prog.add_task(f"{label}: attacker's audit", total=None)
-                    res = audit(
-                        tables,
-                        mask,
-                        attributes=cfg.attributes,
-                        protection=prim.protection,
-                        primary=prim.primary,
-                        progress=_updater(prog, task),
-                    )
-                runs.append((f"{kind}, {label}", res, tables.counts()))
-    except (EreeError, OSError, ValueError) as e:
-        _fail(e)
-        return
-    summaries = []
-    for title, res, counts in runs:
-        small = _pinned_small(res.bounds, counts)
-        console.print(_audit_table(f"Attacker's LP audit — {title}", res.summary(), small))
-        s = res.summary() | {"title": title, "pinned_fewer_than_3_establishments": small}
-        summaries.append(s)
-    console.print(f"done in {time.perf_counter() - t0:.1f} s")
-    if out is not None:
-        from eree.data.outdir import output_folder
-
-        try:
-            with output_folder(out, "eree audit suppression", force=force) as tmp:
-                _write_internal(
-                    pl.concat(
-                        [r.bounds.with_columns(pl.lit(t).alias("run")) for t, r, _ in runs],
-                        how="diagonal_relaxed",
-                    ),
-                    _internal(tmp) / "audit.parquet",
-                )
-                (tmp / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
-        except (EreeError, OSError) as e:
-            _fail(e)
-        console.print(f"written to {out}")
-
-
-def _published_mask(tables: Any, path: Path, state: str | None) -> np.ndarray:
-    """Suppressed cells of a published table of ``eree suppress`` (matched by keys)."""
-    pub = (
-        pl.read_parquet(path)
-        if path.suffix == ".parquet"
-        else pl.read_csv(path, infer_schema_length=0)
-    )
-    if "area_fips" in pub.columns and state is not None:
-        pub = pub.filter(
-            pl.col("area_fips").cast(pl.Utf8).str.zfill(5).str.starts_with(str(state).zfill(2))
-        )
-    keys = tables.key_columns
-    missing = [k for k in [*keys, "disclosure_code"] if k not in pub.columns]
-    if missing:
-        raise ValueError(f"{path}: not a published table of 'eree suppress' (missing {missing})")
-    pub = pub.select([pl.col(k).cast(pl.Utf8) for k in keys] + [pl.col("disclosure_code")])
-    j = tables.cells.select(["cell", *keys]).join(pub, on=keys, how="left").sort("cell")
-    if j.get_column("disclosure_code").null_count():
-        raise ValueError(f"{path}: its cells do not match the input's linked tables")
-    return (j.get_column("disclosure_code").fill_null("") == "N").to_numpy()

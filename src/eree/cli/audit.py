@@ -1,0 +1,451 @@
+"""``eree audit privacy|noise-infusion|suppression``: attacks on today's methods.
+
+* ``privacy``: the empirical privacy audit of every registered mechanism
+  (:mod:`eree.evaluate.privacy_audit`), and the floating-point attack on the sampling
+  layer.
+* ``noise-infusion``: the attacks of Haney et al. (SIGMOD 2017) §5.2 on input noise
+  infusion (:mod:`eree.evaluate.attacks`).
+* ``suppression``: the attacker's LP audit of a suppression pattern
+  (:func:`eree.suppression.audit`); shares the establishment file, the rules and the
+  ``internal/`` folder with ``eree suppress`` (:mod:`eree.cli.suppress`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import polars as pl
+import typer
+
+from eree.cli.common import (
+    Force,
+    LodesData,
+    Quiet,
+    Table,
+    check_out,
+    console,
+    err_console,
+    escape,
+    fail,
+    progress_bar,
+)
+from eree.cli.suppress import (
+    DEFAULT_ATTRIBUTES,
+    audit_table,
+    by_state,
+    internal_folder,
+    load_establishment_file,
+    pinned_small,
+    progress_updater,
+    read_area_files,
+    suppression_config,
+    write_internal,
+)
+from eree.errors import EreeError
+
+
+def audit_privacy(
+    out: Annotated[Path, typer.Option("--out", help="write privacy_audit.csv, report.html here")],
+    quick: Annotated[
+        bool, typer.Option("--quick", help="the CI audit: fewer pairs, 40,000 draws per input")
+    ] = False,
+    n: Annotated[
+        int | None, typer.Option("--n", help="draws per neighbouring input (default 10^6)")
+    ] = None,
+    scale_factor: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--scale-factor",
+            help="noise scale of a weakened copy, audited against the original claim "
+            "(repeatable; 1 = the mechanism as built; default 1 and 0.5)",
+        ),
+    ] = None,
+    mechanism: Annotated[
+        list[str] | None, typer.Option(help="registry name to audit (repeatable; default all)")
+    ] = None,
+    confidence: Annotated[
+        float, typer.Option(help="family-wise confidence of the whole table")
+    ] = 0.95,
+    seed: Annotated[int, typer.Option(help="root seed (seeded noise: an experiment)")] = 0,
+    workers: Annotated[int | None, typer.Option(help="processes (default: CPUs)")] = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Empirical privacy audit of every registered mechanism (privacy_audit.csv, report).
+
+    Runs every registered mechanism on worst-case neighbouring inputs of its definition
+    and lower-bounds its privacy loss (ε at its δ, or μ).
+
+    A lower bound above the claim at the stated confidence is a violation.
+    A scale factor of 0.5 audits a copy with half the noise against the original claim.
+
+    Example: eree audit privacy --out audit --scale-factor 1 --scale-factor 0.7 --scale-factor 0.5
+    """
+    from eree.data.outdir import output_folder, relocate
+    from eree.evaluate.privacy_audit import (
+        FLOAT_ATTACK_EXPLANATION,
+        N_FULL,
+        N_QUICK,
+        VIOLATION,
+        float_attack_table,
+        planned_pairs,
+        run_audit,
+        summary,
+        write_outputs,
+    )
+
+    check_out(out, force)
+    t0 = time.perf_counter()
+    factors = tuple(scale_factor) if scale_factor else (1.0, 0.5)
+    draws = n if n is not None else (N_QUICK if quick else N_FULL)
+    try:
+        total = len(planned_pairs(quick=quick, scale_factors=factors, mechanisms=mechanism))
+        with progress_bar(quiet) as bar:
+            task = bar.add_task("auditing", total=total + 1)  # + the floating-point attack
+            result = run_audit(
+                n=draws, quick=quick, scale_factors=factors, confidence=confidence, seed=seed,
+                workers=workers, mechanisms=mechanism,
+                progress=lambda msg: bar.update(task, advance=1, description=escape(msg)),
+            )  # fmt: skip
+        with output_folder(out, "eree audit privacy", force=force) as tmp:
+            paths = relocate(write_outputs(result, tmp), tmp, out)
+    except (EreeError, OSError, ValueError) as e:
+        fail(e)
+    t = Table(title=f"privacy audit: N = {draws:,} per input, {confidence:.0%} family-wise")
+    for col in ("mechanism", "definition", "scale", "claimed", "max lower bound", "violations"):
+        t.add_column(col)
+    for r in summary(result).iter_rows(named=True):
+        name = r["mechanism"] + (f" ({r['variant']})" if r["variant"] else "")
+        claim = "none" if r["claim_kind"] == "none" else (
+            f"{'μ' if r['claim_kind'] == 'mu' else 'ε'} = {r['claimed']:.4g}")  # fmt: skip
+        bad = f"[bold red]{r['violations']}[/]" if r["violations"] else "0"
+        t.add_row(
+            name,
+            r["definition"],
+            f"{r['scale_factor']:g}",
+            claim,
+            f"{r['max_lower_bound']:.3f}",
+            bad if r["claim_kind"] != "none" else "—",
+        )
+    console.print(t)
+    for f in factors:
+        v = result.violations(f)
+        console.print(f"scale factor {f:g}: {v.height} pair(s) with a lower bound above the claim "
+                      f"({v.select('mechanism', 'variant').unique().height} mechanism(s))"
+                      + (f" [bold red]{VIOLATION}[/]" if v.height else ""))  # fmt: skip
+    attack = float_attack_table(result)
+    if attack.height:
+        t = Table(title="floating-point attack on the current sampling layer")
+        for col in ("mechanism", "definition", "neighbours", "floating-point attack",
+                    "float search witnesses"):  # fmt: skip
+            t.add_column(col)
+        for r in attack.iter_rows(named=True):
+            name = r["mechanism"] + (f" ({r['variant']})" if r["variant"] else "")
+            if r["certain"] is None:  # no formal guarantee: nothing to attack
+                t.add_row(name, r["definition"], "—", "not applicable (no claim)", "—")
+                continue
+            k = f"certain answers {r['certain']:,} of {r['n']:,}"
+            t.add_row(name, r["definition"], escape(r["pair"]),
+                      f"[bold red]{k}[/]" if r["certain"] else k,
+                      f"{r['witnessed']:,} of {r['witness_of']:,}")  # fmt: skip
+        console.print(t)
+        console.print(FLOAT_ATTACK_EXPLANATION)
+        hit = sum(1 for r in attack.iter_rows(named=True) if (r["certain"] or 0) > 0)
+        console.print(f"floating-point attack: {hit} mechanism(s) with certain answers"
+                      + (f" [bold red]{VIOLATION}[/]" if hit else ""))  # fmt: skip
+    console.print(f"results: {paths['results']}")
+    if "float_attack" in paths:
+        console.print(f"floating-point attack: {paths['float_attack']}")
+    console.print(f"report:  {paths['report']}")
+    console.print(f"done in {time.perf_counter() - t0:.1f} s")
+
+
+def audit_noise_infusion(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="write audit.csv, audit.json and examples here")
+    ] = None,
+    attack: Annotated[
+        list[str] | None, typer.Option(help="shape | size | zeros (repeatable; default all)")
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="α of the ER-EE mechanisms")] = 0.1,
+    epsilon: Annotated[float, typer.Option(help="ε of every released cell")] = 1.0,
+    theta: Annotated[float, typer.Option(help="θ of node-DP truncated Laplace")] = 50.0,
+    trials: Annotated[int, typer.Option(help="independent releases")] = 20,
+    seed: Annotated[int, typer.Option(help="root seed (seeded: NOT FOR PUBLICATION)")] = 0,
+    data: LodesData = None,
+    wac: Annotated[Path | None, typer.Option(help="LODES WAC file to synthesise from")] = None,
+    data_seed: Annotated[int, typer.Option(help="seed of the data generator")] = 1,
+    scale: Annotated[float, typer.Option(help="scale of the WAC generator")] = 1.0,
+    jobs: Annotated[int, typer.Option(help="jobs of the parametric dataset")] = 50_000,
+    force: Force = False,
+) -> None:
+    """Run the attacks of Haney et al. (SIGMOD 2017) §5.2 on input noise infusion.
+
+    Against input noise infusion they succeed; against the formal mechanisms they fail.
+
+    Shape disclosure from one-establishment cells; reconstruction of an establishment's
+    distortion factor, cells and size from one known cell; a worker's attributes through
+    preserved zeros. Prints true values of the synthetic data (that is the point).
+
+    Example: eree audit noise-infusion --wac pa_wac_S000_JT00_2015.csv.gz --epsilon 1
+    """
+    from eree.evaluate.attacks import ATTACKS, run_attacks
+    from eree.evaluate.datasets import load_dataset
+
+    if out is not None:
+        check_out(out, force)
+    try:
+        with err_console.status("loading data…"):
+            ds = load_dataset(data, wac, seed=data_seed, scale=scale, jobs=jobs)
+        with err_console.status("attacking…"):
+            res = run_attacks(
+                ds, alpha=alpha, epsilon=epsilon, theta=theta, trials=trials, seed=seed,
+                attacks=tuple(attack) if attack else ATTACKS,
+            )  # fmt: skip
+    except (EreeError, OSError, ValueError) as e:
+        fail(e)
+    console.print(f"[bold yellow]seeded randomness (seed {seed}): NOT FOR PUBLICATION[/]")
+    t = Table(
+        title=f"Haney et al. §5.2 attacks (α = {alpha:g}, ε = {epsilon:g} per cell, "
+        f"{trials} trials)"
+    )
+    for col in ("attack", "mechanism", "targets", "success", "by chance", "ε-bound"):
+        t.add_column(col)
+    for o in res.outcomes:
+        ok = o.success_rate
+        shown = f"[bold red]{ok:.1%}[/]" if ok >= 0.999 else f"{ok:.1%}"
+        t.add_row(
+            o.attack, o.mechanism, str(o.targets), shown,
+            "≈0" if math.isnan(o.chance_rate) else f"{o.chance_rate:.1%}",
+            "—" if o.bound is None else f"{o.bound:.1%}",
+        )  # fmt: skip
+    console.print(t)
+    for name, reason in res.meta["skipped"].items():
+        console.print(f"• {name} skipped: {escape(reason)}")
+    for name, ex in res.examples.items():
+        console.print(f"[bold]example ({name}), noise infusion, trial 1 — synthetic data[/]")
+        console.print(ex)
+    if out is not None:
+        from eree.data.outdir import output_folder
+
+        try:
+            with output_folder(out, "eree audit noise-infusion", force=force) as tmp:
+                res.table().write_csv(tmp / "audit.csv")
+                (tmp / "audit.json").write_text(json.dumps(res.meta, indent=2, default=str))
+                for name, ex in res.examples.items():
+                    ex.write_csv(tmp / f"example_{name}.csv")
+        except (EreeError, OSError) as e:
+            fail(e)
+        console.print(f"written to {out}")
+
+
+def audit_suppression(
+    input: Annotated[
+        Path | None,
+        typer.Argument(help="establishment file (not needed with --bls-published)"),
+    ] = None,
+    published: Annotated[
+        Path | None,
+        typer.Option(help="a published table of 'eree suppress' to audit (its N cells)"),
+    ] = None,
+    bls_pattern: Annotated[
+        Path | None,
+        typer.Option(help="QCEW by-area files: audit BLS's N pattern on the input's values"),
+    ] = None,
+    bls_published: Annotated[
+        Path | None,
+        typer.Option(help="QCEW by-area files: audit BLS's publication itself (no input)"),
+    ] = None,
+    primary_only: Annotated[
+        bool, typer.Option(help="audit eree's primary pattern without complements")
+    ] = False,
+    state: Annotated[str | None, typer.Option(help="the state (FIPS)")] = None,
+    id_column: Annotated[str, typer.Option("--id", help="establishment id column")] = (
+        "primary_key"
+    ),
+    attributes: Annotated[
+        str, typer.Option(help="attributes (comma-separated)")
+    ] = DEFAULT_ATTRIBUTES,
+    threshold: Annotated[int, typer.Option(help="threshold rule (0: off)")] = 3,
+    dominance_k: Annotated[float, typer.Option(help="dominance k% (0: off)")] = 80.0,
+    dominance_n: Annotated[int, typer.Option(help="dominance n")] = 1,
+    p_percent: Annotated[float, typer.Option(help="p% rule (0: off)")] = 10.0,
+    protection_percent: Annotated[float | None, typer.Option(help="threshold protection %")] = (
+        None
+    ),
+    min_protection: Annotated[float, typer.Option(help="smallest protection level")] = 1.0,
+    exempt_own: Annotated[str, typer.Option(help="ownership codes never suppressed")] = "1",
+    keep_tables: Annotated[str, typer.Option(help="agglvl codes never complements")] = ("50,51,70"),
+    year: Annotated[int, typer.Option(help="year of the BLS files")] = 2016,
+    qtr: Annotated[int, typer.Option(help="quarter of the BLS files")] = 1,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            help="solve both LPs of every suppressed cell of eree's own pattern "
+            "(other patterns are always solved exactly)"
+        ),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="folder (new or empty): summary.json and, owner-only, internal/audit.parquet"
+        ),
+    ] = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """The attacker's LP audit of a suppression pattern (eree's, a published table or BLS's).
+
+    For every suppressed cell, the minimum and maximum an attacker can derive by linear
+    programming from the published cells, the tables' additivity and non-negativity
+    (HiGHS); reports every cell pinned down or narrowed below its protection interval.
+
+    Patterns: eree's (default; --primary-only skips complementary suppression, which
+    lets the attacker recover one-establishment cells), a published table of
+    'eree suppress' (--published), BLS's N flags on the input's values (--bls-pattern),
+    or BLS's publication alone, from its public files (--bls-published; no input; the
+    values of suppressed cells are unknown, so only pinned and tight cells are reported).
+
+    Example: eree audit suppression --bls-published qcew_2016_by_area --state 44
+    """
+    from eree.suppression import audit, primary_suppression, suppress_establishments
+    from eree.suppression.pipeline import qcew_tables
+
+    if out is not None:
+        check_out(out, force)
+    sources = [published is not None, bls_pattern is not None, bls_published is not None]
+    if sum(sources) > 1:
+        fail(ValueError("give at most one of --published, --bls-pattern, --bls-published"))
+    try:
+        cfg = suppression_config(
+            attributes=attributes,
+            threshold=threshold,
+            dominance_k=dominance_k,
+            dominance_n=dominance_n,
+            p_percent=p_percent,
+            protection_percent=protection_percent,
+            min_protection=min_protection,
+            exempt_own=exempt_own,
+            keep_tables=keep_tables,
+            skip_secondary=primary_only,
+            exact_audit=exact,
+        )
+        t0 = time.perf_counter()
+        runs: list[tuple[str, Any, Any]] = []  # (title, audit result, counts)
+        if bls_published is not None:
+            from eree.suppression.bls import bls_linked_tables
+
+            if state is None:
+                raise ValueError("--bls-published needs --state")
+            with console.status("reading BLS's publication…"):
+                tables, mask = bls_linked_tables(
+                    read_area_files(bls_published, year, qtr), state, attributes=cfg.attributes
+                )
+            with progress_bar(quiet) as prog:
+                task = prog.add_task("attacker's audit", total=None)
+                res = audit(
+                    tables,
+                    mask,
+                    attributes=cfg.attributes,
+                    values_known=False,
+                    progress=progress_updater(prog, task),
+                )
+            runs.append((f"BLS's publication, state {state}", res, tables.counts()))
+        else:
+            if input is None:
+                raise ValueError("give an establishment file (or --bls-published)")
+            with console.status("loading establishments…"):
+                frame = load_establishment_file(input, id_column, cfg.attributes)
+            for code, part in by_state(frame, state):
+                label = f"state {code or '—'}"
+                if published is None and bls_pattern is None:
+                    with progress_bar(quiet) as prog:
+                        t1 = prog.add_task(f"{label}: complementary suppression", total=None)
+                        t2 = prog.add_task(f"{label}: attacker's audit", total=None)
+                        r = suppress_establishments(
+                            part,
+                            cfg,
+                            progress=progress_updater(prog, t1),
+                            audit_progress=progress_updater(prog, t2),
+                        )
+                    kind = "primary only" if primary_only else "eree's pattern"
+                    runs.append((f"{kind}, {label}", r.audit, r.tables.counts()))
+                    continue
+                tables = qcew_tables(part, cfg.attributes, top=cfg.rules.top_needed)
+                prim = primary_suppression(tables, cfg.rules, cfg.attributes)
+                if bls_pattern is not None:
+                    from eree.suppression.bls import bls_cells
+                    from eree.suppression.bls import bls_pattern as pattern_of
+
+                    if code is None:
+                        raise ValueError("--bls-pattern needs a 'state' column in the input")
+                    mask = pattern_of(
+                        tables, bls_cells(read_area_files(bls_pattern, year, qtr), code), code
+                    )
+                    kind = "BLS's N pattern"
+                else:
+                    mask = _published_mask(tables, published, code)  # type: ignore[arg-type]
+                    kind = f"pattern of {published}"
+                with progress_bar(quiet) as prog:
+                    task = prog.add_task(f"{label}: attacker's audit", total=None)
+                    res = audit(
+                        tables,
+                        mask,
+                        attributes=cfg.attributes,
+                        protection=prim.protection,
+                        primary=prim.primary,
+                        progress=progress_updater(prog, task),
+                    )
+                runs.append((f"{kind}, {label}", res, tables.counts()))
+    except (EreeError, OSError, ValueError) as e:
+        fail(e)
+    summaries = []
+    for title, res, counts in runs:
+        small = pinned_small(res.bounds, counts)
+        console.print(audit_table(f"Attacker's LP audit — {title}", res.summary(), small))
+        s = res.summary() | {"title": title, "pinned_fewer_than_3_establishments": small}
+        summaries.append(s)
+    console.print(f"done in {time.perf_counter() - t0:.1f} s")
+    if out is not None:
+        from eree.data.outdir import output_folder
+
+        try:
+            with output_folder(out, "eree audit suppression", force=force) as tmp:
+                write_internal(
+                    pl.concat(
+                        [r.bounds.with_columns(pl.lit(t).alias("run")) for t, r, _ in runs],
+                        how="diagonal_relaxed",
+                    ),
+                    internal_folder(tmp) / "audit.parquet",
+                )
+                (tmp / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
+        except (EreeError, OSError) as e:
+            fail(e)
+        console.print(f"written to {out}")
+
+
+def _published_mask(tables: Any, path: Path, state: str | None) -> np.ndarray:
+    """Suppressed cells of a published table of ``eree suppress`` (matched by keys)."""
+    pub = (
+        pl.read_parquet(path)
+        if path.suffix == ".parquet"
+        else pl.read_csv(path, infer_schema_length=0)
+    )
+    if "area_fips" in pub.columns and state is not None:
+        pub = pub.filter(
+            pl.col("area_fips").cast(pl.Utf8).str.zfill(5).str.starts_with(str(state).zfill(2))
+        )
+    keys = tables.key_columns
+    missing = [k for k in [*keys, "disclosure_code"] if k not in pub.columns]
+    if missing:
+        raise ValueError(f"{path}: not a published table of 'eree suppress' (missing {missing})")
+    pub = pub.select([pl.col(k).cast(pl.Utf8) for k in keys] + [pl.col("disclosure_code")])
+    j = tables.cells.select(["cell", *keys]).join(pub, on=keys, how="left").sort("cell")
+    if j.get_column("disclosure_code").null_count():
+        raise ValueError(f"{path}: its cells do not match the input's linked tables")
+    return (j.get_column("disclosure_code").fill_null("") == "N").to_numpy()

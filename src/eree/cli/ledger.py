@@ -1,0 +1,105 @@
+"""``eree ledger budget|show|verify``: the privacy-budget ledger of an agency."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from eree.cli.common import AsJson, Table, console, err_console, escape, fail, table_value
+from eree.errors import EreeError
+
+
+def _open_ledger(path: Path, must_exist: bool = True) -> Any:
+    from eree.privacy.ledger import Ledger
+
+    if must_exist and not path.is_file():
+        fail(EreeError(f"no ledger at {path}"))
+    try:
+        return Ledger(path)
+    except EreeError as e:
+        fail(e)
+
+
+def ledger_budget(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite; created if absent)")],
+    name: Annotated[str, typer.Argument(help="dataset name (the spec's `name`)")],
+    epsilon: Annotated[float | None, typer.Option(help="ER-EE family: lifetime ε")] = None,
+    delta: Annotated[
+        float | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),
+    ] = None,
+    mu: Annotated[float | None, typer.Option(help="GEDP family: lifetime μ")] = None,
+) -> None:
+    """Register a dataset and its lifetime budget (administrators).
+
+    A release with --ledger on an unregistered dataset is refused. Give --epsilon
+    [--delta] [--alpha] for ER-EE data, --mu for establishment (GEDP) data. Running it
+    again changes the budget (recorded in the ledger).
+
+    Example: eree ledger budget budget.sqlite pa-2015 --epsilon 4 --delta 1e-6 --alpha 0.1
+    """
+    book = _open_ledger(ledger, must_exist=False)
+    try:
+        b = book.set_budget(name, epsilon=epsilon, delta=delta, alpha=alpha, mu=mu)
+    except EreeError as e:
+        fail(e)
+    from fractions import Fraction
+
+    shown = ", ".join(f"{k}={float(Fraction(v)):g}" for k, v in b.items())
+    console.print(f"dataset {name!r}: lifetime budget {shown} (ledger {ledger})")
+
+
+def ledger_show(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite)")],
+    as_json: AsJson = False,
+) -> None:
+    """Registered datasets, their budgets, versions and running totals.
+
+    Example: eree ledger show budget.sqlite
+    """
+    book = _open_ledger(ledger)
+    entries = book.show()
+    if as_json:
+        console.print_json(json.dumps({"datasets": entries, "releases": book.releases()}))
+        return
+    t = Table(title=f"Ledger {ledger}")
+    for col in ("dataset", "family", "α", "budget", "spent", "versions", "releases"):
+        t.add_column(col, overflow="fold")
+    for e in entries:
+        spent = ", ".join(f"{k}={table_value(v)}" for k, v in e["spent"].items() if v is not None)
+        budget = ", ".join(f"{k}={v:g}" for k, v in e["budget"].items())
+        versions = " → ".join(f"v{v['version']}" for v in e["versions"]) or "—"
+        rel = ", ".join(f"{n} {s}" for s, n in e["releases"].items() if n)
+        t.add_row(e["dataset"], e["family"], table_value(e["alpha"]), budget, spent or "—",
+                  versions, rel or "—")  # fmt: skip
+    console.print(t)
+
+
+def ledger_verify(
+    ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite)")],
+    release: Annotated[
+        list[Path] | None,
+        typer.Option("--release", help="a release directory to check against the ledger"),
+    ] = None,
+) -> None:
+    """Check the ledger's hash chain (an edited or deleted row is detected).
+
+    With --release, also check that each release's manifest names a row of the ledger
+    with its hash. Exit code 1 when a problem is found.
+
+    Example: eree ledger verify budget.sqlite --release release-2026q1
+    """
+    book = _open_ledger(ledger)
+    res = book.verify(list(release or []))
+    if res.ok:
+        console.print(f"[bold green]ok[/]: {res.events} rows, chain intact")
+        return
+    for p in res.problems:
+        err_console.print(f"[bold red]tampered:[/] {escape(p)}")
+    raise typer.Exit(code=1)

@@ -1,0 +1,130 @@
+"""``eree evaluate …`` and ``eree audit noise-infusion``: the commands, through Typer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from eree.cli.audit import audit_noise_infusion
+from eree.cli.evaluate import evaluate_haney, evaluate_webb, workshop_figure1
+from eree.synth.qcew import synth_qcew_parametric
+
+
+def _app(name: str, command: object) -> typer.Typer:
+    """An app with ``command`` as ``name`` and a second command, so the name is needed."""
+    app = typer.Typer()
+    app.command(name)(command)
+    app.command("noop")(lambda: None)
+    return app
+
+
+def test_cli_functions(tmp_path):
+    app = typer.Typer()
+    app.command("evaluate")(evaluate_haney)
+    app.command("noise-infusion")(audit_noise_infusion)
+    runner = CliRunner()
+    out = tmp_path / "h"
+    res = runner.invoke(
+        app,
+        ["evaluate", "haney-workload1", "--out", str(out), "--trials", "2", "--small-grid",
+         "--jobs", "5000", "--seed", "4"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (out / "results.csv").exists() and (out / "report.html").exists()
+    assert "NOT FOR PUBLICATION" in res.output
+    res = runner.invoke(app, ["evaluate", "haney-nope", "--out", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "unknown experiment" in res.output
+    assert not (tmp_path / "nope").exists()
+    res = runner.invoke(
+        app, ["noise-infusion", "--trials", "2", "--jobs", "20000", "--out", str(tmp_path / "a")],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "a" / "audit.csv").exists()
+    assert "zeros" in res.output
+
+
+def test_small_grid_headline_shows_numbers(tmp_path):
+    res = CliRunner().invoke(
+        _app("evaluate", evaluate_haney),
+        ["evaluate", "haney-workload1", "--out", str(tmp_path / "h"), "--trials", "2",
+         "--small-grid", "--jobs", "5000", "--quiet"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "at ε = 4, α = 0.1" in res.output
+    rows = [ln for ln in res.output.splitlines() if ln.startswith("haney-workload1 ")]
+    assert len(rows) == 3  # the three ER-EE mechanisms
+    assert all("nan" not in ln and "—" not in ln for ln in rows), rows
+
+
+def test_ctrl_c_writes_the_partial_run_with_a_note(tmp_path, monkeypatch):
+    import eree.evaluate.haney as haney
+
+    real = haney.run_haney
+
+    def interrupted(*a, **k):
+        finished = []
+
+        def stop_after_two(msg: str) -> None:  # Ctrl-C after 2 finished parameter points
+            if "(omitted)" not in msg:
+                finished.append(msg)
+                if len(finished) == 2:
+                    raise KeyboardInterrupt
+
+        k["progress"] = stop_after_two
+        return real(*a, **k)
+
+    monkeypatch.setattr(haney, "run_haney", interrupted)
+    out = tmp_path / "h"
+    res = CliRunner().invoke(
+        _app("evaluate", evaluate_haney),
+        ["evaluate", "haney-workload1", "--out", str(out), "--trials", "2", "--small-grid",
+         "--jobs", "5000", "--workers", "1"],
+    )  # fmt: skip
+    assert res.exit_code == 130, res.output
+    assert (out / "results.csv").exists() and (out / "report.html").exists()
+    note = (out / "INTERRUPTED").read_text()
+    assert "partial" in note and "2 of" in note
+    assert json.loads((out / "run.json").read_text())["interrupted"] == note.strip()
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("webb") / "est.parquet"
+    synth_qcew_parametric(3, 1500, n_counties=3).write(p)
+    return p
+
+
+def test_webb_command(small_file: Path, tmp_path: Path) -> None:
+    app = _app("evaluate-webb", evaluate_webb)
+    runner = CliRunner()
+    out = tmp_path / "cmd"
+    res = runner.invoke(
+        app,
+        ["evaluate-webb", "webb-table3", "--out", str(out), "--trials", "2",
+         "--data", str(small_file)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (out / "results.csv").exists() and (out / "report.html").exists()
+    assert "NOT FOR PUBLICATION" in res.output
+    bad = runner.invoke(app, ["evaluate-webb", "webb-nope", "--out", str(out.with_name("bad"))])
+    assert bad.exit_code == 2 and "unknown experiment" in bad.output
+    assert not out.with_name("bad").exists()
+
+
+def test_workshop_command_runs_through_typer(tmp_path):
+    app = _app("workshop-figure1", workshop_figure1)
+    out = tmp_path / "wf1"
+    args = ["workshop-figure1", "--out", str(out), "--trials", "2", "--jobs", "2000",
+            "--alphas", "0.1", "--epsilons", "1,4", "--variants", "workshop"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert (out / "workshop_figure1.png").exists() and not (out / "workshop_vs_sigmod.png").exists()
+    assert "NOT FOR PUBLICATION" in res.output
+    bad_args = [a if a != str(out) else str(tmp_path / "wf-bad") for a in args[:-2]]
+    bad = CliRunner().invoke(app, [*bad_args, "--variants", "blowfish"])
+    assert bad.exit_code == 2 and "variants" in bad.output
+    assert not (tmp_path / "wf-bad").exists()
