@@ -319,8 +319,10 @@ def print_release(manifest: dict[str, Any], out_dir: Path) -> None:
             left = ", ".join(f"{k} {table_value(v)}" for k, v in lb["remaining"].items())
             after = ", ".join(f"{k} {table_value(v)}" for k, v in (lb["spent_after"] or {}).items())
             budget = ", ".join(f"{k} {table_value(v)}" for k, v in lb["budget"].items())
-            console.print(f"lifetime budget: spent {escape(after)} of {escape(budget)}"
-                          f"; remaining {escape(left)}")  # fmt: skip
+            of = lb.get("dataset") or led["dataset"]
+            whose = "" if of == led["dataset"] else f" of {of!r}"
+            console.print(f"lifetime budget{escape(whose)}: spent {escape(after)} of "
+                          f"{escape(budget)}; remaining {escape(left)}")  # fmt: skip
     console.print(f"manifest: {out_dir / 'manifest.json'}")
     if (out_dir / "report.html").is_file():
         console.print(f"report:   {out_dir / 'report.html'}")
