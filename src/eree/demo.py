@@ -61,7 +61,7 @@ epsilon = 6.0                 # whole cost: d = 6 age x sex combinations, so 1.0
 
 def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     from eree.data.eree_tables import load_eree
-    from eree.engine.polars_engine import PolarsEngine
+    from eree.engine.polars.engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
     from eree.release.build import split_by
     from eree.release.protect import protect
@@ -149,7 +149,7 @@ bounds_from = "identity"
 
 def _gedp_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     from eree.data.establishments import load_establishments
-    from eree.engine.establishments import group_sums
+    from eree.engine.polars.establishments import group_sums
     from eree.mechanisms.noise import make_noise_source
     from eree.release.protect import protect
     from eree.release.spec import load_spec

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import SpecError
 from eree.evaluate.cli import audit, evaluate
 from eree.evaluate.datasets import load_dataset

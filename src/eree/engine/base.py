@@ -29,7 +29,7 @@ The same protocol serves establishment (QCEW-like) data (DESIGN.md §1.1):
 :meth:`Engine.identity_values`, :meth:`Engine.group_sums`,
 :meth:`Engine.group_max_bounds` and :meth:`Engine.clipped_group_sums` return small Polars
 frames (keys sorted, then the attribute columns; see
-:mod:`eree.engine.establishments`), with exact sums so that every engine gives the same
+:mod:`eree.engine.polars.establishments`), with exact sums so that every engine gives the same
 bits. Each engine also loads its own data (:meth:`Engine.load_eree`,
 :meth:`Engine.load_establishments`): the Spark engine reads and validates in Spark, and
 the data it returns are Spark-side (the ``data`` arguments are then its own types).

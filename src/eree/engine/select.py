@@ -24,7 +24,7 @@ def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Any:
         SpecError: an unknown kind, or Spark asked for but not installed.
     """
     if kind == "polars":
-        from eree.engine.polars_engine import PolarsEngine
+        from eree.engine.polars.engine import PolarsEngine
 
         return PolarsEngine()
     if kind == "spark":
@@ -32,7 +32,7 @@ def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Any:
             from pyspark.sql import SparkSession
         except ImportError:
             raise SpecError('engine "spark" needs PySpark (install the "spark" extra)') from None
-        from eree.engine.spark_engine import SparkEngine, spark_session
+        from eree.engine.spark.engine import SparkEngine, spark_session
 
         active = SparkSession.getActiveSession()
         return SparkEngine(active or spark_session(cores=cores, driver_memory=driver_memory))

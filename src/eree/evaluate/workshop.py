@@ -63,7 +63,7 @@ import typer
 
 from eree.clikit import Force, Quiet, check_out, fail, progress_bar
 from eree.engine.base import Engine
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
 from eree.evaluate.haney import (

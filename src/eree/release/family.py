@@ -129,7 +129,7 @@ class CountRelease(ReleaseFamily):
         from eree.release.counts import count_tables
 
         if engine is None:
-            from eree.engine.polars_engine import PolarsEngine
+            from eree.engine.polars.engine import PolarsEngine
 
             engine = PolarsEngine()
         return count_tables(built, data, engine, source, streaming=streaming)
@@ -257,7 +257,7 @@ def _public_on_driver(data: Any) -> pl.DataFrame:
     The WLS microdata have one row per establishment with its public attributes, so
     these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does.
     """
-    from eree.engine.spark_common import _to_polars
+    from eree.engine.spark.io import _to_polars
 
     cfg = data.config
     return _to_polars(data.frame.select(cfg.id, *cfg.public))

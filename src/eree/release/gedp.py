@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
-from eree.engine.establishments import bound_column
+from eree.engine.polars.establishments import bound_column
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import PncBounded, PsiMechanism
@@ -171,7 +171,7 @@ def release_gedp(
         _check_report(built, report)
     _check_data(spec, data)
     if engine is None:
-        from eree.engine.polars_engine import PolarsEngine
+        from eree.engine.polars.engine import PolarsEngine
 
         engine = PolarsEngine()
     id_col = data.id_column

@@ -17,7 +17,7 @@ and return small Polars frames keyed by the group columns, sorted by the keys:
 * :func:`group_max_bounds` — per group, u*_ℓ alone.
 
 Sums are exact and do not depend on row order (:func:`exact_parts`, :func:`exact_sums`),
-so the Spark engine (:mod:`eree.engine.spark_establishments`) returns the same bits.
+so the Spark engine (:mod:`eree.engine.spark.establishments`) returns the same bits.
 Sums and clipped sums are confidential; the key columns, establishment counts and the u*
 (functions of public bounds) are public.
 """

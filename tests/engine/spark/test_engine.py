@@ -18,11 +18,11 @@ pytest.importorskip("pyspark")
 from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import EreeData, load_eree
 from eree.data.schema import NAICS_SECTORS, OWNERSHIP_CODES
-from eree.engine.polars_engine import PolarsEngine
-from eree.engine.spark_engine import SparkEngine, SparkEreeData, spark_session
+from eree.engine.polars.engine import PolarsEngine
+from eree.engine.spark.engine import SparkEngine, SparkEreeData, spark_session
 from eree.errors import DataValidationError, SpecError
 from eree.synth.lodes import synth_parametric
-from tests.engine.test_polars_engine import ESTABS, JOBS, make_data
+from tests.engine.polars.test_engine import ESTABS, JOBS, make_data
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +155,7 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
     Same cell statistics as Polars; an invalid input found on that path is named by the
     rule-by-rule checks, and a worker table out of order takes the join.
     """
-    import eree.engine.spark_engine as se
+    import eree.engine.spark.engine as se
 
     job = pl.read_parquet(synth_files.job)
     worker = pl.read_parquet(synth_files.worker)
@@ -246,7 +246,7 @@ def test_order_proof_across_packed_files(spark, tmp_path):
     Spark packs small files into a partition largest first, so the ids do not increase
     across the partition; each file's run does, and the runs are disjoint: proven.
     """
-    from eree.engine.spark_engine import _id_lanes, _ids_in_order
+    from eree.engine.spark.engine import _id_lanes, _ids_in_order
 
     ids = [f"k{i:05d}" for i in range(3_000)]
     parts = {"part-0.parquet": ids[:100], "part-1.parquet": ids[100:1_000],
@@ -278,7 +278,7 @@ def test_order_proof_pieces(spark):
 
     The lanes are checked against Spark's xxHash64 of each row, summed modulo 2⁶⁴ here.
     """
-    from eree.engine.spark_engine import _id_lanes, _ids_in_order
+    from eree.engine.spark.engine import _id_lanes, _ids_in_order
 
     def df(ids: list[str | None], parts: int = 1):
         return spark.createDataFrame([(i,) for i in ids], "k string").coalesce(parts)
@@ -564,8 +564,8 @@ def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) 
     """The ledger sees the same content whichever engine loaded it (docs/privacy.md)."""
     from eree.data.config import EstablishmentDataConfig
     from eree.data.fingerprint import content_fingerprint, structure_fingerprint
-    from eree.engine.spark_common import spark_fingerprint
-    from eree.engine.spark_establishments import load_establishments_spark
+    from eree.engine.spark.io import spark_fingerprint
+    from eree.engine.spark.establishments import load_establishments_spark
     from tests.release.test_gedp import write_small
 
     spark_data = engine.load_eree(synth_files)

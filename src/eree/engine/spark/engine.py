@@ -1,7 +1,7 @@
 """The Spark engine: the engine contract (:mod:`eree.engine.base`) on PySpark.
 
 For data that outgrow one machine (DESIGN.md §1). It gives **identical** cell statistics
-to :class:`~eree.engine.polars_engine.PolarsEngine`: same columns, dtypes, row order and
+to :class:`~eree.engine.polars.engine.PolarsEngine`: same columns, dtypes, row order and
 values.
 
 Data
@@ -67,8 +67,8 @@ from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
 from eree.data.establishments import EstablishmentData
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
-from eree.engine.polars_engine import _domain_frame, cell_keys
-from eree.engine.spark_common import (
+from eree.engine.polars.engine import _domain_frame, cell_keys
+from eree.engine.spark.io import (
     WORD_PREFIX,
     _Check,
     _missing,
@@ -85,7 +85,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, SparkSession
     from pyspark.sql import DataFrame as SparkDataFrame
 
-    from eree.engine.spark_establishments import SparkEstablishmentData
+    from eree.engine.spark.establishments import SparkEstablishmentData
 
 __all__ = ["SparkEngine", "SparkEreeData", "spark_session"]
 
@@ -1145,13 +1145,13 @@ class SparkEngine:
         self, config: EreeDataConfig, attributes: Sequence[str] | None = None
     ) -> SparkEreeData:
         """Read and validate ER-EE input with Spark (only ``attributes``, if given)."""
-        from eree.engine.polars_load import narrow_config
+        from eree.engine.polars.load import narrow_config
 
         return self.load(narrow_config(config, attributes))
 
     def load_establishments(self, config: EstablishmentDataConfig) -> SparkEstablishmentData:
         """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3)."""
-        from eree.engine.spark_establishments import load_establishments_spark
+        from eree.engine.spark.establishments import load_establishments_spark
 
         try:
             return load_establishments_spark(self.spark, config)
@@ -1163,7 +1163,7 @@ class SparkEngine:
             raise spark_input_error(e, lambda: load_establishments(config), [config.path]) from None
 
     def _estab(self, data: EstablishmentData | SparkEstablishmentData) -> SparkEstablishmentData:
-        from eree.engine.spark_establishments import SparkEstablishmentData
+        from eree.engine.spark.establishments import SparkEstablishmentData
 
         if isinstance(data, SparkEstablishmentData):
             return data
@@ -1177,7 +1177,7 @@ class SparkEngine:
         self, data: EstablishmentData | SparkEstablishmentData, attributes: Sequence[str]
     ) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
-        from eree.engine import spark_establishments as se
+        from eree.engine.spark import establishments as se
 
         return se.identity_values(self._estab(data), attributes)
 
@@ -1188,7 +1188,7 @@ class SparkEngine:
         attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Exact group sums, identical to :meth:`PolarsEngine.group_sums`."""
-        from eree.engine import spark_establishments as se
+        from eree.engine.spark import establishments as se
 
         return se.group_sums(self._estab(data), by, attributes)
 
@@ -1199,7 +1199,7 @@ class SparkEngine:
         bounds: pl.DataFrame,
     ) -> pl.DataFrame:
         """Per group, the largest public bound of each attribute of ``bounds``."""
-        from eree.engine import spark_establishments as se
+        from eree.engine.spark import establishments as se
 
         sdata = self._estab(data)
         attrs = [c for c in bounds.columns if c != sdata.id_column]
@@ -1213,7 +1213,7 @@ class SparkEngine:
         attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Exact clipped sums, identical to :meth:`PolarsEngine.clipped_group_sums`."""
-        from eree.engine import spark_establishments as se
+        from eree.engine.spark import establishments as se
 
         return se.clipped_group_sums(self.spark, self._estab(data), by, bounds, attributes)
 

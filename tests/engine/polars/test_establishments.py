@@ -10,7 +10,7 @@ import pytest
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import load_establishments
-from eree.engine.establishments import (
+from eree.engine.polars.establishments import (
     ESTABLISHMENTS,
     bound_column,
     clipped_group_sums,
@@ -18,7 +18,7 @@ from eree.engine.establishments import (
     identity_values,
 )
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 SYN_RI = SHARED_DATA / "syn_ri" / "ri44_qbp_2016_1.csv.gz"
 
 

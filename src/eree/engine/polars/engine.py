@@ -183,7 +183,7 @@ class PolarsEngine:
             establishment and combination of worker attributes in the validation pass
             (what the queries need) and the per-job frame is read only if asked for.
         """
-        from eree.engine.polars_load import narrow_config, scan_eree
+        from eree.engine.polars.load import narrow_config, scan_eree
 
         return scan_eree(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
@@ -197,15 +197,15 @@ class PolarsEngine:
 
     def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
-        from eree.engine import establishments as est
+        from eree.engine.polars import establishments as est
 
         return est.polars_identity_values(data.frame, data.id_column, attributes)
 
     def group_sums(
         self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
     ) -> pl.DataFrame:
-        """Exact group sums (:func:`eree.engine.establishments.polars_group_sums`)."""
-        from eree.engine import establishments as est
+        """Exact group sums (:func:`eree.engine.polars.establishments.polars_group_sums`)."""
+        from eree.engine.polars import establishments as est
 
         return est.polars_group_sums(data.frame, by, attributes)
 
@@ -213,7 +213,7 @@ class PolarsEngine:
         self, data: EstablishmentData, by: Sequence[str], bounds: pl.DataFrame
     ) -> pl.DataFrame:
         """Per group, the largest public bound of each attribute of ``bounds``."""
-        from eree.engine import establishments as est
+        from eree.engine.polars import establishments as est
 
         attrs = [c for c in bounds.columns if c != data.id_column]
         return est.polars_group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
@@ -226,7 +226,7 @@ class PolarsEngine:
         attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
-        from eree.engine import establishments as est
+        from eree.engine.polars import establishments as est
 
         return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 

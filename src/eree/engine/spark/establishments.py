@@ -4,9 +4,9 @@
 :class:`~eree.data.establishments.EstablishmentData`: the establishment table as a Spark
 DataFrame, read and validated by Spark (:func:`load_establishments_spark`), so that the
 microdata never pass through the driver. The query functions give frames identical to
-the Polars engine's (:mod:`eree.engine.establishments`): same columns, dtypes, row order
+the Polars engine's (:mod:`eree.engine.polars.establishments`): same columns, dtypes, row order
 and values. Sums are exact (integer and 2⁻³² fractional parts summed as 64-bit
-integers, :func:`~eree.engine.establishments.exact_parts`), so they do not depend on how
+integers, :func:`~eree.engine.polars.establishments.exact_parts`), so they do not depend on how
 Spark partitions the data. Only group results (at most one row per group) and the
 identity answers (one row per establishment: they are the published table) are
 collected.
@@ -23,7 +23,7 @@ import polars as pl
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import NAICS_DERIVED, SUPERSECTOR_OF_SECTOR, EstablishmentData
-from eree.engine.establishments import (
+from eree.engine.polars.establishments import (
     ESTABLISHMENTS,
     FRACTION_BITS,
     MAX_EXACT_TOTAL,
@@ -73,13 +73,13 @@ class SparkEstablishmentData:
     @classmethod
     def from_polars(cls, spark: SparkSession, data: EstablishmentData) -> SparkEstablishmentData:
         """Hand an in-memory :class:`EstablishmentData` to Spark (through Arrow)."""
-        from eree.engine.spark_common import _polars_to_spark
+        from eree.engine.spark.io import _polars_to_spark
 
         return cls(_polars_to_spark(spark, data.frame), data.config)
 
 
 def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
-    from eree.engine.spark_common import _read
+    from eree.engine.spark.io import _read
     from eree.errors import SpecError
 
     name = path.name.lower()
@@ -120,7 +120,7 @@ def load_establishments_spark(
     from pyspark.sql.types import DecimalType, FractionalType, IntegralType, StringType
 
     from eree.data.establishments import _role_errors
-    from eree.engine.spark_common import _Check, _missing, _outside, _run_checks
+    from eree.engine.spark.io import _Check, _missing, _outside, _run_checks
 
     path = Path(config.path)
     file = str(path)
@@ -231,7 +231,7 @@ def load_establishments_spark(
 
 
 def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
-    from eree.engine.spark_common import _to_polars as collect
+    from eree.engine.spark.io import _to_polars as collect
 
     return collect(sdf)
 
@@ -314,7 +314,7 @@ def _with_bounds(
 ) -> SparkDataFrame:
     from pyspark.sql import functions as sf
 
-    from eree.engine.spark_common import _polars_to_spark
+    from eree.engine.spark.io import _polars_to_spark
 
     idc = data.id_column
     b = bounds.select(
