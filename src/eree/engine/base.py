@@ -29,10 +29,11 @@ The same protocol serves establishment (QCEW-like) data (DESIGN.md §1.1):
 :meth:`Engine.identity_values`, :meth:`Engine.group_sums`,
 :meth:`Engine.group_max_bounds` and :meth:`Engine.clipped_group_sums` return small Polars
 frames (keys sorted, then the attribute columns; see
-:mod:`eree.engine.polars.establishments`), with exact sums so that every engine gives the same
-bits. Each engine also loads its own data (:meth:`Engine.load_eree`,
-:meth:`Engine.load_establishments`): the Spark engine reads and validates in Spark, and
-the data it returns are Spark-side (the ``data`` arguments are then its own types).
+:mod:`eree.engine.polars.establishments`), with exact sums (:mod:`eree.engine.exact_sums`)
+so that every engine gives the same bits. Each engine also loads its own data
+(:meth:`Engine.load_eree`, :meth:`Engine.load_establishments`): the Spark engine reads
+and validates in Spark, and the data it returns are Spark-side (the ``data`` arguments
+are then its own types).
 """
 
 from __future__ import annotations
@@ -46,6 +47,27 @@ from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
 
 CELL_STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment")
+
+#: name of the public establishment-count column in group results
+ESTABLISHMENTS = "establishments"
+
+
+def bound_column(attribute: str) -> str:
+    """Column of a clipped-sum result holding u*_ℓ for ``attribute``."""
+    return f"{attribute}__ustar"
+
+
+def result_order(by: Sequence[str], attributes: Sequence[str], cols: Sequence[Any]) -> list[str]:
+    """Column order of group results.
+
+    Keys; per attribute its value, then its u* column (when present); then
+    :data:`ESTABLISHMENTS`.
+    """
+    names = {c if isinstance(c, str) else c.name for c in cols}
+    order = list(by)
+    for a in attributes:
+        order += [c for c in (a, bound_column(a)) if c in names]
+    return [*order, ESTABLISHMENTS]
 
 
 class Engine(Protocol):

@@ -257,10 +257,10 @@ def _public_on_driver(data: Any) -> pl.DataFrame:
     The WLS microdata have one row per establishment with its public attributes, so
     these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does.
     """
-    from eree.engine.spark.io import _to_polars
+    from eree.engine.spark.io import to_polars
 
     cfg = data.config
-    return _to_polars(data.frame.select(cfg.id, *cfg.public))
+    return to_polars(data.frame.select(cfg.id, *cfg.public))
 
 
 _FAMILIES: dict[str, ReleaseFamily] = {

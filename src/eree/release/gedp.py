@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
-from eree.engine.polars.establishments import bound_column
+from eree.engine.base import bound_column
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import PncBounded, PsiMechanism

@@ -287,7 +287,7 @@ def _fingerprints(data: Any, *, structure: bool) -> tuple[str, str | None]:
     values).
     """
     if _is_spark_side(data):
-        from eree.engine.spark.io import spark_fingerprint
+        from eree.engine.spark.fingerprint import spark_fingerprint
 
         content = spark_fingerprint(data, structure=False)
         return content, spark_fingerprint(data, structure=True) if structure else None

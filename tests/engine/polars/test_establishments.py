@@ -10,13 +10,8 @@ import pytest
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import load_establishments
-from eree.engine.polars.establishments import (
-    ESTABLISHMENTS,
-    bound_column,
-    clipped_group_sums,
-    group_sums,
-    identity_values,
-)
+from eree.engine.base import ESTABLISHMENTS, bound_column
+from eree.engine.polars.establishments import clipped_group_sums, group_sums, identity_values
 
 SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 SYN_RI = SHARED_DATA / "syn_ri" / "ri44_qbp_2016_1.csv.gz"

@@ -1,8 +1,9 @@
-"""Spark helpers shared by the ER-EE and establishment halves of the Spark engine.
+"""Moving data into and out of Spark.
 
-Reading tables as text (:func:`_read`), running the rules of DESIGN.md §2.3 as one Spark
-aggregation (:class:`_Check`, :func:`_run_checks`), and moving small frames between
-Polars and Spark through Arrow. PySpark is imported inside the functions.
+Reading a table's columns as text (:func:`read_text_columns`, CSV or Parquet, file or
+partitioned directory), handing a Polars frame to Spark through Arrow
+(:func:`polars_to_spark`) and bringing a Spark result to the driver as a Polars frame
+(:func:`to_polars`). PySpark is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -20,8 +20,16 @@ from eree.errors import DataValidationError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
-    from pyspark.sql import Column, SparkSession
     from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "OPEN_COST_BYTES",
+    "polars_to_spark",
+    "read_text_columns",
+    "split_small_files",
+    "to_polars",
+]
 
 _CORRUPT = "__eree_corrupt_record"
 
@@ -29,7 +37,7 @@ _CORRUPT = "__eree_corrupt_record"
 _LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
 
 
-def _polars_to_spark(spark: SparkSession, df: pl.DataFrame) -> SparkDataFrame:
+def polars_to_spark(spark: SparkSession, df: pl.DataFrame) -> SparkDataFrame:
     """A Polars frame as a Spark DataFrame, through Arrow, in about 2 partitions per core.
 
     Spark 4 embeds Arrow data below ``localRelationThreshold`` (48 MiB) in the query
@@ -62,7 +70,7 @@ def _spark_major() -> int:
     return int(pyspark.__version__.split(".")[0])
 
 
-def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
+def to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
     """A Spark DataFrame's rows on the driver, as a Polars frame.
 
     Spark writes the rows as Parquet into a temporary local directory, each task its own
@@ -92,7 +100,7 @@ def _collect(sdf: SparkDataFrame) -> pl.DataFrame:
     return pl.from_pandas(sdf.toPandas())  # pragma: no cover - Spark 3.5
 
 
-def _read(
+def read_text_columns(
     spark: SparkSession,
     path: Path,
     required: Sequence[str],
@@ -104,7 +112,7 @@ def _read(
     from pyspark.sql.types import IntegralType, StringType, StructField, StructType
 
     fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
-    _split_small_files(spark)
+    split_small_files(spark)
     if fmt == "csv":
         from eree.data.io import read_header
 
@@ -166,11 +174,11 @@ def _read(
 
 
 #: Spark's estimated cost of opening a file, lowered from its 4 MiB default for eree's
-#: reads (see :func:`_split_small_files`)
+#: reads (see :func:`split_small_files`)
 OPEN_COST_BYTES = 1 << 20
 
 
-def _split_small_files(spark: SparkSession) -> None:
+def split_small_files(spark: SparkSession) -> None:
     """Let Spark split a small input file across the cores.
 
     Spark sizes file splits at no less than ``spark.sql.files.openCostInBytes`` (4 MiB by
@@ -186,248 +194,3 @@ def _split_small_files(spark: SparkSession) -> None:
         return
     if value > OPEN_COST_BYTES:
         spark.conf.set(key, str(OPEN_COST_BYTES))
-
-
-def _missing(c: str) -> Column:
-    from pyspark.sql import functions as sf
-
-    return sf.col(c).isNull() | (sf.trim(sf.col(c)) == "")
-
-
-def _outside(c: str, domain: Sequence[str]) -> Column:
-    from pyspark.sql import functions as sf
-
-    return sf.col(c).isNull() | ~sf.col(c).isin(list(domain))
-
-
-@dataclass(frozen=True)
-class _Check:
-    """A §2.3 rule as a row condition: ``violation`` true on an offending row.
-
-    ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
-    row (ids are not confidential; values are never printed).
-    """
-
-    violation: Column
-    column: str
-    rule: str
-    message: str
-    id_col: str | None = None
-
-
-def _run_checks(
-    df: SparkDataFrame,
-    file: Path,
-    checks: Sequence[_Check],
-    *,
-    unique: str | None = None,
-    unique_rule: str = "duplicate-id",
-    unique_message: str = "id {id!r} appears more than once",
-) -> int:
-    """Count every check's violations in one Spark aggregation; raise on the first one.
-
-    Order: the ``missing-id`` checks, then uniqueness of ``unique`` (if given), then the
-    other checks in the order given. Only on failure is a second query run, to name an
-    offending id.
-
-    Returns:
-        The number of rows of ``df``.
-    """
-    from pyspark.sql import functions as sf
-
-    aggs = [sf.sum(sf.when(c.violation, 1).otherwise(0)) for c in checks]
-    aggs.append(sf.count(sf.lit(1)))
-    if unique is not None:
-        aggs.append(sf.countDistinct(sf.col(unique)))
-    row = df.agg(*aggs).first()
-    assert row is not None
-    vals = [int(v or 0) for v in row]
-    n_rows = vals[len(checks)]
-
-    def fail(c: _Check) -> None:
-        msg = c.message
-        if c.id_col is not None:
-            found = df.filter(c.violation).select(c.id_col).limit(1).collect()
-            msg = msg.format(id=found[0][0] if found else "?")
-        raise DataValidationError(msg, file=str(file), column=c.column, rule=c.rule)
-
-    for i, c in enumerate(checks):
-        if c.rule == "missing-id" and vals[i]:
-            fail(c)
-    if unique is not None and vals[len(checks) + 1] != n_rows:
-        dup = df.groupBy(unique).count().filter(sf.col("count") > 1).limit(1).collect()
-        raise DataValidationError(
-            unique_message.format(id=dup[0][0] if dup else "?"),
-            file=str(file),
-            column=unique,
-            rule=unique_rule,
-        )
-    for i, c in enumerate(checks):
-        if c.rule != "missing-id" and vals[i]:
-            fail(c)
-    return n_rows
-
-
-#: prefix of a column that holds, per row, the fingerprint word of the text column named
-#: after it (see :func:`text_word` and ``SparkEreeData.hashed``)
-WORD_PREFIX = "__eree_word:"
-
-
-def text_word(c: str) -> Column:
-    """The fingerprint word of text column ``c`` (see :mod:`eree.data.fingerprint`).
-
-    The first 8 bytes of the value's SHA-256, big-endian, as Spark's signed long; SHA-256
-    dominates the cost (the hex conversion is a few percent of it).
-    """
-    from pyspark.sql import functions as sf
-
-    h = sf.sha2(sf.col(c).cast("string"), 256)
-    hi = sf.conv(sf.substring(h, 1, 8), 16, 10).cast("long")
-    lo = sf.conv(sf.substring(h, 9, 8), 16, 10).cast("long")
-    return sf.shiftleft(hi, 32).bitwiseOR(lo)
-
-
-def spark_fingerprint(data: Any, *, structure: bool) -> str:
-    """The fingerprint of Spark-side data, computed in Spark (no row reaches the driver).
-
-    The same value as :func:`eree.data.fingerprint.content_fingerprint` (or, with
-    ``structure``, :func:`~eree.data.fingerprint.structure_fingerprint`) of the same rows
-    loaded by Polars: every step of that definition is a Spark SQL expression (SHA-256
-    through ``sha2``, the binary64 bits of a double through ``Double.doubleToLongBits``,
-    64-bit wrapping multiplication with ANSI overflow checks off for this query), and the
-    lane sums are added as two exact 32-bit halves. So changing engines does not look
-    like changed content to the ledger.
-
-    SHA-256 is most of the cost, so text values are hashed once where possible: the
-    values of a declared domain on the driver (a literal map looked up per row; a value
-    outside the domain is still hashed in Spark), and the jobs' workplace ids once per
-    workplace when the data carry them hashed (``SparkEreeData.hashed``).
-    """
-    from pyspark.sql import functions as sf
-    from pyspark.sql.types import BooleanType, DecimalType, FractionalType, IntegralType
-
-    from eree.data.fingerprint import (
-        LANES,
-        MASK,
-        family_name,
-        salt,
-        summary_digest,
-        value_salts,
-    )
-
-    if hasattr(data, "jobs"):
-        # jobs with their workplace ids' words hashed once per workplace, when available
-        hashed = getattr(data, "hashed", None)
-        jobs = hashed if hashed is not None else data.jobs
-        tables = [("workplaces", data.workplaces), ("jobs", jobs)]
-        ids = {"workplaces": ["workplace_id"], "jobs": ["workplace_id"]}
-    else:
-        tables = [("establishments", data.frame)]
-        ids = {"establishments": [data.config.id]}
-
-    def lit(u: int) -> Column:  # an unsigned 64-bit constant as Spark's signed long
-        return sf.lit(u - (1 << 64) if u >= 1 << 63 else u).cast("long")
-
-    domains: dict[str, Sequence[str]] = dict(getattr(data, "domains", None) or {})
-    current: set[str] = set()  # the columns of the table being hashed
-
-    def word(c: str, kind: str) -> Column:
-        x = sf.col(c)
-        if kind == "text":
-            if WORD_PREFIX + c in current:  # hashed once per distinct value upstream
-                return sf.col(f"`{WORD_PREFIX}{c}`")
-            hashed = text_word(c)
-            if c not in domains or not domains[c]:
-                return hashed
-            # a declared domain: its values' words hashed once, here, and looked up per
-            # row; a value outside it (refused by validation) is still hashed in Spark
-            known = sf.create_map(*[a for v in domains[c] for a in (sf.lit(v), lit(salt(v)))])
-            return sf.coalesce(known[x.cast("string")], hashed)
-        if kind == "float":  # NaN → 0x7FF8000000000000, as the definition
-            bits = sf.expr(
-                f"java_method('java.lang.Double', 'doubleToLongBits', cast(`{c}` as double) + 0.0D)"
-            )
-            return bits.cast("long")
-        return x.cast("long")
-
-    def fmix_steps(df: SparkDataFrame, names: list[str]) -> SparkDataFrame:
-        """``fmix`` of each column in ``names``, one projection per step.
-
-        Separate projections keep Spark from inlining a step into an expression that
-        repeats its input (exponential growth of the plan).
-        """
-        keep = [c for c in df.columns if c not in names]
-        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
-            cols = []
-            for n in names:
-                z = sf.col(n).bitwiseXOR(sf.shiftrightunsigned(sf.col(n), shift))
-                cols.append((z * lit(mult) if mult is not None else z).alias(n))
-            df = df.select(*keep, *cols)
-        return df
-
-    spark = tables[0][1].sparkSession
-    ansi = spark.conf.get("spark.sql.ansi.enabled", None)
-    spark.conf.set("spark.sql.ansi.enabled", "false")  # 64-bit multiplication wraps
-    summary = []
-    try:
-        for label, df in tables:
-            current.clear()
-            current.update(df.columns)
-            data_cols = [c for c in df.columns if not c.startswith(WORD_PREFIX)]
-            cols = sorted(ids[label] if structure else data_cols)
-            types = {f.name: f.dataType for f in df.schema.fields}
-            kinds = []
-            for c in cols:
-                t = types[c]
-                if isinstance(t, IntegralType | BooleanType):
-                    kinds.append((c, "int"))
-                elif isinstance(t, FractionalType | DecimalType):
-                    kinds.append((c, "float"))
-                else:
-                    kinds.append((c, "text"))
-            acc = [f"__acc{j}" for j in range(LANES)]
-            work = df.select(
-                *[sf.col(c).isNull().alias(f"__null{i}") for i, c in enumerate(cols)],
-                *[word(c, k).alias(f"__w{i}") for i, (c, k) in enumerate(kinds)],
-                *[sf.lit(0).cast("long").alias(a) for a in acc],
-            )
-            for i, (c, k) in enumerate(kinds):
-                salts = [value_salts(label, c, k, j) for j in range(LANES)]
-                v = [f"__v{j}" for j in range(LANES)]
-                work = work.select(
-                    *work.columns,
-                    *[sf.col(f"__w{i}").bitwiseXOR(lit(salts[j][0])).alias(v[j])
-                      for j in range(LANES)],
-                )  # fmt: skip
-                work = fmix_steps(work, v)
-                rest = [x for x in work.columns if x not in acc and x not in v]
-                work = work.select(
-                    *rest,
-                    *[
-                        sf.col(acc[j])
-                        .bitwiseXOR(
-                            sf.when(sf.col(f"__null{i}"), lit(salts[j][1])).otherwise(sf.col(v[j]))
-                        )
-                        .alias(acc[j])
-                        for j in range(LANES)
-                    ],
-                )
-                work = fmix_steps(work, acc)
-            aggs = [sf.count(sf.lit(1))]
-            for a in acc:
-                aggs.append(sf.sum(sf.col(a).bitwiseAND(sf.lit(0xFFFFFFFF).cast("long"))))
-                aggs.append(sf.sum(sf.shiftrightunsigned(sf.col(a), 32)))
-            row = work.agg(*aggs).first()
-            assert row is not None
-            n = int(row[0])
-            sums = [
-                (int(row[1 + 2 * j] or 0) + (int(row[2 + 2 * j] or 0) << 32)) & MASK
-                for j in range(LANES)
-            ]
-            summary.append((label, n, kinds, sums))
-    finally:
-        if ansi is None:
-            spark.conf.unset("spark.sql.ansi.enabled")
-        else:
-            spark.conf.set("spark.sql.ansi.enabled", ansi)
-    return summary_digest(family_name(data, structure), summary)
