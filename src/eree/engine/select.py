@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eree.errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from eree.engine.base import Engine
 
 __all__ = ["ENGINES", "make_engine"]
 
@@ -12,7 +15,7 @@ __all__ = ["ENGINES", "make_engine"]
 ENGINES = ("polars", "spark")
 
 
-def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Any:
+def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Engine:
     """A new engine of ``kind``.
 
     Args:

@@ -137,6 +137,20 @@ class PolarsEngine:
 
         return scan_eree(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
+    def n_workplaces(self, data: EreeData) -> int:
+        """The number of workplaces (public)."""
+        return data.n_workplaces
+
+    def public_workplaces(self, data: EreeData) -> pl.DataFrame:
+        """The public workplace frame (always in memory)."""
+        return data.workplaces
+
+    def fingerprints(self, data: EreeData | EstablishmentData) -> tuple[str, str]:
+        """The content and structure fingerprints (:mod:`eree.data.fingerprint`)."""
+        from eree.data.fingerprint import fingerprints
+
+        return fingerprints(data)
+
     # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> EstablishmentData:
@@ -144,6 +158,17 @@ class PolarsEngine:
         from eree.data.establishments import load_establishments
 
         return load_establishments(config)
+
+    def n_establishments(self, data: EstablishmentData) -> int:
+        """The number of establishments (public)."""
+        return data.n
+
+    def public_columns(self, data: EstablishmentData, columns: Sequence[str]) -> pl.DataFrame:
+        """The ``columns`` of every establishment (id and public attributes only)."""
+        frame = data.frame
+        if isinstance(frame, pl.LazyFrame):
+            frame = frame.collect()
+        return frame.select(list(columns))
 
     def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""

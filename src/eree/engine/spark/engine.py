@@ -189,8 +189,6 @@ class SparkEngine:
         self._prepared = None
         self._source = None
 
-    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
-
     def load_eree(
         self, config: EreeDataConfig, attributes: Sequence[str] | None = None
     ) -> SparkEreeData:
@@ -198,6 +196,36 @@ class SparkEngine:
         from eree.engine.polars.load import narrow_config
 
         return self.load(narrow_config(config, attributes))
+
+    def n_workplaces(self, data: EreeData | SparkEreeData) -> int:
+        """The number of workplaces (a Spark count for Spark-side data)."""
+        return int(data.n_workplaces)
+
+    def public_workplaces(self, data: EreeData | SparkEreeData) -> pl.DataFrame | None:
+        """The workplace frame of in-memory data; ``None`` for Spark-side data.
+
+        Spark-side workplaces are not collected for this: callers do without them.
+        """
+        return data.workplaces if isinstance(data, EreeData) else None
+
+    def fingerprints(
+        self, data: EreeData | EstablishmentData | SparkEreeData | SparkEstablishmentData
+    ) -> tuple[str, str]:
+        """The content and structure fingerprints, computed in Spark for Spark-side data.
+
+        The same values as :func:`eree.data.fingerprint.fingerprints` of the same rows
+        loaded by Polars (:func:`~eree.engine.spark.fingerprint.spark_fingerprint`); no
+        row reaches the driver.
+        """
+        if isinstance(data, EreeData | EstablishmentData):  # in memory already
+            from eree.data.fingerprint import fingerprints
+
+            return fingerprints(data)
+        from eree.engine.spark.fingerprint import spark_fingerprint
+
+        return spark_fingerprint(data, structure=False), spark_fingerprint(data, structure=True)
+
+    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> SparkEstablishmentData:
         """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3)."""
@@ -222,6 +250,21 @@ class SparkEngine:
         sdata = SparkEstablishmentData.from_polars(self.spark, data)
         self._estab_source = (data, sdata)
         return sdata
+
+    def n_establishments(self, data: EstablishmentData | SparkEstablishmentData) -> int:
+        """The number of establishments (a Spark count for Spark-side data)."""
+        return int(data.n)
+
+    def public_columns(
+        self, data: EstablishmentData | SparkEstablishmentData, columns: Sequence[str]
+    ) -> pl.DataFrame:
+        """The ``columns`` of every establishment (id and public attributes only).
+
+        For Spark-side data only these columns come to the driver, none other.
+        """
+        if isinstance(data, EstablishmentData):  # in memory already
+            return data.frame.select(list(columns))
+        return to_polars(data.frame.select(*columns))
 
     def identity_values(
         self, data: EstablishmentData | SparkEstablishmentData, attributes: Sequence[str]
