@@ -35,7 +35,8 @@ def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Engi
             from pyspark.sql import SparkSession
         except ImportError:
             raise SpecError('engine "spark" needs PySpark (install the "spark" extra)') from None
-        from eree.engine.spark.engine import SparkEngine, spark_session
+        from eree.engine.spark.engine import SparkEngine
+        from eree.engine.spark.session import spark_session
 
         active = SparkSession.getActiveSession()
         return SparkEngine(active or spark_session(cores=cores, driver_memory=driver_memory))

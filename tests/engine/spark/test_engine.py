@@ -19,7 +19,9 @@ from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import EreeData, load_eree
 from eree.data.schema import NAICS_SECTORS, OWNERSHIP_CODES
 from eree.engine.polars.engine import PolarsEngine
-from eree.engine.spark.engine import SparkEngine, SparkEreeData, spark_session
+from eree.engine.spark.data import SparkEreeData
+from eree.engine.spark.engine import SparkEngine
+from eree.engine.spark.session import spark_session
 from eree.errors import DataValidationError, SpecError
 from eree.synth.lodes import synth_parametric
 from tests.engine.polars.test_engine import ESTABS, JOBS, make_data

@@ -90,7 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from eree.engine.spark.establishments import SparkEstablishmentData
 
-__all__ = ["SparkEngine", "SparkEreeData", "spark_session"]
+__all__ = ["SparkEngine"]
 
 
 class SparkEngine:
