@@ -114,7 +114,7 @@ def main() -> None:
         import polars as pl
         from eree.release.spec import load_spec
         from eree.data.eree_tables import load_eree
-        from eree.engine.polars_engine import PolarsEngine
+        from eree.engine.polars.engine import PolarsEngine
         plan = load_spec({str(spec)!r})
         t = time.perf_counter(); data = load_eree(plan.data); t_load = time.perf_counter() - t
         e = PolarsEngine(); out = {{"load_s": t_load}}

@@ -107,7 +107,7 @@ def main() -> None:
         from eree.release.spec import load_spec
         from eree.release.build import split_by
         from eree.data.eree_tables import load_eree
-        from eree.engine.polars_engine import PolarsEngine
+        from eree.engine.polars.engine import PolarsEngine
         from eree.postprocess.hierarchy import marginal_forest, cell_parents
         plan = load_spec({str(spec)!r})
         data = load_eree(plan.data)

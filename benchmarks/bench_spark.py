@@ -62,8 +62,10 @@ def main() -> None:
 
     from eree.data.config import EreeDataConfig
     from eree.data.eree_tables import EreeData, load_eree
-    from eree.engine.polars_engine import PolarsEngine
-    from eree.engine.spark_engine import SparkEngine, SparkEreeData, spark_session
+    from eree.engine.polars.engine import PolarsEngine
+    from eree.engine.spark.data import SparkEreeData
+    from eree.engine.spark.engine import SparkEngine
+    from eree.engine.spark.session import spark_session
     from eree.synth.lodes import synth_parametric
 
     data_dir = args.workdir / "pa"

@@ -110,7 +110,7 @@ def eree_code(spec: Path, out: Path, args: argparse.Namespace) -> str:
     )
     return textwrap.dedent(f"""
         import shutil
-        from eree.engine.spark_engine import SparkEngine
+        from eree.engine.spark.engine import SparkEngine
         from eree.mechanisms.noise import make_noise_source
         from eree.release.protect import protect
         from eree.release.spec import load_spec

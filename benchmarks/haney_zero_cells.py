@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.evaluate.datasets import load_dataset
 from eree.evaluate.haney import (
     ESTABLISHMENT_ATTRIBUTES,

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def lodes(seeds: int) -> list[str]:
     from eree.data.eree_tables import load_eree
-    from eree.engine.polars_engine import PolarsEngine
+    from eree.engine.polars.engine import PolarsEngine
     from eree.mechanisms.noise import SeededNoise
     from eree.release.build import split_by
     from eree.release.protect import protect
@@ -60,7 +60,7 @@ def lodes(seeds: int) -> list[str]:
 
 def qcew(seeds: int) -> list[str]:
     from eree.data.establishments import load_establishments
-    from eree.engine.establishments import group_sums
+    from eree.engine.polars.establishments import group_sums
     from eree.mechanisms.noise import SeededNoise
     from eree.release.protect import protect
     from eree.release.spec import load_spec

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import SpecError
 from eree.evaluate.datasets import load_dataset
 from eree.evaluate.haney import (

@@ -21,7 +21,7 @@ from scipy import stats
 
 from eree.data.eree_tables import EreeData
 from eree.data.schema import WORKER_DOMAINS
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.evaluate.datasets import load_dataset
 from eree.evaluate.haney import establishment_sizes, marginal_cells
 from eree.mechanisms.baselines import laplace, truncated_laplace

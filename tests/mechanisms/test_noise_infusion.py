@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.noise import SeededNoise
 from eree.mechanisms.noise_infusion import (

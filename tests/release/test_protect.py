@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from eree.data.eree_tables import load_eree
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import EreeError, PrivacyParameterError
 from eree.mechanisms.noise import SecureNoise, SeededNoise
 from eree.release.build import split_by

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.synth.national import STATE_JOBS_WEIGHT, _shares, national_lodes, national_qcew
 
 

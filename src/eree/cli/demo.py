@@ -65,7 +65,7 @@ def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     import numpy as np
 
     from eree.data.eree_tables import load_eree
-    from eree.engine.polars_engine import PolarsEngine
+    from eree.engine.polars.engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
     from eree.release.build import split_by
     from eree.release.protect import protect
@@ -155,7 +155,7 @@ def _gedp_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     import numpy as np
 
     from eree.data.establishments import load_establishments
-    from eree.engine.establishments import group_sums
+    from eree.engine.polars.establishments import group_sums
     from eree.mechanisms.noise import make_noise_source
     from eree.release.protect import protect
     from eree.release.spec import load_spec

@@ -128,7 +128,7 @@ def load_eree(config: EreeDataConfig) -> EreeData:
             a worker attribute without a declared domain.
         DataValidationError: the data violate a rule of DESIGN.md §2.3.
     """
-    _check_config(config)
+    check_config(config)
     domains = {a: tuple(config.domains[a]) for a in config.worker_attributes}
     for a in config.workplace_attributes:
         if a in config.domains:
@@ -137,7 +137,7 @@ def load_eree(config: EreeDataConfig) -> EreeData:
         workplaces, jobs = _load_joined(config, config.jobs)
     else:
         wp, wk, jb = config.workplace, config.worker, config.job
-        if wp is None or wk is None or jb is None:  # pragma: no cover - _check_config
+        if wp is None or wk is None or jb is None:  # pragma: no cover - check_config
             raise SpecError("[data] needs workplace, worker and job tables")
         workplaces, jobs = _load_three(config, wp, wk, jb)
     workplaces, jobs = canonical_ids(config, workplaces), canonical_ids(config, jobs)
@@ -156,7 +156,7 @@ def canonical_ids(config: EreeDataConfig, frame: pl.DataFrame) -> pl.DataFrame:
     return frame.rename({wid: WORKPLACE_ID})
 
 
-def _check_config(config: EreeDataConfig) -> None:
+def check_config(config: EreeDataConfig) -> None:
     three = (config.workplace, config.worker, config.job)
     if config.jobs is not None:
         if any(p is not None for p in three):

@@ -150,7 +150,7 @@ def derive_naics_columns(
     return frame.with_columns(new)
 
 
-def _role_errors(config: EstablishmentDataConfig, file: str) -> None:
+def role_errors(config: EstablishmentDataConfig, file: str) -> None:
     roles: dict[str, str] = {}
     for role, cols in (
         ("id", [config.id]),
@@ -258,7 +258,7 @@ def _check_unique_ids(df: pl.DataFrame, column: str, parts: list[_Part], file: s
 
 
 def _load(config: EstablishmentDataConfig, parts: list[_Part], file: str) -> EstablishmentData:
-    _role_errors(config, file)
+    role_errors(config, file)
     # file-level problems (missing, unreadable, no header) first
     expected = [config.id, *config.public, *config.confidential]
     header = read_header(parts[0][0], expected=expected)

@@ -1,5 +1,12 @@
 """Engines: the only code that scans microdata (DESIGN.md §1).
 
 An engine turns input tables and a query into a table of cell statistics; mechanisms
-never see rows. :class:`~eree.engine.polars_engine.PolarsEngine` is the default.
+never see rows. :class:`~eree.engine.polars.engine.PolarsEngine` is the default.
+
+* :mod:`eree.engine.base` — the contract every engine meets (a table, then a Protocol);
+* :mod:`eree.engine.select` — an engine by name;
+* :mod:`eree.engine.exact_sums`, :mod:`eree.engine.cell_frame` — what both engines
+  share: exact order-free sums, the keys of the full cell frame;
+* :mod:`eree.engine.polars` — the Polars engine, its loader and establishment queries;
+* :mod:`eree.engine.spark` — the Spark engine (PySpark imported lazily).
 """

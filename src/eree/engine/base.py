@@ -1,10 +1,38 @@
 """The engine contract.
 
-An engine computes **cell statistics** for a marginal over any mix of public workplace
-attributes and private worker attributes. Cells (DESIGN.md §4): every combination of the
-queried workplace attributes that occurs in the public workplace frame, crossed with the
-full declared domain of the queried worker attributes. With ``complete=True`` the
-workplace combinations with no establishment (public zeros) are listed too, with
+An engine is the only code that scans microdata. It loads and validates its own data —
+the ``data`` it returns are its own type (Polars frames, or Spark DataFrames that stay
+in Spark) — and answers every question a release asks about them, so the release path
+never looks at the data's type:
+
+=========================  =============  =============================================
+method                     data           gives
+=========================  =============  =============================================
+``load_eree``              ER-EE          the validated input (only the attributes
+                                          used, if given), as the engine's own data
+``cell_statistics``        ER-EE          the cell statistics of a marginal (below)
+``establishment_cells``    ER-EE          job counts per (establishment, cell)
+``n_workplaces``           ER-EE          the number of workplaces (public)
+``public_workplaces``      ER-EE          the public workplace frame when the engine
+                                          holds it in memory, else ``None``
+``load_establishments``    establishment  the validated input, as the engine's own data
+``identity_values``        establishment  the identity query's answers, by id
+``group_sums``             establishment  exact sums per group (below)
+``group_max_bounds``       establishment  the largest public bound u*_ℓ per group
+``clipped_group_sums``     establishment  exact clipped sums per group (below)
+``n_establishments``       establishment  the number of establishments (public)
+``public_columns``         establishment  public columns of every establishment, as a
+                                          Polars frame
+``fingerprints``           either         the content and structure fingerprints
+                                          (:mod:`eree.data.fingerprint`): the same
+                                          values whichever engine loaded the data
+=========================  =============  =============================================
+
+Cell statistics are computed for a marginal over any mix of public workplace attributes
+and private worker attributes. Cells (DESIGN.md §4): every combination of the queried
+workplace attributes that occurs in the public workplace frame, crossed with the full
+declared domain of the queried worker attributes. With ``complete=True`` the workplace
+combinations with no establishment (public zeros) are listed too, with
 ``has_establishment = False``; this needs declared domains for the workplace attributes.
 
 The result is a Polars DataFrame, one row per cell, sorted by the key columns:
@@ -25,14 +53,25 @@ column                    meaning
 
 A Spark engine implements the same contract and must give identical frames.
 
-The same protocol serves establishment (QCEW-like) data (DESIGN.md §1.1):
-:meth:`Engine.identity_values`, :meth:`Engine.group_sums`,
-:meth:`Engine.group_max_bounds` and :meth:`Engine.clipped_group_sums` return small Polars
-frames (keys sorted, then the attribute columns; see
-:mod:`eree.engine.establishments`), with exact sums so that every engine gives the same
-bits. Each engine also loads its own data (:meth:`Engine.load_eree`,
-:meth:`Engine.load_establishments`): the Spark engine reads and validates in Spark, and
-the data it returns are Spark-side (the ``data`` arguments are then its own types).
+The same protocol serves establishment (QCEW-like) data (DESIGN.md §1.1): the group
+queries return small Polars frames, keys sorted (one row per group of ``by`` that
+occurs; ``by = []``: one total row), then the attribute columns in
+:func:`result_order`:
+
+========================  =============================================================
+column                    meaning
+========================  =============================================================
+*keys*                    ``by`` (Utf8)
+*attribute*               per attribute: its exact sum, or clipped sum (Float64) —
+                          confidential
+:func:`bound_column`      per attribute: u*_ℓ, the group's largest public bound
+                          (Float64; clipped sums and largest bounds only) — public
+:data:`ESTABLISHMENTS`    number of establishments in the group (Int64) — public
+========================  =============================================================
+
+Sums are exact (:mod:`eree.engine.exact_sums`), so that every engine gives the same
+bits. Each engine loads its own data: the Spark engine reads and validates in Spark,
+and the data it returns are Spark-side (the ``data`` arguments are then its own types).
 """
 
 from __future__ import annotations
@@ -45,13 +84,48 @@ import polars as pl
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import EreeData
 
+__all__ = [
+    "CELL_STAT_COLUMNS",
+    "ESTABLISHMENTS",
+    "Engine",
+    "bound_column",
+    "result_order",
+]
+
 CELL_STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment")
+
+#: name of the public establishment-count column in group results
+ESTABLISHMENTS = "establishments"
+
+
+def bound_column(attribute: str) -> str:
+    """Column of a clipped-sum result holding u*_ℓ for ``attribute``."""
+    return f"{attribute}__ustar"
+
+
+def result_order(by: Sequence[str], attributes: Sequence[str], cols: Sequence[Any]) -> list[str]:
+    """Column order of group results.
+
+    Keys; per attribute its value, then its u* column (when present); then
+    :data:`ESTABLISHMENTS`.
+    """
+    names = {c if isinstance(c, str) else c.name for c in cols}
+    order = list(by)
+    for a in attributes:
+        order += [c for c in (a, bound_column(a)) if c in names]
+    return [*order, ESTABLISHMENTS]
 
 
 class Engine(Protocol):
-    """What every engine provides."""
+    """What every engine provides (the table of the module docstring)."""
 
     name: str
+
+    # -- ER-EE data -------------------------------------------------------------------
+
+    def load_eree(self, config: EreeDataConfig, attributes: Sequence[str] | None = None) -> Any:
+        """Load and validate ER-EE input (only ``attributes``, if given) for this engine."""
+        ...
 
     def cell_statistics(
         self,
@@ -81,9 +155,19 @@ class Engine(Protocol):
         """
         ...
 
-    def load_eree(self, config: EreeDataConfig, attributes: Sequence[str] | None = None) -> Any:
-        """Load and validate ER-EE input (only ``attributes``, if given) for this engine."""
+    def n_workplaces(self, data: Any) -> int:
+        """The number of workplaces (establishments) of loaded ER-EE data (public)."""
         ...
+
+    def public_workplaces(self, data: Any) -> pl.DataFrame | None:
+        """The public workplace frame of loaded ER-EE data, if held in memory.
+
+        ``None`` when the engine would have to scan for it (Spark-side data); callers
+        then do without (e.g. cell-count bounds from the declared domains).
+        """
+        ...
+
+    # -- establishment data -----------------------------------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> Any:
         """Load and validate establishment input for this engine."""
@@ -105,4 +189,26 @@ class Engine(Protocol):
         self, data: Any, by: Sequence[str], bounds: pl.DataFrame, attributes: Sequence[str]
     ) -> pl.DataFrame:
         """Per group: the exact clipped sums T = Σ min(r, u*ℓ) (pnc, Def 6.8) and u*ℓ."""
+        ...
+
+    def n_establishments(self, data: Any) -> int:
+        """The number of establishments of loaded establishment data (public)."""
+        ...
+
+    def public_columns(self, data: Any, columns: Sequence[str]) -> pl.DataFrame:
+        """The ``columns`` of every establishment (one row each), as a Polars frame.
+
+        For the id and public attributes only: a confidential column never leaves the
+        engine this way.
+        """
+        ...
+
+    # -- either kind ------------------------------------------------------------------
+
+    def fingerprints(self, data: Any) -> tuple[str, str]:
+        """The ``(content, structure)`` fingerprints of loaded data.
+
+        The values of :func:`eree.data.fingerprint.fingerprints` for the same rows
+        loaded by Polars, whichever engine computes them.
+        """
         ...

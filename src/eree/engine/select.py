@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eree.errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from eree.engine.base import Engine
 
 __all__ = ["ENGINES", "make_engine"]
 
@@ -12,7 +15,7 @@ __all__ = ["ENGINES", "make_engine"]
 ENGINES = ("polars", "spark")
 
 
-def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Any:
+def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Engine:
     """A new engine of ``kind``.
 
     Args:
@@ -24,7 +27,7 @@ def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Any:
         SpecError: an unknown kind, or Spark asked for but not installed.
     """
     if kind == "polars":
-        from eree.engine.polars_engine import PolarsEngine
+        from eree.engine.polars.engine import PolarsEngine
 
         return PolarsEngine()
     if kind == "spark":
@@ -32,7 +35,8 @@ def make_engine(kind: str, *, cores: int = 2, driver_memory: str = "4g") -> Any:
             from pyspark.sql import SparkSession
         except ImportError:
             raise SpecError('engine "spark" needs PySpark (install the "spark" extra)') from None
-        from eree.engine.spark_engine import SparkEngine, spark_session
+        from eree.engine.spark.engine import SparkEngine
+        from eree.engine.spark.session import spark_session
 
         active = SparkSession.getActiveSession()
         return SparkEngine(active or spark_session(cores=cores, driver_memory=driver_memory))

@@ -54,7 +54,7 @@ import polars as pl
 
 from eree.data.eree_tables import EreeData
 from eree.engine.base import Engine
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
 from eree.evaluate.datasets import Dataset
 from eree.evaluate.haney import (

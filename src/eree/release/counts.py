@@ -60,7 +60,7 @@ def measure_marginal(
     if mech.uses_establishment_incidence:
         context = {
             INCIDENCE: _incidence(stats, data, engine, q),
-            N_ESTABLISHMENTS: data.n_workplaces,
+            N_ESTABLISHMENTS: engine.n_workplaces(data),
             FACTOR_CACHE: shared.setdefault(FACTOR_CACHE, {}),
         }
     cells = Cells({c: stats[c].to_numpy() for c in mech.needs}, context)

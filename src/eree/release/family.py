@@ -12,7 +12,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
-import polars as pl
 from typing_extensions import override
 
 from eree.engine.base import Engine
@@ -32,7 +31,7 @@ class ReleaseFamily(ABC):
         """Refuse what can be refused before any confidential byte is read."""
 
     @abstractmethod
-    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
+    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
         """Load and validate the data with ``engine`` (DESIGN.md §2.3).
 
         With ``narrow``, only the columns the queries use are read (a release with a
@@ -67,7 +66,7 @@ class ReleaseFamily(ABC):
         return False
 
     def postprocess(
-        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+        self, built: BuiltPlan, data: Any, engine: Engine, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Extra files and manifest entries from published values only (default: none).
 
@@ -80,7 +79,7 @@ class ReleaseFamily(ABC):
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         """What the release guarantees, in words (DESIGN.md §3.3)."""
 
-    def n_establishments(self, data: Any) -> int | None:
+    def n_establishments(self, data: Any, engine: Engine) -> int | None:
         """The number of establishments of loaded data (public), or None if unknown."""
         return None
 
@@ -102,18 +101,17 @@ class CountRelease(ReleaseFamily):
         check_publication_plan(plan)
 
     @override
-    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
+    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
         from eree.release.cells import check_plan_cells
 
         used: set[str] = set()
         for q in plan.queries:
             wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
             used.update(wp, wk)
-        data = engine.load_eree(plan.data, sorted(used) if narrow else None)
-        # exact cell counts before cells are allocated (Polars-side data; with Spark
-        # the lower bounds checked before loading stand)
-        workplaces = data.workplaces if isinstance(data.workplaces, pl.DataFrame) else None
-        check_plan_cells(plan, workplaces)
+        data = engine.load_eree(plan.data, sorted(used) if narrow else None)  # type: ignore[arg-type]
+        # exact cell counts before cells are allocated (when the engine holds the
+        # workplace frame in memory; otherwise the lower bounds checked before loading stand)
+        check_plan_cells(plan, engine.public_workplaces(data))
         return data
 
     @override
@@ -129,7 +127,7 @@ class CountRelease(ReleaseFamily):
         from eree.release.counts import count_tables
 
         if engine is None:
-            from eree.engine.polars_engine import PolarsEngine
+            from eree.engine.polars.engine import PolarsEngine
 
             engine = PolarsEngine()
         return count_tables(built, data, engine, source, streaming=streaming)
@@ -142,7 +140,7 @@ class CountRelease(ReleaseFamily):
 
     @override
     def postprocess(
-        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+        self, built: BuiltPlan, data: Any, engine: Engine, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Publication-grade tables when ``[postprocess]`` asks (replaces ``tables``' entries)."""
         from eree.release.publication import publication_tables, wanted
@@ -155,9 +153,9 @@ class CountRelease(ReleaseFamily):
         return {}, {"postprocess": entry}
 
     @override
-    def n_establishments(self, data: Any) -> int | None:
+    def n_establishments(self, data: Any, engine: Engine) -> int | None:
         """The workplace frame's rows (public, DESIGN.md §2.1); a count with Spark."""
-        return int(data.n_workplaces)
+        return engine.n_workplaces(data)
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
@@ -188,8 +186,8 @@ class EstablishmentRelease(ReleaseFamily):
             check_microdata_plan(plan)
 
     @override
-    def load(self, plan: Plan, engine: Any, *, narrow: bool = True) -> Any:
-        return engine.load_establishments(plan.data)
+    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
+        return engine.load_establishments(plan.data)  # type: ignore[arg-type]
 
     @override
     def release(
@@ -211,16 +209,15 @@ class EstablishmentRelease(ReleaseFamily):
 
     @override
     def postprocess(
-        self, built: BuiltPlan, data: Any, tables: list[QueryTable]
+        self, built: BuiltPlan, data: Any, engine: Engine, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         if not built.plan.postprocess.microdata:
             return {}, {}
-        from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
+        from eree.release.microdata import MICRODATA_FILE, build_microdata
 
-        if isinstance(data.frame, pl.DataFrame):
-            public = public_frame(data)
-        else:  # Spark-side data: only the public columns come to the driver
-            public = _public_on_driver(data)
+        # the WLS microdata have one row per establishment with its public attributes, so
+        # these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does
+        public = engine.public_columns(data, [data.id_column, *data.config.public])
         md = build_microdata(built.plan, tables, public)
         entry = {"microdata": md.manifest_entry()}
         if built.plan.postprocess.consistent:
@@ -239,28 +236,15 @@ class EstablishmentRelease(ReleaseFamily):
         return {MICRODATA_FILE: md.frame}, entry
 
     @override
-    def n_establishments(self, data: Any) -> int | None:
+    def n_establishments(self, data: Any, engine: Engine) -> int | None:
         """The establishment file's rows (public: pnc's τ̂ uses it, Thm 6.7)."""
-        frame = data.frame
-        return frame.height if isinstance(frame, pl.DataFrame) else int(data.n)
+        return engine.n_establishments(data)
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         from eree.release.gedp import gedp_plan_semantics
 
         return gedp_plan_semantics(plan, report)
-
-
-def _public_on_driver(data: Any) -> pl.DataFrame:
-    """The id and public columns of Spark-side establishment data, on the driver.
-
-    The WLS microdata have one row per establishment with its public attributes, so
-    these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does.
-    """
-    from eree.engine.spark_common import _to_polars
-
-    cfg = data.config
-    return _to_polars(data.frame.select(cfg.id, *cfg.public))
 
 
 _FAMILIES: dict[str, ReleaseFamily] = {

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
-from eree.engine.establishments import bound_column
+from eree.engine.base import Engine, bound_column
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import PncBounded, PsiMechanism
@@ -146,7 +146,7 @@ def release_gedp(
     source: NoiseSource,
     report: PrivacyReport | None = None,
     *,
-    engine: Any = None,
+    engine: Engine | None = None,
 ) -> list[QueryTable]:
     """Run the plan's GEDP mechanism objects on ``data``; return the tables in plan order.
 
@@ -171,7 +171,7 @@ def release_gedp(
         _check_report(built, report)
     _check_data(spec, data)
     if engine is None:
-        from eree.engine.polars_engine import PolarsEngine
+        from eree.engine.polars.engine import PolarsEngine
 
         engine = PolarsEngine()
     id_col = data.id_column
@@ -204,15 +204,17 @@ def release_gedp(
                 frames["value"] = engine.group_sums(data, keys, attrs)
             if needs & {"clipped", "bound"}:
                 if bounds is None:
-                    bounds = _pnc_bounds(built, omegas, ids, data)
+                    bounds = _pnc_bounds(built, omegas, ids, data, engine)
                 frames["clipped"] = engine.clipped_group_sums(data, keys, bounds, attrs)
             cells = next(iter(frames.values()))
             frames = {k: _aligned(cells, f, keys) for k, f in frames.items()}
             if "identity_sum" in needs:
-                frames["identity_sum"] = _identity_sums(cells, data, keys, attrs, ids, id_estimates)
+                frames["identity_sum"] = _identity_sums(
+                    cells, data, engine, keys, attrs, ids, id_estimates
+                )
             if "identity_variance" in needs:
                 frames["identity_variance"] = _identity_sums(
-                    cells, data, keys, attrs, ids, id_variances
+                    cells, data, engine, keys, attrs, ids, id_variances
                 )
         for a, mech in zip(attrs, q.mechanisms, strict=True):
             columns: dict[str, FloatArray] = {}
@@ -245,20 +247,16 @@ def _aligned(base: pl.DataFrame, other: pl.DataFrame, keys: list[str]) -> pl.Dat
     return base.select(keys).join(other, on=keys, how="left", maintain_order="left")
 
 
-def _public_keys(data: EstablishmentData, keys: list[str]) -> pl.DataFrame:
+def _public_keys(data: EstablishmentData, engine: Engine, keys: list[str]) -> pl.DataFrame:
     """The id and the public ``keys`` of every establishment (public columns only)."""
     cols = [data.id_column, *keys]
-    frame = data.frame
-    if isinstance(frame, pl.LazyFrame):
-        frame = frame.collect()
-    if not isinstance(frame, pl.DataFrame):  # e.g. a Spark frame: public columns only
-        frame = pl.from_pandas(frame.select(*cols).toPandas())
-    return frame.select(cols).with_columns(pl.col(data.id_column).cast(pl.Utf8))
+    return engine.public_columns(data, cols).with_columns(pl.col(data.id_column).cast(pl.Utf8))
 
 
 def _identity_sums(
     cells: pl.DataFrame,
     data: EstablishmentData,
+    engine: Engine,
     keys: list[str],
     attrs: list[str],
     ids: pl.Series | None,
@@ -279,7 +277,7 @@ def _identity_sums(
     )  # fmt: skip
     if not keys:
         return est.select(pl.col(a).sum() for a in attrs)
-    joined = _public_keys(data, keys).join(est, on=data.id_column, how="left")
+    joined = _public_keys(data, engine, keys).join(est, on=data.id_column, how="left")
     sums = joined.group_by(keys).agg(pl.col(a).sum() for a in attrs)
     return _aligned(cells, sums, keys).with_columns(pl.col(a).fill_null(0.0) for a in attrs)
 
@@ -289,6 +287,7 @@ def _pnc_bounds(
     omegas: dict[str, FloatArray],
     ids: pl.Series | None,
     data: EstablishmentData,
+    engine: Engine,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""
     # pnc and the adaptive mechanism share the bounds of Thm 6.7
@@ -299,6 +298,9 @@ def _pnc_bounds(
     cols = [ids.cast(pl.Utf8)]
     for a in src.statistics:
         # an attribute measured by the identity query but by no pnc query needs no bound
-        u = pnc[a].upper_bounds(omegas[a], data.n) if a in pnc else np.zeros(len(ids))
+        if a in pnc:
+            u = pnc[a].upper_bounds(omegas[a], engine.n_establishments(data))
+        else:
+            u = np.zeros(len(ids))
         cols.append(pl.Series(a, u, dtype=pl.Float64))
     return pl.DataFrame(cols)

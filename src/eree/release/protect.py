@@ -250,7 +250,7 @@ def protect(
         return _warn(_run(built, out_dir, source, engine, report, data, None, None, force, policy))
     from eree.data.fingerprint import SCHEME
 
-    fingerprint, structure = _fingerprints(data, structure=True)
+    fingerprint, structure = engine.fingerprints(data)
     with book.release(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
@@ -278,29 +278,6 @@ def _warn(result: ReleaseResult) -> ReleaseResult:
             text += f" → {w['remedy']}"
         pywarnings.warn(ReleaseWarning(text), stacklevel=3)
     return result
-
-
-def _fingerprints(data: Any, *, structure: bool) -> tuple[str, str | None]:
-    """The content fingerprint and, with ``structure``, the structure fingerprint.
-
-    See :mod:`eree.data.fingerprint`; Spark computes them for Spark-side data (the same
-    values).
-    """
-    if _is_spark_side(data):
-        from eree.engine.spark_common import spark_fingerprint
-
-        content = spark_fingerprint(data, structure=False)
-        return content, spark_fingerprint(data, structure=True) if structure else None
-    from eree.data.fingerprint import content_fingerprint, fingerprints
-
-    if structure:
-        return fingerprints(data)
-    return content_fingerprint(data), None
-
-
-def _is_spark_side(data: Any) -> bool:
-    frame = getattr(data, "frame", None) if hasattr(data, "frame") else data.workplaces
-    return not isinstance(frame, pl.DataFrame)
 
 
 class _TableFrames(Mapping[str, pl.DataFrame]):
@@ -335,7 +312,7 @@ def _run(
     built: BuiltPlan,
     out_dir: str | Path,
     source: NoiseSource,
-    engine: Engine | None,
+    engine: Engine,
     report: PrivacyReport,
     data: Any,
     fingerprint: str | None,
@@ -358,7 +335,7 @@ def _run(
         extra_manifest: dict[str, Any] = {}
         if family.needs_tables(plan):  # post-processing reads every table: all in memory
             kept = list(family.release(built, data, engine, source))
-            extra_files, extra_manifest = family.postprocess(built, data, kept)
+            extra_files, extra_manifest = family.postprocess(built, data, engine, kept)
             check_finite(kept, extra_files or None)  # before any file is written
             for qt in kept:
                 writer.write_table(qt)
@@ -377,7 +354,7 @@ def _run(
         from eree.release.preview import plan_warnings
 
         # the one place a release's plan warnings join the manifest's list
-        warnings = plan_warnings(built, family.n_establishments(data))
+        warnings = plan_warnings(built, family.n_establishments(data, engine))
         manifest.setdefault("warnings", []).extend(warnings)
         report_html = release_report(manifest, _TableFrames(tables, writer), extra_files)
         writer.finish(manifest, extra_files or None, {REPORT_FILE: report_html})

@@ -90,7 +90,7 @@ def validate_plan(spec: str | Path, *, read_data: bool = True) -> dict[str, Any]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             data = family.load(plan, engine, narrow=False)
-        n_establishments = family.n_establishments(data)
+        n_establishments = family.n_establishments(data, engine)
         checks.append(
             "data: every configured column against the spec (ids, links, domains, values; "
             "the checks of a release)"

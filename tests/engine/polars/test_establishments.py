@@ -10,15 +10,10 @@ import pytest
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import load_establishments
-from eree.engine.establishments import (
-    ESTABLISHMENTS,
-    bound_column,
-    clipped_group_sums,
-    group_sums,
-    identity_values,
-)
+from eree.engine.base import ESTABLISHMENTS, bound_column
+from eree.engine.polars.establishments import clipped_group_sums, group_sums, identity_values
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 SYN_RI = SHARED_DATA / "syn_ri" / "ri44_qbp_2016_1.csv.gz"
 
 

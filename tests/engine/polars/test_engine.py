@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eree.data.eree_tables import EreeData
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import SpecError
 
 DOMAINS = {"sex": ("M", "F"), "age": ("A01", "A02", "A03"), "county": ("c1", "c2", "c3")}

@@ -9,7 +9,7 @@ import pytest
 
 from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import load_eree
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import DataValidationError
 from eree.synth.lodes import synth_parametric
 

@@ -4,9 +4,9 @@
 :class:`~eree.data.establishments.EstablishmentData`: the establishment table as a Spark
 DataFrame, read and validated by Spark (:func:`load_establishments_spark`), so that the
 microdata never pass through the driver. The query functions give frames identical to
-the Polars engine's (:mod:`eree.engine.establishments`): same columns, dtypes, row order
+the Polars engine's (:mod:`eree.engine.polars.establishments`): same columns, dtypes, row order
 and values. Sums are exact (integer and 2⁻³² fractional parts summed as 64-bit
-integers, :func:`~eree.engine.establishments.exact_parts`), so they do not depend on how
+integers, :func:`~eree.engine.exact_sums.exact_parts`), so they do not depend on how
 Spark partitions the data. Only group results (at most one row per group) and the
 identity answers (one row per establishment: they are the published table) are
 collected.
@@ -23,14 +23,10 @@ import polars as pl
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import NAICS_DERIVED, SUPERSECTOR_OF_SECTOR, EstablishmentData
-from eree.engine.establishments import (
-    ESTABLISHMENTS,
-    FRACTION_BITS,
-    MAX_EXACT_TOTAL,
-    bound_column,
-    exact_sums,
-    result_order,
-)
+from eree.engine.base import ESTABLISHMENTS, bound_column, result_order
+from eree.engine.exact_sums import FRACTION_BITS, MAX_EXACT_TOTAL, exact_sums
+from eree.engine.spark.checks import Check, missing, outside, run_checks
+from eree.engine.spark.io import polars_to_spark, read_text_columns, to_polars
 from eree.errors import DataValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,13 +69,10 @@ class SparkEstablishmentData:
     @classmethod
     def from_polars(cls, spark: SparkSession, data: EstablishmentData) -> SparkEstablishmentData:
         """Hand an in-memory :class:`EstablishmentData` to Spark (through Arrow)."""
-        from eree.engine.spark_common import _polars_to_spark
-
-        return cls(_polars_to_spark(spark, data.frame), data.config)
+        return cls(polars_to_spark(spark, data.frame), data.config)
 
 
 def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
-    from eree.engine.spark_common import _read
     from eree.errors import SpecError
 
     name = path.name.lower()
@@ -87,7 +80,7 @@ def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
         from eree.data.io import read_header
 
         header = [c for c in read_header(path) if c != ""]
-        return _read(spark, path, header, [], "csv")
+        return read_text_columns(spark, path, header, [], "csv")
     try:
         return spark.read.parquet(str(path))
     except Exception as exc:
@@ -119,24 +112,23 @@ def load_establishments_spark(
     from pyspark.sql import functions as sf
     from pyspark.sql.types import DecimalType, FractionalType, IntegralType, StringType
 
-    from eree.data.establishments import _role_errors
-    from eree.engine.spark_common import _Check, _missing, _outside, _run_checks
+    from eree.data.establishments import role_errors
 
     path = Path(config.path)
     file = str(path)
-    _role_errors(config, file)
+    role_errors(config, file)
     raw = _read_frame(spark, path)
     present = set(raw.columns)
     to_derive = tuple(c for c in config.public if c in NAICS_DERIVED and c not in present)
     text = [config.id, *(c for c in config.public if c not in to_derive)]
     if to_derive and "naics" not in text:
         text.append("naics")
-    missing = [c for c in [*text, *config.confidential] if c not in present]
-    if missing:
+    absent = [c for c in [*text, *config.confidential] if c not in present]
+    if absent:
         raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in missing)}",
+            f"required column(s) missing: {', '.join(repr(m) for m in absent)}",
             file=file,
-            column=missing[0],
+            column=absent[0],
             rule="missing-column",
         )
     types = {f.name: f.dataType for f in raw.schema.fields}
@@ -150,7 +142,7 @@ def load_establishments_spark(
                 rule="type",
             )
         cols.append(sf.col(c).cast("string").alias(c))
-    parse_checks: list[_Check] = []
+    parse_checks: list[Check] = []
     for c in config.confidential:
         t = types[c]
         if isinstance(t, IntegralType | FractionalType | DecimalType):
@@ -159,7 +151,7 @@ def load_establishments_spark(
             raw_c = f"__raw_{c}"
             cols += [sf.col(c).alias(raw_c), sf.trim(sf.col(c)).cast("double").alias(c)]
             parse_checks.append(
-                _Check(
+                Check(
                     sf.col(raw_c).isNotNull() & (sf.trim(sf.col(raw_c)) != "") & sf.col(c).isNull(),
                     c,
                     "type",
@@ -175,39 +167,39 @@ def load_establishments_spark(
                 rule="type",
             )
     df = raw.select(*cols)
-    checks = [_Check(_missing(config.id), config.id, "missing-id", "missing id (null or blank)")]
+    checks = [Check(missing(config.id), config.id, "missing-id", "missing id (null or blank)")]
     for c in text[1:]:
         msg = "missing value (null or blank) at id {id!r}"
-        checks.append(_Check(_missing(c), c, "missing-value", msg, config.id))
+        checks.append(Check(missing(c), c, "missing-value", msg, config.id))
     for attr, domain in config.domains.items():
         if attr in text:
             listed = ", ".join(domain)
             msg = f"value missing or not in declared domain of {attr!r} ({listed}) at id {{id!r}}"
-            checks.append(_Check(_outside(attr, domain), attr, "domain", msg, config.id))
+            checks.append(Check(outside(attr, domain), attr, "domain", msg, config.id))
     if to_derive:
         fmt = ~sf.coalesce(sf.col("naics").rlike(r"^[0-9]{6}$"), sf.lit(False))
         msg = "NAICS code must have exactly 6 digits to derive " + ", ".join(to_derive)
-        checks.append(_Check(fmt, "naics", "naics-format", msg + " (id {id!r})", config.id))
+        checks.append(Check(fmt, "naics", "naics-format", msg + " (id {id!r})", config.id))
         if "super_sector" in to_derive:
             unknown = ~sf.substring("naics", 1, 2).isin(list(SUPERSECTOR_OF_SECTOR))
             msg = "NAICS sector has no BLS supersector (id {id!r})"
-            checks.append(_Check(unknown, "naics", "naics-sector", msg, config.id))
+            checks.append(Check(unknown, "naics", "naics-sector", msg, config.id))
     checks += parse_checks
     for c in config.confidential:
         v = sf.col(c)
         checks += [
-            _Check(v.isNull(), c, "missing-value", "missing value at id {id!r}", config.id),
-            _Check(sf.isnan(v), c, "not-finite", "value is NaN at id {id!r}", config.id),
-            _Check(
+            Check(v.isNull(), c, "missing-value", "missing value at id {id!r}", config.id),
+            Check(sf.isnan(v), c, "not-finite", "value is NaN at id {id!r}", config.id),
+            Check(
                 v.isin(float("inf"), float("-inf")),
                 c,
                 "not-finite",
                 "value is infinite at id {id!r}",
                 config.id,
             ),
-            _Check(v < 0, c, "negative", "negative value at id {id!r}", config.id),
+            Check(v < 0, c, "negative", "negative value at id {id!r}", config.id),
         ]
-    _run_checks(df, path, checks, unique=config.id)
+    run_checks(df, path, checks, unique=config.id)
     derived: list[Column] = []
     for c in to_derive:
         if c == "naics_sector":
@@ -230,17 +222,12 @@ def load_establishments_spark(
 # --------------------------------------------------------------------------------------
 
 
-def _to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
-    from eree.engine.spark_common import _to_polars as collect
-
-    return collect(sdf)
-
-
 def _parts(value: Column, a: str) -> list[Column]:
     """Summed exact integer and fractional parts, and the largest value.
 
-    Exact integer and 2⁻³² fractional parts (as :func:`exact_parts`), summed, and the
-    largest value (for the overflow check of :func:`exact_sums`).
+    Exact integer and 2⁻³² fractional parts (as
+    :func:`~eree.engine.exact_sums.exact_parts`), summed, and the largest value (for the
+    overflow check of :func:`~eree.engine.exact_sums.exact_sums`).
     """
     from pyspark.sql import functions as sf
 
@@ -278,7 +265,7 @@ def _aggregate(df: SparkDataFrame, by: Sequence[str], aggs: list[Column]) -> pl.
 
     aggs = [*aggs, sf.count(sf.lit(1)).alias(ESTABLISHMENTS)]
     res = df.groupBy(*by).agg(*aggs) if by else df.agg(*aggs)
-    return _to_polars(res)
+    return to_polars(res)
 
 
 def identity_values(data: SparkEstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
@@ -288,7 +275,7 @@ def identity_values(data: SparkEstablishmentData, attributes: Sequence[str]) -> 
     sdf = data.frame.select(
         sf.col(data.id_column).cast("string"), *[sf.col(a).cast("double") for a in attributes]
     )
-    out = _to_polars(sdf)
+    out = to_polars(sdf)
     out = out.with_columns(
         pl.col(data.id_column).cast(pl.Utf8), *[pl.col(a).cast(pl.Float64) for a in attributes]
     )
@@ -314,14 +301,12 @@ def _with_bounds(
 ) -> SparkDataFrame:
     from pyspark.sql import functions as sf
 
-    from eree.engine.spark_common import _polars_to_spark
-
     idc = data.id_column
     b = bounds.select(
         pl.col(idc).cast(pl.Utf8),
         *[pl.col(a).cast(pl.Float64).alias(bound_column(a)) for a in attributes],
     )
-    sb = _polars_to_spark(spark, b)
+    sb = polars_to_spark(spark, b)
     df = data.frame.select(*by, sf.col(idc).cast("string").alias(idc), *attributes)
     joined = df.join(sb, on=idc, how="left")
     if attributes:

@@ -3,7 +3,8 @@ r"""Cell statistics of establishment (QCEW-like) data for the GEDP mechanisms (P
 The only code that scans establishment rows. Functions take the establishment frame
 (id + public + confidential columns, as loaded by
 :func:`eree.data.establishments.load_establishments`) as a Polars DataFrame or LazyFrame
-and return small Polars frames keyed by the group columns, sorted by the keys:
+and return small Polars frames keyed by the group columns, sorted by the keys (the
+columns of :mod:`eree.engine.base`):
 
 * :func:`group_sums` — per group of public attributes (``by``; ``[]`` = one total row):
   the sum of each confidential attribute and the (public) number of establishments.
@@ -16,131 +17,33 @@ and return small Polars frames keyed by the group columns, sorted by the keys:
 
 * :func:`group_max_bounds` — per group, u*_ℓ alone.
 
-Sums are exact and do not depend on row order (:func:`exact_parts`, :func:`exact_sums`),
-so the Spark engine (:mod:`eree.engine.spark_establishments`) returns the same bits.
-Sums and clipped sums are confidential; the key columns, establishment counts and the u*
+Sums are exact and do not depend on row order (:mod:`eree.engine.exact_sums`), so the
+Spark engine (:mod:`eree.engine.spark.establishments`) returns the same bits. Sums and
+clipped sums are confidential; the key columns, establishment counts and the u*
 (functions of public bounds) are public.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-import numpy as np
 import polars as pl
 
+from eree.engine.base import ESTABLISHMENTS, bound_column, result_order
+from eree.engine.exact_sums import exact_parts, exact_sums
+
 __all__ = [
-    "ESTABLISHMENTS",
-    "bound_column",
     "clipped_group_sums",
-    "exact_parts",
-    "exact_sums",
     "group_max_bounds",
     "group_sums",
     "identity_values",
 ]
-
-#: name of the public establishment-count column in group results
-ESTABLISHMENTS = "establishments"
-
-
-def bound_column(attribute: str) -> str:
-    """Column of :func:`clipped_group_sums` holding u*_ℓ for ``attribute``."""
-    return f"{attribute}__ustar"
 
 
 def _check_columns(names: Sequence[str], need: Sequence[str], what: str) -> None:
     missing = [c for c in need if c not in names]
     if missing:
         raise KeyError(f"{what}: column(s) {missing} not in the establishment frame")
-
-
-# --------------------------------------------------------------------------------------
-# The engine protocol for establishments (DESIGN.md §1.1): exact, order-free sums
-# --------------------------------------------------------------------------------------
-
-#: fractional parts are kept in units of 2⁻³² (see :func:`exact_sums`)
-FRACTION_BITS = 32
-#: a group's number of values times its largest value must stay below this bound, so
-#: that the 64-bit sums of :func:`exact_parts` cannot overflow
-MAX_EXACT_TOTAL = 2**62
-
-
-def exact_parts(value: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Integer and fractional parts of a non-negative value, both as Int64 integers.
-
-    ``hi = floor(v)`` and ``lo = floor((v - hi)·2³²)``: both are computed exactly in
-    IEEE arithmetic, so every engine gets the same integers. Their sums are exact and
-    do not depend on the order of summation (see :func:`exact_sums`). Values at or
-    above :data:`MAX_EXACT_TOTAL` give 0 here (never a conversion error, whose message
-    would show the value); :func:`exact_sums` refuses their groups.
-    """
-    v = pl.when(value < float(MAX_EXACT_TOTAL)).then(value).otherwise(0.0)
-    hi = v.floor()
-    lo = ((v - hi) * float(2**FRACTION_BITS)).floor()
-    return hi.cast(pl.Int64), lo.cast(pl.Int64)
-
-
-def exact_sums(
-    hi: np.ndarray,
-    lo: np.ndarray,
-    what: str = "sum",
-    *,
-    count: np.ndarray | None = None,
-    largest: np.ndarray | None = None,
-) -> np.ndarray:
-    """Per-group sums from the exact integer sums of :func:`exact_parts`.
-
-    The result is ``Σhi + Σlo·2⁻³²`` as Float64: exact for values that are multiples of
-    2⁻³² (in particular integers such as employment and wages in dollars) as long as
-    the total is below 2⁵³; other values are rounded down to a multiple of 2⁻³² before
-    summing (at most 2⁻³² per value, never up, so a clipped value stays within its
-    bound). Either way the result is a function of the multiset of values: the same in
-    every run, partitioning and engine.
-
-    Args:
-        hi, lo: per group, the sums of the integer and fractional parts.
-        what: the attribute (for the error message).
-        count, largest: per group, the number of values and the largest value; a group
-            with ``count·largest`` at or above :data:`MAX_EXACT_TOTAL` is refused.
-
-    Raises:
-        DataValidationError: a group's values are too large to be summed exactly (its
-            float sum could be inexact or non-finite). The message names the attribute,
-            never a value.
-    """
-    from eree.errors import DataValidationError
-
-    hi = np.asarray(hi)
-    too_big = np.abs(hi.astype(np.float64)) >= MAX_EXACT_TOTAL
-    if count is not None and largest is not None:
-        bound = np.asarray(count, dtype=np.float64) * np.nan_to_num(
-            np.asarray(largest, dtype=np.float64), nan=0.0
-        )
-        too_big |= bound >= MAX_EXACT_TOTAL
-    if too_big.any():
-        raise DataValidationError(
-            f"the sums of {what!r} are too large to compute exactly (a group's values reach "
-            "2^62 in total); its sums would be inexact or non-finite",
-            file="(engine)",
-            column=what,
-            rule="too-large",
-        )
-    return hi.astype(np.float64) + np.asarray(lo).astype(np.float64) / float(2**FRACTION_BITS)
-
-
-def result_order(by: Sequence[str], attributes: Sequence[str], cols: Sequence[Any]) -> list[str]:
-    """Column order of group results.
-
-    Keys; per attribute its value, then its u* column (when present); then
-    :data:`ESTABLISHMENTS`.
-    """
-    names = {c if isinstance(c, str) else c.name for c in cols}
-    order = list(by)
-    for a in attributes:
-        order += [c for c in (a, bound_column(a)) if c in names]
-    return [*order, ESTABLISHMENTS]
 
 
 def _lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -187,7 +90,7 @@ def _exact_group_sums(
     return pl.DataFrame(cols).select(result_order(by, list(values), cols))
 
 
-def polars_identity_values(
+def identity_values(
     frame: pl.DataFrame | pl.LazyFrame, id_column: str, attributes: Sequence[str]
 ) -> pl.DataFrame:
     """Identity answers: ``id_column`` (Utf8) and each attribute (Float64), sorted by id."""
@@ -202,7 +105,7 @@ def polars_identity_values(
     )
 
 
-def polars_group_sums(
+def group_sums(
     frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str], attributes: Sequence[str]
 ) -> pl.DataFrame:
     """Group sums of the confidential attributes per combination of ``by`` keys.
@@ -243,7 +146,7 @@ def _with_bounds(
     return lf
 
 
-def polars_group_max_bounds(
+def group_max_bounds(
     frame: pl.DataFrame | pl.LazyFrame,
     by: Sequence[str],
     id_column: str,
@@ -264,7 +167,7 @@ def polars_group_max_bounds(
     return lf.select(aggs).collect()
 
 
-def polars_clipped_group_sums(
+def clipped_group_sums(
     frame: pl.DataFrame | pl.LazyFrame,
     by: Sequence[str],
     id_column: str,
@@ -289,11 +192,3 @@ def polars_clipped_group_sums(
     }
     extra = [pl.col(bound_column(a)).first() for a in attributes]
     return _exact_group_sums(lf, by, values, extra)
-
-
-#: the Polars implementations under their protocol names (used by the Polars engine and
-#: by code that holds a bare establishment frame)
-group_sums = polars_group_sums
-identity_values = polars_identity_values
-clipped_group_sums = polars_clipped_group_sums
-group_max_bounds = polars_group_max_bounds

@@ -32,7 +32,7 @@ from pathlib import Path
 import polars as pl
 
 from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import JOBS, ROW, EreeData, _check_config, canonical_ids, load_eree
+from eree.data.eree_tables import JOBS, ROW, EreeData, canonical_ids, check_config, load_eree
 from eree.data.io import table_format
 from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError
@@ -157,7 +157,7 @@ def scan_eree(config: EreeDataConfig, *, lazy_jobs: bool = False) -> EreeData:
     Raises:
         SpecError, DataValidationError: as :func:`~eree.data.eree_tables.load_eree`.
     """
-    _check_config(config)
+    check_config(config)
     fast = _scan_three(config, lazy_jobs) if config.jobs is None else None
     if fast is not None:
         return fast

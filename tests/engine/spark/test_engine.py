@@ -18,11 +18,13 @@ pytest.importorskip("pyspark")
 from eree.data.config import EreeDataConfig
 from eree.data.eree_tables import EreeData, load_eree
 from eree.data.schema import NAICS_SECTORS, OWNERSHIP_CODES
-from eree.engine.polars_engine import PolarsEngine
-from eree.engine.spark_engine import SparkEngine, SparkEreeData, spark_session
+from eree.engine.polars.engine import PolarsEngine
+from eree.engine.spark.data import SparkEreeData
+from eree.engine.spark.engine import SparkEngine
+from eree.engine.spark.session import spark_session
 from eree.errors import DataValidationError, SpecError
 from eree.synth.lodes import synth_parametric
-from tests.engine.test_polars_engine import ESTABS, JOBS, make_data
+from tests.engine.polars.test_engine import ESTABS, JOBS, make_data
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +157,7 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
     Same cell statistics as Polars; an invalid input found on that path is named by the
     rule-by-rule checks, and a worker table out of order takes the join.
     """
-    import eree.engine.spark_engine as se
+    import eree.engine.spark.validate as se
 
     job = pl.read_parquet(synth_files.job)
     worker = pl.read_parquet(synth_files.worker)
@@ -246,7 +248,7 @@ def test_order_proof_across_packed_files(spark, tmp_path):
     Spark packs small files into a partition largest first, so the ids do not increase
     across the partition; each file's run does, and the runs are disjoint: proven.
     """
-    from eree.engine.spark_engine import _id_lanes, _ids_in_order
+    from eree.engine.spark.id_order import id_lanes, ids_in_order
 
     ids = [f"k{i:05d}" for i in range(3_000)]
     parts = {"part-0.parquet": ids[:100], "part-1.parquet": ids[100:1_000],
@@ -261,13 +263,13 @@ def test_order_proof_across_packed_files(spark, tmp_path):
     try:
         df = spark.read.parquet(str(tmp_path / "t"))
         assert df.rdd.getNumPartitions() == 1  # all three parts in one partition
-        assert _ids_in_order(df, "k")
+        assert ids_in_order(df, "k")
         flat = spark.createDataFrame([(i,) for i in ids], "k string")
-        (n, miss, lanes), (n_flat, _, lanes_flat) = _id_lanes([df, flat], "k", [7])
+        (n, miss, lanes), (n_flat, _, lanes_flat) = id_lanes([df, flat], "k", [7])
         assert (n, miss) == (len(ids), 0) and (n, lanes) == (n_flat, lanes_flat)
         # a repeated id in another file (each file still increasing): overlapping runs
         pl.DataFrame({"k": [ids[500]]}).write_parquet(tmp_path / "t" / "part-3.parquet")
-        assert not _ids_in_order(spark.read.parquet(str(tmp_path / "t")), "k")
+        assert not ids_in_order(spark.read.parquet(str(tmp_path / "t")), "k")
     finally:
         for k, v in saved.items():
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
@@ -278,21 +280,21 @@ def test_order_proof_pieces(spark):
 
     The lanes are checked against Spark's xxHash64 of each row, summed modulo 2⁶⁴ here.
     """
-    from eree.engine.spark_engine import _id_lanes, _ids_in_order
+    from eree.engine.spark.id_order import id_lanes, ids_in_order
 
     def df(ids: list[str | None], parts: int = 1):
         return spark.createDataFrame([(i,) for i in ids], "k string").coalesce(parts)
 
-    assert _ids_in_order(df(["a", "b", "c"]), "k")
-    assert not _ids_in_order(df(["a", "b", "b"]), "k")
-    assert not _ids_in_order(df(["b", "a"]), "k")
-    assert not _ids_in_order(df(["a", None, "c"]), "k")
-    assert _ids_in_order(df([]), "k")
+    assert ids_in_order(df(["a", "b", "c"]), "k")
+    assert not ids_in_order(df(["a", "b", "b"]), "k")
+    assert not ids_in_order(df(["b", "a"]), "k")
+    assert not ids_in_order(df(["a", None, "c"]), "k")
+    assert ids_in_order(df([]), "k")
     ids = [f"w{i:04d}" for i in range(50)]
-    assert _ids_in_order(df(ids, 3), "k")  # split over partitions, still in order
+    assert ids_in_order(df(ids, 3), "k")  # split over partitions, still in order
 
     def lanes(*frames):
-        return [lane for _, _, lane in _id_lanes(frames, "k", [7, 8])]
+        return [lane for _, _, lane in id_lanes(frames, "k", [7, 8])]
 
     split = lanes(df(ids, 3), df(ids[::-1], 2))  # same set, any order or split
     assert split[0] == split[1]
@@ -308,8 +310,8 @@ def test_order_proof_pieces(spark):
     key = 2**62 + 12345  # Spark's xxHash64 of (key, id) on each row, summed here
     by_row = one.select(sf.xxhash64(sf.lit(key), sf.col("k")).alias("h")).collect()
     expect = sum(r["h"] % (1 << 64) for r in by_row) % (1 << 64)
-    assert _id_lanes([one], "k", [key]) == [(4, 2, [expect])]
-    assert _id_lanes([one.limit(0)], "k", [key]) == [(0, 0, [0])]
+    assert id_lanes([one], "k", [key]) == [(4, 2, [expect])]
+    assert id_lanes([one.limit(0)], "k", [key]) == [(0, 0, [0])]
 
 
 # ---------------------------------------------------------------- heavier checks
@@ -564,8 +566,8 @@ def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) 
     """The ledger sees the same content whichever engine loaded it (docs/privacy.md)."""
     from eree.data.config import EstablishmentDataConfig
     from eree.data.fingerprint import content_fingerprint, structure_fingerprint
-    from eree.engine.spark_common import spark_fingerprint
-    from eree.engine.spark_establishments import load_establishments_spark
+    from eree.engine.spark.establishments import load_establishments_spark
+    from eree.engine.spark.fingerprint import spark_fingerprint
     from tests.release.test_gedp import write_small
 
     spark_data = engine.load_eree(synth_files)

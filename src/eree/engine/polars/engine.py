@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from itertools import product
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,60 +10,11 @@ import polars as pl
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.eree_tables import JOBS, ROW, EreeData
+from eree.engine.cell_frame import cell_keys, domain_frame
 from eree.errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover - establishment data: imported when used
     from eree.data.establishments import EstablishmentData
-
-
-def _domain_frame(domains: dict[str, tuple[str, ...]], attrs: Sequence[str]) -> pl.DataFrame:
-    """All combinations of the declared domains of ``attrs``, as a frame of Utf8 columns."""
-    missing = [a for a in attrs if a not in domains]
-    if missing:
-        raise SpecError(f"attributes {missing} have no declared domain")
-    rows = list(product(*(domains[a] for a in attrs)))
-    return pl.DataFrame(
-        {a: [r[i] for r in rows] for i, a in enumerate(attrs)},
-        schema={a: pl.Utf8 for a in attrs},
-    )
-
-
-def cell_keys(
-    frame: pl.DataFrame,
-    workplace_by: Sequence[str],
-    worker_by: Sequence[str],
-    domains: Mapping[str, tuple[str, ...]],
-    D: int,
-    *,
-    categorical: bool = False,
-) -> dict[str, pl.Series]:
-    """The key columns of the full F × D cell frame, in the engines' row order.
-
-    Row ``f·D + d``: the ``f``-th workplace combination of ``frame`` (F rows of the
-    ``workplace_by`` keys) and the ``d``-th combination of the worker attributes'
-    declared domains (the first attribute varies slowest). With ``categorical`` the
-    columns are :class:`polars.Enum` (categories: the values of ``frame``, or the
-    declared domain), otherwise text.
-    """
-    n_frame = max(frame.height, 1) if workplace_by else 1
-    cols: dict[str, pl.Series] = {}
-    if workplace_by:
-        rep = pl.Series(np.repeat(np.arange(n_frame, dtype=np.int64), D))
-        for a in workplace_by:
-            s = frame[a]
-            if categorical:
-                s = s.cast(pl.Enum(s.unique(maintain_order=True).drop_nulls()))
-            cols[a] = s.gather(rep)
-        del rep
-    if worker_by:
-        worker_frame = _domain_frame(dict(domains), worker_by)
-        tile = pl.Series(np.tile(np.arange(D, dtype=np.int64), n_frame))
-        for a in worker_by:
-            s = worker_frame[a]
-            if categorical:
-                s = s.cast(pl.Enum(list(domains[a])))
-            cols[a] = s.gather(tile)
-    return cols
 
 
 def _workplace_frame(
@@ -118,7 +68,7 @@ def _workplace_frame(
         radix.append(k)
         bound *= k
     if complete:  # every combination, in mixed-radix order
-        return _domain_frame(data.domains, wkeys).sort(wkeys), code
+        return domain_frame(data.domains, wkeys).sort(wkeys), code
     dense()
     return pl.DataFrame([v.gather(p) for v, p in zip(values, parts, strict=True)]), code
 
@@ -183,9 +133,23 @@ class PolarsEngine:
             establishment and combination of worker attributes in the validation pass
             (what the queries need) and the per-job frame is read only if asked for.
         """
-        from eree.engine.polars_load import narrow_config, scan_eree
+        from eree.engine.polars.load import narrow_config, scan_eree
 
         return scan_eree(narrow_config(config, attributes), lazy_jobs=attributes is not None)
+
+    def n_workplaces(self, data: EreeData) -> int:
+        """The number of workplaces (public)."""
+        return data.n_workplaces
+
+    def public_workplaces(self, data: EreeData) -> pl.DataFrame:
+        """The public workplace frame (always in memory)."""
+        return data.workplaces
+
+    def fingerprints(self, data: EreeData | EstablishmentData) -> tuple[str, str]:
+        """The content and structure fingerprints (:mod:`eree.data.fingerprint`)."""
+        from eree.data.fingerprint import fingerprints
+
+        return fingerprints(data)
 
     # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
 
@@ -195,28 +159,39 @@ class PolarsEngine:
 
         return load_establishments(config)
 
+    def n_establishments(self, data: EstablishmentData) -> int:
+        """The number of establishments (public)."""
+        return data.n
+
+    def public_columns(self, data: EstablishmentData, columns: Sequence[str]) -> pl.DataFrame:
+        """The ``columns`` of every establishment (id and public attributes only)."""
+        frame = data.frame
+        if isinstance(frame, pl.LazyFrame):
+            frame = frame.collect()
+        return frame.select(list(columns))
+
     def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
-        from eree.engine import establishments as est
+        from eree.engine.polars import establishments as est
 
-        return est.polars_identity_values(data.frame, data.id_column, attributes)
+        return est.identity_values(data.frame, data.id_column, attributes)
 
     def group_sums(
         self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
     ) -> pl.DataFrame:
-        """Exact group sums (:func:`eree.engine.establishments.polars_group_sums`)."""
-        from eree.engine import establishments as est
+        """Exact group sums (:func:`eree.engine.polars.establishments.group_sums`)."""
+        from eree.engine.polars import establishments as est
 
-        return est.polars_group_sums(data.frame, by, attributes)
+        return est.group_sums(data.frame, by, attributes)
 
     def group_max_bounds(
         self, data: EstablishmentData, by: Sequence[str], bounds: pl.DataFrame
     ) -> pl.DataFrame:
         """Per group, the largest public bound of each attribute of ``bounds``."""
-        from eree.engine import establishments as est
+        from eree.engine.polars import establishments as est
 
         attrs = [c for c in bounds.columns if c != data.id_column]
-        return est.polars_group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
+        return est.group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
 
     def clipped_group_sums(
         self,
@@ -226,9 +201,9 @@ class PolarsEngine:
         attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
-        from eree.engine import establishments as est
+        from eree.engine.polars import establishments as est
 
-        return est.polars_clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
+        return est.clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
     def _prepare(self, data: EreeData) -> pl.DataFrame:
         """Each job coded, once per dataset with a per-job frame (no ``job_counts``).

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import EstablishmentData
-from eree.engine.establishments import bound_column, exact_sums
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.base import bound_column
+from eree.engine.exact_sums import exact_sums
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import DataValidationError
 
 ROWS = [  # id, cnty, own, emp, wage

@@ -1,0 +1,124 @@
+"""The rules of DESIGN.md §2.3 as Spark row conditions, counted in one aggregation.
+
+A :class:`Check` is a rule as a condition true on an offending row; :func:`run_checks`
+counts every check's violations in one Spark aggregation and raises the first one, naming
+the file, column, rule and, where allowed, an offending id (ids are not confidential;
+values are never printed). :func:`attr_checks` gives the checks of attribute columns.
+PySpark is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eree.errors import DataValidationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column
+    from pyspark.sql import DataFrame as SparkDataFrame
+
+__all__ = ["ID_MISSING", "Check", "attr_checks", "missing", "outside", "run_checks"]
+
+#: the message of a missing id
+ID_MISSING = "missing id (null or blank)"
+
+
+def missing(c: str) -> Column:
+    """Column ``c``'s value is missing: null or blank."""
+    from pyspark.sql import functions as sf
+
+    return sf.col(c).isNull() | (sf.trim(sf.col(c)) == "")
+
+
+def outside(c: str, domain: Sequence[str]) -> Column:
+    """Column ``c``'s value is missing (null) or not in ``domain``."""
+    from pyspark.sql import functions as sf
+
+    return sf.col(c).isNull() | ~sf.col(c).isin(list(domain))
+
+
+@dataclass(frozen=True)
+class Check:
+    """A §2.3 rule as a row condition: ``violation`` true on an offending row.
+
+    ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
+    row (ids are not confidential; values are never printed).
+    """
+
+    violation: Column
+    column: str
+    rule: str
+    message: str
+    id_col: str | None = None
+
+
+def run_checks(
+    df: SparkDataFrame,
+    file: Path,
+    checks: Sequence[Check],
+    *,
+    unique: str | None = None,
+    unique_rule: str = "duplicate-id",
+    unique_message: str = "id {id!r} appears more than once",
+) -> int:
+    """Count every check's violations in one Spark aggregation; raise on the first one.
+
+    Order: the ``missing-id`` checks, then uniqueness of ``unique`` (if given), then the
+    other checks in the order given. Only on failure is a second query run, to name an
+    offending id.
+
+    Returns:
+        The number of rows of ``df``.
+    """
+    from pyspark.sql import functions as sf
+
+    aggs = [sf.sum(sf.when(c.violation, 1).otherwise(0)) for c in checks]
+    aggs.append(sf.count(sf.lit(1)))
+    if unique is not None:
+        aggs.append(sf.countDistinct(sf.col(unique)))
+    row = df.agg(*aggs).first()
+    assert row is not None
+    vals = [int(v or 0) for v in row]
+    n_rows = vals[len(checks)]
+
+    def fail(c: Check) -> None:
+        msg = c.message
+        if c.id_col is not None:
+            found = df.filter(c.violation).select(c.id_col).limit(1).collect()
+            msg = msg.format(id=found[0][0] if found else "?")
+        raise DataValidationError(msg, file=str(file), column=c.column, rule=c.rule)
+
+    for i, c in enumerate(checks):
+        if c.rule == "missing-id" and vals[i]:
+            fail(c)
+    if unique is not None and vals[len(checks) + 1] != n_rows:
+        dup = df.groupBy(unique).count().filter(sf.col("count") > 1).limit(1).collect()
+        raise DataValidationError(
+            unique_message.format(id=dup[0][0] if dup else "?"),
+            file=str(file),
+            column=unique,
+            rule=unique_rule,
+        )
+    for i, c in enumerate(checks):
+        if c.rule != "missing-id" and vals[i]:
+            fail(c)
+    return n_rows
+
+
+def attr_checks(
+    attrs: Sequence[str], doms: Mapping[str, Sequence[str]], id_col: str
+) -> list[Check]:
+    """Attributes with a declared domain must be in it; the others must be present."""
+    out = []
+    for a in attrs:
+        if a in doms:
+            listed = ", ".join(doms[a])
+            msg = f"value missing or not in declared domain of {a!r} ({listed}) at id {{id!r}}"
+            out.append(Check(outside(a, doms[a]), a, "domain", msg, id_col))
+        else:
+            msg = "missing value (null or blank) at id {id!r}"
+            out.append(Check(missing(a), a, "missing-value", msg, id_col))
+    return out

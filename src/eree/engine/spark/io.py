@@ -1,0 +1,196 @@
+"""Moving data into and out of Spark.
+
+Reading a table's columns as text (:func:`read_text_columns`, CSV or Parquet, file or
+partitioned directory), handing a Polars frame to Spark through Arrow
+(:func:`polars_to_spark`) and bringing a Spark result to the driver as a Polars frame
+(:func:`to_polars`). PySpark is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from eree.errors import DataValidationError, SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "OPEN_COST_BYTES",
+    "polars_to_spark",
+    "read_text_columns",
+    "split_small_files",
+    "to_polars",
+]
+
+_CORRUPT = "__eree_corrupt_record"
+
+
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+
+
+def polars_to_spark(spark: SparkSession, df: pl.DataFrame) -> SparkDataFrame:
+    """A Polars frame as a Spark DataFrame, through Arrow, in about 2 partitions per core.
+
+    Spark 4 embeds Arrow data below ``localRelationThreshold`` (48 MiB) in the query
+    plan itself (a ``LocalRelation``); every later query plan, and the cache lookups
+    that compare plans, then carry all of its rows, which made each query seconds
+    slower on a 351K-establishment table. The threshold is set to 0 for this call so
+    the data always live in an RDD.
+    """
+    table = df.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if _spark_major() >= 4:
+        old = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
+        spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
+        try:
+            sdf = spark.createDataFrame(table)
+        finally:
+            if old is None:
+                spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
+            else:
+                spark.conf.set(_LOCAL_RELATION_THRESHOLD, old)
+    else:  # pragma: no cover - Spark 3.5: through pandas (Arrow-enabled)
+        sdf = spark.createDataFrame(table.to_pandas())
+    # Spark makes one partition per Arrow batch (10,000 rows): merge them (no shuffle;
+    # a no-op when there are fewer)
+    return sdf.coalesce(max(1, 2 * spark.sparkContext.defaultParallelism))
+
+
+def _spark_major() -> int:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
+
+
+def to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
+    """A Spark DataFrame's rows on the driver, as a Polars frame.
+
+    Spark writes the rows as Parquet into a temporary local directory, each task its own
+    partition, and Polars reads the files: no result is gathered in the JVM's heap (a
+    collect holds every row there at once and is capped by
+    ``spark.driver.maxResultSize``), so results as large as a national table's cells
+    arrive in bounded JVM memory. Local mode (the driver reads what the tasks wrote).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="eree-spark-result-"))
+    try:
+        sdf.write.mode("overwrite").parquet(str(tmp))
+        files = sorted(tmp.glob("*.parquet"))
+        if files:
+            return pl.read_parquet(files)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _collect(sdf)  # no part file (no rows): the schema through Arrow
+
+
+def _collect(sdf: SparkDataFrame) -> pl.DataFrame:
+    """Collect a (small) Spark DataFrame through Arrow."""
+    if hasattr(sdf, "toArrow"):
+        table: pa.Table = sdf.toArrow()
+        out = pl.from_arrow(table)
+        assert isinstance(out, pl.DataFrame)
+        return out
+    return pl.from_pandas(sdf.toPandas())  # pragma: no cover - Spark 3.5
+
+
+def read_text_columns(
+    spark: SparkSession,
+    path: Path,
+    required: Sequence[str],
+    optional: Sequence[str],
+    format: str | None,
+) -> SparkDataFrame:
+    """Read ``required`` (+ ``optional`` when present) columns of a table, as strings."""
+    from pyspark.sql import functions as sf
+    from pyspark.sql.types import IntegralType, StringType, StructField, StructType
+
+    fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
+    split_small_files(spark)
+    if fmt == "csv":
+        from eree.data.io import read_header
+
+        header = read_header(path, expected=[*required, *optional])  # the Polars path's check
+        schema = StructType(
+            [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
+        )
+        df = (
+            spark.read.option("header", True)
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", _CORRUPT)
+            .option("enforceSchema", True)
+            .schema(schema)
+            .csv(str(path))
+        )
+        # the parser only sees a ragged row when it parses every column: check them all
+        counts = df.agg(sf.count(sf.col(_CORRUPT)), *[sf.count(sf.col(c)) for c in header]).first()
+        if counts is not None and counts[0]:
+            raise DataValidationError(
+                "a row has a different number of fields than the header",
+                file=str(path),
+                rule="unparseable",
+            )
+    elif fmt == "parquet":
+        try:
+            df = spark.read.parquet(str(path))
+        except Exception as exc:
+            raise DataValidationError(
+                f"not a readable Parquet file or directory ({type(exc).__name__})",
+                file=str(path),
+                rule="unparseable",
+            ) from None
+    else:
+        raise SpecError(f"format must be 'parquet' or 'csv', not {fmt!r}")
+    present = [c for c in df.columns if c != _CORRUPT]
+    missing = [c for c in required if c not in present]
+    if missing:
+        raise DataValidationError(
+            f"required column(s) missing: {', '.join(repr(m) for m in missing)}; the file "
+            f"has: {', '.join(repr(c) for c in present)}",
+            file=str(path),
+            column=missing[0],
+            rule="missing-column",
+        )
+    cols = [*required, *(c for c in optional if c in present and c not in required)]
+    types = {f.name: f.dataType for f in df.schema.fields}
+    out = []
+    for c in cols:
+        t = types[c]
+        if not isinstance(t, StringType | IntegralType):
+            raise DataValidationError(
+                f"column is stored as {t.simpleString()}, expected text or integer codes",
+                file=str(path),
+                column=c,
+                rule="type",
+            )
+        out.append(sf.col(c).cast("string").alias(c))
+    return df.select(*out)
+
+
+#: Spark's estimated cost of opening a file, lowered from its 4 MiB default for eree's
+#: reads (see :func:`split_small_files`)
+OPEN_COST_BYTES = 1 << 20
+
+
+def split_small_files(spark: SparkSession) -> None:
+    """Let Spark split a small input file across the cores.
+
+    Spark sizes file splits at no less than ``spark.sql.files.openCostInBytes`` (4 MiB by
+    default), so a well-compressed 4 MB Parquet table with 5.6M jobs was read, and its
+    rows shuffled, by one task on a 2-core machine. The session's setting is lowered to
+    :data:`OPEN_COST_BYTES` (never raised); large inputs split as before.
+    """
+    key = "spark.sql.files.openCostInBytes"
+    current = str(spark.conf.get(key, None) or "4194304")
+    try:
+        value = int(current.lower().removesuffix("b"))
+    except ValueError:  # a size with a unit ("4m"): leave the user's setting alone
+        return
+    if value > OPEN_COST_BYTES:
+        spark.conf.set(key, str(OPEN_COST_BYTES))
