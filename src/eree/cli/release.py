@@ -238,8 +238,9 @@ def protect(
     """
     from dataclasses import replace
 
+    from eree.engine.select import ENGINES
     from eree.release.protect import protect as run
-    from eree.release.spec import ENGINE_KINDS, load_spec
+    from eree.release.spec import load_spec
 
     check_out(out, force)
     if force and ledger is not None and out.is_dir() and any(out.iterdir()):
@@ -256,8 +257,8 @@ def protect(
     try:
         plan = load_spec(spec)
         if engine is not None:
-            if engine not in ENGINE_KINDS:
-                fail(ValueError(f"--engine must be one of {', '.join(ENGINE_KINDS)}"))
+            if engine not in ENGINES:
+                fail(ValueError(f"--engine must be one of {', '.join(ENGINES)}"))
             plan = replace(plan, engine=replace(plan.engine, kind=engine))
         with err_console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error;

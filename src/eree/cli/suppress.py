@@ -161,7 +161,7 @@ def write_internal(df: pl.DataFrame, path: Path) -> None:
 
 def read_area_files(path: Path, year: int, qtr: int) -> pl.DataFrame:
     """The QCEW by-area files of a quarter (``--bls``)."""
-    from eree.synth.qcew import read_qcew_area_files
+    from eree.data.qcew import read_qcew_area_files
 
     return read_qcew_area_files(path, year, qtr)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from eree.data.config import EreeDataConfig, EstablishmentDataConfig
 from eree.data.schema import WORKER_DOMAINS
-from eree.engine.select import ENGINES as ENGINE_KINDS  # the name the CLI's --engine reads
+from eree.engine.select import ENGINES
 from eree.errors import SpecError
 from eree.mechanisms import registry
 from eree.privacy.definitions import ALPHA_DEFINITIONS, DEFINITION_NAMES
@@ -503,8 +503,8 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     eng_raw = raw.get("engine", {})
     _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
     engine = EngineSpec(**eng_raw)
-    if engine.kind not in ENGINE_KINDS:
-        kinds = " or ".join(f'"{k}"' for k in ENGINE_KINDS)
+    if engine.kind not in ENGINES:
+        kinds = " or ".join(f'"{k}"' for k in ENGINES)
         raise SpecError(f"[engine].kind must be {kinds} (got {engine.kind!r})")
     if not isinstance(engine.cores, int) or engine.cores < 1:
         raise SpecError("[engine].cores must be a positive integer")

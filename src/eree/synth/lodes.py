@@ -217,7 +217,9 @@ def synth_from_wac(
     _check_params(scale, jobs_per_establishment, size_tail)
     geocodes, sectors, margins = read_wac(wac_path)
     rng = np.random.default_rng(seed)
-    return _generate(geocodes, sectors, margins, rng, scale, jobs_per_establishment, size_tail)
+    return generate_establishments(
+        geocodes, sectors, margins, rng, scale, jobs_per_establishment, size_tail
+    )
 
 
 def read_wac(
@@ -344,7 +346,7 @@ def synth_parametric(
         margins[a] = _multinomial_rows(rng, n, probs)
     keep = total > 0
     margins = {a: m[keep] for a, m in margins.items()}
-    return _generate(
+    return generate_establishments(
         geocodes.filter(pl.Series(keep)),
         sectors[keep],
         margins,
@@ -466,7 +468,7 @@ def _ids(prefix: str, n: int) -> pl.Series:
     ).to_series()
 
 
-def _generate(
+def generate_establishments(
     geocodes: pl.Series,
     sectors: np.ndarray,
     margins: Mapping[str, np.ndarray],

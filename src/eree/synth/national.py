@@ -5,7 +5,7 @@ Parquet file before making the next, so that memory is bounded by the chunk size
 by the national size:
 
 * :func:`national_lodes` — LODES-like ER-EE tables for the 50 states and DC. Each state
-  is the LODES-like generator (:func:`eree.synth.lodes._generate`, the core of
+  is the LODES-like generator (:func:`eree.synth.lodes.generate_establishments`, the core of
   :func:`~eree.synth.lodes.synth_from_wac`) run on a real WAC block table (by default
   Pennsylvania's) with its state code replaced, sized to the state's share of ``jobs``
   (:data:`STATE_JOBS_WEIGHT`), in chunks of at most ``max_chunk_jobs`` jobs (a large
@@ -144,7 +144,7 @@ def national_lodes(
         A ``[data]`` configuration pointing at the three table directories, and a
         summary.
     """
-    from eree.synth.lodes import _generate, read_wac
+    from eree.synth.lodes import generate_establishments, read_wac
 
     if jobs < 1 or max_chunk_jobs < 1:
         raise ValueError("jobs and max_chunk_jobs must be positive")
@@ -170,12 +170,12 @@ def national_lodes(
                 # (which would cut cells into many one-job establishments)
                 keep = rng.random(block_jobs.size) < scale
                 keep_s = pl.Series(keep)
-                s = _generate(
+                s = generate_establishments(
                     codes.filter(keep_s), sectors[keep],
                     {a: m[keep] for a, m in margins.items()}, rng, 1.0, 35.0, 0.8,
                 )  # fmt: skip
             else:
-                s = _generate(codes, sectors, margins, rng, scale, 35.0, 0.8)
+                s = generate_establishments(codes, sectors, margins, rng, scale, 35.0, 0.8)
             tag = f"{state}{c:02d}"
             wid = (pl.lit("w" + tag) + pl.col("workplace_id").str.slice(1)).alias("workplace_id")
             kid = (pl.lit("p" + tag) + pl.col("worker_id").str.slice(1)).alias("worker_id")

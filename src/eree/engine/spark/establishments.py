@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from eree.data.config import EstablishmentDataConfig
-from eree.data.establishments import NAICS_DERIVED, SUPERSECTOR_OF_SECTOR, EstablishmentData
+from eree.data.establishments import NAICS_DERIVED, EstablishmentData
+from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.engine.base import ESTABLISHMENTS, bound_column, result_order
 from eree.engine.exact_sums import FRACTION_BITS, MAX_EXACT_TOTAL, exact_sums
 from eree.engine.spark.checks import Check, missing, outside, run_checks

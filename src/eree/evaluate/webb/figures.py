@@ -29,7 +29,7 @@ from eree.evaluate.webb.replicates import Replicates
 # --------------------------------------------------------------------------------------
 
 _COLOR = {PNC: "tab:blue", "sqrt": "tab:orange", ADAPTIVE: "tab:green"}
-_LABEL = {
+LABEL = {
     PNC: "pnc-mechanism",
     ADAPTIVE: ADAPTIVE,
     "sqrt": "√-mechanism",
@@ -49,14 +49,15 @@ def _plt() -> Any:
     return plt
 
 
-def _attrs(rep: Replicates) -> list[str]:
+def attrs_of(rep: Replicates) -> list[str]:
+    """The confidential attributes a figure shows: the figures' own, else the first two."""
     return [a for a in FIGURE_ATTRIBUTES if a in rep.truth] or list(rep.truth)[:2]
 
 
 def plot_figure2(rep: Replicates, path: Path) -> Path:
     """Figure 2: box plots of the per-cell absolute error averaged over the replicates."""
     plt = _plt()
-    attrs = _attrs(rep)
+    attrs = attrs_of(rep)
     gs = [g for g in FIGURE2_GROUPINGS if g in rep.establishments]
     fig, axes = plt.subplots(
         len(attrs), len(gs), figsize=(4 * len(gs), 3.4 * len(attrs)), squeeze=False
@@ -74,9 +75,9 @@ def plot_figure2(rep: Replicates, path: Path) -> Path:
             for patch, w in zip(bp["boxes"], ws, strict=True):
                 patch.set_facecolor(_COLOR[w])
                 patch.set_alpha(0.6)
-            ax.set_xticks(range(1, len(ws) + 1), [_LABEL[w] for w in ws])
+            ax.set_xticks(range(1, len(ws) + 1), [LABEL[w] for w in ws])
             ax.set_yscale("log")
-            ax.set_title(f"{_LABEL.get(a, a)} by {g} ({rep.truth[a][g].size} cells)", fontsize=9)
+            ax.set_title(f"{LABEL.get(a, a)} by {g} ({rep.truth[a][g].size} cells)", fontsize=9)
             if j == 0:
                 ax.set_ylabel("absolute error (mean over replicates)")
     fig.suptitle(
@@ -89,7 +90,7 @@ def plot_figure2(rep: Replicates, path: Path) -> Path:
 def plot_figure3(rep: Replicates, path: Path) -> Path:
     """Figure 3: absolute error of the state total, one value per replicate."""
     plt = _plt()
-    attrs = _attrs(rep)
+    attrs = attrs_of(rep)
     fig, axes = plt.subplots(1, len(attrs), figsize=(4.2 * len(attrs), 3.6), squeeze=False)
     ws = [w for w in WORKFLOWS if w in rep.estimates]
     for j, a in enumerate(attrs):
@@ -108,9 +109,9 @@ def plot_figure3(rep: Replicates, path: Path) -> Path:
                 ms=3,
                 alpha=0.5,
             )
-        ax.set_xticks(range(1, len(ws) + 1), [_LABEL[w] for w in ws])
+        ax.set_xticks(range(1, len(ws) + 1), [LABEL[w] for w in ws])
         ax.set_title(
-            f"state total, {_LABEL.get(a, a)} (true {rep.truth[a]['state'][0]:,.0f})", fontsize=9
+            f"state total, {LABEL.get(a, a)} (true {rep.truth[a]['state'][0]:,.0f})", fontsize=9
         )
         ax.set_ylabel("absolute error per replicate")
     fig.suptitle(f"Figure 3 — state total, {rep.trials} replicates")
@@ -121,7 +122,7 @@ def plot_figure3(rep: Replicates, path: Path) -> Path:
 def plot_figure8(rep: Replicates, path: Path) -> Path:
     """Figure 8: per-cell relative error |x − x̃|/(x+1) (mean over replicates) vs truth."""
     plt = _plt()
-    attrs = _attrs(rep)
+    attrs = attrs_of(rep)
     gs = [g for g in FIGURE8_GROUPINGS if g in rep.establishments]
     fig, axes = plt.subplots(
         len(attrs), len(gs), figsize=(4 * len(gs), 3.4 * len(attrs)), squeeze=False
@@ -134,10 +135,10 @@ def plot_figure8(rep: Replicates, path: Path) -> Path:
                 if w not in rep.estimates:
                     continue
                 rel = (np.abs(rep.estimates[w][a][g] - t) / (t + 1.0)).mean(axis=0)
-                ax.scatter(t + 1.0, rel, s=6, alpha=0.5, color=_COLOR[w], label=_LABEL[w])
+                ax.scatter(t + 1.0, rel, s=6, alpha=0.5, color=_COLOR[w], label=LABEL[w])
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(f"{_LABEL.get(a, a)} by {g}", fontsize=9)
+            ax.set_title(f"{LABEL.get(a, a)} by {g}", fontsize=9)
             ax.set_xlabel("true value + 1")
             if j == 0:
                 ax.set_ylabel("relative error |x−x̃|/(x+1)")
@@ -186,7 +187,7 @@ def plot_figure9(results: pl.DataFrame, path: Path, attrs: Sequence[str]) -> Pat
         ax.minorticks_off()
         ax.set_xlabel("overall μ")
         ax.set_ylabel("median relative error")
-        ax.set_title(_LABEL.get(a, a), fontsize=9)
+        ax.set_title(LABEL.get(a, a), fontsize=9)
         if j == len(attrs) - 1:
             ax.legend(fontsize=6, ncol=2)
     fig.suptitle("Figure 9 — relative error as the overall budget varies (Table 7 shares)")

@@ -128,7 +128,8 @@ FIGURE9_MU = (0.5, 1.0, 2.0, 4.0, 8.0)
 Progress = Callable[[str], None]
 
 
-def _noop(_: str) -> None:
+def noop(_: str) -> None:
+    """A progress callback that reports nothing."""
     return None
 
 

@@ -27,7 +27,7 @@ from eree.evaluate.webb.plans import (
     TRIALS,
     WORKFLOWS,
     Progress,
-    _noop,
+    noop,
     total_mu,
     webb_plan,
 )
@@ -80,7 +80,7 @@ def run_replicates(
     scale: float = 1.0,
     workflows: Sequence[str] = WORKFLOWS,
     groupings: Mapping[str, tuple[str, ...]] = GROUPINGS,
-    progress: Progress = _noop,
+    progress: Progress = noop,
 ) -> Replicates:
     """Run ``trials`` releases per workflow, reconstruct the microdata, tabulate it.
 
@@ -307,7 +307,7 @@ def table11(
     seed: int = 0,
     *,
     chunk: int = TABLE11_CHUNK,
-    progress: Progress = _noop,
+    progress: Progress = noop,
 ) -> pl.DataFrame:
     """Table 11 with Monte Carlo standard errors, in chunks of ``chunk`` trials.
 
@@ -355,7 +355,8 @@ def table11(
     return pl.DataFrame(rows)
 
 
-def _table11_rows(t11: pl.DataFrame) -> list[dict[str, Any]]:
+def table11_rows(t11: pl.DataFrame) -> list[dict[str, Any]]:
+    """Table 11 as rows of the tidy result table (MSE, its s.e., the paper's MSE, z)."""
     rows = []
     for r in t11.iter_rows(named=True):
         for metric, key in (("mse", "mse"), ("mse_se", "se"), ("paper_mse", "paper"), ("z", "z")):

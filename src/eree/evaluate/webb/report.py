@@ -13,8 +13,8 @@ import polars as pl
 
 from eree.evaluate.haney import CSV_COLUMNS
 from eree.evaluate.webb.figures import (
-    _LABEL,
-    _attrs,
+    LABEL,
+    attrs_of,
     plot_figure2,
     plot_figure3,
     plot_figure8,
@@ -68,7 +68,7 @@ def reading_figures(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
                 better.append(txt)
             else:
                 worse.append(txt)
-        name = _LABEL.get(a, a)
+        name = LABEL.get(a, a)
         if better:
             out.append(
                 f"{name}: pnc has the smaller mean absolute error for " + "; ".join(better) + "."
@@ -101,7 +101,7 @@ def reading_table3(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             if not all(math.isfinite(m) for m, _ in ms.values()):
                 continue
             parts = [f"{SHORT[w]} {_fmt(m)} ± {_fmt(s)}" for w, (m, s) in ms.items()]
-            out.append(f"{_LABEL.get(a, a)}, {g}: mean signed difference " + ", ".join(parts) + ".")
+            out.append(f"{LABEL.get(a, a)}, {g}: mean signed difference " + ", ".join(parts) + ".")
     return out
 
 
@@ -120,7 +120,7 @@ def _adaptive_rows(results: pl.DataFrame, attrs: Sequence[str]) -> list[list[str
                 return f"{_fmt(m)} ± {_fmt(s)}"
 
             rows.append(
-                [_LABEL.get(a, a), g, mae("sqrt"), mae(PNC), mae(ADAPTIVE),
+                [LABEL.get(a, a), g, mae("sqrt"), mae(PNC), mae(ADAPTIVE),
                  f"{_fmt(d)} ± {_fmt(se)}", "yes" if d <= 2 * se else "no"]
             )  # fmt: skip
     return rows
@@ -141,7 +141,7 @@ def reading_adaptive(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
             (good if d <= 2 * se else bad).append(f"{g} (×{r:.2f})")
         if good or bad:
             out.append(
-                f"{_LABEL.get(a, a)}: adaptive MAE within 2 MC s.e. of the better of √ and pnc, "
+                f"{LABEL.get(a, a)}: adaptive MAE within 2 MC s.e. of the better of √ and pnc, "
                 f"or below it (adaptive/best), at {', '.join(good) or 'no grouping'}; worse at "
                 f"{', '.join(bad) or 'no grouping'}."
             )
@@ -163,7 +163,7 @@ def reading_figure9(results: pl.DataFrame, attrs: Sequence[str]) -> list[str]:
                 hi = value(results, "webb-figure9", a, w, g, "median_rel_error", mus[-1])
                 parts.append(f"{SHORT[w]} {_fmt(lo)} → {_fmt(hi)}")
             out.append(
-                f"{_LABEL.get(a, a)}, {g}: median relative error from μ = {mus[0]:.2g} to "
+                f"{LABEL.get(a, a)}, {g}: median relative error from μ = {mus[0]:.2g} to "
                 f"μ = {mus[-1]:.2g}: " + ", ".join(parts) + "."
             )
     return out
@@ -187,7 +187,7 @@ def reading_table11(t11: pl.DataFrame) -> list[str]:
 
 def summary_readings(res: WebbResult) -> list[str]:
     """The readings shown when a run ends: Figures 2, 3 and 8, Table 3, then Table 11."""
-    attrs = _attrs(res.replicates) if res.replicates is not None else []
+    attrs = attrs_of(res.replicates) if res.replicates is not None else []
     lines = reading_figures(res.results, attrs) + reading_table3(res.results, attrs)
     if res.table11 is not None:
         lines += reading_table11(res.table11)
@@ -225,7 +225,7 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
     meta = res.meta
     attrs = list(FIGURE_ATTRIBUTES)
     if res.replicates is not None:
-        attrs = _attrs(res.replicates)
+        attrs = attrs_of(res.replicates)
     secs = meta.get("seconds", {})
     sections = [
         "<p>Webb et al., the QCEW paper, §8 and Appendices C, H, reproduced by eree. "
@@ -296,7 +296,7 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
                     p = paper[w] if a in EMPLOYMENT and w in paper else (math.nan,) * 4
                     rows.append(
                         [
-                            _LABEL.get(a, a),
+                            LABEL.get(a, a),
                             g,
                             w,
                             *(_fmt(x) for x in v),
@@ -334,7 +334,7 @@ def html_report(res: WebbResult, figures: Mapping[str, Path]) -> str:
             for g in GROUPINGS:
                 rows.append(
                     [
-                        _LABEL.get(a, a),
+                        LABEL.get(a, a),
                         g,
                         str(int(value(r, "webb-figures", a, PNC, g, "cells"))),
                         _fmt(value(r, "webb-figures", a, PNC, g, "mean_abs_error")),
@@ -414,7 +414,7 @@ def write_webb_outputs(res: WebbResult, out_dir: Path) -> dict[str, Path]:
         figs["figure3"] = plot_figure3(res.replicates, fd / "figure3_state_total.png")
         figs["figure8"] = plot_figure8(res.replicates, fd / "figure8_relative_error.png")
     if res.sweep:
-        attrs = _attrs(next(iter(res.sweep.values())))
+        attrs = attrs_of(next(iter(res.sweep.values())))
         figs["figure9"] = plot_figure9(res.results, fd / "figure9_budget_sweep.png", attrs)
     paths.update({f"figure:{k}": v for k, v in figs.items()})
     p = out_dir / "run.json"

@@ -26,17 +26,17 @@ from eree.evaluate.webb.plans import (
     TRIALS,
     ZETA,
     Progress,
-    _noop,
     load_webb_data,
+    noop,
     total_mu,
 )
 from eree.evaluate.webb.replicates import (
     Replicates,
-    _table11_rows,
     cell_frame,
     error_rows,
     run_replicates,
     table11,
+    table11_rows,
 )
 from eree.evaluate.webb.results import WebbResult
 
@@ -54,7 +54,7 @@ def run_webb(
     budget: str = "table7",
     table11_trials: int = TABLE11_TRIALS,
     sweep_mu: Sequence[float] = FIGURE9_MU,
-    progress: Progress = _noop,
+    progress: Progress = noop,
 ) -> WebbResult:
     """Run one ``webb-…`` experiment (or ``webb-all``).
 
@@ -144,7 +144,7 @@ def run_webb(
     if "webb-table11" in exps and "interrupted" not in meta:
         t0 = time.perf_counter()
         t11 = table11(table11_trials, seed, progress=progress)
-        rows += _table11_rows(t11)
+        rows += table11_rows(t11)
         secs["table11"] = time.perf_counter() - t0
         meta["table11"] = {
             "trials": table11_trials,
