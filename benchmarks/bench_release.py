@@ -7,7 +7,7 @@ processes:
   (``count``, ``x_v`` = largest establishment contribution, establishments), reading
   only the columns it needs from the same Parquet files, no validation, no noise;
 * ``eree protect`` (the CLI, whole process: start-up, imports, spec, accounting,
-  loading + §2.3 validation, engine, Smooth Laplace, writing Parquet + manifest).
+  loading + input validation, engine, Smooth Laplace, writing Parquet + manifest).
 
 eree's modules are byte-compiled before the runs (as an installed package's are).
 

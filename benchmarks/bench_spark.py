@@ -10,7 +10,7 @@ The four marginals of ``bench_eree.py`` (tract×naics_sector×ownership, + age, 
   timed separately);
 * ``spark_parquet``: :class:`SparkEngine` on a :class:`SparkEreeData` read by Spark from
   the Parquet files — the path for data that do not fit in memory (``from_parquet``
-  with §2.3 validation, and ``prepare``, which joins job to worker once, are timed
+  with input validation, and ``prepare``, which joins job to worker once, are timed
   separately).
 
 Each Spark result is checked to equal the Polars one. Generates the dataset first when

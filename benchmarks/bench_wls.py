@@ -1,4 +1,6 @@
-"""WLS microdata benchmark (DESIGN.md §6; issue 5): Eq. 1 of the QCEW paper at scale.
+"""WLS microdata benchmark (issue 5): Eq. 1 of the QCEW paper at scale.
+
+See docs/design.md#post-processing.
 
 Data: the parametric QCEW-like generator (:func:`eree.synth.qcew.synth_qcew_parametric`)
 at two sizes —

@@ -1,4 +1,6 @@
-"""Stress the budget ledger with real `eree protect --ledger` processes (DESIGN.md §3.4).
+"""Stress the budget ledger with real `eree protect --ledger` processes.
+
+See docs/design.md#budget-ledger.
 
 1. Concurrency: for each k, 10 concurrent releases (ε = 1 each) on a dataset whose
    registered budget is ε = k; counts how many succeed (must be exactly k), how many are

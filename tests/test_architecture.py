@@ -1,4 +1,4 @@
-"""The house's rules, read from the code's own imports (DESIGN.md §1, §1.1).
+"""The house's rules, read from the code's own imports (docs/design.md#data-flow, #core-objects).
 
 Every ``import`` in ``src/eree`` counts, including the lazy ones inside functions: no
 module may import itself back through others (no circles), the layers only point

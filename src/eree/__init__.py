@@ -1,6 +1,6 @@
 """eree: formally private releases of employer-employee and establishment statistics.
 
-The package follows the one-way data flow of DESIGN.md §1::
+The package follows the one-way data flow of docs/design.md#data-flow::
 
     spec -> plan -> load + validate -> engine (cell statistics) -> mechanisms
          -> postprocess -> release

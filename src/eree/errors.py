@@ -16,7 +16,7 @@ class SpecError(EreeError):
 
 
 class DataValidationError(EreeError):
-    """Input data violates a rule of DESIGN.md §2.3.
+    """Input data violates a rule of docs/design.md#validation.
 
     Attributes:
         file: the input file (or table name) at fault.

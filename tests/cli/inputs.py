@@ -191,7 +191,7 @@ def write_estab_case(root: Path, ext: str = "csv") -> Path:
 
 @dataclass
 class Outcome:
-    """What one CLI run did, judged by the rules of DESIGN.md §2.3 and §7.2."""
+    """What one CLI run did, judged by the rules of docs/design.md#validation, #release-outputs."""
 
     ok: bool
     clean_error: bool

@@ -1,4 +1,4 @@
-"""``eree protect --engine`` and the spec's ``[engine]`` section (DESIGN.md §1.1)."""
+"""``eree protect --engine`` and the spec's ``[engine]`` section (docs/design.md#core-objects)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Fuzz suite: malformed inputs and specs through the real CLI (DESIGN.md §2.3, §7.2).
+"""Fuzz suite: malformed inputs and specs through the real CLI.
+
+See docs/design.md#validation, #release-outputs.
 
 Each case starts from a valid release of one data kind (ER-EE three tables, ER-EE
 joined, establishments) in one format (CSV, CSV.gz, Parquet), breaks one thing (a CSV

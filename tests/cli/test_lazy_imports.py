@@ -1,4 +1,4 @@
-"""The CLI imports experiment code only when an experiment runs (DESIGN.md §1, cli)."""
+"""The CLI imports experiment code only when an experiment runs (docs/design.md#data-flow, cli)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Strict input through the CLI (DESIGN.md §2.3, §7.2): each reviewer finding as a test.
+"""Strict input through the CLI: each reviewer finding as a test.
+
+See docs/design.md#validation, #release-outputs.
 
 Every failure must be one line on stderr, exit code 2, no traceback, no output left
 behind, and no planted confidential value (:mod:`tests.cli.inputs`) in what is printed.

@@ -43,7 +43,7 @@ def test_cli_suppress_and_audit(tmp_path: Path) -> None:
     d = out / "44"
     for f in ("published.parquet", "published.csv", "rates.csv", "summary.json"):
         assert (d / f).exists(), f
-    # confidential files: only in internal/, owner-only (DESIGN.md §4.4)
+    # confidential files: only in internal/, owner-only (docs/design.md#what-may-be-published)
     for f in ("pattern.parquet", "audit.parquet"):
         assert not (d / f).exists(), f
         assert (d / "internal" / f).exists(), f

@@ -1,4 +1,5 @@
-"""Tests of eree.data.eree_tables.load_eree: both input forms, every rule of DESIGN.md §2.3."""
+"""Tests of eree.data.eree_tables.load_eree: both input forms, every rule of
+docs/design.md#validation."""
 
 from __future__ import annotations
 
@@ -199,7 +200,8 @@ def test_spec_errors(tmp_path: Path) -> None:
         load_eree(replace(cfg, workplace_attributes=("county", "age")))
 
 
-# ---------------------------------------------------------------- every rule of §2.3
+# ---------------------------------------------------------------- every input rule
+# (docs/design.md#validation)
 
 
 @dataclass

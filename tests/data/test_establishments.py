@@ -1,4 +1,7 @@
-"""Establishment microdata loading and validation (DESIGN.md §2.2–2.3)."""
+"""Establishment microdata loading and validation.
+
+See docs/design.md#establishment-data, #validation.
+"""
 
 from __future__ import annotations
 

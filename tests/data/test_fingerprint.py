@@ -1,5 +1,5 @@
 """Content fingerprint of validated data: a multiset hash, order- and format-independent
-(DESIGN.md §3.4), equal to its definition computed by hand."""
+(docs/design.md#budget-ledger), equal to its definition computed by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of eree.data.io: typed reading and the reusable row checks (DESIGN.md §2.3)."""
+"""Tests of eree.data.io: typed reading and the reusable row checks (docs/design.md#validation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Metrics of DESIGN.md §9."""
+"""Metrics of docs/design.md#evaluation."""
 
 from __future__ import annotations
 

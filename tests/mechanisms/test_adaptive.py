@@ -1,4 +1,6 @@
-"""The adaptive GEDP group-by (DESIGN.md §4.2): the choice rule and the published variance.
+"""The adaptive GEDP group-by: the choice rule and the published variance.
+
+See docs/design.md#gedp-mechanisms.
 
 Expectations are written from Webb et al. (Def 6.4, Thm 6.6, Thm 6.7, Def 6.8), never from
 eree's helpers: the identity query's answers, the pnc bounds, the clipped sums and the

@@ -1,4 +1,4 @@
-"""The contract every registered mechanism passes (DESIGN.md §1.1).
+"""The contract every registered mechanism passes (docs/design.md#core-objects).
 
 Parametrised over :data:`eree.mechanisms.registry.REGISTRY`: a new mechanism is in this
 suite the moment it is registered, and fails it until its noise law is written down in
@@ -271,7 +271,8 @@ def eree_law(e: Entry, cells: pl.DataFrame, published: np.ndarray, eps_c: float)
         pytest.fail(f"write the noise law of {key} into this contract suite")
 
 
-#: which registered mechanisms publish a standard error for a count (Haney et al.; §4.4)
+#: which registered mechanisms publish a standard error for a count (Haney et al.;
+#: docs/design.md#what-may-be-published)
 PUBLISHES_STD = {"log_laplace": True, "laplace": True}
 
 
@@ -456,7 +457,8 @@ def test_gedp_mechanism_contract(gedp_root: Path, e: Entry) -> None:
         delta = ustar - np.maximum(np.sqrt(ustar) - GAMMA, 0) ** 2
         sd = delta / MU_Q
         pnc = np.ones(t.height, dtype=bool)
-        if e.name == "adaptive":  # DESIGN §4.2: pnc where (Δ_ℓ/μ)² ≤ ψ's Thm 6.6 variance at x̂
+        # docs/design.md#gedp-mechanisms: pnc where (Δ_ℓ/μ)² ≤ ψ's Thm 6.6 variance at x̂
+        if e.name == "adaptive":
             sigma = GAMMA / MU_Q
             x_hat = np.maximum(t["x_hat"].to_numpy(), 0.0)
             pnc = sd**2 <= 2 * sigma**2 * (2 * x_hat + sigma**2)

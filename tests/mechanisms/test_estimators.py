@@ -44,7 +44,7 @@ from tests.stats import Z_CRIT, assert_detects, z_score
 
 N = 200_000
 SIGMA_SQRT = 0.5 / 0.7  # γ_emp = 0.5, μ = 0.7 (Table 7 identity query)
-SIGMA_LOG = 0.5  # γ = 0.5, μ = 1 (Appendix H, DESIGN §10)
+SIGMA_LOG = 0.5  # γ = 0.5, μ = 1 (Appendix H, docs/errata.md)
 
 
 #: the ψ-space grid of the draws: fine enough for the rounding to be negligible (above)

@@ -3,7 +3,7 @@
 Statistical checks use fixed seeds and tolerances from the sample size; each proves its
 power on a 30% error in the noise scale. Privacy checks pin the noise: when the mechanism's
 noisy answers are the same, everything published must be the same whatever the
-confidential values (DESIGN.md §4.4).
+confidential values (docs/design.md#what-may-be-published).
 
 Published values are the mechanisms' outputs rounded to a public grid (docs/privacy.md):
 1 where the noise is added to the values (Estab-Gaussian, pnc, ψ = x), 2⁻²⁰ in a

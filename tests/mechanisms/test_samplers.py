@@ -21,7 +21,7 @@ def smooth_gamma_standard(source, n):
 
 
 def test_density_is_normalised_with_unit_variance_and_mean_abs_one_over_root2():
-    # DESIGN.md §10: the paper's 2.2 and 1.57 are unnormalised integrals
+    # docs/errata.md: the paper's 2.2 and 1.57 are unnormalised integrals
     mass = integrate.quad(smooth_gamma_density, -np.inf, np.inf)[0]
     var = integrate.quad(lambda z: z * z * smooth_gamma_density(z), -np.inf, np.inf)[0]
     mabs = 2 * integrate.quad(lambda z: z * smooth_gamma_density(z), 0, np.inf)[0]

@@ -1,4 +1,4 @@
-"""Publication-grade post-processing on a tree of marginals (DESIGN.md §6).
+"""Publication-grade post-processing on a tree of marginals (docs/design.md#post-processing).
 
 Expectations come from the mathematics: the equality-constrained weighted least squares
 solution computed densely from its KKT system on a tiny tree, the non-negative projection

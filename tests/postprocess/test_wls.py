@@ -1,4 +1,4 @@
-"""WLS microdata (DESIGN.md §6; Webb et al. §7 Eq. 1, Appendix H)."""
+"""WLS microdata (docs/design.md#post-processing; Webb et al. §7 Eq. 1, Appendix H)."""
 
 from __future__ import annotations
 
@@ -260,7 +260,7 @@ def test_wls_solution_tabulates_back_to_exact_answers() -> None:
 
 @pytest.mark.parametrize("psi", ["sqrt", "log"])
 def test_appendix_h_ablation_matches_table11(psi: str) -> None:
-    """50 counties × 2 establishments of 10, μ = 1, γ = 0.5 (DESIGN.md §10 errata).
+    """50 counties × 2 establishments of 10, μ = 1, γ = 0.5 (docs/errata.md).
 
     Tolerance from theory: 4 Monte Carlo standard errors of our estimate and of the
     paper's (1,000,000 trials), plus the paper's rounding to 0.05.

@@ -1,4 +1,4 @@
-"""The accountant against hand computation (DESIGN.md §3.1)."""
+"""The accountant against hand computation (docs/design.md#er-ee-privacy)."""
 
 import math
 from pathlib import Path

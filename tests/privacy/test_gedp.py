@@ -1,4 +1,7 @@
-"""μ-GEDP accounting, budget allocation and semantics (Webb et al. §5, §8; DESIGN.md §3.2–3.3)."""
+"""μ-GEDP accounting, budget allocation and semantics (Webb et al. §5, §8).
+
+See docs/design.md#gaussian-establishment-dp, #semantics.
+"""
 
 from __future__ import annotations
 
@@ -243,7 +246,7 @@ def test_semantics_dict() -> None:
     by_x = {r["x"]: (r["low"], r["high"]) for r in rows}
     assert abs(by_x[36_000][0] - 35_810.5) <= 0.05 and abs(by_x[36_000][1] - 36_190.0) <= 0.05
     firms = sem["firms"]["examples"]
-    # DESIGN §10 erratum: ℓ establishments → ℓ·μ (not (ℓ−1)·μ)
+    # docs/errata.md: ℓ establishments → ℓ·μ (not (ℓ−1)·μ)
     assert [f["mu"] for f in firms] == pytest.approx([ell * 2.31 for ell in (1, 2, 5, 10)])
     assert "ℓ·μ" in sem["firms"]["statement"]
     tests = sem["hypothesis_test"]["examples"]

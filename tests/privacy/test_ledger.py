@@ -1,5 +1,6 @@
-"""The budget ledger (DESIGN.md §3.4): registered budgets, identity by content, one total
+"""The budget ledger: registered budgets, identity by content, one total
 per family, exact costs, reconciliation after a crash, tamper evidence.
+See docs/design.md#budget-ledger.
 
 Expected totals are computed by hand in each test (e.g. √(3²+4²) = 5), never with the
 ledger's own helpers.

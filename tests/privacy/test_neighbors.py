@@ -1,4 +1,7 @@
-"""Neighbor functions and uncertainty intervals (Webb et al. §5, DESIGN.md §3.2)."""
+"""Neighbor functions and uncertainty intervals.
+
+See Webb et al. §5, docs/design.md#gaussian-establishment-dp.
+"""
 
 from __future__ import annotations
 

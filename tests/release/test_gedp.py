@@ -201,7 +201,7 @@ def test_pnc_identity_is_refused(tmp_path: Path) -> None:
 def test_adaptive_needs_the_bounds_of_pnc(
     tmp_path: Path, path: str, value: Any, match: str
 ) -> None:
-    """adaptive (DESIGN.md §4.2) reads the identity query's answers as pnc does."""
+    """adaptive (docs/design.md#gedp-mechanisms) reads the identity query's answers as pnc does."""
     raw = _set(paper_spec("x.csv", wages=False), "query.1.mechanism", "adaptive")
     assert plan_of(raw, tmp_path).query(raw["query"][1]["name"]).mechanism == "adaptive"
     account_gedp_plan(plan_of(raw, tmp_path))  # valid as it stands

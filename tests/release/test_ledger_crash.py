@@ -1,4 +1,4 @@
-"""kill -9 of real `eree protect --ledger` processes (DESIGN.md §3.4, slow).
+"""kill -9 of real `eree protect --ledger` processes (docs/design.md#budget-ledger, slow).
 
 Twenty releases are killed with SIGKILL at random moments — half anywhere in the run,
 half in the window after their reservation — four at a time. After the next command

@@ -1,4 +1,7 @@
-"""Protected establishment microdata from a GEDP release (DESIGN.md §6, §7.2; Webb et al. §7)."""
+"""Protected establishment microdata from a GEDP release (Webb et al. §7).
+
+See docs/design.md#post-processing, #release-outputs.
+"""
 
 from __future__ import annotations
 
@@ -89,7 +92,7 @@ def test_microdata_is_the_wls_solution_and_tabulates_to_it(small: tuple[Any, Pat
         x = md.frame[a].to_numpy()
         np.testing.assert_allclose(x, dense, rtol=1e-6, atol=1e-6 * np.abs(dense).max())
         # identity measurement is the identity estimate, in establishment order; the
-        # published column is that estimate clamped into its own CI (DESIGN.md §6)
+        # published column is that estimate clamped into its own CI (docs/design.md#post-processing)
         ident = next(m for m in ms if m.groups is None)
         t = by["identity"]
         lo, hi = t[f"{a}_ci_low"].to_numpy(), t[f"{a}_ci_high"].to_numpy()
@@ -243,8 +246,9 @@ def test_microdata_not_for_eree_plans(tmp_path: Path) -> None:
 
 
 def test_adaptive_answers_are_wls_observations(tmp_path: Path) -> None:
-    """Group-bys answered by the adaptive mechanism (ψ or pnc per group, DESIGN.md §4.2)
+    """Group-bys answered by the adaptive mechanism
     enter the WLS like any other measurement: the published value with the published
+    See ψ or pnc per group, docs/design.md#gedp-mechanisms.
     variance of the mechanism that answered each cell."""
     path = write_small(tmp_path / "e.csv", n=300)
     raw = paper_spec(str(path), wages=True)
@@ -264,7 +268,8 @@ def test_adaptive_answers_are_wls_observations(tmp_path: Path) -> None:
         for m in (m for m in meas if m.attribute == a and m.groups is not None):
             t = by[m.name]
             chosen |= set(t[f"{a}_mechanism"].to_list())
-            # the published column is the estimate clamped into its own CI (DESIGN.md §6)
+            # the published column is the estimate clamped into its own CI
+            # (docs/design.md#post-processing)
             lo, hi = t[f"{a}_ci_low"].to_numpy(), t[f"{a}_ci_high"].to_numpy()
             used = np.isfinite(m.variances)
             np.testing.assert_array_equal(

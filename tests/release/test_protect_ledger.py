@@ -1,5 +1,9 @@
-"""`protect` with the budget ledger, the keyed fingerprint and seeded marks (DESIGN.md §3.4,
-§7.2): each reviewer finding of the ledger issue as a test."""
+"""`protect` with the budget ledger, the keyed fingerprint and seeded marks.
+
+Each reviewer finding of the ledger issue as a test.
+
+See docs/design.md#budget-ledger, #release-outputs.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`[postprocess] consistent / nonnegative / integer` on ER-EE count releases (DESIGN.md §6)."""
+"""`[postprocess] consistent / nonnegative / integer` on ER-EE count releases.
+
+See docs/design.md#post-processing.
+"""
 
 import json
 import tomllib
@@ -176,7 +179,7 @@ def test_postprocess_keys_must_be_booleans(tmp_path):
 def test_gedp_estimates_never_fall_outside_their_own_interval(tmp_path):
     # The ψ identity estimate x̃ = ω² − σ² is negative for ω < σ while the §6.1 interval is
     # clamped at ψ(0) = 0; pnc's CI is clamped at 0 too. The published estimate is clamped
-    # the same way, so it always lies in its interval (DESIGN.md §6).
+    # the same way, so it always lies in its interval (docs/design.md#post-processing).
     from eree.data.establishments import load_establishments
     from eree.release.gedp import account_gedp_plan, release_gedp
     from tests.release.test_gedp import paper_spec, plan_of, write_small

@@ -1,4 +1,4 @@
-"""Spec parsing: the DESIGN.md §7.3 examples parse; mistakes get a clear message."""
+"""Spec parsing: the docs/design.md#release-spec examples parse; mistakes get a clear message."""
 
 import tomllib
 

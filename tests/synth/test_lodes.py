@@ -1,4 +1,4 @@
-"""Tests of the LODES-like generator (DESIGN.md §8)."""
+"""Tests of the LODES-like generator (docs/design.md#synthetic-data)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""National synthetic data written in chunks (DESIGN.md §8; issue 12), on tiny sizes."""
+"""National synthetic data written in chunks (issue 12), on tiny sizes.
+
+See docs/design.md#synthetic-data.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ def test_national_lodes_chunks_are_one_valid_dataset(tmp_path, shared_data) -> N
     p = 15_000 / b.sum()
     sd = (4 * (p * (1 - p) * b**2).sum()) ** 0.5
     assert abs(summary.rows["job"] - 60_000) < 5 * sd
-    # the partitioned tables pass every rule of DESIGN.md §2.3 as one dataset
+    # the partitioned tables pass every rule of docs/design.md#validation as one dataset
     data = PolarsEngine().load_eree(cfg, ["state", "county", "age"])
     assert data.jobs.height == summary.rows["job"]
     assert data.workplaces.height == summary.rows["workplace"]

@@ -1,4 +1,7 @@
-"""QCEW-like synthesis (DESIGN.md §8; Webb et al. Appendix A) and the Syn-RI Table 9 check."""
+"""QCEW-like synthesis (Webb et al. Appendix A) and the Syn-RI Table 9 check.
+
+See docs/design.md#synthetic-data.
+"""
 
 from __future__ import annotations
 

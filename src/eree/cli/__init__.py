@@ -1,4 +1,4 @@
-"""The ``eree`` command: thin over the library (DESIGN.md §7.1).
+"""The ``eree`` command: thin over the library (docs/design.md#command-line).
 
 The command tree is assembled here; each command lives in the module of its group:
 

@@ -38,7 +38,7 @@ class LazyGroup(TyperGroup):
     """A command group whose experiment commands are imported on first use.
 
     The experiment modules (and through them SciPy and plotting) take most of a second to
-    import; DESIGN.md §1 wants them imported only when an experiment runs. The group
+    import; docs/design.md#data-flow wants them imported only when an experiment runs. The group
     lists a lazy command by name with a fixed one-line help and imports the real command
     only when it is resolved (run, or asked for its own ``--help``).
     """

@@ -1,4 +1,4 @@
-"""``eree demo``: the main job end to end on built-in synthetic data (DESIGN.md §7.1).
+"""``eree demo``: the main job end to end on built-in synthetic data (docs/design.md#command-line).
 
 ER-EE half: a small LODES-like dataset, four marginals under weak ER-EE privacy.
 GEDP half: a QCEW-like synthetic state, the Table 7 query structure (ψ identity query,

@@ -1,4 +1,6 @@
-"""``eree evaluate …``: the papers' experiments, one per figure or table (DESIGN.md §7.1).
+"""``eree evaluate …``: the papers' experiments, one per figure or table.
+
+See docs/design.md#command-line.
 
 * ``haney-…``: Haney et al. (SIGMOD 2017) §10 (:mod:`eree.evaluate.haney`), one command
   per figure and ``haney-all``; each is :func:`evaluate_haney` with its experiment fixed.

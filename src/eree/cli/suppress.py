@@ -1,4 +1,6 @@
-"""``eree suppress``: cell suppression, the current QCEW practice (DESIGN.md §4.3, §7.1).
+"""``eree suppress``: cell suppression, the current QCEW practice.
+
+See docs/design.md#cell-suppression, #command-line.
 
 Also what ``eree audit suppression`` (:mod:`eree.cli.audit`) shares with it: reading the
 establishment file, the suppression rules from the options, one state at a time, the
@@ -11,7 +13,7 @@ derived when absent), optionally ``state``, and the confidential ``m1emp``, ``m2
 ``m3emp``, ``wage``) and work one state at a time. Screen output holds counts and rates
 only, never a confidential value; the files marked *internal* below do hold true values
 or values an attacker could pin down, and are not for publication: they are written to an
-``internal/`` folder, owner-only (0600; DESIGN.md §4.4).
+``internal/`` folder, owner-only (0600; docs/design.md#what-may-be-published).
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def _write(df: pl.DataFrame, path: Path, csv: bool) -> None:
 
 
 def internal_folder(folder: Path) -> Path:
-    """The owner-only ``internal/`` folder of ``folder`` (DESIGN.md §4.4)."""
+    """The owner-only ``internal/`` folder of ``folder`` (docs/design.md#what-may-be-published)."""
     d = folder / "internal"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(d, 0o700)

@@ -1,1 +1,1 @@
-"""Loading and validating confidential input data (DESIGN.md §2)."""
+"""Loading and validating confidential input data (docs/design.md#input-data)."""

@@ -45,7 +45,9 @@ class EreeDataConfig:
 
 @dataclass(frozen=True)
 class EstablishmentDataConfig:
-    """Establishment input (QCEW-like): one row per establishment (DESIGN.md §2.2).
+    """Establishment input (QCEW-like): one row per establishment.
+
+    See docs/design.md#establishment-data.
 
     Attributes:
         path: CSV, CSV.gz or Parquet file.

@@ -1,4 +1,4 @@
-"""Loading and validating ER-EE (LODES-like) input: DESIGN.md §2.1 and §2.3.
+"""Loading and validating ER-EE (LODES-like) input: docs/design.md#er-ee-data, #validation.
 
 Two input forms are accepted (:class:`~eree.data.config.EreeDataConfig`):
 
@@ -11,7 +11,7 @@ Two input forms are accepted (:class:`~eree.data.config.EreeDataConfig`):
 
 Either way the result is an :class:`EreeData`: one row per establishment and one row per
 job. The whole input is rejected, naming file, 1-based data row and column, when any
-rule of DESIGN.md §2.3 is violated; messages may name ids and columns but never a worker
+rule of docs/design.md#validation is violated; messages may name ids and columns but never a worker
 attribute value.
 """
 
@@ -109,7 +109,7 @@ EreeData.jobs = property(_get_jobs, _set_jobs, doc="The per-job frame (read on f
 
 
 def load_eree(config: EreeDataConfig) -> EreeData:
-    """Load and validate ER-EE input in either form (DESIGN.md §2.1, §2.3).
+    """Load and validate ER-EE input in either form (docs/design.md#er-ee-data, #validation).
 
     Checks, in this order: the spec is coherent; required columns are present and every
     value parses; ids are present and unique; every categorical value is in its declared
@@ -126,7 +126,7 @@ def load_eree(config: EreeDataConfig) -> EreeData:
     Raises:
         SpecError: the configuration names no input, both forms, overlapping columns, or
             a worker attribute without a declared domain.
-        DataValidationError: the data violate a rule of DESIGN.md §2.3.
+        DataValidationError: the data violate a rule of docs/design.md#validation.
     """
     check_config(config)
     domains = {a: tuple(config.domains[a]) for a in config.worker_attributes}

@@ -1,4 +1,6 @@
-"""Establishment microdata (QCEW-like, DESIGN.md §2.2) and its validation (§2.3).
+"""Establishment microdata and its validation (docs/design.md#validation).
+
+See QCEW-like, docs/design.md#establishment-data.
 
 One row per establishment: an id (``primary_key`` in QCEW files), public attributes
 (``cnty``, ``own``, ``naics`` and its prefixes) and confidential non-negative numeric

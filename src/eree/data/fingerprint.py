@@ -1,4 +1,4 @@
-r"""Content fingerprint of validated input data (DESIGN.md §3.4, §7.2).
+r"""Content fingerprint of validated input data (docs/design.md#budget-ledger, #release-outputs).
 
 A dataset is identified in the budget ledger by what it contains, not by its name or its
 files: the fingerprint summarises the *validated* frames a release reads
@@ -42,7 +42,8 @@ crafts data to collide (whoever can do that can simply change one record).
 
 The fingerprint is an *unkeyed* hash of confidential content: it never leaves the
 machine. The ledger and the manifest only store :func:`eree.privacy.ledger.keyed_fingerprint`,
-an HMAC-SHA256 of it under a secret key (DESIGN.md §7.2), which cannot be brute-forced by
+an HMAC-SHA256 of it under a secret key (docs/design.md#release-outputs), which cannot be
+brute-forced by
 someone who knows every record but one.
 """
 
@@ -320,7 +321,7 @@ def structure_fingerprint(data: EreeData | EstablishmentData) -> str:
     establishments: the ids. Two loads of the same files that select different attribute
     columns have different :func:`content_fingerprint` but the same structure, so the ledger
     can tell "the same data seen through other columns, or with changed values" from "other
-    data" (DESIGN.md §3.4). Private like the content fingerprint.
+    data" (docs/design.md#budget-ledger). Private like the content fingerprint.
     """
     return _fingerprint(data, True, _TextWords())
 

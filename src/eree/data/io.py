@@ -1,11 +1,11 @@
 """Reading input tables (CSV, CSV.gz, Parquet) with declared column types.
 
-Also the reusable row-level checks of DESIGN.md §2.3.
+Also the reusable row-level checks of docs/design.md#validation.
 
 Every problem is a :class:`~eree.errors.DataValidationError` naming the file, the 1-based
 data row (header excluded) and the column. Messages never contain a value read from a
 data column, except ids where a caller explicitly asks for them (ids may be printed,
-DESIGN.md §2.3): a row that does not parse, is missing, or is outside its domain is
+docs/design.md#validation): a row that does not parse, is missing, or is outside its domain is
 identified by its position only, because worker attributes and establishment measures
 are confidential.
 
@@ -121,7 +121,7 @@ def _is_header(names: Sequence[str], expected: Collection[str] | None) -> bool:
 
     A first line is taken for a header (and its names may appear in messages) only when
     it names at least one expected column and no field of it reads as a number; anything
-    else may be a data row, whose fields are confidential (DESIGN.md §2.3).
+    else may be a data row, whose fields are confidential (docs/design.md#validation).
     """
     if expected is None or not any(n in expected for n in names):
         return False
@@ -367,7 +367,7 @@ def _cast_column(s: pl.Series, target: pl.DataType, path: Path) -> pl.Series:
     if not (
         src.is_numeric() or src in (pl.Utf8, pl.Categorical, pl.Null) or isinstance(src, pl.Enum)
     ):
-        # booleans, dates, times and nested types are never numbers (DESIGN.md §2.3)
+        # booleans, dates, times and nested types are never numbers (docs/design.md#validation)
         raise DataValidationError(
             f"column is stored as {src}, expected {_describe(target)}",
             file=str(path),
@@ -531,7 +531,7 @@ def check_unique(
     """Reject a value of ``column`` occurring twice; the second occurrence is reported.
 
     Only for id columns: the message prints the duplicated id and the row of its first
-    occurrence (ids are not confidential, DESIGN.md §2.3).
+    occurrence (ids are not confidential, docs/design.md#validation).
 
     Args:
         message: format string with the fields ``id`` and ``first_row``.

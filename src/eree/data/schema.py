@@ -1,4 +1,6 @@
-"""Default column names, roles and declared domains of the ER-EE data model (DESIGN.md §2.1).
+"""Default column names, roles and declared domains of the ER-EE data model.
+
+See docs/design.md#er-ee-data.
 
 Worker attribute codes follow the LODES / QWI conventions so that files from the LEHD
 infrastructure map onto them directly:

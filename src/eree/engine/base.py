@@ -29,7 +29,7 @@ method                     data           gives
 =========================  =============  =============================================
 
 Cell statistics are computed for a marginal over any mix of public workplace attributes
-and private worker attributes. Cells (DESIGN.md §4): every combination of the queried
+and private worker attributes. Cells (docs/design.md#cells): every combination of the queried
 workplace attributes that occurs in the public workplace frame, crossed with the full
 declared domain of the queried worker attributes. With ``complete=True`` the workplace
 combinations with no establishment (public zeros) are listed too, with
@@ -53,7 +53,7 @@ column                    meaning
 
 A Spark engine implements the same contract and must give identical frames.
 
-The same protocol serves establishment (QCEW-like) data (DESIGN.md §1.1): the group
+The same protocol serves establishment (QCEW-like) data (docs/design.md#core-objects): the group
 queries return small Polars frames, keys sorted (one row per group of ``by`` that
 occurs; ``by = []``: one total row), then the attribute columns in
 :func:`result_order`:

@@ -1,4 +1,4 @@
-"""The keys of the full cell frame, shared by both engines (DESIGN.md §4).
+"""The keys of the full cell frame, shared by both engines (docs/design.md#cells).
 
 Cells are every combination of the queried workplace attributes in the public workplace
 frame (F rows) crossed with the full declared domain of the queried worker attributes

@@ -3,7 +3,7 @@
 A value's integer part and its fractional part in units of 2⁻³² are integers computed
 exactly in IEEE arithmetic (:func:`exact_parts`); their 64-bit sums do not depend on the
 order of summation, so a sum assembled from them (:func:`exact_sums`) is the same in
-every run, partitioning and engine (DESIGN.md §1.1). The Polars engine sums the
+every run, partitioning and engine (docs/design.md#core-objects). The Polars engine sums the
 expressions of :func:`exact_parts`; the Spark engine
 (:mod:`eree.engine.spark.establishments`) computes the same integers in Spark SQL. Both
 finish with :func:`exact_sums`.

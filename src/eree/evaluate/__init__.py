@@ -1,7 +1,7 @@
 """Evaluation: utility comparison, metrics, experiments, plots, reports, privacy audits.
 
 Baselines' utility comparison, metrics, paper experiments, plots, reports and privacy
-audits (DESIGN.md §1, §9).
+audits (docs/design.md#data-flow, #evaluation).
 
 * :mod:`eree.evaluate.metrics` — L1 error and its ratio to noise infusion, stratified by
   population bins; Spearman rank correlation.

@@ -2,7 +2,7 @@ r"""The attacks of Haney et al. §5.2 on input noise infusion, as runnable demon
 
 Each attack targets a workplace combination (tract × NAICS sector × ownership) that holds
 exactly **one** establishment — the number of establishments in a cell is public
-(DESIGN.md §2.1), and the paper notes an adversary can know such cells exist. It is run
+(docs/design.md#er-ee-data), and the paper notes an adversary can know such cells exist. It is run
 against input noise infusion and, with the same attacker, against every formal mechanism:
 
 1. **Shape disclosure** (violates Def. 4.3). Release the marginal workplace × sex × age

@@ -39,7 +39,7 @@ cost of a whole marginal since an establishment contributes < θ in L1); 20 tria
 Points are omitted exactly where the paper omits them: Log-Laplace when λ = 2 ln(1+α)/ε
 ≥ 1 (unbounded expectation, Lemma 8.2), Smooth Gamma when α + 1 ≥ e^{ε/5}, Smooth Laplace
 when δ = 0.05 < δ_min = exp(−ε/(2 ln(1+α))) (Algorithm 3's condition, not Table 2 — see
-DESIGN.md §10) — always with the per-cell ε. The Log-Laplace quantity evaluated is the
+docs/errata.md) — always with the per-cell ε. The Log-Laplace quantity evaluated is the
 output ñ of Algorithm 1 (what the paper plots); the bias-corrected n̂ that eree publishes
 is reported too, as ``log_laplace_unbiased``, and the edge-DP Laplace baseline as
 ``laplace`` — both extras, not in the paper's figures.
@@ -118,7 +118,8 @@ TRIALS = 20
 SMOOTH_LAPLACE_DELTA = 0.05
 
 ER_EE_MECHANISMS = (LogLaplace.name, SmoothGamma.name, SmoothLaplace.name)
-#: label suffix of the post-processed variant of a mechanism's output (DESIGN.md §6)
+#: label suffix of the post-processed variant of a mechanism's output
+#: (docs/design.md#post-processing)
 POSTPROCESSED = "/postprocessed"
 NOISE_INFUSION = NoiseInfusion.name
 
@@ -141,7 +142,7 @@ _ANALYSES: dict[str, tuple[str, str]] = {
 }
 _ORDER = tuple(_ANALYSES)
 
-#: the CSV's column order (DESIGN.md §9)
+#: the CSV's column order (docs/design.md#evaluation)
 CSV_COLUMNS = (
     "experiment",
     "workload",
@@ -754,7 +755,7 @@ def run_haney(
                 break
             except KeyboardInterrupt:
                 continue
-        # Ctrl-C: keep the finished points, drop the queued ones (DESIGN.md §7.1)
+        # Ctrl-C: keep the finished points, drop the queued ones (docs/design.md#command-line)
         pool.shutdown(wait=True, cancel_futures=interrupted is not None)
         timings[f"run_{r}"] = time.perf_counter() - t0
     del ni_out

@@ -1,4 +1,4 @@
-"""Ctrl-C during an experiment: keep the finished work (DESIGN.md §7.1)."""
+"""Ctrl-C during an experiment: keep the finished work (docs/design.md#command-line)."""
 
 from __future__ import annotations
 

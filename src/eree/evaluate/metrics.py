@@ -1,4 +1,4 @@
-r"""Utility metrics (DESIGN.md §9; Haney et al. 2017 §10).
+r"""Utility metrics (docs/design.md#evaluation; Haney et al. 2017 §10).
 
 All functions take the truth as a vector over cells and noisy answers either as one vector
 or as a ``(trials, cells)`` array (one row per independent trial).
@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from eree.mechanisms.noise import FloatArray
 
-#: the tidy result table every experiment writes (DESIGN.md §9)
+#: the tidy result table every experiment writes (docs/design.md#evaluation)
 TIDY_SCHEMA: dict[str, type[pl.DataType]] = {
     "experiment": pl.Utf8,
     "workload": pl.Utf8,
@@ -106,7 +106,7 @@ def abs_error(noisy: ArrayLike, truth: ArrayLike) -> FloatArray:
 
 
 def relative_abs_error(noisy: ArrayLike, truth: ArrayLike) -> FloatArray:
-    r""":math:`|x-\tilde x|/(x+1)` (DESIGN.md §9)."""
+    r""":math:`|x-\tilde x|/(x+1)` (docs/design.md#evaluation)."""
     t = np.asarray(truth, dtype=np.float64)
     return abs_error(noisy, t) / (t + 1.0)
 

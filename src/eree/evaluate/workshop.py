@@ -39,7 +39,7 @@ t = 0.15, small cells (0, 2.5) → uniform {1, 2}); one factor vector per trial 
 the four marginals (time-invariant), drawn from the same seed stream as
 ``haney-workload1`` so the baselines of the two experiments agree.
 
-**Strata.** All cells, and the population bins of DESIGN.md §9 by the tract's
+**Strata.** All cells, and the population bins of docs/design.md#evaluation by the tract's
 employment (as in :mod:`eree.evaluate.haney`); the workshop reports all cells only.
 
 **Randomness.** Seeded, one :class:`~eree.mechanisms.noise.SeededNoise` per (workload,

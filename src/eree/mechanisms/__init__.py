@@ -1,4 +1,6 @@
-"""Mechanisms: frozen objects over cell statistics, parameters and a noise source (DESIGN.md §4).
+"""Mechanisms: frozen objects over cell statistics, parameters and a noise source.
+
+See docs/design.md#cells.
 
 Importing the package loads :mod:`eree.mechanisms.registry`, which gives every mechanism
 class its registry name.

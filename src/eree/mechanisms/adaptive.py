@@ -1,4 +1,4 @@
-r"""Adaptive GEDP group-by: per group, the ψ- or the pnc-mechanism (DESIGN.md §4.2).
+r"""Adaptive GEDP group-by: per group, the ψ- or the pnc-mechanism (docs/design.md#gedp-mechanisms).
 
 Beyond the papers (future work in the QCEW paper's conclusion). After the identity
 query, everything needed to predict each mechanism's error for a group is public:

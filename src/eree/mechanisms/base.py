@@ -1,4 +1,4 @@
-r"""The core objects between the engine and everything after it (DESIGN.md §1.1).
+r"""The core objects between the engine and everything after it (docs/design.md#core-objects).
 
 * :class:`Mechanism` — a frozen value object per mechanism. Its parameters are validated
   when it is built; :meth:`Mechanism.cost` is the privacy cost without touching data;
@@ -77,7 +77,7 @@ class Measurement:
         estimate: the published value: the unbiased estimator where the mechanism has one
             (Log-Laplace n̂, ψ-mechanism x̃), otherwise the raw output.
         std: the published standard error per cell, or None where publishing one would
-            reveal confidential data (DESIGN.md §4.4).
+            reveal confidential data (docs/design.md#what-may-be-published).
         ci_low, ci_high: the published confidence interval, or None.
         uncertainty_method: how std/CI were obtained, or why they are withheld.
         variance_kind: "public" (a function of public parameters only), "estimated"

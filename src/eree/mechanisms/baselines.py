@@ -1,4 +1,4 @@
-r"""Differential-privacy baselines of Haney et al. §6 (DESIGN.md §4.1).
+r"""Differential-privacy baselines of Haney et al. §6 (docs/design.md#er-ee-mechanisms).
 
 * :class:`EdgeLaplace` — edge-DP: ñ = n + Lap(1/ε). Each job is in exactly one cell of a
   marginal, so a marginal costs ε (parallel composition), whatever its attributes.

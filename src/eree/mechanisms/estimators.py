@@ -23,7 +23,7 @@ with z the two-sided normal quantile. It covers x with probability ≥ the confi
 level, for every ψ, because ψ(x) ≥ ψ(0).
 
 The true variances (``*_true_variance``) depend on the confidential x: they are here for
-theory and tests and must never be published (DESIGN.md §4.4).
+theory and tests and must never be published (docs/design.md#what-may-be-published).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-r"""Input noise infusion — the current SDL baseline (Haney et al. 2017 §5.1; DESIGN.md §4.1).
+r"""Input noise infusion — the current SDL baseline (Haney et al. 2017 §5.1).
+
+See docs/design.md#er-ee-mechanisms.
 
 Every establishment w gets one confidential, time-invariant distortion factor
 
@@ -12,11 +14,12 @@ and a cell v of any marginal is published as
 criteria), except that a true count in the open interval (0, S), S = 2.5, is replaced by
 a draw from {1, …, ⌊S⌋}, and a zero stays zero.
 
-**The ramp density.** The paper only says that f_w lies in the two intervals; DESIGN.md
-§4.1 asks for a ramp density. eree uses the ramp as the LEHD/QWI noise-infusion
-literature describes it (Abowd, Stephens & Vilhuber 2006; after Evans, Zayatz & Slanta
-1998): the distortion δ = |f − 1| has a density that falls linearly from the inner edge s
-to zero at the outer edge t, and the sign of f − 1 is equally likely:
+**The ramp density.** The paper only says that f_w lies in the two intervals; eree's
+design (docs/design.md#er-ee-mechanisms) asks for a ramp density. eree uses the ramp as
+the LEHD/QWI noise-infusion literature describes it (Abowd, Stephens & Vilhuber 2006;
+after Evans, Zayatz & Slanta 1998): the distortion δ = |f − 1| has a density that falls
+linearly from the inner edge s to zero at the outer edge t, and the sign of f − 1 is
+equally likely:
 
 .. math:: p(f) = \frac{t - |f-1|}{(t-s)^2}, \qquad s \le |f-1| \le t .
 

@@ -1,4 +1,4 @@
-"""The one registry of mechanisms (DESIGN.md §1.1).
+"""The one registry of mechanisms (docs/design.md#core-objects).
 
 Read by the spec parser (names, did-you-mean, which settings apply), the release (which
 class to build), the evaluation and ``eree explain``. Adding a mechanism is one class and

@@ -22,7 +22,7 @@ def smooth_gamma_density(z: FloatArray) -> FloatArray:
     r"""Normalised density :math:`f(z) = \frac{\sqrt2}{\pi}\frac{1}{1+z^4}` (Haney et al. Alg 2).
 
     E[Z] = 0, Var[Z] = 1, E|Z| = 1/sqrt(2). (The paper's Lemma G quotes the unnormalised
-    integrals 2.2 and 1.57; see DESIGN.md §10.)
+    integrals 2.2 and 1.57; see docs/errata.md.)
     """
     z = np.asarray(z, dtype=np.float64)
     return (1.0 / SMOOTH_GAMMA_NORMALISER) / (1.0 + z**4)

@@ -3,7 +3,7 @@ r"""The workshop variants of the ER-EE mechanisms, for the Blowfish policy.
 Haney et al., workshop version (``papers/002_*``, §5 and Appendix A); the policy is in
 :mod:`eree.privacy.blowfish`.
 
-The SIGMOD versions (:mod:`eree.mechanisms.eree`) are normative (DESIGN.md §10); these
+The SIGMOD versions (:mod:`eree.mechanisms.eree`) are normative (docs/errata.md); these
 are selectable per query with ``variant = "workshop"``. Notation for one cell V:
 n = true count, :math:`x_V` = the largest number of the cell's workers in one
 establishment (Eq. 9), :math:`S^*_{V,\beta} = \alpha x_V` the (β, G)-smooth sensitivity
@@ -166,7 +166,7 @@ class WorkshopLogLaplace(_Workshop):
 
     Published estimate :math:`\hat n = (\tilde n+\gamma)(1-\lambda^2)-\gamma`, unbiased by
     Lemma 5.2 (the paper's Thm 5.3 writes :math:`1-\lambda/2`; its proof gives
-    :math:`1-\lambda^2`, DESIGN.md §10). CI from the Laplace pivot, plug-in std for λ < 1/2.
+    :math:`1-\lambda^2`, docs/errata.md). CI from the Laplace pivot, plug-in std for λ < 1/2.
     """
 
     default_grid: ClassVar[float] = TRANSFORMED_GRID

@@ -1,4 +1,4 @@
-"""Postprocessing of noisy answers (DESIGN.md §6).
+"""Postprocessing of noisy answers (docs/design.md#post-processing).
 
 * :mod:`.wls` — establishment microdata by weighted least squares from the published
   tables (Webb et al. §7, Eq. 1); also the tabulation of any microdata at QCEW

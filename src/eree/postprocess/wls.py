@@ -1,4 +1,6 @@
-r"""Establishment microdata by weighted least squares (DESIGN.md §6; Webb et al. §7, Eq. 1).
+r"""Establishment microdata by weighted least squares (Webb et al. §7, Eq. 1).
+
+See docs/design.md#post-processing.
 
 The unknowns are the establishments' values of one confidential attribute,
 :math:`x \in \mathbb{R}^n` (each attribute is solved on its own). Every

@@ -1,1 +1,4 @@
-"""Privacy definitions, conditions, neighbor functions, accounting, semantics (DESIGN.md §3)."""
+"""Privacy definitions, conditions, neighbor functions, accounting, semantics.
+
+See docs/design.md#privacy-definitions.
+"""

@@ -1,4 +1,6 @@
-"""Privacy accounting from the plan alone (DESIGN.md §3.1, §3.2).
+"""Privacy accounting from the plan alone.
+
+See docs/design.md#er-ee-privacy, #gaussian-establishment-dp.
 
 The accountant never sees data and derives no scale of its own: each query is a list of
 mechanism objects (:mod:`eree.mechanisms`), each of which knows its cost

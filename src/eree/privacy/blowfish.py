@@ -1,7 +1,7 @@
 r"""The Blowfish policy of the workshop version of Haney et al. (``papers/002_*``, §4).
 
 The workshop paper protects LODES with a Blowfish policy (He et al. 2014) instead of the
-ER-EE definitions of the SIGMOD version (DESIGN.md §3.1, normative). This module makes
+ER-EE definitions of the SIGMOD version (docs/design.md#er-ee-privacy, normative). This module makes
 that policy an object eree can test and explain.
 
 **Records.** The data are one row per establishment, a triple :math:`(S, P, NP)`:

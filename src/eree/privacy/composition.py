@@ -1,4 +1,6 @@
-r"""Privacy costs and their composition, in exact arithmetic (DESIGN.md §1.1, §3.1, §3.2, §3.4).
+r"""Privacy costs and their composition, in exact arithmetic.
+
+See docs/design.md#core-objects, #er-ee-privacy, #gaussian-establishment-dp, #budget-ledger.
 
 One object per privacy family adds costs; no other code in eree adds privacy costs.
 
@@ -10,7 +12,7 @@ One object per privacy family adds costs; no other code in eree adds privacy cos
   al. Thm 7.3). It covers strong and weak ER-EE, edge-DP, node-DP and the Blowfish policy
   of the workshop version: node-DP ⇒ strong ER-EE ⇒ weak ER-EE ⇒ edge-DP on the same data,
   so the sum over releases under any of them is a valid bound for the weakest definition
-  used (DESIGN.md §3.4).
+  used (docs/design.md#budget-ledger).
 * :class:`GaussianComposition` — μ-GEDP (Webb et al. Thm 5.7): μ_total = √(Σ μ²).
 * :class:`NoGuarantee` — input noise infusion: no formal guarantee and no cost to add.
 

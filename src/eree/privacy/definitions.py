@@ -7,7 +7,7 @@ must then give ``[privacy] alpha``, the ledger keeps one α per dataset, and the
 mechanisms may run under it). The spec parser, the composition, the ledger and the
 mechanisms read it.
 
-Guarantees as frozen value objects (DESIGN.md §3.1): a definition instance is a
+Guarantees as frozen value objects (docs/design.md#er-ee-privacy): a definition instance is a
 *guarantee*: "this output satisfies (α, ε, δ)-ER-EE privacy". It states a guarantee and
 does not compose: costs compose in :mod:`eree.privacy.composition` alone.
 """

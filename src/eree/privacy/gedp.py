@@ -1,6 +1,6 @@
 r"""μ-Gaussian Establishment DP: definition, accounting, budget allocation, semantics.
 
-Webb et al. (``papers/004_*``), DESIGN.md §3.2–3.3.
+Webb et al. (``papers/004_*``), docs/design.md#gaussian-establishment-dp, #semantics.
 
 * :class:`GEDPDefinition` — Def 5.6 with a neighbor function per confidential attribute
   (Remark 5.4; one ψ shared by all attributes is the common case) and per-attribute
@@ -16,7 +16,7 @@ Webb et al. (``papers/004_*``), DESIGN.md §3.2–3.3.
 * :func:`gedp_semantics` / :func:`explain_gedp_lines` — what the guarantee means:
   uncertainty intervals at representative sizes, the hypothesis-test bound
   "a test with false-positive rate x has power ≤ Φ(Φ⁻¹(x)+μ)" (§5.3), firms (group
-  privacy, ℓ·μ for ℓ establishments — DESIGN.md §10 erratum to §5.4.1's (ℓ−1)μ) and persons
+  privacy, ℓ·μ for ℓ establishments — docs/errata.md to §5.4.1's (ℓ−1)μ) and persons
   (uncertainty intervals re-centred on the person's value, §5.4.2).
 
 This module never imports ``release/``: plans are passed as plain arguments (see
@@ -49,7 +49,7 @@ __all__ = [
     "semantics_tables",
 ]
 
-#: representative sizes of the semantics table (DESIGN.md §3.3)
+#: representative sizes of the semantics table (docs/design.md#semantics)
 SEMANTICS_SIZES: tuple[float, ...] = (1, 3, 10, 36, 100, 360, 1_000, 36_000)
 _FPRS = (0.01, 0.05, 0.1)
 _FIRM_SIZES = (1, 2, 5, 10)
@@ -326,7 +326,7 @@ def gedp_semantics(
     false_positive_rates: Sequence[float] = _FPRS,
     firm_sizes: Sequence[int] = _FIRM_SIZES,
 ) -> dict[str, Any]:
-    """What μ_total-GEDP means for establishments, firms and persons (DESIGN.md §3.3).
+    """What μ_total-GEDP means for establishments, firms and persons (docs/design.md#semantics).
 
     Returns a JSON-able dict with ``intervals`` (attribute → rows x, low, high, the
     Def 5.2 interval), ``hypothesis_test`` (the bound Φ(Φ⁻¹(x)+μ) at a few x), ``firms``

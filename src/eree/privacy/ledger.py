@@ -1,4 +1,4 @@
-r"""The persistent privacy-budget ledger (DESIGN.md §3.4).
+r"""The persistent privacy-budget ledger (docs/design.md#budget-ledger).
 
 One SQLite file holds an append-only, hash-chained log of events:
 
@@ -88,7 +88,7 @@ _GENESIS = "0" * 64
 
 
 def keyed_fingerprint(fingerprint: str, key: bytes) -> str:
-    """HMAC-SHA256 of a content fingerprint under a secret key (DESIGN.md §7.2)."""
+    """HMAC-SHA256 of a content fingerprint under a secret key (docs/design.md#release-outputs)."""
     return hmac.new(key, fingerprint.encode("ascii"), hashlib.sha256).hexdigest()
 
 

@@ -23,7 +23,8 @@ Built-in neighbor functions (frozen value objects):
 * :class:`CustomNeighbor` — a user callable, checked numerically for the four conditions
   (:func:`neighbor_from_callable`).
 
-:func:`neighbor_from_spec` parses the spec forms of ``[privacy].neighbor`` (DESIGN §7.3).
+:func:`neighbor_from_spec` parses the spec forms of ``[privacy].neighbor``
+(docs/design.md#release-spec).
 
 Every ``inverse`` here is the *clamped* inverse: arguments below ψ(0) map to 0 (the
 smallest value of the domain). This is what Def 5.2, Thm 6.7 ("0 when the argument is

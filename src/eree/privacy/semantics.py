@@ -1,4 +1,7 @@
-"""What a guarantee means, in the user's terms (DESIGN.md §3.3) — computed from the plan alone."""
+"""What a guarantee means, in the user's terms — computed from the plan alone.
+
+See docs/design.md#semantics.
+"""
 
 from __future__ import annotations
 

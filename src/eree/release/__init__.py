@@ -1,1 +1,1 @@
-"""Plans (specs), orchestration and output writing (DESIGN.md §1, §7)."""
+"""Plans (specs), orchestration and output writing (docs/design.md#data-flow, #interfaces)."""

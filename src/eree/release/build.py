@@ -1,4 +1,4 @@
-"""From a plan to mechanism objects, once per release (DESIGN.md §1.1).
+"""From a plan to mechanism objects, once per release (docs/design.md#core-objects).
 
 :func:`build` reads the plan (no data) and returns a :class:`BuiltPlan`: for each query
 the mechanism object of each published statistic, built from the one registry

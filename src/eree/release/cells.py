@@ -1,6 +1,6 @@
 r"""How many cells each query of a plan publishes, and the guard against too many.
 
-DESIGN.md §2.3: before cells are allocated, the plan's cell count is computed from the
+docs/design.md#validation: before cells are allocated, the plan's cell count is computed from the
 declared domains and the public frame, and refused past a configurable limit
 (``[output] max_cells``) with a message that names the query.
 
@@ -11,7 +11,7 @@ the declared domains of W with ``complete = true``, otherwise the number of dist
 combinations in the (public) workplace table. Without the data (``eree explain``),
 :math:`F` is known only with ``complete = true`` or when W is empty; :math:`D` alone is
 still a lower bound. Both numbers are public: domains are declared in the spec, and the
-public attributes of establishments are not confidential (§2.1).
+public attributes of establishments are not confidential (docs/design.md#er-ee-data).
 
 Establishment (GEDP) queries publish at most one cell per establishment (group-by cells
 come from the public frame), so they are not counted here.

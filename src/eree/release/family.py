@@ -32,7 +32,7 @@ class ReleaseFamily(ABC):
 
     @abstractmethod
     def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
-        """Load and validate the data with ``engine`` (DESIGN.md §2.3).
+        """Load and validate the data with ``engine`` (docs/design.md#validation).
 
         With ``narrow``, only the columns the queries use are read (a release with a
         ledger reads every configured column, so that its fingerprint covers them).
@@ -77,7 +77,7 @@ class ReleaseFamily(ABC):
 
     @abstractmethod
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
-        """What the release guarantees, in words (DESIGN.md §3.3)."""
+        """What the release guarantees, in words (docs/design.md#semantics)."""
 
     def n_establishments(self, data: Any, engine: Engine) -> int | None:
         """The number of establishments of loaded data (public), or None if unknown."""
@@ -154,7 +154,7 @@ class CountRelease(ReleaseFamily):
 
     @override
     def n_establishments(self, data: Any, engine: Engine) -> int | None:
-        """The workplace frame's rows (public, DESIGN.md §2.1); a count with Spark."""
+        """The workplace frame's rows (public, docs/design.md#er-ee-data); a count with Spark."""
         return engine.n_workplaces(data)
 
     @override
@@ -216,7 +216,8 @@ class EstablishmentRelease(ReleaseFamily):
         from eree.release.microdata import MICRODATA_FILE, build_microdata
 
         # the WLS microdata have one row per establishment with its public attributes, so
-        # these columns (public, DESIGN.md §2.2) come to the driver; no confidential one does
+        # these columns (public, docs/design.md#establishment-data) come to the driver; no
+        # confidential one does
         public = engine.public_columns(data, [data.id_column, *data.config.public])
         md = build_microdata(built.plan, tables, public)
         entry = {"microdata": md.manifest_entry()}

@@ -1,4 +1,6 @@
-"""The Gaussian Establishment DP release path (DESIGN.md §3.2, §4.2, §7.2–7.3).
+"""The Gaussian Establishment DP release path.
+
+See docs/design.md#gaussian-establishment-dp, #gedp-mechanisms, #release-outputs, #release-spec.
 
 Spec-level checks (:func:`eree.release.build.validate_gedp_plan`) and the mechanism
 objects come from :mod:`eree.release.build`.
@@ -14,7 +16,8 @@ objects come from :mod:`eree.release.build`.
   is publishable).
 
 Nothing published depends on confidential data except through a mechanism's noisy
-output (DESIGN.md §4.4): ψ-mechanism standard errors are estimated from ω, pnc bounds and
+output (docs/design.md#what-may-be-published): ψ-mechanism standard errors are estimated from ω,
+pnc bounds and
 variances come from the noisy identity answers, Estab-Gaussian variances are public.
 """
 
@@ -94,7 +97,7 @@ def account_gedp(
 
 
 def gedp_plan_semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
-    """What the release guarantees (DESIGN.md §3.3), from the plan alone.
+    """What the release guarantees (docs/design.md#semantics), from the plan alone.
 
     The dict of :func:`eree.privacy.gedp.gedp_semantics` plus ``statements`` (the
     human-readable lines of ``eree explain``, among them ``μ_total = …``) and ``tables``

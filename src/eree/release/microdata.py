@@ -1,4 +1,6 @@
-r"""Protected establishment microdata from a GEDP release (DESIGN.md §6, §7.2; Webb et al. §7).
+r"""Protected establishment microdata from a GEDP release (Webb et al. §7).
+
+See docs/design.md#post-processing, #release-outputs.
 
 With ``[postprocess] microdata = true`` a GEDP release also writes
 ``DIR/microdata.parquet``: one row per establishment — the id, the public attributes and
@@ -12,7 +14,8 @@ least squares (Eq. 1 of the QCEW paper, :func:`eree.postprocess.wls.solve_wls`) 
   (the ψ-mechanism's unbiased x̃ of Thm 6.6 — for the identity query one value per
   establishment —, pnc's noisy clipped sum, Estab-Gaussian's noisy answer) with its
   published variance: the *estimated* v̂ for the ψ-mechanism (its true variance depends
-  on x and is never published, §4.4), the exact public (Δ_ℓ/μ)² for pnc, (Δ_ψ/μ)² for
+  on x and is never published, docs/design.md#what-may-be-published), the exact public (Δ_ℓ/μ)² for
+  pnc, (Δ_ψ/μ)² for
   Estab-Gaussian;
 * establishments are mapped to the cells of each table through their public attributes;
 * a pnc cell with Δ_ℓ = 0 (every bound u_{j,i} in the group is 0, so the clipped sum is 0

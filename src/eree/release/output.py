@@ -1,4 +1,4 @@
-"""Writing a release: tables and manifest, atomically (DESIGN.md §7.2)."""
+"""Writing a release: tables and manifest, atomically (docs/design.md#release-outputs)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from eree.errors import EreeError
 from eree.mechanisms.base import Measurement
 from eree.release.tables import QueryTable
 
-#: Parquet metadata and file marking a seeded (reproducible) release (DESIGN.md §7.2)
+#: Parquet metadata and file marking a seeded (reproducible) release
+#: (docs/design.md#release-outputs)
 SEEDED_MARK = "seeded: NOT FOR PUBLICATION"
 NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"
 
@@ -47,7 +48,7 @@ def check_output_dir(out_dir: str | Path, *, force: bool = False) -> Path:
 
 
 def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | None = None) -> None:
-    """Refuse to publish a non-finite number (DESIGN.md §2.3, §4.4).
+    """Refuse to publish a non-finite number (docs/design.md#validation, #what-may-be-published).
 
     An infinite or NaN published value means a scale or a sum overflowed (for example
     ε so small that 1/ε is infinite, or sums past the largest double); it is refused

@@ -1,4 +1,7 @@
-"""One release, end to end: account → load → engine → mechanisms → write (DESIGN.md §1)."""
+"""One release, end to end: account → load → engine → mechanisms → write.
+
+See docs/design.md#data-flow.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ def account(plan: Plan) -> PrivacyReport:
 
 
 def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
-    """What the release guarantees, in words (DESIGN.md §3.3)."""
+    """What the release guarantees, in words (docs/design.md#semantics)."""
     from eree.release.family import family_of
 
     return family_of(plan).semantics(plan, report)
@@ -116,7 +119,9 @@ def build_manifest(
     fingerprint: str | None,
     policy: SitePolicy | None = None,
 ) -> dict[str, Any]:
-    """The manifest of §7.3. Contains public information only (no data-dependent scale).
+    """The manifest. Contains public information only (no data-dependent scale).
+
+    See docs/design.md#release-outputs.
 
     ``fingerprint`` is the keyed content fingerprint of a release charged to a ledger, or
     ``None`` without one (see :func:`protect`).
@@ -185,7 +190,7 @@ def protect(
     """Run one release and write it atomically to ``out_dir``.
 
     The plan's mechanism objects are built and charged before any data is read: a plan
-    the accountant refuses never touches the data. With a ledger (DESIGN.md §3.4), the
+    the accountant refuses never touches the data. With a ledger (docs/design.md#budget-ledger), the
     data are loaded and fingerprinted, then the release is reserved against the dataset's
     registered lifetime budget (a spec's ``[privacy] budget`` may only lower it) before
     any noise is drawn, and committed once the output is in place.

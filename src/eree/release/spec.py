@@ -150,7 +150,10 @@ class PrivacySpec:
 
 @dataclass(frozen=True)
 class PncSpec:
-    """``[pnc]``: settings of the probably-no-clipping mechanism (DESIGN.md §4.2)."""
+    """``[pnc]``: settings of the probably-no-clipping mechanism.
+
+    See docs/design.md#gedp-mechanisms.
+    """
 
     zeta: float = schema.default("[pnc]", "zeta")
     bounds_from: str | None = None
@@ -181,7 +184,7 @@ class PostprocessSpec:
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """``[engine]``: which engine scans the microdata (DESIGN.md §1.1).
+    """``[engine]``: which engine scans the microdata (docs/design.md#core-objects).
 
     Attributes:
         kind: ``"polars"`` (default: in-process) or ``"spark"`` (Spark reads and
@@ -203,7 +206,7 @@ class OutputSpec:
         confidence: level of the published confidence intervals.
         csv: also write each table as CSV.
         max_cells: refuse a query with more cells than this, before allocating them
-            (DESIGN.md §2.3).
+            (docs/design.md#validation).
     """
 
     confidence: float = schema.default("[output]", "confidence")

@@ -37,7 +37,7 @@ class QueryTable:
         return self.table.height
 
 
-#: said of every published statistic that has a confidence interval (DESIGN.md §6)
+#: said of every published statistic that has a confidence interval (docs/design.md#post-processing)
 CLAMP_NOTE = (
     "published estimate = the mechanism's estimate clamped into its own CI (where the "
     "interval is clamped at 0, so is the estimate); the unclamped estimate is used only "
@@ -50,7 +50,8 @@ def published_estimate(out: Measurement) -> np.ndarray:
 
     An interval that is clamped (e.g. at 0 for sums of non-negative values) and an
     estimate that is not would publish an estimate outside its own interval; the estimate
-    is clamped the same way instead (DESIGN.md §6). Without a CI the estimate is published
+    is clamped the same way instead (docs/design.md#post-processing). Without a CI the estimate is
+    published
     as it is.
     """
     est = np.asarray(out.estimate, dtype=np.float64)

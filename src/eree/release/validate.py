@@ -1,7 +1,7 @@
 """``eree validate``: the spec, its paths and its data, checked as a release would; nothing spent.
 
 The data are read through the same family loader and engine as
-:func:`eree.release.protect.protect` (every check of DESIGN.md §2.3, the same one-line
+:func:`eree.release.protect.protect` (every check of docs/design.md#validation, the same one-line
 errors naming file, row and column). Nothing is written, no ledger is opened and no
 noise is drawn. What is returned holds public information only: which checks passed,
 the plan's cost, semantics and accuracy preview (:mod:`eree.release.preview`), where

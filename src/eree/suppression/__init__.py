@@ -1,6 +1,7 @@
 """Cell suppression — the current QCEW practice — as a product of its own.
 
-Includes the attacker's audit (DESIGN.md §4.3; Webb et al., ``papers/004_*`` §2.2 and
+Includes the attacker's audit (docs/design.md#cell-suppression; Webb et al., ``papers/004_*`` §2.2
+and
 Appendix E).
 
 Agencies run cell suppression for real; this package runs it for a large state (New

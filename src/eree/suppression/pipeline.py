@@ -321,7 +321,8 @@ def suppress_establishments(
     """Cell suppression of the QCEW linked tables of one state's establishments.
 
     Args:
-        frame: establishments in the DESIGN §2.2 schema (``cnty``, ``own``, ``naics``
+        frame: establishments in the docs/design.md#establishment-data schema (``cnty``, ``own``,
+        ``naics``
             and optionally its prefixes, ``super_sector``, the attributes; ``state``
             when present must hold one value).
         config: the configuration.

@@ -1,4 +1,4 @@
-"""Synthetic data generators (DESIGN.md §8).
+"""Synthetic data generators (docs/design.md#synthetic-data).
 
 * :mod:`eree.synth.lodes` — LODES-like ER-EE tables (workplace, worker, job): from a real
   LODES WAC file (:func:`~eree.synth.lodes.synth_from_wac`, block margins reproduced

@@ -1,4 +1,4 @@
-"""LODES-like synthetic ER-EE data (DESIGN.md §8).
+"""LODES-like synthetic ER-EE data (docs/design.md#synthetic-data).
 
 Two entry points share one vectorised core:
 
@@ -193,7 +193,7 @@ def synth_from_wac(
     jobs_per_establishment: float = 35.0,
     size_tail: float = 0.8,
 ) -> SynthLodes:
-    """LODES-like tables from a LODES WAC file (DESIGN.md §8).
+    """LODES-like tables from a LODES WAC file (docs/design.md#synthetic-data).
 
     Args:
         wac_path: LODES WAC CSV(.gz) or Parquet (``w_geocode``, ``C000``, CA, CE, CNS,

@@ -1,4 +1,4 @@
-"""National-size synthetic data, written streaming and partitioned (DESIGN.md §8).
+"""National-size synthetic data, written streaming and partitioned (docs/design.md#synthetic-data).
 
 Two generators, each holding one *chunk* in memory at a time and writing it as one
 Parquet file before making the next, so that memory is bounded by the chunk size, not

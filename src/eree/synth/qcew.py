@@ -1,6 +1,8 @@
-"""QCEW-like synthetic establishment microdata (DESIGN.md §8; Webb et al., Appendix A).
+"""QCEW-like synthetic establishment microdata (Webb et al., Appendix A).
 
-Two entry points, one output schema (DESIGN.md §2.2, the Syn-RI file's columns):
+See docs/design.md#synthetic-data.
+
+Two entry points, one output schema (docs/design.md#establishment-data, the Syn-RI file's columns):
 ``primary_key, state, cnty, own, naics, naics3, naics4, naics5, naics_sector,
 super_sector, m1emp, m2emp, m3emp, wage, year, qtr`` — one row per establishment,
 integer columns (see :data:`~eree.synth.qcew_microdata.ESTABLISHMENT_SCHEMA`).
@@ -54,7 +56,7 @@ def synth_qcew_from_area(
     eta: float = 0.5,
     wage_unit: float = 1000.0,
 ) -> SynthQcew:
-    """QCEW-like establishments from real QCEW by-area files (DESIGN.md §8).
+    """QCEW-like establishments from real QCEW by-area files (docs/design.md#synthetic-data).
 
     Reads the cells (:func:`~eree.data.qcew.read_qcew_area_files`), imputes the
     suppressed ones (:func:`~eree.synth.qcew_impute.impute_suppressed_cells`) and splits

@@ -26,7 +26,8 @@ __all__ = [
     "write_establishments",
 ]
 
-#: output schema of the establishment microdata (DESIGN.md §2.2; Syn-RI column names)
+#: output schema of the establishment microdata (docs/design.md#establishment-data; Syn-RI column
+#: names)
 ESTABLISHMENT_SCHEMA: dict[str, type[pl.DataType]] = {
     "primary_key": pl.Int64,
     "state": pl.Int16,

@@ -1,4 +1,4 @@
-"""The establishment half of the engine protocol (DESIGN.md §1.1) on the Polars engine.
+"""The establishment half of the engine protocol (docs/design.md#core-objects) on the Polars engine.
 
 Expected values come from the definitions: a group's sum is the sum of its members'
 values; u*_ℓ is the largest bound in the group; the clipped sum is Σ min(r_j, u*_ℓ)

@@ -1,4 +1,7 @@
-"""The Polars engine's lazy loader: same data as the eager loader, same errors (§2.3)."""
+"""The Polars engine's lazy loader: same data as the eager loader, same errors.
+
+See docs/design.md#validation.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Spark engine gives frames identical to the Polars engine's (DESIGN.md §1).
+"""The Spark engine gives frames identical to the Polars engine's (docs/design.md#data-flow).
 
 One SparkSession serves the whole module (starting it takes seconds). Heavier checks
 are marked ``slow``.
@@ -405,7 +405,7 @@ def test_spark_loader_rejects_bad_input(spark, tmp_path: Path):
             job=pl.concat([s.job, s.job.head(1)]))  # fmt: skip
 
 
-# ------------------------------------------------- establishments (DESIGN.md §1.1)
+# ------------------------------------------------- establishments (docs/design.md#core-objects)
 
 
 @pytest.fixture(scope="module")

@@ -121,7 +121,7 @@ class PolarsEngine:
     def load_eree(
         self, config: EreeDataConfig, attributes: Iterable[str] | None = None
     ) -> EreeData:
-        """Load and validate ER-EE input for this engine (DESIGN.md §2.3).
+        """Load and validate ER-EE input for this engine (docs/design.md#validation).
 
         Args:
             config: the ``[data]`` configuration.
@@ -151,10 +151,13 @@ class PolarsEngine:
 
         return fingerprints(data)
 
-    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
+    # -- establishments (QCEW-like): docs/design.md#core-objects ----------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> EstablishmentData:
-        """Load and validate establishment input (DESIGN.md §2.2–2.3)."""
+        """Load and validate establishment input.
+
+        See docs/design.md#establishment-data, #validation.
+        """
         from eree.data.establishments import load_establishments
 
         return load_establishments(config)

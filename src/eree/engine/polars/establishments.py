@@ -9,7 +9,7 @@ columns of :mod:`eree.engine.base`):
 * :func:`group_sums` — per group of public attributes (``by``; ``[]`` = one total row):
   the sum of each confidential attribute and the (public) number of establishments.
   Groups come from the public frame: every combination that occurs, none other
-  (DESIGN.md §4).
+  (docs/design.md#cells).
 * :func:`identity_values` — the identity query: one row per establishment, sorted by id.
 * :func:`clipped_group_sums` — for the pnc-mechanism (Def 6.8): per group ℓ and attribute
   i, the group's largest bound :math:`u^*_\ell=\max_{j\in\ell}u_{j,i}` and the clipped

@@ -1,4 +1,6 @@
-"""Loading ER-EE Parquet input for the Polars engine in lazy scans (DESIGN.md §1, §2.3).
+"""Loading ER-EE Parquet input for the Polars engine in lazy scans.
+
+See docs/design.md#data-flow, #validation.
 
 :func:`eree.data.eree_tables.load_eree` reads every configured column eagerly and checks
 row by row, so that it can name the file, row and column of the first problem. A release
@@ -8,7 +10,7 @@ almost always are. :func:`scan_eree` therefore
 1. narrows the configuration to the attributes the release uses;
 2. proves, with lazy aggregations over the Parquet files (counts of missing values,
    distinct ids, values outside the declared domains, jobs whose workplace or worker is
-   unknown), that the narrowed input satisfies every rule of DESIGN.md §2.3 that
+   unknown), that the narrowed input satisfies every rule of docs/design.md#validation that
    :func:`~eree.data.eree_tables.load_eree` checks; nothing proportional to the
    microdata is kept by these checks but hash sets of ids;
 3. reads only the needed columns: either the per-job frame (workplace ids and worker

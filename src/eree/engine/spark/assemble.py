@@ -1,6 +1,6 @@
 """The full cell frame on the driver, from the two small results a Spark query collects.
 
-The public workplace combinations × the full declared worker domain (DESIGN.md §4) are
+The public workplace combinations × the full declared worker domain (docs/design.md#cells) are
 assembled in Polars/NumPy, exactly as the Polars engine does it: the output has to be on
 the driver anyway and is no larger than what was collected plus its zero cells, so a
 Spark cross join would only add a shuffle and a larger collect; assembling it here also

@@ -1,4 +1,4 @@
-"""The rules of DESIGN.md §2.3 as Spark row conditions, counted in one aggregation.
+"""The rules of docs/design.md#validation as Spark row conditions, counted in one aggregation.
 
 A :class:`Check` is a rule as a condition true on an offending row; :func:`run_checks`
 counts every check's violations in one Spark aggregation and raises the first one, naming
@@ -42,7 +42,9 @@ def outside(c: str, domain: Sequence[str]) -> Column:
 
 @dataclass(frozen=True)
 class Check:
-    """A §2.3 rule as a row condition: ``violation`` true on an offending row.
+    """An input rule as a row condition: ``violation`` true on an offending row.
+
+    See docs/design.md#validation.
 
     ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
     row (ids are not confidential; values are never printed).

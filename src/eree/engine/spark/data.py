@@ -120,7 +120,7 @@ class SparkEreeData:
             worker_attributes: default: the columns of the worker table that have a
                 declared domain.
             workplace_id, worker_id: id columns.
-            validate: run the checks of DESIGN.md §2.3 (a few Spark passes over the
+            validate: run the checks of docs/design.md#validation (a few Spark passes over the
                 data; see :meth:`from_config`).
 
         Returns:
@@ -154,13 +154,15 @@ class SparkEreeData:
         validate: bool = True,
         format: str | None = None,
     ) -> SparkEreeData:
-        """Read the ``[data]`` input of a spec with Spark, in either form (DESIGN.md §2.1).
+        """Read the ``[data]`` input of a spec with Spark, in either form.
+
+        See docs/design.md#er-ee-data.
 
         Files are Parquet (file or directory) or CSV/CSV.gz (read as text; ragged rows
         are detected), by suffix unless ``format`` (``"parquet"`` or ``"csv"``) says.
         Integer columns are read as text, like :func:`~eree.data.eree_tables.load_eree`.
 
-        With ``validate`` (default), DESIGN.md §2.3 is checked with Spark aggregations,
+        With ``validate`` (default), docs/design.md#validation is checked with Spark aggregations,
         in the order of :func:`~eree.data.eree_tables.load_eree`: required columns
         present and parseable, ids present and unique, workplace attributes present
         (and in their domain when declared), worker attributes in their domain, every

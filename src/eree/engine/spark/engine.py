@@ -1,6 +1,6 @@
 """The Spark engine: the engine contract (:mod:`eree.engine.base`) on PySpark.
 
-For data that outgrow one machine (DESIGN.md §1). It gives **identical** cell statistics
+For data that outgrow one machine (docs/design.md#data-flow). It gives **identical** cell statistics
 to :class:`~eree.engine.polars.engine.PolarsEngine`: same columns, dtypes, row order and
 values.
 
@@ -14,7 +14,7 @@ Data
       (``workplaces``, ``jobs``) as Spark DataFrames, read by Spark itself
       (:meth:`SparkEreeData.from_parquet`, :meth:`SparkEreeData.from_config`) or wrapped
       around DataFrames the caller already has. The microdata then never pass through
-      Polars or the Python driver; the loaders run the rules of DESIGN.md §2.3 as Spark
+      Polars or the Python driver; the loaders run the rules of docs/design.md#validation as Spark
       aggregations (see :meth:`SparkEreeData.from_config`).
 
 Where the work happens
@@ -25,7 +25,7 @@ Where the work happens
     and the workplaces with their sizes. Both are hash-partitioned by establishment and
     cached (memory, spilling to disk). Reading the three-table form with
     :meth:`SparkEreeData.from_config` codes the data in the same Spark passes that check
-    DESIGN.md §2.3 (see :func:`~eree.engine.spark.validate.validate_and_code_three`: a
+    docs/design.md#validation (see :func:`~eree.engine.spark.validate.validate_and_code_three`: a
     worker-id join and one workplace-partitioned count, or no join at all when no worker
     attribute is needed and the ids are proven to match by their order); other datasets
     are coded on the first query (:meth:`SparkEngine.prepare`,
@@ -36,7 +36,7 @@ Where the work happens
     of establishments per workplace combination (both at most the size of the output).
 
     The full cell frame (the public workplace combinations × the full declared worker
-    domain, DESIGN.md §4) is assembled on the driver in Polars/NumPy from those two
+    domain, docs/design.md#cells) is assembled on the driver in Polars/NumPy from those two
     collected frames, exactly as the Polars engine does it. The output has to be on the
     driver anyway and is no larger than what was collected plus its zero cells, so a Spark
     cross join would only add a shuffle and a larger collect; assembling it here also
@@ -225,10 +225,13 @@ class SparkEngine:
 
         return spark_fingerprint(data, structure=False), spark_fingerprint(data, structure=True)
 
-    # -- establishments (QCEW-like): DESIGN.md §1.1 ------------------------------------
+    # -- establishments (QCEW-like): docs/design.md#core-objects ----------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> SparkEstablishmentData:
-        """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3)."""
+        """Read and validate establishment input with Spark.
+
+        See docs/design.md#establishment-data, #validation.
+        """
         from eree.engine.spark.establishments import load_establishments_spark
 
         try:

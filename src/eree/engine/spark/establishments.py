@@ -1,4 +1,6 @@
-"""The establishment (QCEW-like) half of the engine protocol on PySpark (DESIGN.md §1.1).
+"""The establishment (QCEW-like) half of the engine protocol on PySpark.
+
+See docs/design.md#core-objects.
 
 :class:`SparkEstablishmentData` is the Spark-side twin of
 :class:`~eree.data.establishments.EstablishmentData`: the establishment table as a Spark
@@ -97,7 +99,9 @@ def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
 def load_establishments_spark(
     spark: SparkSession, config: EstablishmentDataConfig
 ) -> SparkEstablishmentData:
-    """Read and validate establishment input with Spark (DESIGN.md §2.2–2.3).
+    """Read and validate establishment input with Spark.
+
+    See docs/design.md#establishment-data, #validation.
 
     The rules of :func:`eree.data.establishments.load_establishments`, as Spark
     aggregations (one pass for all row rules, one for uniqueness): required columns

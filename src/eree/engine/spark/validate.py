@@ -1,4 +1,4 @@
-"""The input rules of DESIGN.md §2.3 in Spark, for both forms of ER-EE input.
+"""The input rules of docs/design.md#validation in Spark, for both forms of ER-EE input.
 
 Four paths, each a function here; ids may be printed in errors, values never:
 
@@ -55,7 +55,7 @@ _ROWS_PER_PARTITION = 2_000_000
 def validate_joined(
     df: SparkDataFrame, config: EreeDataConfig, doms: Mapping[str, Sequence[str]]
 ) -> None:
-    """DESIGN.md §2.3 for the joined form, in two Spark aggregations."""
+    """docs/design.md#validation for the joined form, in two Spark aggregations."""
     from pyspark.sql import functions as sf
 
     wid, kid = config.workplace_id, config.worker_id
@@ -102,7 +102,7 @@ def validate_and_code_three(
     config: EreeDataConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> CodedData:
-    """DESIGN.md §2.3 for the three-table form and the coding for queries, fused.
+    """docs/design.md#validation for the three-table form and the coding for queries, fused.
 
     Without worker attributes the ids may be matched by their order, without a join
     (:func:`_validate_and_code_by_order`); otherwise, or when the worker table's ids are
@@ -128,7 +128,9 @@ def _validate_and_code_by_join(
     config: EreeDataConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> CodedData:
-    """DESIGN.md §2.3 and the coding for queries, with jobs and workers joined by worker id.
+    """The input rules and the coding for queries, with jobs and workers joined by worker id.
+
+    The rules: docs/design.md#validation.
 
     At most two shuffles of the microdata instead of one pass per rule:
 
@@ -258,7 +260,9 @@ def _validate_and_code_by_order(
     config: EreeDataConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> CodedData | None:
-    """DESIGN.md §2.3 and the coding of a release without worker attributes, no join by worker.
+    """The input rules and the coding of a release without worker attributes, no join by worker.
+
+    The rules: docs/design.md#validation.
 
     ``None`` when the worker table's ids are not in order
     (:func:`~eree.engine.spark.id_order.ids_in_order`): the caller then matches jobs and
@@ -365,7 +369,7 @@ def _validate_three(
     config: EreeDataConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> SparkDataFrame:
-    """DESIGN.md §2.3 for the three-table form, in three Spark aggregations.
+    """docs/design.md#validation for the three-table form, in three Spark aggregations.
 
     Returns:
         The jobs left-joined to their workers (worker id, workplace id, worker
@@ -426,7 +430,7 @@ def _check_jobs(
     in_wp: str,
     in_wk: str,
 ) -> None:
-    """The job table's checks of DESIGN.md §2.3 on the job ⋈ workplace ⋈ worker join."""
+    """The job table's checks of docs/design.md#validation on the job ⋈ workplace ⋈ worker join."""
     from pyspark.sql import functions as sf
 
     wid, kid = config.workplace_id, config.worker_id

@@ -1,6 +1,6 @@
 r"""Experiments of the QCEW paper (Webb et al., ``papers/004_*``, §8 and Appendices C, H).
 
-``eree evaluate webb-…`` (DESIGN.md §7.1, §9):
+``eree evaluate webb-…`` (docs/design.md#command-line, #evaluation):
 
 * ``webb-table11`` — Appendix H, Table 11: the WLS ablation (Est / Act / Hybrid, ψ = √
   and log), by :func:`eree.evaluate.webb.ablation.webb_table11`, run in chunks of

@@ -1,6 +1,6 @@
 r"""Appendix H of the QCEW paper (Webb et al.): the cost of estimated variances in Eq. 1.
 
-Setting (DESIGN.md §6 and §10 errata): ``n_counties`` = 50 counties with 2
+Setting (docs/design.md#post-processing and docs/errata.md): ``n_counties`` = 50 counties with 2
 establishments each, every establishment with 10 employees; three queries — ID (the
 identity), County (group-by county), Total — each answered by the ψ-mechanism
 (:math:`\omega = \psi(x) + N(0, \sigma^2)`, σ = γ/μ, μ = 1, γ = 0.5 for both ψ = √ and

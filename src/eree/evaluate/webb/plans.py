@@ -30,7 +30,7 @@ ATTRIBUTES = (*EMPLOYMENT, WAGE)
 #: the attributes of the figures: month-3 employment (as in Appendix C) and wages
 FIGURE_ATTRIBUTES = ("m3emp", WAGE)
 #: the two workflows of §8, named after the mechanism answering the group-by queries, and
-#: the adaptive choice per group between them (DESIGN.md §4.2; beyond the paper)
+#: the adaptive choice per group between them (docs/design.md#gedp-mechanisms; beyond the paper)
 PNC = Pnc.name
 SQRT = "sqrt"
 ADAPTIVE = AdaptiveGroupBy.name
@@ -166,7 +166,7 @@ def webb_plan(
         config: the establishment data configuration (path, id, public, confidential).
         workflow: ``pnc`` (identity by the √-mechanism, group-bys by pnc) or ``sqrt``
             (every query by the √-mechanism) or ``adaptive`` (identity by the √-mechanism,
-            group-bys by the per-group choice of DESIGN.md §4.2).
+            group-bys by the per-group choice of docs/design.md#gedp-mechanisms).
         budget: query → (μ per month of employment, μ of wages).
         scale: multiplies every μ (Figure 9).
         attributes: the confidential attributes released.

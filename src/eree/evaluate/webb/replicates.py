@@ -143,7 +143,7 @@ def run_replicates(
             break
         except KeyboardInterrupt:
             continue
-    if stopped:  # Ctrl-C: keep the finished replicates (DESIGN.md §7.1)
+    if stopped:  # Ctrl-C: keep the finished replicates (docs/design.md#command-line)
         est = {w: {a: {g: v[:done] for g, v in by_g.items()} for a, by_g in by_a.items()}
                for w, by_a in est.items()}  # fmt: skip
     mu = total_mu(budget, attrs) * scale
