@@ -25,7 +25,7 @@ from eree.evaluate.webb import (
 from eree.evaluate.webb.plans import PAPER_TABLE3, total_mu
 from eree.evaluate.webb.replicates import error_rows
 from eree.postprocess.wls import tabulate
-from eree.release.gedp import account_gedp_plan
+from eree.release.build import build
 from eree.synth.qcew import synth_qcew_parametric
 
 
@@ -50,8 +50,8 @@ def test_plans_and_table7_budget(small: EstablishmentData) -> None:
     assert pnc.pnc.bounds_from == "identity" and pnc.pnc.zeta == 0.01
     assert pnc.privacy.distance == {"m1emp": 0.5, "m2emp": 0.5, "m3emp": 0.5, "wage": 50.0}
     assert pnc.query("county_naics5").by == ("cnty", "naics5")
-    assert account_gedp_plan(pnc).total.mu == pytest.approx(2.3065, abs=1e-4)
-    assert account_gedp_plan(sqrt).total.mu == pytest.approx(2 * 2.3065, abs=1e-3)
+    assert build(pnc).report().total.mu == pytest.approx(2.3065, abs=1e-4)
+    assert build(sqrt).report().total.mu == pytest.approx(2 * 2.3065, abs=1e-3)
     assert sqrt.query("identity").mu == {"m1emp": 1.4, "m2emp": 1.4, "m3emp": 1.4, "wage": 0.3}
     with pytest.raises(ValueError, match="workflow"):
         webb_plan(small.config, "laplace")

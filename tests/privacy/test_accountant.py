@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from eree.errors import PrivacyParameterError, SpecError
 from eree.privacy.composition import Cost, EpsilonDeltaComposition, GaussianComposition
-from eree.release.protect import account
+from eree.release.build import build
 from eree.release.spec import parse_spec
 
 
@@ -31,7 +31,7 @@ def account_counts(definition, alpha, reqs):
         "privacy": {"definition": definition, **({"alpha": alpha} if alpha else {})},
         "query": [q for q, _ in reqs],
     }
-    r = account(parse_spec(raw, Path(".")))
+    r = build(parse_spec(raw, Path("."))).report()
     for (_, d), c in zip(reqs, r.charges, strict=True):  # d from the declared domains
         assert c.multiplicity == (d if definition not in ("edge-dp", "node-dp") else 1)
     return r

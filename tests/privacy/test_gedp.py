@@ -24,7 +24,8 @@ from eree.privacy.gedp import (
     power_bound,
 )
 from eree.privacy.neighbors import DPNeighbor, LogShift, SqrtShift, combine
-from eree.release.gedp import account_gedp
+from eree.release.build import build
+from eree.release.gedp import accounting_plan
 
 EMP = ("m1emp", "m2emp", "m3emp")
 EMP_DIST = dict.fromkeys(EMP, 0.5)
@@ -67,9 +68,11 @@ def table_7_measurements() -> list[tuple[str, str, dict[str, float]]]:
 
 
 def test_mu_total_section_8_1_is_2_28() -> None:
-    rep = account_gedp(
-        "sqrt", EMP_DIST, section_8_1_measurements(), zeta=0.01, bounds_from="identity"
-    )
+    rep = build(
+        accounting_plan(
+            "sqrt", EMP_DIST, section_8_1_measurements(), zeta=0.01, bounds_from="identity"
+        )
+    ).report()
     assert rep.definition == "gedp"
     expected = math.sqrt(3 * (0.7**2 + 0.2**2 + 0.6**2 + 0.6**2 + 0.7**2))
     assert rep.total.mu == pytest.approx(expected, rel=1e-12)
@@ -80,7 +83,9 @@ def test_mu_total_section_8_1_is_2_28() -> None:
 
 
 def test_mu_total_table_7_is_2_31() -> None:
-    rep = account_gedp("sqrt", ALL_DIST, table_7_measurements(), zeta=0.01, bounds_from="identity")
+    rep = build(
+        accounting_plan("sqrt", ALL_DIST, table_7_measurements(), zeta=0.01, bounds_from="identity")
+    ).report()
     assert round(rep.total.mu or 0.0, 2) == 2.31
     assert len(rep.extra["measurements"]) == 20
     for q, _e, _w, mu_q, _s, _ws in TABLE_7:
@@ -146,7 +151,9 @@ def test_allocate_mu_composes_back_to_total(
 ) -> None:
     out = allocate_mu(total, shares, attrs)
     mus = [(q, a, m) for q, v in out.items() for a, m in v.items()]
-    rep = account_gedp("sqrt", dict.fromkeys(attrs, 0.5), [(q, "psi", v) for q, v in out.items()])
+    rep = build(
+        accounting_plan("sqrt", dict.fromkeys(attrs, 0.5), [(q, "psi", v) for q, v in out.items()])
+    ).report()
     assert rep.total.mu == pytest.approx(total, rel=1e-9)
     assert len(mus) == len(shares) * len(attrs)
 
@@ -179,18 +186,20 @@ def test_account_gedp_errors(
     measurements: list[tuple[str, str, dict[str, float]]], distance: dict[str, float], match: str
 ) -> None:
     with pytest.raises((PrivacyParameterError, SpecError), match=match):
-        account_gedp("sqrt", distance, measurements)
+        build(accounting_plan("sqrt", distance, measurements)).report()
 
 
 def test_estab_gaussian_with_linear_growth() -> None:
-    rep = account_gedp({"kind": "dp", "d": 1.0}, {}, [("q", "estab_gaussian", {"m1emp": 0.5})])
+    rep = build(
+        accounting_plan({"kind": "dp", "d": 1.0}, {}, [("q", "estab_gaussian", {"m1emp": 0.5})])
+    ).report()
     c = rep.charge("q")
     assert c.params["sensitivity"]["m1emp"] == 1.0 and c.params["sigma"]["m1emp"] == 2.0
     het = {
         "kind": "heterogeneous",
         "parts": [{"kind": "sqrt", "gamma": 0.5}, {"kind": "dp", "d": 4}],
     }
-    rep = account_gedp(het, None, [("q", "estab_gaussian", {"m1emp": 2.0})])
+    rep = build(accounting_plan(het, None, [("q", "estab_gaussian", {"m1emp": 2.0})])).report()
     assert rep.charge("q").params["sigma"]["m1emp"] == pytest.approx(2.0)
     assert rep.extra["distance"] == {"m1emp": 1.0}  # γ* = 1 by default
 
@@ -257,9 +266,11 @@ def test_semantics_dict() -> None:
 
 
 def test_explain_lines_section_8_1() -> None:
-    rep = account_gedp(
-        "sqrt", EMP_DIST, section_8_1_measurements(), zeta=0.01, bounds_from="identity"
-    )
+    rep = build(
+        accounting_plan(
+            "sqrt", EMP_DIST, section_8_1_measurements(), zeta=0.01, bounds_from="identity"
+        )
+    ).report()
     text = "\n".join(explain_gedp_lines(rep))
     assert "μ_total = 2.28" in text
     assert "ψ(x) = √x" in text and "m1emp = 0.5" in text
@@ -269,7 +280,9 @@ def test_explain_lines_section_8_1() -> None:
 
 
 def test_explain_lines_table_7() -> None:
-    rep = account_gedp("sqrt", ALL_DIST, table_7_measurements(), zeta=0.01, bounds_from="identity")
+    rep = build(
+        accounting_plan("sqrt", ALL_DIST, table_7_measurements(), zeta=0.01, bounds_from="identity")
+    ).report()
     lines = explain_gedp_lines(rep)
     assert any("μ_total = 2.31" in line for line in lines)
     assert any(line.strip().startswith("wage:") for line in lines)
@@ -277,7 +290,7 @@ def test_explain_lines_table_7() -> None:
 
 def test_explain_lines_with_combined_and_dp() -> None:
     c = combine((SqrtShift(), 0.5), (DPNeighbor(), 1.0))
-    rep = account_gedp(c, None, [("q", "psi", {"m1emp": 1.0})])
+    rep = build(accounting_plan(c, None, [("q", "psi", {"m1emp": 1.0})])).report()
     lines = explain_gedp_lines(rep)
     assert any("Thm 5.10" in line for line in lines)
     d = make_gedp_definition(c, None, ["m1emp"])

@@ -14,9 +14,8 @@ import pytest
 from eree.data.establishments import EstablishmentData, load_establishments
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.noise import SeededNoise
-from eree.release.build import validate_gedp_plan
+from eree.release.build import build, validate_gedp_plan
 from eree.release.gedp import (
-    account_gedp_plan,
     gedp_plan_semantics,
     release_gedp,
 )
@@ -79,7 +78,7 @@ def plan_of(raw: dict[str, Any], base: Path = Path(".")) -> Any:
 
 def test_explain_section_8_1_mu_total_2_28(tmp_path: Path) -> None:
     plan = plan_of(paper_spec("does-not-exist.csv", wages=False), tmp_path)
-    report = account_gedp_plan(plan)  # no data is read
+    report = build(plan).report()  # no data is read
     assert round(report.total.mu or 0.0, 2) == 2.28
     assert len(report.charges) == 5 and len(report.extra["measurements"]) == 15
     sem = gedp_plan_semantics(plan, report)
@@ -91,7 +90,7 @@ def test_explain_section_8_1_mu_total_2_28(tmp_path: Path) -> None:
 
 def test_explain_table_7_mu_total_2_31(tmp_path: Path) -> None:
     plan = plan_of(paper_spec("does-not-exist.csv", wages=True), tmp_path)
-    report = account_gedp_plan(plan)
+    report = build(plan).report()
     assert round(report.total.mu or 0.0, 2) == 2.31
     assert [round(c.total.mu or 0.0, 2) for c in report.charges] == [1.22, 0.36, 1.05, 1.05, 1.22]
     sem = gedp_plan_semantics(plan, report)
@@ -181,7 +180,7 @@ def test_validation(
     raw = _set(paper_spec("x.csv", wages=False), path, value)
     with pytest.raises(error, match=match):
         plan = plan_of(raw, tmp_path)
-        account_gedp_plan(plan)
+        build(plan).report()
 
 
 def test_pnc_identity_is_refused(tmp_path: Path) -> None:
@@ -204,7 +203,7 @@ def test_adaptive_needs_the_bounds_of_pnc(
     """adaptive (docs/design.md#gedp-mechanisms) reads the identity query's answers as pnc does."""
     raw = _set(paper_spec("x.csv", wages=False), "query.1.mechanism", "adaptive")
     assert plan_of(raw, tmp_path).query(raw["query"][1]["name"]).mechanism == "adaptive"
-    account_gedp_plan(plan_of(raw, tmp_path))  # valid as it stands
+    build(plan_of(raw, tmp_path)).report()  # valid as it stands
     with pytest.raises(SpecError, match=match):
         validate_gedp_plan(plan_of(_set(raw, path, value), tmp_path))
 
@@ -247,7 +246,7 @@ def stats_cols(attrs: list[str] | tuple[str, ...]) -> list[str]:
 
 def test_release_tables(small: tuple[Any, EstablishmentData]) -> None:
     plan, data = small
-    report = account_gedp_plan(plan)
+    report = build(plan).report()
     tables = release_gedp(plan, data, SeededNoise(3), report)
     assert [t.name for t in tables] == [q.name for q in plan.queries]
     by = {t.name: t for t in tables}
@@ -283,9 +282,9 @@ def test_bounds_query_runs_first(small: tuple[Any, EstablishmentData], tmp_path:
     raw = copy.deepcopy(plan.raw)
     raw["query"] = raw["query"][1:] + raw["query"][:1]  # identity listed last
     plan2 = plan_of(raw, tmp_path)
-    tables = release_gedp(plan2, data, SeededNoise(3), account_gedp_plan(plan2))
+    tables = release_gedp(plan2, data, SeededNoise(3), build(plan2).report())
     assert [t.name for t in tables] == ["state", "naics5", "county", "county_naics5", "identity"]
-    ref = {t.name: t for t in release_gedp(plan, data, SeededNoise(3), account_gedp_plan(plan))}
+    ref = {t.name: t for t in release_gedp(plan, data, SeededNoise(3), build(plan).report())}
     for t in tables:  # same noise order: identity first in both
         assert t.table.equals(ref[t.name].table)
 
@@ -294,7 +293,7 @@ def test_report_must_match_plan(small: tuple[Any, EstablishmentData], tmp_path: 
     plan, data = small
     other = plan_of(_set(plan.raw, "query.1.mu", mu(0.3, 0.1)), tmp_path)
     with pytest.raises(PrivacyParameterError, match="does not match"):
-        release_gedp(plan, data, SeededNoise(1), account_gedp_plan(other))
+        release_gedp(plan, data, SeededNoise(1), build(other).report())
 
 
 def test_other_neighbors_and_estab_gaussian(tmp_path: Path) -> None:
@@ -313,7 +312,7 @@ def test_other_neighbors_and_estab_gaussian(tmp_path: Path) -> None:
     ]
     plan = plan_of(raw, tmp_path)
     data = load_establishments(plan.data)
-    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    tables = release_gedp(plan, data, SeededNoise(5), build(plan).report())
     ident = tables[0].table
     assert ident.get_column("m1emp_std").null_count() == ident.height  # no estimator known
     assert "no standard error" in tables[0].uncertainty["m1emp"]
@@ -325,7 +324,7 @@ def test_other_neighbors_and_estab_gaussian(tmp_path: Path) -> None:
     ]
     raw.pop("pnc")
     plan = plan_of(raw, tmp_path)
-    (t,) = release_gedp(plan, data, SeededNoise(6), account_gedp_plan(plan))
+    (t,) = release_gedp(plan, data, SeededNoise(6), build(plan).report())
     # sd Δ/μ = 2/0.5 = 4, plus the rounding to the grid 1 (variance 1/12 averaged over
     # the true value's position in the grid cell)
     np.testing.assert_allclose(t.table.get_column("m2emp_std").to_numpy(), (16 + 1 / 12) ** 0.5)
@@ -382,9 +381,9 @@ def test_published_tables_depend_on_data_only_through_noisy_answers(
     da, db = load_establishments(plan_a.data), load_establishments(plan_b.data)
     assert not da.frame.equals(db.frame)
     pin_noisy_answers(monkeypatch, 7)
-    ta = release_gedp(plan_a, da, SeededNoise(7), account_gedp_plan(plan_a))
+    ta = release_gedp(plan_a, da, SeededNoise(7), build(plan_a).report())
     pin_noisy_answers(monkeypatch, 7)
-    tb = release_gedp(plan_b, db, SeededNoise(7), account_gedp_plan(plan_b))
+    tb = release_gedp(plan_b, db, SeededNoise(7), build(plan_b).report())
     for x, y in zip(ta, tb, strict=True):
         assert x.table.equals(y.table), x.name
         assert x.uncertainty == y.uncertainty
@@ -399,7 +398,7 @@ def test_published_tables_depend_on_data_only_through_noisy_answers(
 @pytest.mark.skipif(not SYN_RI.is_file(), reason="../shared/data (Syn-RI) is absent")
 def test_syn_ri_table_7_release(tmp_path: Path) -> None:
     plan = plan_of(paper_spec(str(SYN_RI), wages=True), tmp_path)
-    report = account_gedp_plan(plan)
+    report = build(plan).report()
     data = load_establishments(plan.data)
     tables = {t.name: t.table for t in release_gedp(plan, data, SeededNoise(2016), report)}
     assert {k: v.height for k, v in tables.items()} == {

@@ -20,7 +20,8 @@ from eree.errors import EreeError, SpecError
 from eree.mechanisms.noise import SeededNoise
 from eree.postprocess.sqrt_space import anchored_total
 from eree.postprocess.wls import solve_wls
-from eree.release.gedp import account_gedp_plan, release_gedp
+from eree.release.build import build
+from eree.release.gedp import release_gedp
 from eree.release.microdata import (
     MICRODATA_FILE,
     build_microdata,
@@ -80,7 +81,7 @@ def test_protect_writes_microdata_and_manifest(small: tuple[Any, Path], tmp_path
 def test_microdata_is_the_wls_solution_and_tabulates_to_it(small: tuple[Any, Path]) -> None:
     plan, _ = small
     data = load_establishments(plan.data)
-    tables = release_gedp(plan, data, SeededNoise(11), account_gedp_plan(plan))
+    tables = release_gedp(plan, data, SeededNoise(11), build(plan).report())
     public = public_frame(data)
     md = build_microdata(plan, tables, public)
     meas, _ = microdata_measurements(plan, tables, public)
@@ -128,8 +129,8 @@ def test_microdata_depends_on_confidential_data_only_through_tables(
     other.write_csv(path_b)
     plan_b = plan_with(path_b)
     data_b = load_establishments(plan_b.data)
-    tables = release_gedp(plan, data, SeededNoise(3), account_gedp_plan(plan))
-    tables_b = release_gedp(plan_b, data_b, SeededNoise(3), account_gedp_plan(plan_b))
+    tables = release_gedp(plan, data, SeededNoise(3), build(plan).report())
+    tables_b = release_gedp(plan_b, data_b, SeededNoise(3), build(plan_b).report())
     md = build_microdata(plan, tables, public_frame(data)).frame
     # the same tables with the other file's frame (confidential columns included: ignored)
     md_x = build_microdata(plan, tables, data_b.frame).frame
@@ -161,7 +162,7 @@ def test_nonnegative(small: tuple[Any, Path], tmp_path: Path) -> None:
 def test_zero_variance_pnc_cells_are_left_out(small: tuple[Any, Path]) -> None:
     plan, _ = small
     data = load_establishments(plan.data)
-    tables = release_gedp(plan, data, SeededNoise(2), account_gedp_plan(plan))
+    tables = release_gedp(plan, data, SeededNoise(2), build(plan).report())
     patched = []
     for t in tables:
         if t.name == "county":  # a pnc group whose Δ_ℓ = 0: published variance 0
@@ -214,7 +215,7 @@ def test_other_neighbors(small: tuple[Any, Path]) -> None:
     raw["query"][2]["mechanism"] = "psi"  # naics5 by the ψ-mechanism: plug-in v̂
     p = parse_spec(raw, path.parent)
     data = load_establishments(p.data)  # type: ignore[arg-type]
-    tables = release_gedp(p, data, SeededNoise(4), account_gedp_plan(p))
+    tables = release_gedp(p, data, SeededNoise(4), build(p).report())
     md = build_microdata(p, tables, public_frame(data))
     notes = md.manifest_entry()["attributes"]["m1emp"]["measurements"]
     assert {n["query"]: n["mechanism"] for n in notes}["naics5"] == "psi"
@@ -258,7 +259,7 @@ def test_adaptive_answers_are_wls_observations(tmp_path: Path) -> None:
             q["mechanism"] = "adaptive"
     plan = parse_spec(copy.deepcopy(raw), path.parent)
     data = load_establishments(plan.data)
-    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    tables = release_gedp(plan, data, SeededNoise(5), build(plan).report())
     public = public_frame(data)
     md = build_microdata(plan, tables, public)
     meas, notes = microdata_measurements(plan, tables, public)
@@ -297,7 +298,7 @@ def test_sqrt_space_fit_of_adaptive_answers(tmp_path: Path) -> None:
             q["mechanism"] = "adaptive"
     plan = parse_spec(copy.deepcopy(raw), path.parent)
     data = load_establishments(plan.data)
-    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    tables = release_gedp(plan, data, SeededNoise(5), build(plan).report())
     public = public_frame(data)
     md = build_microdata(plan, tables, public)
     meas, _ = microdata_measurements(plan, tables, public)

@@ -181,12 +181,13 @@ def test_gedp_estimates_never_fall_outside_their_own_interval(tmp_path):
     # clamped at ψ(0) = 0; pnc's CI is clamped at 0 too. The published estimate is clamped
     # the same way, so it always lies in its interval (docs/design.md#post-processing).
     from eree.data.establishments import load_establishments
-    from eree.release.gedp import account_gedp_plan, release_gedp
+    from eree.release.build import build
+    from eree.release.gedp import release_gedp
     from tests.release.test_gedp import paper_spec, plan_of, write_small
 
     plan = plan_of(paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True), tmp_path)
     data = load_establishments(plan.data)
-    tables = release_gedp(plan, data, SeededNoise(5), account_gedp_plan(plan))
+    tables = release_gedp(plan, data, SeededNoise(5), build(plan).report())
     clamped = 0
     for t in tables:
         for m in t.measurements:

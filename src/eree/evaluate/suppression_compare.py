@@ -141,7 +141,8 @@ def gedp_cell_estimates(
     """
     from eree.data.establishments import EstablishmentData
     from eree.mechanisms.noise import make_noise_source
-    from eree.release.gedp import account_gedp_plan, release_gedp
+    from eree.release.build import build
+    from eree.release.gedp import release_gedp
 
     attrs = list(attributes)
     plan = gedp_plan(attrs, mu=mu)
@@ -154,7 +155,7 @@ def gedp_cell_estimates(
         *[pl.col(a).cast(pl.Float64) for a in attrs],
     )
     data = EstablishmentData(data_frame, plan.data)
-    report = account_gedp_plan(plan)
+    report = build(plan).report()
     out = {
         q.name: q.table for q in release_gedp(plan, data, make_noise_source("seeded", seed), report)
     }

@@ -5,8 +5,8 @@ See docs/design.md#gaussian-establishment-dp, #gedp-mechanisms, #release-outputs
 Spec-level checks (:func:`eree.release.build.validate_gedp_plan`) and the mechanism
 objects come from :mod:`eree.release.build`.
 
-* :func:`account_gedp_plan` — the accountant's report, from the plan's mechanism objects
-  (:func:`eree.release.build.build`) alone.
+* :func:`accounting_plan` — a plan from (query, mechanism, μ) triples, to account for
+  with ``build(plan).report()`` alone.
 * :func:`release_gedp` — runs the plan's mechanism objects on loaded data: the ``bounds_from``
   identity query first (its noisy answers give the pnc upper bounds, Thm 6.7), then the
   others in plan order. Every query yields a :class:`QueryTable`: the key columns (the
@@ -46,8 +46,7 @@ from eree.release.tables import QueryTable, statistic_columns, uncertainty_of
 
 __all__ = [
     "QueryTable",
-    "account_gedp",
-    "account_gedp_plan",
+    "accounting_plan",
     "gedp_plan_semantics",
     "release_gedp",
 ]
@@ -58,26 +57,21 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def account_gedp_plan(plan: Plan) -> PrivacyReport:
-    """Validate a GEDP plan and return its privacy report (no data read)."""
-    return build(plan).report()
-
-
-def account_gedp(
+def accounting_plan(
     neighbor: Any,
     distance: dict[str, float] | None,
     measurements: list[tuple[str, str, dict[str, float]]],
     *,
     zeta: float | None = None,
     bounds_from: str | None = None,
-) -> PrivacyReport:
-    """The report of a GEDP plan given as (query, mechanism, {attribute: μ}) triples.
+) -> Plan:
+    """A GEDP plan given as (query, mechanism, {attribute: μ}) triples, for accounting.
 
-    Builds the same mechanism objects a release does (every identity-like query of a
-    psi measurement is taken as a group-by over a public attribute ``g``).
+    Its report is ``build(plan).report()``, from the same mechanism objects a release
+    builds (every query but ``bounds_from`` is a group-by over a public attribute ``g``).
     """
     from eree.data.config import EstablishmentDataConfig
-    from eree.release.spec import Plan, PncSpec, PrivacySpec, QuerySpec
+    from eree.release.spec import PncSpec, PrivacySpec, QuerySpec
 
     if not measurements:
         raise PrivacyParameterError("a GEDP release needs at least one query")
@@ -93,7 +87,7 @@ def account_gedp(
         queries=queries,
         pnc=PncSpec(0.01 if zeta is None else zeta, bounds_from),
     )
-    return account_gedp_plan(plan)
+    return plan
 
 
 def gedp_plan_semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:

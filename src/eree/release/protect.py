@@ -32,11 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover - the ledger is imported only by a release
     from eree.privacy.ledger import Charge, Ledger
 
 
-def account(plan: Plan) -> PrivacyReport:
-    """The privacy cost of a plan, from its mechanism objects alone (no data read)."""
-    return build(plan).report()
-
-
 def semantics(plan: Plan, report: PrivacyReport) -> dict[str, Any]:
     """What the release guarantees, in words (docs/design.md#semantics)."""
     from eree.release.family import family_of

@@ -33,7 +33,8 @@ from eree.evaluate.webb.plans import (
 )
 from eree.mechanisms.noise import SeededNoise
 from eree.postprocess.wls import group_ids
-from eree.release.gedp import account_gedp_plan, release_gedp
+from eree.release.build import build
+from eree.release.gedp import release_gedp
 from eree.release.microdata import build_microdata, public_frame
 
 # --------------------------------------------------------------------------------------
@@ -111,7 +112,7 @@ def run_replicates(
         w: webb_plan(data.config, w, budget=budget, scale=scale, attributes=attrs)
         for w in workflows
     }
-    reports = {w: account_gedp_plan(p) for w, p in plans.items()}
+    reports = {w: build(p).report() for w, p in plans.items()}
     est = {
         w: {a: {g: np.empty((trials, m)) for g, (_, m) in ids.items()} for a in attrs}
         for w in workflows
