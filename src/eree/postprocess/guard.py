@@ -14,8 +14,8 @@ their own noisy values (clamped at 0, rounded: still non-negative integers):
    mechanism's shape (Laplace, Smooth Gamma's 1/(1+z⁴), Log-Laplace's multiplicative
    noise), publish, re-weight from the simulated published values, post-process; record
    each marginal's mean L1 error post-processed and as its own values.
-3. A marginal whose predicted error ratio (post / own) exceeds ``1 − margin`` keeps its
-   own values. Its measurements still inform the others (the solution is computed with
+3. A marginal whose predicted error ratio (post / own) plus two bootstrap standard
+   errors exceeds ``1 − margin`` keeps its own values (too uncertain, or not better). Its measurements still inform the others (the solution is computed with
    every marginal); the marginals that take the solution's values are exactly additive
    among themselves, being parts of one consistent solution.
 
@@ -146,5 +146,6 @@ def never_worse(
         r = a[:, 0] / np.where(a[:, 1] > 0, a[:, 1], 1.0)
         se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
         result.predictions[n] = Prediction(post_m, own_m, float(ratio), se)
-        (result.consistent if ratio <= 1.0 - margin else result.own).append(n)
+        safe = ratio + 2.0 * se <= 1.0 - margin  # better by the margin, beyond 2 SE
+        (result.consistent if safe else result.own).append(n)
     return result

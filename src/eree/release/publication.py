@@ -373,7 +373,8 @@ def publication_tables(
             "method": "parametric bootstrap under the public variance model with its own "
             "uncertainty (fixed public seed); a marginal joins the consistent solution "
             "(computed with every marginal) only if its predicted mean L1 error is at least "
-            "2% below its own values'; the others keep their own values",
+            "2% below its own values' beyond two bootstrap standard errors; the others keep "
+            "their own values",
             "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
         }
         if guard.own:
