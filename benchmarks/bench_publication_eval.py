@@ -39,8 +39,14 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    res = evaluate(args.data, workloads=args.workloads, mechanisms=args.mechanisms,
-                   seeds=args.seeds, progress=lambda s: print(s, file=sys.stderr, flush=True))  # fmt: skip
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    res = evaluate(
+        args.data, workloads=args.workloads, mechanisms=args.mechanisms, seeds=args.seeds,
+        progress=progress,
+    )  # fmt: skip
     md = results_markdown(res)
     print(md)
     cal = []

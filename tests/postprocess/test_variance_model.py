@@ -3,9 +3,9 @@ eree.postprocess.guard)."""
 
 import numpy as np
 
+from eree.mechanisms.base import Cells
 from eree.mechanisms.eree import SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import SeededNoise
-from eree.mechanisms.base import Cells
 from eree.postprocess.guard import GuardInput, never_worse
 from eree.postprocess.variance_model import NoiseShape, SmoothVarianceModel, simulate_noise
 from eree.release.publication import smooth_model

@@ -133,8 +133,8 @@ def test_every_released_pair_adds_up_exactly(nested):
     for name in kept:
         want = np.maximum(np.rint(raw[name]["jobs"].to_numpy()), 0)
         np.testing.assert_array_equal(tables[name]["jobs"].to_numpy(), want)
-        assert "own published values" in manifest["queries"][list(QUERIES).index(name)]["uncertainty"][
-            "jobs"]  # fmt: skip
+        q = manifest["queries"][list(QUERIES).index(name)]
+        assert "own published values" in q["uncertainty"]["jobs"]
     for t in tables.values():
         assert t["jobs_ci_low"].null_count() == t.height  # raw CIs are not carried over
     assert pp["consistent"] and pp["integer"] and pp["nonnegative"]

@@ -125,13 +125,18 @@ class MarginalResult:
 
     @property
     def ratio(self) -> float:
-        """raw / post (> 1: post-processing helps)."""
+        """Raw / post (> 1: post-processing helps)."""
         return self.raw / self.post if self.post > 0 else math.inf
 
     @property
     def worse_beyond_2se(self) -> bool:
         """Post-processed worse than raw by more than two SE of the paired difference."""
         return self.post - self.raw > 2.0 * self.diff_se
+
+
+def _se(x: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of ``x``."""
+    return float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else 0.0
 
 
 def workload_plan(
@@ -204,11 +209,9 @@ def evaluate(
                         own[t.name] += 1
             for q in plan.queries:
                 a, b = np.array(raw[q.name]), np.array(post[q.name])
-                k = len(a)
-                se = (lambda x: float(x.std(ddof=1) / math.sqrt(k)) if k > 1 else 0.0)  # noqa: E731
                 results.append(MarginalResult(
-                    w, mech, q.name, truth[q.name].height, float(a.mean()), se(a),
-                    float(b.mean()), se(b), se(b - a), int((b > a).sum()), k, own[q.name],
+                    w, mech, q.name, truth[q.name].height, float(a.mean()), _se(a),
+                    float(b.mean()), _se(b), _se(b - a), int((b > a).sum()), a.size, own[q.name],
                 ))  # fmt: skip
             if progress is not None:
                 progress(f"{w} × {mech}: {seeds} releases in {time.perf_counter() - t0:.1f} s")
@@ -270,6 +273,7 @@ def calibration(
             mech = built.query(t.name).mechanisms[0]
             keys = t.table.select([c for c in t.table.columns if not c.startswith("jobs")])
             k = establishments_per_cell(keys, data.workplaces)
+            assert k is not None  # a frame was given
             pred, _ = variance_proxy(mech, m, k)
             model = smooth_model(mech)
             n = truth[t.name]["count"].to_numpy().astype(np.float64)

@@ -1,4 +1,6 @@
-r"""Never worse: which released marginals post-processing may change (docs/design.md#post-processing).
+r"""Never worse: which released marginals post-processing may change.
+
+See docs/design.md#post-processing.
 
 Least squares with the right weights never makes a marginal worse in mean square; with
 weights from a public *model* it can, where the model is wrong. The guard decides, from
@@ -15,8 +17,9 @@ their own noisy values (clamped at 0, rounded: still non-negative integers):
    noise), publish, re-weight from the simulated published values, post-process; record
    each marginal's mean L1 error post-processed and as its own values.
 3. A marginal whose predicted error ratio (post / own) plus two bootstrap standard
-   errors exceeds ``1 − margin`` keeps its own values (too uncertain, or not better). Its measurements still inform the others (the solution is computed with
-   every marginal); the marginals that take the solution's values are exactly additive
+   errors exceeds ``1 − margin`` keeps its own values (too uncertain, or not better).
+   Its measurements still inform the others (the solution is computed with every
+   marginal); the marginals that take the solution's values are exactly additive
    among themselves, being parts of one consistent solution.
 
 The randomness is a fixed public seed: the decision is a deterministic function of the
@@ -83,6 +86,8 @@ class GuardResult:
     consistent: list[str]
     own: list[str]
     predictions: dict[str, Prediction] = field(default_factory=dict)
+    #: the post-processing run on the real published values (with every marginal)
+    solution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _own(x: np.ndarray, nonnegative: bool, integer: bool) -> np.ndarray:
@@ -138,7 +143,7 @@ def never_worse(
             e_post = float(np.mean(np.abs(post[n] - clean[n])))
             e_own = float(np.mean(np.abs(_own(sim[n], nonnegative, integer) - clean[n])))
             errors[n].append((e_post, e_own))
-    result = GuardResult(consistent=[], own=[])
+    result = GuardResult(consistent=[], own=[], solution=truth)
     for n in names:
         a = np.array(errors[n])
         post_m, own_m = float(a[:, 0].mean()), float(a[:, 1].mean())

@@ -39,8 +39,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import LinearOperator, cg
 
 __all__ = [
-    "Pair",
     "LatticeError",
+    "Pair",
     "cover_pairs",
     "lattice_least_squares",
     "lattice_round",
@@ -132,7 +132,7 @@ def units(sizes: Mapping[str, int], pairs: Sequence[Pair]) -> dict[str, np.ndarr
 def _solve(
     A: sp.csr_matrix, y: np.ndarray, v: np.ndarray, lam0: np.ndarray | None, rtol: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """x = y − V Aᵀ λ with (A V Aᵀ) λ = A y, by Jacobi-preconditioned CG."""
+    """X = y − V Aᵀ λ with (A V Aᵀ) λ = A y, by Jacobi-preconditioned CG."""
     if A.shape[0] == 0:
         return y.copy(), np.zeros(0)
     AV = A.multiply(v[None, :]).tocsr()

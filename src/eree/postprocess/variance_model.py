@@ -1,4 +1,6 @@
-r"""A public variance model for mechanisms that withhold their variance (docs/design.md#post-processing).
+r"""A public variance model for mechanisms that withhold their variance.
+
+See docs/design.md#post-processing.
 
 Smooth Laplace and Smooth Gamma (Haney et al., SIGMOD 2017, Algorithms 2–3) add noise of
 scale proportional to the smooth sensitivity :math:`S = \max(\alpha x_v, 1)`, where

@@ -135,8 +135,10 @@ def establishments_per_cell(keys: pl.DataFrame, frame: pl.DataFrame | None) -> n
     wp = [c for c in keys.columns if c in frame.columns]
     if not wp:
         return np.full(keys.height, float(frame.height))
-    counts = frame.group_by(wp).agg(pl.len().alias("__k")).with_columns(
-        [pl.col(c).cast(pl.Utf8) for c in wp]
+    counts = (
+        frame.group_by(wp)
+        .agg(pl.len().alias("__k"))
+        .with_columns([pl.col(c).cast(pl.Utf8) for c in wp])
     )
     left = keys.select([pl.col(c).cast(pl.Utf8) for c in wp]).with_row_index("__row")
     joined = left.join(counts, on=wp, how="left").sort("__row")
@@ -205,11 +207,11 @@ def _solver(
             parents = None
         if parents is not None:
             methods["solver"] = "tree"
-            inputs = [
-                MarginalInput(n, est[n], np.where(exact[n], 0.0, var[n]), parents[n],
-                              None if parents[n] is None else pairs[(n, parents[n])])
-                for n in names
-            ]  # fmt: skip
+            inputs = []
+            for n in names:
+                par = parents[n]
+                idx = None if par is None else pairs[(n, par)]
+                inputs.append(MarginalInput(n, est[n], np.where(exact[n], 0.0, var[n]), par, idx))
             return publication_grade(inputs, consistent=True, nonnegative=nonnegative,
                                      integer=integer)  # fmt: skip
         methods["solver"] = "lattice"
@@ -288,7 +290,7 @@ def publication_tables(
             nonnegative=pp.nonnegative, integer=pp.integer,
         )  # fmt: skip
         if guard.consistent:
-            solution = solve(est, var, related)  # every marginal informs the solution
+            solution = guard.solution  # solved with every marginal: all inform it
             values.update({n: solution[n] for n in guard.consistent})
     done = [k for k in ("consistent", "nonnegative", "integer") if getattr(pp, k)]
     solver = methods.get("solver", "tree")
