@@ -1,4 +1,4 @@
-"""Postprocessing of noisy answers (DESIGN.md §6).
+"""Postprocessing of noisy answers (docs/design.md#post-processing).
 
 Unbiased estimators, published variance estimates and confidence intervals
 (:mod:`eree.mechanisms.estimators`, Webb et al. Thm 6.6), and the weighted-least-squares

@@ -1,4 +1,6 @@
-r"""Publication-grade ER-EE count tables: consistent, non-negative, integer (DESIGN.md §6).
+r"""Publication-grade ER-EE count tables: consistent, non-negative, integer.
+
+See docs/design.md#post-processing.
 
 Post-processing of already published values only — it costs no privacy. The released
 marginals are arranged in a **forest by refinement**: marginal B is a child of marginal A
@@ -56,7 +58,7 @@ __all__ = [
     "refines",
 ]
 
-#: geography levels of the workplace frame, coarsest first (DESIGN.md §2.1)
+#: geography levels of the workplace frame, coarsest first
 GEOGRAPHY: tuple[str, ...] = ("state", "county", "tract", "block")
 
 

@@ -1,4 +1,4 @@
-"""Publication-grade ER-EE tables from the released Measurements (DESIGN.md §6).
+"""Publication-grade ER-EE tables from the released Measurements (docs/design.md#post-processing).
 
 ``[postprocess] consistent / nonnegative / integer`` on an ER-EE count release turn the
 published tables into tables that add up along the tree of released marginals (see
