@@ -67,7 +67,7 @@ def _write_nested(root, seed=0):
     job.write_parquet(root / "job.parquet")
 
 
-def _spec(post: str, queries=QUERIES) -> str:
+def _spec(post: str, queries=QUERIES, mechs=None) -> str:
     s = """name = "nested"
 [data]
 workplace = "data/workplace.parquet"
@@ -78,7 +78,7 @@ definition = "eree-weak"
 alpha = 0.1
 """
     for name, by in queries.items():
-        mech, eps = MECH[name]
+        mech, eps = (mechs or MECH)[name]
         s += f'[[query]]\nname = "{name}"\nby = {json.dumps(by)}\nmechanism = "{mech}"\n'
         s += f"epsilon = {eps}\n"
     return s + "[postprocess]\n" + post
@@ -99,14 +99,15 @@ def _release(root, post, seed=7, tag="a"):
     return tables, json.loads((out / "manifest.json").read_text())
 
 
-def test_every_released_pair_adds_up_exactly(nested):
-    tables, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n")
-    frame = pl.read_parquet(nested / "data" / "workplace.parquet").select("tract", "county")
+def _check_pairs(root, tables, queries, consistent):
+    """Every released pair among ``consistent`` marginals adds up exactly (independent
+    group-by of the child table by the parent's keys); returns the number of pairs."""
+    frame = pl.read_parquet(root / "data" / "workplace.parquet").select("tract", "county")
     frame = frame.unique()
     pairs = 0
-    for child, cby in QUERIES.items():
-        for parent, pby in QUERIES.items():
-            if not refines(cby, pby):
+    for child, cby in queries.items():
+        for parent, pby in queries.items():
+            if not refines(cby, pby) or child not in consistent or parent not in consistent:
                 continue
             pairs += 1
             t = tables[child]
@@ -116,19 +117,63 @@ def test_every_released_pair_adds_up_exactly(nested):
             j = tables[parent].join(agg, on=pby, how="left")
             assert j["sum"].null_count() == 0
             assert (j["jobs"] == j["sum"]).all(), f"{child} does not add up to {parent}"
-    assert pairs == 13  # every pair in a refinement relation, not only the tree's edges
     for t in tables.values():
         assert t["jobs"].dtype == pl.Int64
         assert t["jobs"].min() >= 0
-        assert t["jobs_ci_low"].null_count() == t.height  # raw CIs are not carried over
+    return pairs
+
+
+def test_every_released_pair_adds_up_exactly(nested):
+    tables, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n")
+    raw, _ = _release(nested, "nonnegative = false\n", tag="raw")  # same seed, same noise
     pp = manifest["postprocess"]
+    kept = pp.get("kept_own_values", {})
+    consistent = [n for n in QUERIES if n not in kept]
+    pairs = _check_pairs(nested, tables, QUERIES, consistent)
+    n = len(consistent)
+    assert n >= 4 and pairs >= 6  # the check is not vacuous
+    # a marginal the guard left alone publishes its own values, clamped and rounded
+    for name in kept:
+        want = np.maximum(np.rint(raw[name]["jobs"].to_numpy()), 0)
+        np.testing.assert_array_equal(tables[name]["jobs"].to_numpy(), want)
+        q = manifest["queries"][list(QUERIES).index(name)]
+        assert "own published values" in q["uncertainty"]["jobs"]
+    for t in tables.values():
+        assert t["jobs_ci_low"].null_count() == t.height  # raw CIs are not carried over
     assert pp["consistent"] and pp["integer"] and pp["nonnegative"]
-    assert pp["tree"]["tract_industry_age_sex"] == "tract_industry_age"
-    assert pp["tree"]["tract_industry"] == "county_industry"
-    assert "smallest sensitivity" in pp["weights"]["tract_industry"]  # the public proxy is named
+    assert set(pp["never_worse"]["predicted"]) == set(QUERIES)
+    assert "public variance model" in pp["weights"]["tract_industry"]  # the model is named
     assert pp["weights"]["county"].startswith("published variance")
     q = {x["name"]: x for x in manifest["queries"]}
-    assert "post-processed" in q["county"]["uncertainty"]["jobs"]
+    assert "post-processed" in q[consistent[0]]["uncertainty"]["jobs"]
+
+
+LATTICE = {
+    "county": ["county"],
+    "county_sex": ["county", "sex"],
+    "county_industry": ["county", "naics_sector"],
+    "tract_industry_age_sex": ["tract", "naics_sector", "age", "sex"],
+}
+
+
+def test_a_lattice_release_is_consistent_nonnegative_and_integer(nested):
+    # tract × industry × age × sex refines both county × sex and county × industry
+    # the finest marginal the least precise per cell: consistency helps every marginal
+    mech = {"county": ("smooth_laplace", 4.0), "county_sex": ("smooth_laplace", 8.0),
+            "county_industry": ("smooth_laplace", 8.0),
+            "tract_industry_age_sex": ("smooth_laplace", 3.0)}  # fmt: skip
+    spec = nested / "lattice.toml"
+    post = "consistent = true\nnonnegative = true\ninteger = true\n"
+    spec.write_text(_spec(post, LATTICE, mech))
+    protect(load_spec(spec), nested / "lat", SeededNoise(11))
+    tables = {n: pl.read_parquet(nested / "lat" / "tables" / f"{n}.parquet") for n in LATTICE}
+    manifest = json.loads((nested / "lat" / "manifest.json").read_text())
+    pp = manifest["postprocess"]
+    assert pp["solver"] == "lattice"
+    kept = pp.get("kept_own_values", {})
+    consistent = [n for n in LATTICE if n not in kept]
+    pairs = _check_pairs(nested, tables, LATTICE, consistent)
+    assert len(consistent) >= 2 and pairs >= 1  # (the library test checks a full lattice)
 
 
 def test_without_consistency_cells_are_clamped_and_rounded_alone(nested):
@@ -146,15 +191,15 @@ def test_raw_release_is_unchanged_without_the_options(nested):
     assert raw["county"]["jobs"].dtype == pl.Float64
 
 
-def test_a_lattice_of_marginals_is_refused_before_data_is_read(tmp_path):
+def test_a_lattice_of_marginals_is_accepted_when_the_spec_is_read(tmp_path):
     queries = {"county_sex": ["county", "sex"], "county_industry": ["county", "naics_sector"],
                "tract_industry_age_sex": ["tract", "naics_sector", "age", "sex"]}  # fmt: skip
     # tract × industry × age × sex refines both county × sex and county × industry
-    raw = tomllib.loads(_spec("consistent = true\n", queries))
-    with pytest.raises(SpecError, match="refines both"):
-        parse_spec(raw, tmp_path)  # at parse time: no data exist
-    # without consistency the same plan is fine
-    parse_spec(tomllib.loads(_spec("integer = true\n", queries)), tmp_path)
+    parse_spec(tomllib.loads(_spec("consistent = true\n", queries)), tmp_path)
+    dup = {"a": ["county", "sex"], "county_sex": ["sex", "county"]}
+    mechs = {**MECH, "a": MECH["county_sex"]}
+    with pytest.raises(SpecError, match="same marginal"):
+        parse_spec(tomllib.loads(_spec("consistent = true\n", dup, mechs)), tmp_path)
 
 
 def test_integer_and_consistent_are_refused_for_establishment_releases(tmp_path):

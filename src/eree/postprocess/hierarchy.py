@@ -52,6 +52,7 @@ __all__ = [
     "HierarchyError",
     "MarginalInput",
     "cell_parents",
+    "check_distinct",
     "marginal_forest",
     "publication_grade",
     "refines",
@@ -84,6 +85,23 @@ def refines(child: Sequence[str], parent: Sequence[str]) -> bool:
     if set(child) == set(parent):
         return False
     return all(_implied(a, child) for a in parent)
+
+
+def check_distinct(marginals: Mapping[str, Sequence[str]]) -> None:
+    """Refuse two queries over the same attributes (consistency would be ill-posed).
+
+    Raises:
+        HierarchyError: naming the two queries.
+    """
+    names = list(marginals)
+    sets = {n: frozenset(marginals[n]) for n in names}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if sets[a] == sets[b]:
+                raise HierarchyError(
+                    f"[postprocess] consistent = true: queries {a!r} and {b!r} release the "
+                    "same marginal; release it once"
+                )
 
 
 def marginal_forest(marginals: Mapping[str, Sequence[str]]) -> dict[str, str | None]:

@@ -10,6 +10,7 @@ cell statistics are never read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,13 +18,18 @@ import polars as pl
 
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
+from eree.postprocess.guard import GuardInput, GuardResult, Solver, never_worse
 from eree.postprocess.hierarchy import (
     HierarchyError,
     MarginalInput,
     cell_parents,
+    check_distinct,
     marginal_forest,
     publication_grade,
+    refines,
 )
+from eree.postprocess.lattice import Pair, lattice_least_squares, lattice_round
+from eree.postprocess.variance_model import NoiseShape, SmoothVarianceModel
 from eree.release.build import COUNT_STATISTIC, BuiltPlan
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
@@ -42,31 +48,68 @@ def _marginals(plan: Plan) -> dict[str, tuple[str, ...]]:
 
 
 def check_publication_plan(plan: Plan) -> None:
-    """Refuse, before any data is read, a consistency request the tree cannot serve.
+    """Refuse, before any data is read, a consistency request that cannot be served.
+
+    Any set of distinct marginals is accepted (a tree or a lattice).
 
     Raises:
-        SpecError: see :func:`eree.postprocess.hierarchy.marginal_forest`.
+        SpecError: two queries release the same marginal.
     """
     if plan.postprocess.consistent:
         try:
-            marginal_forest(_marginals(plan))
+            check_distinct(_marginals(plan))
         except HierarchyError as e:
             raise SpecError(str(e)) from None
 
 
-def variance_proxy(mech: Mechanism, m: Measurement) -> tuple[np.ndarray, str]:
+def smooth_model(mech: Mechanism) -> SmoothVarianceModel | None:
+    """The public variance model of a mechanism whose noise scale is proportional to S(x_v).
+
+    Read off the mechanism's own public error formula (:meth:`Mechanism.expected_error`
+    at representative x_v, never the data's): V(x_v) = V₀ + V₁·max(α·x_v, S_min)². None
+    for a mechanism that does not read x_v or has no such formula.
+    """
+    alpha = getattr(mech, "alpha", None)
+    if "x_v" not in mech.needs or not isinstance(alpha, float | int) or alpha <= 0:
+        return None
+
+    def var(x_v: float) -> float | None:
+        e = mech.expected_error({"count": 1.0, "x_v": x_v, "count_truncated": 1.0})
+        return None if e is None or e.std is None else float(e.std) ** 2
+
+    v_0, v_10, v_20 = var(0.0), var(10.0 / alpha), var(20.0 / alpha)
+    if v_0 is None or v_10 is None or v_20 is None or not v_20 > v_10:
+        return None
+    v1 = (v_20 - v_10) / 300.0
+    v0 = max(v_10 - 100.0 * v1, 0.0)
+    s_min = float(np.sqrt(max(v_0 - v0, 0.0) / v1))
+    return SmoothVarianceModel(alpha=float(alpha), v0=v0, v1=v1, s_min=s_min)
+
+
+def variance_proxy(
+    mech: Mechanism, m: Measurement, establishments: np.ndarray | None = None
+) -> tuple[np.ndarray, str]:
     """The per-cell variance used as a least-squares weight, and where it comes from.
 
-    The published variance when there is one. Where it is withheld the proxy uses public
-    information only: for the smooth mechanisms, the variance their noise has at the
-    smallest smooth sensitivity S = 1 (the noise scale is 2S/ε_cell for Smooth Laplace and
-    5S/ε₁ for Smooth Gamma; the true S = max(α·x_v, 1) is confidential), so a marginal's
-    weight follows its per-cell ε; otherwise the published value's magnitude (a
-    Poisson-like proxy, max(|estimate|, 1)).
+    The published variance when there is one. Where it is withheld, a public prediction:
+    for the smooth mechanisms the variance model of :mod:`eree.postprocess.variance_model`
+    (the mechanism's public scale as a function of S = max(α·x_v, 1), x_v predicted from
+    the published value and the public frame's number of establishments in the cell);
+    without the frame's counts, their variance at the smallest sensitivity S = 1;
+    otherwise the published value's magnitude (a Poisson-like proxy, max(|estimate|, 1)).
     """
     est = np.asarray(m.estimate, dtype=np.float64)
     if m.std is not None:
         return np.asarray(m.std, dtype=np.float64) ** 2, f"published variance ({m.variance_kind})"
+    model = smooth_model(mech)
+    if model is not None and establishments is not None:
+        var = model.variance(est, establishments)
+        how = (
+            f"public variance model: the {mech.name} noise variance at S = max(alpha * x_v, 1) "
+            f"with x_v predicted as k^-{model.beta:g} * max(published value, 0), k the public "
+            "frame's establishments in the cell (the true x_v is confidential)"
+        )
+        return var, how
     floor = mech.variance_floor()
     if floor is not None:
         var = np.full(est.shape, floor)
@@ -80,6 +123,28 @@ def variance_proxy(mech: Mechanism, m: Measurement) -> tuple[np.ndarray, str]:
     return var, how
 
 
+def establishments_per_cell(keys: pl.DataFrame, frame: pl.DataFrame | None) -> np.ndarray | None:
+    """The public frame's number of establishments in each cell's workplace combination.
+
+    ``keys``: the table's key columns; the workplace attributes among them are the frame's
+    columns (worker attributes are not in the frame: every worker combination of a
+    workplace combination has the same establishments). None without a frame.
+    """
+    if frame is None:
+        return None
+    wp = [c for c in keys.columns if c in frame.columns]
+    if not wp:
+        return np.full(keys.height, float(frame.height))
+    counts = (
+        frame.group_by(wp)
+        .agg(pl.len().alias("__k"))
+        .with_columns([pl.col(c).cast(pl.Utf8) for c in wp])
+    )
+    left = keys.select([pl.col(c).cast(pl.Utf8) for c in wp]).with_row_index("__row")
+    joined = left.join(counts, on=wp, how="left").sort("__row")
+    return joined["__k"].fill_null(0).to_numpy().astype(np.float64)
+
+
 def _exact_cells(m: Measurement) -> np.ndarray:
     """Cells published exactly (public zeros: std 0 or a degenerate interval)."""
     n = m.estimate.shape[0]
@@ -90,6 +155,81 @@ def _exact_cells(m: Measurement) -> np.ndarray:
     return np.zeros(n, dtype=bool)
 
 
+def _guard_input(
+    mech: Mechanism, m: Measurement, name: str, est: np.ndarray, exact: np.ndarray,
+    var: np.ndarray, k: np.ndarray | None,
+) -> GuardInput:  # fmt: skip
+    """How the guard simulates this marginal: its noise shape, weights and their model."""
+    model = smooth_model(mech) if m.std is None else None
+    if model is not None and k is not None:
+        kk = k
+        sm = model
+        shape = NoiseShape("quartic" if "gamma" in mech.name else "laplace")
+        return GuardInput(
+            name, est, exact, shape,
+            weight=lambda pub: sm.variance(pub, kk),
+            true_variance=lambda t, rng: sm.variance_at(sm.draw_largest(t, kk, rng)),
+        )  # fmt: skip
+    lam = getattr(mech, "lam", None)
+    gamma = getattr(mech, "gamma", None)
+    if m.std is not None and isinstance(lam, float) and isinstance(gamma, float) and lam < 0.5:
+        f = float(np.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0))
+
+        def ll_weight(pub: np.ndarray) -> np.ndarray:
+            return ((np.maximum(pub, 0.0) + gamma) * f) ** 2  # the published plug-in std²
+
+        return GuardInput(name, est, exact, NoiseShape("log_laplace", lam, gamma),
+                          weight=ll_weight, true_variance=lambda t, rng: ll_weight(t))  # fmt: skip
+    shape = NoiseShape("laplace" if "laplace" in mech.name else "gaussian")
+    fixed = var.copy()
+    return GuardInput(name, est, exact, shape, weight=lambda pub: fixed,
+                      true_variance=lambda t, rng: fixed)  # fmt: skip
+
+
+def _solver(
+    marg: dict[str, tuple[str, ...]],
+    pairs: dict[tuple[str, str], np.ndarray],
+    exact: dict[str, np.ndarray],
+    *,
+    nonnegative: bool,
+    integer: bool,
+    methods: dict[str, str],
+) -> Solver:
+    """A post-processing run over a chosen set of marginals: tree or lattice."""
+
+    def solve(
+        est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        sub = {n: marg[n] for n in names}
+        try:
+            parents = marginal_forest(sub)
+        except HierarchyError:
+            parents = None
+        if parents is not None:
+            methods["solver"] = "tree"
+            inputs = []
+            for n in names:
+                par = parents[n]
+                idx = None if par is None else pairs[(n, par)]
+                inputs.append(MarginalInput(n, est[n], np.where(exact[n], 0.0, var[n]), par, idx))
+            return publication_grade(inputs, consistent=True, nonnegative=nonnegative,
+                                     integer=integer)  # fmt: skip
+        methods["solver"] = "lattice"
+        ps = [Pair(c, p, idx) for (c, p), idx in pairs.items() if c in sub and p in sub]
+        values = lattice_least_squares(
+            {n: np.where(exact[n], 0.0, est[n]) for n in names},
+            {n: np.where(exact[n], 0.0, var[n]) for n in names},
+            ps,
+            nonnegative=nonnegative,
+        )
+        if integer:
+            values, how = lattice_round(values, ps, {n: exact[n] for n in names})
+            methods["rounding"] = how
+        return values
+
+    return solve
+
+
 def publication_tables(
     built: BuiltPlan, tables: list[QueryTable], frame: pl.DataFrame | None
 ) -> tuple[list[QueryTable], dict[str, Any]]:
@@ -98,58 +238,96 @@ def publication_tables(
     Args:
         built: the release's plan with its mechanism objects (public parameters).
         tables: the released tables, each with its Measurement.
-        frame: the public workplace frame (geography nesting), or None.
+        frame: the public workplace frame (geography nesting, establishments per cell),
+            or None.
     """
     pp = built.plan.postprocess
     marg = _marginals(built.plan)
     check_publication_plan(built.plan)
-    parents = marginal_forest(marg) if pp.consistent else {n: None for n in marg}
     by_name = {t.name: t for t in tables}
-    inputs: list[MarginalInput] = []
+    names = [t.name for t in tables if t.name in marg]
     weights: dict[str, str] = {}
-    public_zero: dict[str, np.ndarray] = {}
-    for t in tables:
+    est: dict[str, np.ndarray] = {}
+    var: dict[str, np.ndarray] = {}
+    exact: dict[str, np.ndarray] = {}
+    guard_inputs: list[GuardInput] = []
+    for n in names:
+        t = by_name[n]
         m = t.measurements[0]
-        mech = built.query(t.name).mechanisms[0]
-        var, how = variance_proxy(mech, m)
+        mech = built.query(n).mechanisms[0]
+        k = establishments_per_cell(t.table.select(list(marg[n])), frame)
+        v, how = variance_proxy(mech, m, k)
         zero = _exact_cells(m)
-        var = np.where(zero, 0.0, var)
-        public_zero[t.name] = zero
-        weights[t.name] = how
-        parent = parents.get(t.name)
-        idx = None
-        if parent is not None:
-            keys = list(marg[t.name])
-            pkeys = list(marg[parent])
-            try:
-                idx = cell_parents(t.table.select(keys), by_name[parent].table.select(pkeys), frame)
-            except HierarchyError as e:
-                raise SpecError(f"[postprocess] consistent = true: {e}") from None
-        inputs.append(MarginalInput(t.name, np.asarray(m.estimate, dtype=np.float64), var,
-                                    parent, idx))  # fmt: skip
-    values = publication_grade(
-        inputs, consistent=pp.consistent, nonnegative=pp.nonnegative, integer=pp.integer
-    )
+        if k is not None:
+            zero = zero | (k == 0)  # no establishment in the public frame: a public zero
+        est[n] = np.where(zero, 0.0, np.asarray(m.estimate, dtype=np.float64))
+        var[n] = np.where(zero, 0.0, v)
+        exact[n] = zero
+        weights[n] = how
+        guard_inputs.append(_guard_input(mech, m, n, est[n], zero, var[n], k))
+    own_values = {
+        n: _own_values(est[n], nonnegative=pp.nonnegative, integer=pp.integer) for n in names
+    }
+    methods: dict[str, str] = {}
+    guard: GuardResult | None = None
+    values = dict(own_values)
+    pairs: dict[tuple[str, str], np.ndarray] = {}
+    if pp.consistent:
+        for c in names:
+            for p in names:
+                if refines(marg[c], marg[p]):
+                    try:
+                        pairs[(c, p)] = cell_parents(by_name[c].table.select(list(marg[c])),
+                                                     by_name[p].table.select(list(marg[p])),
+                                                     frame)  # fmt: skip
+                    except HierarchyError as e:
+                        raise SpecError(f"[postprocess] consistent = true: {e}") from None
+        solve = _solver(marg, pairs, exact, nonnegative=pp.nonnegative, integer=pp.integer,
+                        methods=methods)  # fmt: skip
+        related = [n for n in names if any(n in pr for pr in pairs)]
+        guard = never_worse(
+            [g for g in guard_inputs if g.name in related], var, solve,
+            nonnegative=pp.nonnegative, integer=pp.integer,
+        )  # fmt: skip
+        if guard.consistent:
+            solution = guard.solution  # solved with every marginal: all inform it
+            values.update({n: solution[n] for n in guard.consistent})
     done = [k for k in ("consistent", "nonnegative", "integer") if getattr(pp, k)]
+    solver = methods.get("solver", "tree")
     method = (
         "post-processed ("
         + ", ".join(done)
         + ") from the published values: "
         + (
-            "generalised least squares over the tree of released marginals, "
+            (
+                "generalised least squares over the tree of released marginals, "
+                if solver == "tree"
+                else "weighted least squares over the lattice of released marginals "
+                "(every released pair a constraint, conjugate gradients), "
+            )
             if pp.consistent
             else ""
         )
         + ("non-negative projection, " if pp.nonnegative and pp.consistent else "")
         + ("controlled rounding" if pp.integer and pp.consistent else "")
     ).rstrip(", ")
-    uncertainty = (
-        f"{method}; the mechanism's std and CI describe its raw output, not these values, "
-        "and are not published for them"
-    )
+    kept = set(guard.own) if guard is not None else set()
     out: list[QueryTable] = []
     for t in tables:
-        x = values[t.name]
+        x = values.get(t.name, own_values.get(t.name))
+        assert x is not None
+        own = t.name in kept or (pp.consistent and t.name not in (guard.consistent if guard
+                                                                  else []))  # fmt: skip
+        how = (
+            "its own published values (clamped at 0 / rounded cell by cell: "
+            "post-processing with the other marginals was not predicted to make it better)"
+            if own and pp.consistent
+            else method
+        )
+        uncertainty = (
+            f"{how}; the mechanism's std and CI describe its raw output, not these values, "
+            "and are not published for them"
+        )
         if pp.integer:
             col = pl.Series(COUNT_STATISTIC, x.astype(np.int64))
         else:
@@ -161,7 +339,7 @@ def publication_tables(
             null.alias(f"{COUNT_STATISTIC}_ci_low"),
             null.alias(f"{COUNT_STATISTIC}_ci_high"),
         )
-        notes = (*t.notes, f"published values {method}")
+        notes = (*t.notes, f"published values {how}")
         out.append(QueryTable(t.name, table, {COUNT_STATISTIC: uncertainty}, notes,
                               t.measurements))  # fmt: skip
     entry: dict[str, Any] = {
@@ -169,24 +347,71 @@ def publication_tables(
         "nonnegative": pp.nonnegative,
         "integer": pp.integer,
         "method": method,
-        "inputs": "published estimates, published variances or the public proxies below, "
-        "the plan, and the public workplace frame (geography nesting); no confidential value",
+        "inputs": "published estimates, published variances or the public variance model "
+        "below, the plan, and the public workplace frame (geography nesting, establishments "
+        "per cell); no confidential value",
         "weights": weights,
         "privacy_cost": "none (post-processing of published values)",
     }
-    if pp.consistent:
-        entry["tree"] = {n: p for n, p in parents.items()}
+    if pp.consistent and guard is not None:
+        final = guard.consistent
+        try:
+            tree = marginal_forest({n: marg[n] for n in related}) if final else {}
+        except HierarchyError:
+            tree = None
+        entry["solver"] = solver if final else "none"
+        if tree is not None:
+            entry["tree"] = dict(tree)
+        else:
+            entry["lattice"] = sorted([c, p] for (c, p) in pairs)
+        if "rounding" in methods and final:
+            entry["rounding"] = methods["rounding"]
         entry["constraints"] = (
-            "each marginal's cells equal the sums of their cells in every child marginal "
-            "(child = the marginal refining it most closely; geography by the workplace "
-            "frame's nesting block → tract → county → state)"
+            "each marginal's cells equal the sums of their cells in every finer released "
+            "marginal it is consistent with (geography by the workplace frame's nesting "
+            "block → tract → county → state)"
         )
-        roots = [n for n, p in parents.items() if p is None]
-        if len(roots) > 1:
-            entry["not_constrained"] = (
-                f"the roots {roots} are not constrained to each other (no released marginal "
-                "is coarser than both)"
+        entry["never_worse"] = {
+            "method": "parametric bootstrap under the public variance model with its own "
+            "uncertainty (fixed public seed); a marginal joins the consistent solution "
+            "(computed with every marginal) only if its predicted mean L1 error is at least "
+            "2% below its own values' beyond two bootstrap standard errors; the others keep "
+            "their own values",
+            "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
+        }
+        if guard.own:
+            entry["kept_own_values"] = {
+                n: (
+                    f"predicted L1 ratio post-processed / own values "
+                    f"{guard.predictions[n].ratio:.3f} under the public model: kept as its "
+                    "own noisy values (non-negative integers where asked); its measurements "
+                    "still inform the others, but its cells are not constrained to them"
+                    if n in guard.predictions
+                    else "no other released marginal to be consistent with: its own values"
+                )
+                for n in guard.own
+            }
+        unrelated = [n for n in names if n not in {x for pr in pairs for x in pr}]
+        for n in unrelated:
+            entry.setdefault("kept_own_values", {})[n] = (
+                "no released marginal refines it or is refined by it: its own values"
             )
+        if tree is not None:
+            roots = [n for n, p in tree.items() if p is None]
+            if len(roots) > 1:
+                entry["not_constrained"] = (
+                    f"the roots {roots} are not constrained to each other (no released "
+                    "marginal is coarser than both)"
+                )
     if not pp.consistent and not done:
         raise SpecError("no publication-grade post-processing was asked for")
     return out, entry
+
+
+def _own_values(x: np.ndarray, *, nonnegative: bool, integer: bool) -> np.ndarray:
+    out = np.asarray(x, dtype=np.float64)
+    if integer:
+        out = np.rint(out)
+    if nonnegative:
+        out = np.maximum(out, 0.0)
+    return out + 0.0

@@ -555,10 +555,10 @@ def _check_postprocess(
             )
         return
     if pp.consistent:
-        from eree.postprocess.hierarchy import HierarchyError, marginal_forest
+        from eree.postprocess.hierarchy import HierarchyError, check_distinct
 
-        try:
-            marginal_forest({q.name: tuple(q.by) for q in queries if not isinstance(q.by, str)})
+        try:  # any set of distinct marginals (a tree or a lattice) is accepted
+            check_distinct({q.name: tuple(q.by) for q in queries if not isinstance(q.by, str)})
         except HierarchyError as e:
             raise SpecError(str(e)) from None
 

@@ -1,0 +1,325 @@
+"""Evaluation of publication-grade ER-EE tables: raw vs post-processed, per marginal.
+
+Library code (the ``eree evaluate`` wiring is separate). For each workload shape and
+mechanism, seeded releases of a synthetic LODES-like dataset through the release path
+(:func:`eree.release.counts.count_tables`, then
+:func:`eree.release.publication.publication_tables` with ``consistent``, ``nonnegative``,
+``integer``), the mean L1 error per cell of every marginal, raw (the mechanism's published
+estimate) and post-processed, against the synthetic truth, with Monte Carlo standard
+errors over the seeds; and the public variance model's calibration (predicted against
+realised noise variance by size class).
+
+Evaluation code sees true values of synthetic data: that is its job. Nothing here is on
+the release path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from eree.data.eree_tables import load_eree
+from eree.engine.polars_engine import PolarsEngine
+from eree.mechanisms.noise import SeededNoise
+from eree.release.build import build, split_by
+from eree.release.counts import count_tables
+from eree.release.publication import establishments_per_cell, smooth_model, variance_proxy
+from eree.release.spec import Plan, PostprocessSpec, parse_spec
+
+__all__ = [
+    "MECHANISMS",
+    "WORKLOADS",
+    "MarginalResult",
+    "calibration",
+    "calibration_markdown",
+    "evaluate",
+    "results_markdown",
+    "workload_plan",
+]
+
+#: the mechanisms compared (all three ER-EE mechanisms of Haney et al.)
+MECHANISMS = ("smooth_laplace", "smooth_gamma", "log_laplace")
+
+#: workload shapes: name → [(query name, by, ε)]; ε is the query's whole budget
+WORKLOADS: dict[str, list[tuple[str, list[str], float]]] = {
+    # issue 26's first allocation: a county-rooted chain down to four worker attributes
+    "chain-county": [
+        ("county", ["county"], 1.0),
+        ("tract", ["tract"], 1.0),
+        ("tract_ind", ["tract", "naics_sector"], 1.0),
+        ("tract_ind_sex", ["tract", "naics_sector", "sex"], 2.0),
+        ("tract_ind_sex_age", ["tract", "naics_sector", "sex", "age"], 12.0),
+    ],
+    # the same chain with the finest marginal the least precise per cell (Finding 3)
+    "chain-finest-weak": [
+        ("county", ["county"], 1.0),
+        ("tract", ["tract"], 1.0),
+        ("tract_ind", ["tract", "naics_sector"], 1.0),
+        ("tract_ind_sex", ["tract", "naics_sector", "sex"], 2.0),
+        ("tract_ind_sex_age", ["tract", "naics_sector", "sex", "age"], 3.0),
+    ],
+    # a state-rooted chain over establishment attributes
+    "chain-state": [
+        ("state", ["state"], 1.0),
+        ("county", ["county"], 1.0),
+        ("county_ind", ["county", "naics_sector"], 1.0),
+        ("tract_ind", ["tract", "naics_sector"], 1.0),
+    ],
+    # a lattice of worker attributes (tract × sex × age refines tract × sex and tract × age)
+    "lattice-worker": [
+        ("tract", ["tract"], 1.0),
+        ("tract_sex", ["tract", "sex"], 2.0),
+        ("tract_age", ["tract", "age"], 3.0),
+        ("tract_sex_age", ["tract", "sex", "age"], 6.0),
+    ],
+    # the LODES WAC shape: every worker attribute against the same block totals
+    "wac-block": [
+        ("block", ["block"], 1.0),
+        ("block_age", ["block", "age"], 3.0),
+        ("block_sex", ["block", "sex"], 2.0),
+        ("block_earnings", ["block", "earnings"], 3.0),
+    ],
+    # Haney Workload 1 (tract × sector × ownership) under Workload 3 (× sex × education)
+    "haney-w1-w3": [
+        ("county", ["county"], 1.0),
+        ("w1", ["tract", "naics_sector", "ownership"], 1.0),
+        ("w3", ["tract", "naics_sector", "ownership", "sex", "education"], 16.0),
+    ],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class MarginalResult:
+    """Mean L1 error per cell of one marginal over the seeded releases.
+
+    Attributes:
+        workload, mechanism, marginal: what was released.
+        cells: the marginal's cells.
+        raw, raw_se: mean L1 of the mechanism's published estimate, and its Monte Carlo SE.
+        post, post_se: the same for the post-processed values.
+        diff_se: SE of the paired difference post − raw.
+        worse: seeds where post-processing was worse.
+        seeds: releases.
+        own: seeds where the marginal kept its own values (the never-worse guard).
+    """
+
+    workload: str
+    mechanism: str
+    marginal: str
+    cells: int
+    raw: float
+    raw_se: float
+    post: float
+    post_se: float
+    diff_se: float
+    worse: int
+    seeds: int
+    own: int
+
+    @property
+    def ratio(self) -> float:
+        """Raw / post (> 1: post-processing helps)."""
+        return self.raw / self.post if self.post > 0 else math.inf
+
+    @property
+    def worse_beyond_2se(self) -> bool:
+        """Post-processed worse than raw by more than two SE of the paired difference."""
+        return self.post - self.raw > 2.0 * self.diff_se
+
+
+def _se(x: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of ``x``."""
+    return float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else 0.0
+
+
+def workload_plan(
+    data_dir: Path, workload: Sequence[tuple[str, list[str], float]], mechanism: str,
+    *, alpha: float = 0.1, consistent: bool = True,
+) -> Plan:  # fmt: skip
+    """A weak ER-EE plan over ``data_dir``'s LODES-like tables for one workload."""
+    raw = {
+        "name": "publication-eval",
+        "data": {"kind": "eree", "workplace": "workplace.parquet",
+                 "worker": "worker.parquet", "job": "job.parquet"},
+        "privacy": {"definition": "eree-weak", "alpha": alpha},
+        "query": [{"name": n, "by": list(b), "mechanism": mechanism, "epsilon": float(e)}
+                  for n, b, e in workload],
+        "postprocess": {"consistent": consistent, "nonnegative": True, "integer": True},
+    }  # fmt: skip
+    return parse_spec(raw, Path(data_dir))
+
+
+def _truth(plan: Plan, data: Any, engine: PolarsEngine) -> dict[str, pl.DataFrame]:
+    out = {}
+    for q in plan.queries:
+        wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
+        out[q.name] = engine.cell_statistics(data, wp, wk).select("count", "x_v")
+    return out
+
+
+def evaluate(
+    data_dir: Path,
+    *,
+    workloads: Iterable[str] = tuple(WORKLOADS),
+    mechanisms: Iterable[str] = MECHANISMS,
+    seeds: int = 20,
+    first_seed: int = 0,
+    progress: Any = None,
+) -> list[MarginalResult]:
+    """Seeded releases raw vs post-processed (module docstring) for each shape × mechanism.
+
+    Args:
+        data_dir: a folder written by ``eree synth lodes``.
+        workloads: names in :data:`WORKLOADS`.
+        mechanisms: ER-EE mechanism names.
+        seeds: releases per workload and mechanism (seeds first_seed, first_seed + 1, …).
+        progress: called with a line of text after each workload × mechanism, or None.
+    """
+    from eree.release.publication import publication_tables
+
+    engine = PolarsEngine()
+    results: list[MarginalResult] = []
+    data = None
+    for w in workloads:
+        for mech in mechanisms:
+            t0 = time.perf_counter()
+            plan = workload_plan(data_dir, WORKLOADS[w], mech)
+            if data is None:
+                data = load_eree(plan.data)  # type: ignore[arg-type]
+            built = build(plan)
+            truth = _truth(plan, data, engine)
+            raw: dict[str, list[float]] = {q.name: [] for q in plan.queries}
+            post: dict[str, list[float]] = {q.name: [] for q in plan.queries}
+            own: dict[str, int] = {q.name: 0 for q in plan.queries}
+            for s in range(first_seed, first_seed + seeds):
+                tables = list(count_tables(built, data, engine, SeededNoise(s)))
+                out, entry = publication_tables(built, tables, data.workplaces)
+                for t, p in zip(tables, out, strict=True):
+                    n = truth[t.name]["count"].to_numpy().astype(np.float64)
+                    raw[t.name].append(float(np.abs(t.table["jobs"].to_numpy() - n).mean()))
+                    post[t.name].append(float(np.abs(p.table["jobs"].to_numpy() - n).mean()))
+                    if t.name in entry.get("kept_own_values", {}):
+                        own[t.name] += 1
+            for q in plan.queries:
+                a, b = np.array(raw[q.name]), np.array(post[q.name])
+                results.append(MarginalResult(
+                    w, mech, q.name, truth[q.name].height, float(a.mean()), _se(a),
+                    float(b.mean()), _se(b), _se(b - a), int((b > a).sum()), a.size, own[q.name],
+                ))  # fmt: skip
+            if progress is not None:
+                progress(f"{w} × {mech}: {seeds} releases in {time.perf_counter() - t0:.1f} s")
+    return results
+
+
+def results_markdown(results: Sequence[MarginalResult]) -> str:
+    """One Markdown table per workload: mean L1 per marginal, raw vs post-processed ± SE."""
+    lines: list[str] = []
+    for w in dict.fromkeys(r.workload for r in results):
+        lines += [f"#### {w}", "",
+                  "| mechanism | marginal | cells | raw L1 ± SE | post L1 ± SE | raw / post "
+                  "| post worse (seeds) | kept own values (seeds) |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for r in results:
+            if r.workload != w:
+                continue
+            flag = " **worse > 2 SE**" if r.worse_beyond_2se else ""
+            lines.append(
+                f"| {r.mechanism} | {r.marginal} | {r.cells:,} | {r.raw:.3g} ± {r.raw_se:.2g} "
+                f"| {r.post:.3g} ± {r.post_se:.2g} | {r.ratio:.2f}{flag} | {r.worse}/{r.seeds} "
+                f"| {r.own}/{r.seeds} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+#: size classes of the calibration table (jobs), lower bounds
+SIZE_CLASSES = (0, 5, 20, 100, 500)
+
+
+def _size_class(x: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.asarray(SIZE_CLASSES, dtype=np.float64), x, side="right") - 1
+
+
+def calibration(
+    data_dir: Path,
+    *,
+    mechanism: str = "smooth_laplace",
+    workload: str = "chain-county",
+    seeds: int = 20,
+) -> pl.DataFrame:
+    """The variance model's calibration: predicted vs realised noise variance by size class.
+
+    Per marginal of ``workload`` and class of cell size — by the public published value
+    (what the model sees) and by the true count — the mean predicted variance (public
+    model), the mean variance at the true x_v (the mechanism's formula) and the realised
+    mean squared error of the published value, over ``seeds`` releases.
+    """
+    engine = PolarsEngine()
+    plan = workload_plan(data_dir, WORKLOADS[workload], mechanism, consistent=False)
+    data = load_eree(plan.data)  # type: ignore[arg-type]
+    built = build(dataclasses.replace(plan, postprocess=PostprocessSpec()))
+    truth = _truth(plan, data, engine)
+    frames = []
+    for s in range(seeds):
+        for t in count_tables(built, data, engine, SeededNoise(s)):
+            m = t.measurements[0]
+            mech = built.query(t.name).mechanisms[0]
+            keys = t.table.select([c for c in t.table.columns if not c.startswith("jobs")])
+            k = establishments_per_cell(keys, data.workplaces)
+            assert k is not None  # a frame was given
+            pred, _ = variance_proxy(mech, m, k)
+            model = smooth_model(mech)
+            n = truth[t.name]["count"].to_numpy().astype(np.float64)
+            xv = truth[t.name]["x_v"].to_numpy().astype(np.float64)
+            at_truth = model.variance_at(xv) if model is not None else pred
+            pub = np.asarray(m.estimate, dtype=np.float64)
+            live = k > 0  # public zeros are exact
+            frames.append(pl.DataFrame({
+                "marginal": t.name, "published_class": _size_class(np.abs(pub[live])),
+                "true_class": _size_class(n[live]), "predicted": pred[live],
+                "at_true_x_v": at_truth[live], "squared_error": (pub[live] - n[live]) ** 2,
+            }))  # fmt: skip
+    df = pl.concat(frames)
+    out = []
+    for by in ("published_class", "true_class"):
+        g = (
+            df.group_by("marginal", by)
+            .agg(
+                pl.len().alias("cell_releases"),
+                pl.col("predicted").mean(),
+                pl.col("at_true_x_v").mean(),
+                pl.col("squared_error").mean().alias("realised"),
+            )
+            .rename({by: "size_class"})
+            .with_columns(pl.lit(by.removesuffix("_class")).alias("class_by"))
+        )
+        out.append(g)
+    res = pl.concat(out).sort("class_by", "marginal", "size_class")
+    labels = pl.Series([f"≥ {SIZE_CLASSES[c]}" for c in res["size_class"].to_list()])
+    return res.with_columns(
+        (pl.col("predicted") / pl.col("realised")).alias("predicted_over_realised"),
+        labels.alias("size_class"),
+    )
+
+
+def calibration_markdown(df: pl.DataFrame) -> str:
+    """The calibration table as Markdown."""
+    lines = [
+        "| size by | marginal | size class | cell-releases | predicted var | var at true x_v "
+        "| realised MSE | predicted / realised |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in df.iter_rows(named=True):
+        lines.append(
+            f"| {r['class_by']} | {r['marginal']} | {r['size_class']} | {r['cell_releases']:,} "
+            f"| {r['predicted']:.3g} | {r['at_true_x_v']:.3g} | {r['realised']:.3g} "
+            f"| {r['predicted_over_realised']:.2f} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,156 @@
+r"""Never worse: which released marginals post-processing may change.
+
+See docs/design.md#post-processing.
+
+Least squares with the right weights never makes a marginal worse in mean square; with
+weights from a public *model* it can, where the model is wrong. The guard decides, from
+public information only, which marginals join the consistent solution and which keep
+their own noisy values (clamped at 0, rounded: still non-negative integers):
+
+1. Solve with every candidate marginal; take the solution as a pseudo-truth (consistent,
+   non-negative — a plausible state of the world given what was published).
+2. Parametric bootstrap with model error: R times, draw each cell's noise variance from
+   the public model *including its uncertainty* (for the smooth mechanisms x_v is drawn
+   log-normally around the modelled share, so the weights the solver computes from the
+   simulated published values are as wrong as they can be in reality), draw noise of the
+   mechanism's shape (Laplace, Smooth Gamma's 1/(1+z⁴), Log-Laplace's multiplicative
+   noise), publish, re-weight from the simulated published values, post-process; record
+   each marginal's mean L1 error post-processed and as its own values.
+3. A marginal whose predicted error ratio (post / own) plus two bootstrap standard
+   errors exceeds ``1 − margin`` keeps its own values (too uncertain, or not better).
+   Its measurements still inform the others (the solution is computed with every
+   marginal); the marginals that take the solution's values are exactly additive
+   among themselves, being parts of one consistent solution.
+
+The randomness is a fixed public seed: the decision is a deterministic function of the
+published values and public parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eree.postprocess.variance_model import NoiseShape, simulate_noise
+
+__all__ = ["GuardInput", "GuardResult", "Prediction", "never_worse"]
+
+#: a post-processing run: (published values, weights, marginals to make consistent) →
+#: values of those marginals
+Solver = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray], Sequence[str]],
+                  dict[str, np.ndarray]]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GuardInput:
+    """One marginal as the guard sees it (public information only).
+
+    Attributes:
+        name: the query name.
+        estimate: the published values.
+        exact: cells published exactly (public zeros).
+        shape: the mechanism's noise distribution.
+        weight: simulated published values → the variance post-processing would use.
+        true_variance: a pseudo-truth → a plausible true noise variance per cell, drawn
+            with the model's own uncertainty.
+    """
+
+    name: str
+    estimate: np.ndarray
+    exact: np.ndarray
+    shape: NoiseShape
+    weight: Callable[[np.ndarray], np.ndarray]
+    true_variance: Callable[[np.ndarray, np.random.Generator], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A marginal's predicted mean L1 error (per cell) post-processed vs its own values."""
+
+    post: float
+    own: float
+    ratio: float
+    ratio_se: float
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready (rounded)."""
+        return {"predicted_ratio": round(self.ratio, 4), "se": round(self.ratio_se, 4)}
+
+
+@dataclass
+class GuardResult:
+    """The marginals kept consistent, those left as their own values, and why."""
+
+    consistent: list[str]
+    own: list[str]
+    predictions: dict[str, Prediction] = field(default_factory=dict)
+    #: the post-processing run on the real published values (with every marginal)
+    solution: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _own(x: np.ndarray, nonnegative: bool, integer: bool) -> np.ndarray:
+    out = np.asarray(x, dtype=np.float64)
+    if integer:
+        out = np.rint(out)
+    if nonnegative:
+        out = np.maximum(out, 0.0)
+    return out + 0.0
+
+
+def never_worse(
+    marginals: Sequence[GuardInput],
+    variances: Mapping[str, np.ndarray],
+    solve: Solver,
+    *,
+    nonnegative: bool,
+    integer: bool,
+    replicates: int = 6,
+    margin: float = 0.02,
+    seed: int = 20170514,
+) -> GuardResult:
+    """Decide which marginals publish the consistent solution (module docstring).
+
+    Args:
+        marginals: every released marginal.
+        variances: the weights of the real run (published or modelled variances).
+        solve: the post-processing run to protect.
+        nonnegative, integer: what "own values" means (clamped, rounded).
+        replicates: bootstrap replicates per decision round.
+        margin: a marginal stays only if predicted at least this much better.
+        seed: the public seed of the what-if simulations.
+    """
+    by = {m.name: m for m in marginals}
+    est = {m.name: np.asarray(m.estimate, dtype=np.float64) for m in marginals}
+    names = [m.name for m in marginals]
+    if len(names) < 2:
+        return GuardResult(consistent=[], own=list(names))
+    truth = solve(est, variances, names)
+    rng = np.random.default_rng(seed)
+    errors: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    clean = {n: np.where(by[n].exact, 0.0, np.maximum(truth[n], 0.0)) for n in names}
+    for _ in range(replicates):
+        sim: dict[str, np.ndarray] = {}
+        w: dict[str, np.ndarray] = {}
+        for n in names:
+            m = by[n]
+            var = m.true_variance(clean[n], rng)
+            sim[n] = np.where(m.exact, 0.0, simulate_noise(m.shape, clean[n], var, rng))
+            w[n] = np.where(m.exact, 0.0, m.weight(sim[n]))
+        post = solve(sim, w, names)
+        for n in names:
+            e_post = float(np.mean(np.abs(post[n] - clean[n])))
+            e_own = float(np.mean(np.abs(_own(sim[n], nonnegative, integer) - clean[n])))
+            errors[n].append((e_post, e_own))
+    result = GuardResult(consistent=[], own=[], solution=truth)
+    for n in names:
+        a = np.array(errors[n])
+        post_m, own_m = float(a[:, 0].mean()), float(a[:, 1].mean())
+        ratio = post_m / own_m if own_m > 0 else (1.0 if post_m == 0 else np.inf)
+        r = a[:, 0] / np.where(a[:, 1] > 0, a[:, 1], 1.0)
+        se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
+        result.predictions[n] = Prediction(post_m, own_m, float(ratio), se)
+        safe = ratio + 2.0 * se <= 1.0 - margin  # better by the margin, beyond 2 SE
+        (result.consistent if safe else result.own).append(n)
+    return result
