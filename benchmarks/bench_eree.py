@@ -113,10 +113,10 @@ def main() -> None:
         import json, time
         import polars as pl
         from eree.release.spec import load_spec
-        from eree.data.eree_tables import load_eree
+        from eree.data.job_tables import load_job_tables
         from eree.engine.polars.engine import PolarsEngine
         plan = load_spec({str(spec)!r})
-        t = time.perf_counter(); data = load_eree(plan.data); t_load = time.perf_counter() - t
+        t = time.perf_counter(); data = load_job_tables(plan.data); t_load = time.perf_counter() - t
         e = PolarsEngine(); out = {{"load_s": t_load}}
         t = time.perf_counter(); e._prepare(data); out["engine_prepare_s"] = time.perf_counter() - t
         marg = {json.dumps(MARGINALS)}

@@ -92,7 +92,7 @@ from eree.evaluate.float_attack import (
 from eree.mechanisms import sampling
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace, laplace_quantile
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace, laplace_quantile
 from eree.mechanisms.estimators import psi_estimates, z_value
 from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism, pnc_sensitivity
 from eree.mechanisms.noise import NoiseSource, SecureNoise, SeededNoise
@@ -556,7 +556,7 @@ class ErrorProbe:
 
     def __enter__(self) -> ErrorProbe:
         import eree.mechanisms.baselines as mb
-        import eree.mechanisms.eree as me
+        import eree.mechanisms.er_ee as me
         import eree.mechanisms.gedp as mg
 
         self._mods = [m for m in (sampling, me, mg, mb) if hasattr(m, "rounded_noisy")]
@@ -905,7 +905,7 @@ class LayerTimer:
         self.args: tuple[Any, ...] = ()
 
     def __enter__(self) -> LayerTimer:
-        import eree.mechanisms.eree as me
+        import eree.mechanisms.er_ee as me
         import eree.mechanisms.gedp as mg
 
         # sampling: ``additive`` (edge-DP/truncated Laplace, Estab-Gaussian, pnc) looks it up there
@@ -1075,7 +1075,7 @@ import eree
 assert eree.__file__.startswith({src!r}), eree.__file__
 from eree.mechanisms.base import Cells
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism
 from eree.mechanisms.noise import SeededNoise
 from eree.privacy.neighbors import DPNeighbor, SqrtShift

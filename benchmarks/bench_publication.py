@@ -106,11 +106,11 @@ def main() -> None:
         import numpy as np, polars as pl
         from eree.release.spec import load_spec
         from eree.release.build import split_by
-        from eree.data.eree_tables import load_eree
+        from eree.data.job_tables import load_job_tables
         from eree.engine.polars.engine import PolarsEngine
         from eree.postprocess.hierarchy import marginal_forest, cell_parents
         plan = load_spec({str(spec)!r})
-        data = load_eree(plan.data)
+        data = load_job_tables(plan.data)
         eng = PolarsEngine()
         by = {{q.name: list(q.by) for q in plan.queries}}
         post = {{n: pl.read_parquet({str(work)!r} + f"/post_{{n}}.parquet") for n in by}}

@@ -3,12 +3,12 @@
 The four marginals of ``bench_eree.py`` (tract×naics_sector×ownership, + age, + age×sex,
 + age×sex×race), each timed ``--runs`` times (median reported) with:
 
-* ``polars``: :class:`PolarsEngine` on the loaded :class:`EreeData` (its one-off integer
+* ``polars``: :class:`PolarsEngine` on the loaded :class:`JobTables` (its one-off integer
   coding of the jobs, ``prepare``, is timed separately);
-* ``spark_mem``: :class:`SparkEngine` on the same :class:`EreeData` (its one-off Arrow
+* ``spark_mem``: :class:`SparkEngine` on the same :class:`JobTables` (its one-off Arrow
   hand-over to Spark, ``to_spark``, and its coding of the dataset, ``prepare``, are
   timed separately);
-* ``spark_parquet``: :class:`SparkEngine` on a :class:`SparkEreeData` read by Spark from
+* ``spark_parquet``: :class:`SparkEngine` on a :class:`SparkJobTables` read by Spark from
   the Parquet files — the path for data that do not fit in memory (``from_parquet``
   with input validation, and ``prepare``, which joins job to worker once, are timed
   separately).
@@ -60,10 +60,10 @@ def main() -> None:
 
     from polars.testing import assert_frame_equal
 
-    from eree.data.config import EreeDataConfig
-    from eree.data.eree_tables import EreeData, load_eree
+    from eree.data.config import JobTablesConfig
+    from eree.data.job_tables import JobTables, load_job_tables
     from eree.engine.polars.engine import PolarsEngine
-    from eree.engine.spark.data import SparkEreeData
+    from eree.engine.spark.data import SparkJobTables
     from eree.engine.spark.engine import SparkEngine
     from eree.engine.spark.session import spark_session
     from eree.synth.lodes import synth_parametric
@@ -79,12 +79,12 @@ def main() -> None:
             sys.exit(f"needs {wac}")
         t, _ = timed(lambda: synth_from_wac(wac, seed=1).write(data_dir))
         results["generate_s"] = t
-    config = EreeDataConfig(workplace=files["workplace"], worker=files["worker"], job=files["job"])
+    config = JobTablesConfig(workplace=files["workplace"], worker=files["worker"], job=files["job"])
 
-    t_load, data = timed(lambda: load_eree(config))
+    t_load, data = timed(lambda: load_job_tables(config))
     results["dataset"] = {"jobs": data.n_jobs, "workplaces": data.n_workplaces}
     results["polars_load_s"] = t_load
-    print("dataset:", results["dataset"], f"load_eree {t_load:.2f}s", flush=True)
+    print("dataset:", results["dataset"], f"load_job_tables {t_load:.2f}s", flush=True)
 
     pe = PolarsEngine()
     results["polars_prepare_s"], _ = timed(lambda: pe._prepare(data))
@@ -98,17 +98,19 @@ def main() -> None:
     sp = SparkEngine(spark)
     results["spark_to_spark_s"], _ = timed(lambda: se.to_spark(data))
     results["spark_from_parquet_validate_s"], sdata = timed(
-        lambda: SparkEreeData.from_parquet(spark, files["workplace"], files["worker"], files["job"])
+        lambda: SparkJobTables.from_parquet(
+            spark, files["workplace"], files["worker"], files["job"]
+        )
     )
     # JVM warm-up (class loading, code generation) is paid once per session: not timed
     small = synth_parametric(seed=0, n_jobs=2_000)
-    warm = EreeData(
+    warm = JobTables(
         workplaces=small.workplace,
         jobs=small.job.join(small.worker, on="worker_id").drop("worker_id"),
         domains=dict(data.domains),
     )
     se.cell_statistics(warm, ["county"], ["age", "sex"], truncate_below=10)
-    se.release()
+    se.unpersist()
     results["spark_mem_prepare_s"], _ = timed(lambda: se.prepare(data))
     results["spark_parquet_prepare_s"], _ = timed(lambda: sp.prepare(sdata))
     print(

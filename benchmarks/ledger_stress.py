@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from tests.release.conftest import SPEC, write_small_eree  # noqa: E402
+from tests.release.conftest import SPEC, write_small_job_tables  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 EREE = [sys.executable, "-m", "eree.cli"]
@@ -49,7 +49,7 @@ def setup(work: Path, epsilon: float) -> tuple[Path, Path]:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    write_small_eree(work / "data")
+    write_small_job_tables(work / "data")
     spec = work / "spec.toml"
     spec.write_text(SPEC)  # dataset "small": ε = 10, δ ≈ 0.037 per release at α = 0.1
     led = work / "ledger.sqlite"

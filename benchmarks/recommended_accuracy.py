@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def lodes(seeds: int) -> list[str]:
-    from eree.data.eree_tables import load_eree
+    from eree.data.job_tables import load_job_tables
     from eree.engine.polars.engine import PolarsEngine
     from eree.mechanisms.noise import SeededNoise
     from eree.release.build import split_by
@@ -29,7 +29,7 @@ def lodes(seeds: int) -> list[str]:
     from eree.release.spec import load_spec
 
     plan = load_spec(ROOT / "examples" / "pa-lodes-recommended.toml")
-    data = load_eree(plan.data)  # type: ignore[arg-type]
+    data = load_job_tables(plan.data)  # type: ignore[arg-type]
     engine = PolarsEngine()
     rows: dict[str, list[np.ndarray]] = {}
     truth: dict[str, np.ndarray] = {}

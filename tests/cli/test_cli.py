@@ -6,13 +6,13 @@ import polars as pl
 from typer.testing import CliRunner
 
 from eree.cli import app
-from tests.release.conftest import SPEC, write_small_eree
+from tests.release.conftest import SPEC, write_small_job_tables
 
 runner = CliRunner()
 
 
 def _spec(tmp_path, text=SPEC):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     p = tmp_path / "spec.toml"
     p.write_text(text)
     return p

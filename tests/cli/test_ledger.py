@@ -9,14 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from eree.cli import app
-from tests.release.conftest import SPEC, write_small_eree
+from tests.release.conftest import SPEC, write_small_job_tables
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def spec(tmp_path):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     p = tmp_path / "spec.toml"
     p.write_text(SPEC)  # "small": ε = 10, δ ≈ 0.037 at α = 0.1
     return p

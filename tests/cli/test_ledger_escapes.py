@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.release.conftest import SPEC, write_small_eree
+from tests.release.conftest import SPEC, write_small_job_tables
 
 #: the spec's total cost: ε = 10, δ ≈ 0.037 (see tests/release/conftest.py)
 COST = 10.0
@@ -31,7 +31,7 @@ def eree(*args: object, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def work(tmp_path):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     for name in ("pa-2015", "sandbox"):
         (tmp_path / f"{name}.toml").write_text(SPEC.replace('name = "small"', f'name = "{name}"'))
     return tmp_path

@@ -15,7 +15,7 @@ from rich.markup import escape as rich_escape
 from rich.text import Text
 
 from eree.cli._program import PlainTable, escape, plain
-from tests.release.conftest import SPEC, write_small_eree
+from tests.release.conftest import SPEC, write_small_job_tables
 
 # texts dense in what markup is made of: brackets, backslashes, tag starts
 _TEXT = st.text(alphabet=st.sampled_from(list("ab[]\\/#@ =1:")), max_size=24)
@@ -51,7 +51,7 @@ def test_plain_table_aligns_columns() -> None:
 
 
 def test_protect_piped_prints_plain_text_without_rich(tmp_path: Path) -> None:
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     code = (
@@ -81,7 +81,7 @@ def test_protect_piped_prints_plain_text_without_rich(tmp_path: Path) -> None:
 
 def test_the_program_exits_with_its_status_and_loses_no_output(tmp_path: Path) -> None:
     # `python -m eree.cli` runs eree.cli.run, as the installed `eree` does
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(tmp_path / "rel")]
@@ -125,7 +125,7 @@ def test_run_keeps_exit_handlers_messages_and_running_threads(tmp_path: Path) ->
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     # `eree protect ... | head -0`: the reader is gone before the summary is printed
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     cmd = [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(tmp_path / "rel")]

@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
-from eree.data.eree_tables import EreeData, load_eree
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.establishments import EstablishmentData, load_establishments
 from eree.data.fingerprint import content_fingerprint, fingerprints, structure_fingerprint
+from eree.data.job_tables import JobTables, load_job_tables
 from eree.privacy.ledger import keyed_fingerprint
-from tests.release.conftest import write_small_eree
+from tests.release.conftest import write_small_job_tables
 from tests.release.test_gedp import write_small
 
 PUBLIC = ("cnty", "own", "naics", "naics3", "naics4", "naics5", "naics_sector", "super_sector")
 
 
-def _eree(root: Path, ext: str) -> EreeDataConfig:
-    return EreeDataConfig(
+def _eree(root: Path, ext: str) -> JobTablesConfig:
+    return JobTablesConfig(
         workplace=root / f"workplace.{ext}", worker=root / f"worker.{ext}", job=root / f"job.{ext}"
     )
 
@@ -40,26 +40,26 @@ def _convert(src: Path, dst: Path, ext: str, seed: int) -> None:
 
 
 def test_eree_fingerprint_ignores_format_row_and_column_order(tmp_path):
-    write_small_eree(tmp_path / "a")
+    write_small_job_tables(tmp_path / "a")
     _convert(tmp_path / "a", tmp_path / "b", "csv", seed=1)
     _convert(tmp_path / "a", tmp_path / "c", "parquet", seed=2)
     fps = {
-        content_fingerprint(load_eree(_eree(tmp_path / "a", "parquet"))),
-        content_fingerprint(load_eree(_eree(tmp_path / "b", "csv"))),
-        content_fingerprint(load_eree(_eree(tmp_path / "c", "parquet"))),
+        content_fingerprint(load_job_tables(_eree(tmp_path / "a", "parquet"))),
+        content_fingerprint(load_job_tables(_eree(tmp_path / "b", "csv"))),
+        content_fingerprint(load_job_tables(_eree(tmp_path / "c", "parquet"))),
     }
     assert len(fps) == 1
     assert len(next(iter(fps))) == 64
 
 
 def test_eree_fingerprint_changes_with_one_record(tmp_path):
-    write_small_eree(tmp_path / "a")
-    before = content_fingerprint(load_eree(_eree(tmp_path / "a", "parquet")))
+    write_small_job_tables(tmp_path / "a")
+    before = content_fingerprint(load_job_tables(_eree(tmp_path / "a", "parquet")))
     w = pl.read_parquet(tmp_path / "a" / "worker.parquet")
     sex = w["sex"].to_list()
     sex[17] = "F" if sex[17] == "M" else "M"  # one worker's sex flipped
     w.with_columns(pl.Series("sex", sex)).write_parquet(tmp_path / "a" / "worker.parquet")
-    assert content_fingerprint(load_eree(_eree(tmp_path / "a", "parquet"))) != before
+    assert content_fingerprint(load_job_tables(_eree(tmp_path / "a", "parquet"))) != before
 
 
 def test_establishment_fingerprint_csv_vs_parquet_shuffled(tmp_path):
@@ -94,10 +94,10 @@ def test_keyed_fingerprint_is_hmac_sha256():
 
 
 def test_structure_fingerprint_ignores_column_selection(tmp_path):
-    write_small_eree(tmp_path / "a")
-    full = load_eree(_eree(tmp_path / "a", "parquet"))
+    write_small_job_tables(tmp_path / "a")
+    full = load_job_tables(_eree(tmp_path / "a", "parquet"))
     cfg = _eree(tmp_path / "a", "parquet")
-    sub = load_eree(EreeDataConfig(workplace=cfg.workplace, worker=cfg.worker, job=cfg.job,
+    sub = load_job_tables(JobTablesConfig(workplace=cfg.workplace, worker=cfg.worker, job=cfg.job,
                                    worker_attributes=("sex",),
                                    domains={"sex": ("M", "F")}))  # fmt: skip
     assert content_fingerprint(sub) != content_fingerprint(full)
@@ -107,7 +107,7 @@ def test_structure_fingerprint_ignores_column_selection(tmp_path):
     wids = job["workplace_id"].to_list()
     wids[0] = "w039" if wids[0] != "w039" else "w038"
     job.with_columns(pl.Series("workplace_id", wids)).write_parquet(tmp_path / "a" / "job.parquet")
-    assert structure_fingerprint(load_eree(cfg)) != structure_fingerprint(full)
+    assert structure_fingerprint(load_job_tables(cfg)) != structure_fingerprint(full)
 
 
 # ---------------------------------------------------------------- the definition, by hand
@@ -202,7 +202,7 @@ def test_two_row_eree_frames_match_the_definition_with_enum_codes_and_integers()
                   "n": ("int", [7, -1])}),
     ])  # fmt: skip
     for j in (jobs, coded):
-        data = EreeData(workplaces=wp, jobs=j, domains={})
+        data = JobTables(workplaces=wp, jobs=j, domains={})
         assert content_fingerprint(data) == expect
         assert fingerprints(data) == (expect, structure_fingerprint(data))
 

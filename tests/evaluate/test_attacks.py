@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.data.eree_tables import EreeData
+from eree.data.job_tables import JobTables
 from eree.data.schema import WORKER_DOMAINS
 from eree.evaluate.attacks import run_attacks
 
@@ -18,7 +18,7 @@ ERE = ("log_laplace", "smooth_gamma", "smooth_laplace")
 
 
 @pytest.fixture(scope="module")
-def one_establishment_data() -> EreeData:
+def one_establishment_data() -> JobTables:
     """120 establishments, each alone in its tract; sizes 20–400. Every second one has
     exactly one worker with a bachelor's degree (E4); the others have none or several."""
     rng = np.random.default_rng(42)
@@ -52,7 +52,7 @@ def one_establishment_data() -> EreeData:
         }
     )
     domains = {a: WORKER_DOMAINS[a] for a in ("sex", "age", "education")}
-    return EreeData(wp, jobs, domains)
+    return JobTables(wp, jobs, domains)
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,7 @@ from eree.evaluate.privacy_audit import (
     write_outputs,
 )
 from eree.mechanisms.baselines import EdgeLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma
 from eree.mechanisms.gedp import PsiMechanism
 from eree.mechanisms.registry import REGISTRY
 from eree.privacy.neighbors import SqrtShift

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from eree.data.eree_tables import EreeData
+from eree.data.job_tables import JobTables
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.polars.engine import PolarsEngine
 from eree.evaluate.datasets import load_dataset
@@ -32,7 +32,7 @@ from tests.stats import assert_detects, assert_ks, ks_matches
 SIZES = {"w0": 1, "w1": 5, "w2": 19, "w3": 20, "w4": 21, "w5": 49, "w6": 50, "w7": 300}
 
 
-def _data() -> EreeData:
+def _data() -> JobTables:
     ids = list(SIZES)
     wp = pl.DataFrame(
         {
@@ -45,7 +45,7 @@ def _data() -> EreeData:
     wid = np.repeat(ids, list(SIZES.values()))
     sex = np.where(np.arange(wid.size) % 3 == 0, "F", "M")
     jobs = pl.DataFrame({"workplace_id": wid.tolist(), "sex": sex.tolist()})
-    return EreeData(wp, jobs, {"sex": WORKER_DOMAINS["sex"]})
+    return JobTables(wp, jobs, {"sex": WORKER_DOMAINS["sex"]})
 
 
 @pytest.mark.parametrize("theta", [2, 20, 21, 50, 51, 1000])

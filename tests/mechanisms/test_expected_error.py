@@ -21,7 +21,7 @@ from scipy import integrate, stats
 
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism
 from eree.mechanisms.registry import REGISTRY
 from eree.privacy.neighbors import LogShift, SqrtShift

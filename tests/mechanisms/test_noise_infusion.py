@@ -27,7 +27,7 @@ from eree.mechanisms.noise_infusion import (
 )
 from eree.release.protect import protect
 from eree.release.spec import load_spec
-from tests.release.conftest import write_small_eree
+from tests.release.conftest import write_small_job_tables
 from tests.stats import assert_detects, assert_ks, assert_mean, ks_matches, mean_matches
 
 S, T = DEFAULT_S, DEFAULT_T
@@ -176,7 +176,7 @@ mechanism = "noise_infusion"
 
 @pytest.fixture
 def ni_release(tmp_path: Path):
-    write_small_eree(tmp_path / "data", seed=3)
+    write_small_job_tables(tmp_path / "data", seed=3)
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     plan = load_spec(spec)
@@ -188,9 +188,9 @@ def test_one_factor_per_establishment_across_cells_and_marginals(ni_release):
     """Through the release path: every cell of a one-establishment combination, in every
     marginal of the release, is the true count times the same factor."""
     plan, result, root = ni_release
-    from eree.data.eree_tables import load_eree
+    from eree.data.job_tables import load_job_tables
 
-    data = load_eree(plan.data)
+    data = load_job_tables(plan.data)
     eng = PolarsEngine()
     wp = ["tract", "naics_sector", "ownership"]
     ratios: dict[tuple[str, ...], list[float]] = {}

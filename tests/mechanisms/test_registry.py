@@ -10,7 +10,7 @@ import pytest
 
 import eree.mechanisms.adaptive
 import eree.mechanisms.baselines
-import eree.mechanisms.eree
+import eree.mechanisms.er_ee
 import eree.mechanisms.gedp
 import eree.mechanisms.noise_infusion
 import eree.mechanisms.workshop
@@ -24,7 +24,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
 
 def test_every_concrete_mechanism_class_is_registered_once():
     modules = (
-        eree.mechanisms.eree,
+        eree.mechanisms.er_ee,
         eree.mechanisms.baselines,
         eree.mechanisms.workshop,
         eree.mechanisms.noise_infusion,

@@ -20,7 +20,7 @@ from scipy import integrate, stats
 from scipy.interpolate import PchipInterpolator
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.eree import log_laplace, smooth_gamma, smooth_laplace
+from eree.mechanisms.er_ee import log_laplace, smooth_gamma, smooth_laplace
 from eree.mechanisms.noise import SeededNoise
 from eree.mechanisms.samplers import smooth_gamma_cdf, smooth_gamma_density
 from eree.mechanisms.workshop import (
@@ -36,7 +36,7 @@ from eree.privacy.blowfish import (
     check_workshop_smooth_laplace,
     workshop_smooth_laplace_delta_min,
 )
-from eree.privacy.eree_conditions import smooth_gamma_epsilons
+from eree.privacy.er_ee_conditions import smooth_gamma_epsilons
 from tests.stats import assert_detects, assert_ks, assert_mean, ks_matches, mean_matches
 
 N = 20_000

@@ -4,7 +4,7 @@ eree.postprocess.guard)."""
 import numpy as np
 
 from eree.mechanisms.base import Cells
-from eree.mechanisms.eree import SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import SeededNoise
 from eree.postprocess.guard import GuardInput, never_worse
 from eree.postprocess.variance_model import NoiseShape, SmoothVarianceModel, simulate_noise

@@ -141,13 +141,13 @@ def test_semantics_survive_large_total_epsilon():
     # a big release (ε = 46) makes e^{kε} overflow a double: reported in log form
     import json
 
-    from eree.privacy.semantics import eree_semantics
+    from eree.privacy.semantics import er_ee_semantics
 
     r = account_counts("eree-weak", 0.1, [req("q", "smooth_laplace", 46.0)])
-    sem = eree_semantics(r)
+    sem = er_ee_semantics(r)
     big = [s for s in sem["size_protection"] if s["bayes_factor_bound"] is None]
     assert big and all(s["log_bayes_factor_bound"] == s["k"] * 46.0 for s in big)
     json.dumps(sem, allow_nan=False)
-    small = eree_semantics(account_counts("eree", 0.1, [req("q", "smooth_laplace", 1.0)]))
+    small = er_ee_semantics(account_counts("eree", 0.1, [req("q", "smooth_laplace", 1.0)]))
     first = small["size_protection"][0]
     assert first["bayes_factor_bound"] == pytest.approx(math.exp(first["k"]))

@@ -221,9 +221,9 @@ epsilon = 6.0
 
 @pytest.fixture
 def blowfish_spec(tmp_path):
-    from tests.release.conftest import write_small_eree
+    from tests.release.conftest import write_small_job_tables
 
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     p = tmp_path / "spec.toml"
     p.write_text(BLOWFISH_SPEC)
     return p

@@ -60,8 +60,9 @@ def test_families_do_not_mix():
 
 @pytest.mark.parametrize(
     ("definition", "family"),
-    [("eree", "eree"), ("eree-weak", "eree"), ("edge-dp", "eree"), ("node-dp", "eree"),
-     ("blowfish", "eree"), ("gedp", "gedp"), ("none", "none")],
+    [("eree", "epsilon-delta"), ("eree-weak", "epsilon-delta"), ("edge-dp", "epsilon-delta"),
+     ("node-dp", "epsilon-delta"), ("blowfish", "epsilon-delta"), ("gedp", "gedp"),
+     ("none", "none")],
 )  # fmt: skip
 def test_one_family_per_definition(definition, family):
     assert composition_for(definition, 0.1).family == family

@@ -6,19 +6,19 @@ import pytest
 
 from eree.errors import PrivacyParameterError
 from eree.privacy.composition import Cost, composition_for
-from eree.privacy.definitions import EdgeDP, EreePrivacy, NodeDP
+from eree.privacy.definitions import EdgeDP, ErEePrivacy, NodeDP
 
 
 def test_frozen():
-    g = EreePrivacy(0.1, 1.0)
+    g = ErEePrivacy(0.1, 1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         g.epsilon = 2.0  # type: ignore[misc]
 
 
 def test_weak_is_said():
     # composition lives in eree.privacy.composition; the definition only states the guarantee
-    assert "weak" in str(EreePrivacy(0.1, 1.0, weak=True))
-    assert "weak" not in str(EreePrivacy(0.1, 1.0))
+    assert "weak" in str(ErEePrivacy(0.1, 1.0, weak=True))
+    assert "weak" not in str(ErEePrivacy(0.1, 1.0))
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_weak_is_said():
 )
 def test_invalid(args, match):
     with pytest.raises(PrivacyParameterError, match=match):
-        EreePrivacy(*args)
+        ErEePrivacy(*args)
 
 
 def test_dp_baselines_compose_through_composition_only():

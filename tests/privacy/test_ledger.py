@@ -33,7 +33,7 @@ SCHEME = "eree-fingerprint-v2"
 def _release(led: Ledger, out: Path, *, dataset="pa", fp=FP_A, definition="eree", alpha=0.1,
              cost=None, spec_budget=None, new_version=False):  # fmt: skip
     """One release through the ledger's context manager, writing a real (empty) release."""
-    with led.release(
+    with led.charge(
         dataset=dataset, fingerprint=fp, definition=definition, alpha=alpha,
         cost=cost if cost is not None else Cost(epsilon=1.0, delta=0.0), out_dir=out,
         spec_budget=spec_budget, new_version=new_version, scheme=SCHEME,
@@ -123,7 +123,7 @@ def test_budget_keys_of_another_family_are_errors(tmp_path):
         _release(led, tmp_path / "g", dataset="ri", fp=FP_B, definition="gedp", alpha=None,
                  cost=Cost(mu=1.0), spec_budget={"epsilon": 1.0, "mu": 2.0})  # fmt: skip
     # a GEDP release cannot be charged to an ER-EE budget
-    with pytest.raises(LedgerError, match="eree budget"):
+    with pytest.raises(LedgerError, match="budget of the epsilon-delta family"):
         _release(led, tmp_path / "h", dataset="pa", fp=FP_A, definition="gedp", alpha=None,
                  cost=Cost(mu=1.0))  # fmt: skip
     assert led.releases() == []
@@ -315,7 +315,7 @@ def test_reconcile_settles_only_dead_processes(tmp_path, monkeypatch):
 def test_failure_before_output_voids_the_charge(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.set_budget("pa", epsilon=10.0, alpha=0.1)
-    with pytest.raises(RuntimeError), led.release(
+    with pytest.raises(RuntimeError), led.charge(
         dataset="pa", fingerprint=FP_A, definition="eree", alpha=0.1,
         cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o", scheme=SCHEME,
     ):  # fmt: skip
@@ -403,7 +403,7 @@ def test_content_recorded_under_another_fingerprint_scheme_is_refused(tmp_path):
     assert json.loads(version[0][3])["scheme"] == SCHEME  # recorded with the content
     # the same ledger seen by a release computing another scheme: refused, for any name
     for name in ("pa", "other"):
-        with pytest.raises(LedgerError) as e, led.release(
+        with pytest.raises(LedgerError) as e, led.charge(
             dataset=name, fingerprint=FP_B, definition="eree", alpha=0.1,
             cost=Cost(epsilon=1.0, delta=0.0), out_dir=tmp_path / "o2",
             scheme="eree-fingerprint-v3",
@@ -452,3 +452,28 @@ def test_a_key_others_can_read_or_write_is_refused(tmp_path, mode):
     assert Ledger(tmp_path / "budget.sqlite").verify().ok
     os.chmod(led.key_path, 0o400)  # read-only for its owner is fine
     assert Ledger(tmp_path / "budget.sqlite").verify().ok
+
+
+def test_a_ledger_that_calls_the_epsilon_delta_family_eree_is_read_as_before(tmp_path, monkeypatch):
+    """Ledgers written before the ε-δ family had its own name store it as "eree"."""
+    import eree.privacy.ledger as ledger_module
+
+    path = tmp_path / "l.sqlite"
+    with monkeypatch.context() as m:  # what an earlier eree wrote
+        m.setattr(ledger_module, "EPSILON_DELTA", "eree")
+        m.setattr(ledger_module, "FAMILY_OF_DEFINITION",
+                  {**ledger_module.FAMILY_OF_DEFINITION, "eree": "eree"})  # fmt: skip
+        old = Ledger(path)
+        old.set_budget("pa", epsilon=2.0, alpha=0.1)
+        _release(old, tmp_path / "o1")
+    stored = [
+        json.loads(body) for _, kind, _, body in _events(path) if kind in ("budget", "reserve")
+    ]
+    assert stored[0]["budget"]["family"] == "eree" and stored[1]["family"] == "eree"
+    led = Ledger(path)
+    assert led.verify().ok
+    (entry,) = led.show()
+    assert entry["family"] == "epsilon-delta" and entry["spent"]["epsilon"] == 1.0
+    _release(led, tmp_path / "o2")  # 1 + 1 = 2: allowed, and the old charge counted
+    with pytest.raises(BudgetExceededError):
+        _release(led, tmp_path / "o3")

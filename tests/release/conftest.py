@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 
-def write_small_eree(root: Path, seed: int = 0) -> Path:
+def write_small_job_tables(root: Path, seed: int = 0) -> Path:
     """Three tables: 40 establishments in 4 counties, sizes drawn heavy-tailed."""
     rng = np.random.default_rng(seed)
     n_est = 40
@@ -80,7 +80,7 @@ epsilon = 6.0
 
 @pytest.fixture
 def small_spec(tmp_path):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     p = tmp_path / "spec.toml"
     p.write_text(SPEC)
     return p

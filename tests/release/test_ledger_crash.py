@@ -25,7 +25,7 @@ import pytest
 import eree
 from eree.privacy.ledger import Ledger
 
-from .conftest import SPEC, write_small_eree
+from .conftest import SPEC, write_small_job_tables
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(eree.__file__).resolve().parents[1])}
 EREE = [sys.executable, "-m", "eree.cli"]
@@ -42,7 +42,7 @@ def _reserved(led: Path, out: Path) -> bool:
 
 @pytest.mark.slow
 def test_twenty_kill9_releases_leave_every_charge_with_its_output(tmp_path):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     led = tmp_path / "ledger.sqlite"

@@ -19,13 +19,13 @@ from eree.release.build import build
 from eree.release.preview import COUNT_WARN_BELOW, break_even, plan_warnings, preview
 from eree.release.protect import protect
 from eree.release.spec import load_spec
-from tests.release.conftest import SPEC, write_small_eree
+from tests.release.conftest import SPEC, write_small_job_tables
 
 KEYS = {"code", "query", "message", "remedy"}
 
 
 def _plan(tmp_path, text):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     p = tmp_path / "spec.toml"
     p.write_text(text)
     return load_spec(p)

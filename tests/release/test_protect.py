@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.data.eree_tables import load_eree
+from eree.data.job_tables import load_job_tables
 from eree.engine.polars.engine import PolarsEngine
 from eree.errors import EreeError, PrivacyParameterError
 from eree.mechanisms.noise import SecureNoise, SeededNoise
@@ -53,7 +53,7 @@ def test_release_writes_tables_and_manifest(small_spec, tmp_path):
 
 def _confidential_numbers(plan):
     """True counts, x_v and the smooth-sensitivity noise scales of every query."""
-    data = load_eree(plan.data)
+    data = load_job_tables(plan.data)
     eng = PolarsEngine()
     vals = set()
     alpha = plan.privacy.alpha
@@ -253,7 +253,7 @@ def test_streamed_tables_are_the_in_memory_tables(small_spec, tmp_path):
     assert all(t.measurements == () for t in res.tables)  # nothing kept in memory
     used = {a for q in plan.queries for a in split_by(q, plan.data)[0] + split_by(q, plan.data)[1]}
     engine = PolarsEngine()
-    data = engine.load_eree(plan.data, sorted(used))
+    data = engine.load_job_tables(plan.data, sorted(used))
     in_memory = release_counts(build(plan), data, engine, SeededNoise(4))
     assert [t.name for t in in_memory] == [t.name for t in res.tables]
     for mem, written in zip(in_memory, res.tables, strict=True):

@@ -16,15 +16,15 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from eree.data.eree_tables import load_eree
 from eree.data.fingerprint import content_fingerprint
+from eree.data.job_tables import load_job_tables
 from eree.errors import BudgetExceededError, EreeError, LedgerError, PrivacyParameterError
 from eree.mechanisms.noise import SecureNoise, SeededNoise
 from eree.privacy.ledger import Ledger
 from eree.release.protect import protect
 from eree.release.spec import load_spec
 
-from .conftest import write_small_eree
+from .conftest import write_small_job_tables
 
 ONE_QUERY = """
 name = "{name}"
@@ -68,7 +68,7 @@ class NoNoise(SecureNoise):
 
 @pytest.fixture
 def data(tmp_path):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     return tmp_path / "data"
 
 
@@ -216,7 +216,7 @@ def _published_bytes(out: Path) -> bytes:
 def test_manifest_fingerprint_is_keyed_and_no_unkeyed_hash_is_published(tmp_path, data, led):
     Ledger(led).set_budget("small", epsilon=10.0, alpha=0.1)
     res = run(spec(tmp_path), tmp_path / "r1", led)
-    fp = content_fingerprint(load_eree(load_spec(spec(tmp_path)).data))
+    fp = content_fingerprint(load_job_tables(load_spec(spec(tmp_path)).data))
     key = bytes.fromhex((tmp_path / "ledger.sqlite.key").read_text())
     assert res.manifest["dataset"]["fingerprint"] == hmac.new(
         key, fp.encode(), hashlib.sha256).hexdigest()  # fmt: skip

@@ -20,14 +20,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.data.eree_tables import load_eree
+from eree.data.job_tables import load_job_tables
 from eree.engine.polars.engine import PolarsEngine
 from eree.mechanisms.noise import SeededNoise
 from eree.release.build import split_by
 from eree.release.protect import protect
 from eree.release.spec import load_spec, parse_spec
 
-from .conftest import write_small_eree
+from .conftest import write_small_job_tables
 from .test_gedp import paper_spec, write_small
 
 #: α = 0.2 makes Smooth Laplace's δ_min at ε = 1 larger than 1/40 (40 establishments)
@@ -58,11 +58,11 @@ mechanism = "smooth_gamma"
 epsilon = 2.0
 """
 
-N_ESTABLISHMENTS = 40  # write_small_eree's public frame
+N_ESTABLISHMENTS = 40  # write_small_job_tables's public frame
 
 
 def eree_release(tmp_path: Path, seed: int = 5) -> tuple[Any, Path]:
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(ERE_SPEC)
     plan = load_spec(spec)
@@ -136,7 +136,7 @@ def test_scanner_reads_formatted_numbers():
 
 def _eree_secrets(plan: Any) -> list[float]:
     """True counts and x_v of every cell of every query (confidential)."""
-    data = load_eree(plan.data)
+    data = load_job_tables(plan.data)
     eng = PolarsEngine()
     vals: set[float] = set()
     for q in plan.queries:
@@ -205,7 +205,7 @@ def test_report_leak_scanner_fires_on_a_planted_true_value(tmp_path):
 
 
 def test_delta_warning_with_an_explicit_delta_asks_for_a_smaller_one(tmp_path):
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(ERE_SPEC.replace("alpha = 0.2", "alpha = 0.1").replace(
         'mechanism = "smooth_laplace"\nepsilon = 1.0',
@@ -225,7 +225,7 @@ def test_delta_warning_with_an_explicit_delta_asks_for_a_smaller_one(tmp_path):
 
 def test_no_delta_warning_when_delta_is_small_enough(tmp_path):
     # α = 0.1: δ_min = 0.00527 < 1/40, the default δ draws no δ warning
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(ERE_SPEC.replace("alpha = 0.2", "alpha = 0.1"))
     protect(load_spec(spec), tmp_path / "out", SeededNoise(1))
@@ -251,7 +251,7 @@ def test_cli_prints_the_warning_and_its_remedy(tmp_path):
 
     from eree.cli import app
 
-    write_small_eree(tmp_path / "data")
+    write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
     spec.write_text(ERE_SPEC)
     r = CliRunner().invoke(app, ["protect", str(spec), "--out", str(tmp_path / "o"),

@@ -4,7 +4,7 @@ import tomllib
 
 import pytest
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.errors import SpecError
 from eree.release.spec import load_spec, parse_spec
 
@@ -70,7 +70,7 @@ def parse(text, base="/tmp"):
 
 def test_design_examples_parse():
     p = parse(EREE)
-    assert isinstance(p.data, EreeDataConfig) and p.kind == "eree"
+    assert isinstance(p.data, JobTablesConfig) and p.kind == "eree"
     assert p.privacy.alpha == 0.1 and len(p.queries) == 2
     assert p.query("tract_sex").by == ("tract", "sex")
     assert p.query("tract_industry_ownership").delta == 1e-6

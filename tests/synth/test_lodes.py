@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import load_eree
+from eree.data.config import JobTablesConfig
+from eree.data.job_tables import load_job_tables
 from eree.data.schema import NAICS_SECTORS, WORKER_DOMAINS, WORKPLACE_ATTRIBUTES
 from eree.errors import DataValidationError
 from eree.synth.lodes import (
@@ -121,7 +121,7 @@ def test_parametric_shape_and_validity(tmp_path: Path) -> None:
     assert s.workplace.columns == ["workplace_id", *WORKPLACE_ATTRIBUTES]
     assert s.worker.columns == ["worker_id", *WORKER_DOMAINS]
     assert s.job.columns == ["worker_id", "workplace_id"]
-    data = load_eree(s.write(tmp_path))  # passes every validation rule
+    data = load_job_tables(s.write(tmp_path))  # passes every validation rule
     assert data.n_jobs == 50_000 and data.n_workplaces == s.n_workplaces
     wp = s.workplace
     assert wp["county"].n_unique() == 4 and wp["tract"].n_unique() > 20
@@ -147,11 +147,11 @@ def test_parametric_shape_and_validity(tmp_path: Path) -> None:
 
 def test_parametric_write_csv_and_joined_form(tmp_path: Path) -> None:
     s = synth_parametric(seed=3, n_jobs=3_000)
-    three = load_eree(s.write(tmp_path / "csv", format="csv"))
+    three = load_job_tables(s.write(tmp_path / "csv", format="csv"))
     assert (tmp_path / "csv" / "worker.csv").is_file()
     p = tmp_path / "jobs.parquet"
     s.joined().write_parquet(p)
-    joined = load_eree(EreeDataConfig(jobs=p))
+    joined = load_job_tables(JobTablesConfig(jobs=p))
     assert joined.jobs.equals(three.jobs)
     assert joined.workplaces.equals(three.workplaces)  # every establishment has a job
 
@@ -168,7 +168,7 @@ def test_from_wac_reproduces_block_margins_exactly(tmp_path: Path) -> None:
     big = wac.sort("C000")["w_geocode"][-1]
     ages = _jobs_with_block(s).filter(pl.col("block") == big)["age"]
     assert ages.n_unique() > 1 and not ages.equals(ages.sort())
-    load_eree(s.write(tmp_path / "out"))
+    load_job_tables(s.write(tmp_path / "out"))
     again = synth_from_wac(p, seed=5)
     assert again.worker.equals(s.worker) and again.workplace.equals(s.workplace)
 
@@ -183,7 +183,7 @@ def test_from_wac_real_slice(tmp_path: Path, shared_data: Path) -> None:
     assert sizes.min() >= 1
     assert s.workplace["state"].unique().to_list() == ["42"]
     assert set(s.workplace["county"].unique()) <= set(wac["w_geocode"].str.slice(0, 5))
-    load_eree(s.write(tmp_path / "out"))
+    load_job_tables(s.write(tmp_path / "out"))
 
 
 def test_scale_two_doubles_every_margin(tmp_path: Path) -> None:
@@ -203,7 +203,7 @@ def test_fractional_scale_is_consistent(tmp_path: Path, scale: float) -> None:
     n = wac["C000"].to_numpy()
     # stochastic rounding per block: variance <= n_blocks / 4
     assert abs(s.n_jobs - scale * n.sum()) <= 5 * np.sqrt(len(n) / 4)
-    load_eree(s.write(tmp_path / "out"))
+    load_job_tables(s.write(tmp_path / "out"))
     jobs = _jobs_with_block(s)
     per_block = jobs.group_by("block").agg(pl.len(), (pl.col("age") != "A01").sum().alias("older"))
     expected = wac.select(pl.col("w_geocode").alias("block"), pl.col("C000") * scale)
@@ -304,5 +304,5 @@ def test_full_pennsylvania(tmp_path: Path, shared_data: Path) -> None:
     assert s.n_jobs == 5_649_077
     sizes = s.job.group_by("workplace_id").len()["len"].to_numpy()
     assert 10 < sizes.mean() < 25 and (sizes < 10).mean() > 0.5 and sizes.max() >= 1000
-    data = load_eree(s.write(tmp_path))
+    data = load_job_tables(s.write(tmp_path))
     assert data.n_jobs == s.n_jobs

@@ -43,7 +43,7 @@ def test_national_lodes_chunks_are_one_valid_dataset(tmp_path, shared_data) -> N
     sd = (4 * (p * (1 - p) * b**2).sum()) ** 0.5
     assert abs(summary.rows["job"] - 60_000) < 5 * sd
     # the partitioned tables pass every rule of docs/design.md#validation as one dataset
-    data = PolarsEngine().load_eree(cfg, ["state", "county", "age"])
+    data = PolarsEngine().load_job_tables(cfg, ["state", "county", "age"])
     assert data.jobs.height == summary.rows["job"]
     assert data.workplaces.height == summary.rows["workplace"]
     assert sorted(data.workplaces.get_column("state").unique()) == ["10", "44"]

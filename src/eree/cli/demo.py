@@ -64,7 +64,7 @@ epsilon = 6.0                 # whole cost: d = 6 age x sex combinations, so 1.0
 def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     import numpy as np
 
-    from eree.data.eree_tables import load_eree
+    from eree.data.job_tables import load_job_tables
     from eree.engine.polars.engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
     from eree.release.build import split_by
@@ -87,7 +87,7 @@ def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
         warnings.simplefilter("ignore", ReleaseWarning)
         result = protect(plan, out / "releases" / "lodes", make_noise_source(seed=seed))
     # accuracy against the synthetic truth (shareable only because the data are synthetic)
-    data = load_eree(plan.data)  # type: ignore[arg-type]
+    data = load_job_tables(plan.data)  # type: ignore[arg-type]
     engine = PolarsEngine()
     accuracy = []
     for qt in result.tables:

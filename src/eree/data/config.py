@@ -13,7 +13,7 @@ from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ATTRIBUTES, WO
 
 
 @dataclass(frozen=True)
-class EreeDataConfig:
+class JobTablesConfig:
     """ER-EE input: three tables (workplace, worker, job) or one joined ``jobs`` table.
 
     Attributes:

@@ -2,7 +2,7 @@ r"""Content fingerprint of validated input data (docs/design.md#budget-ledger, #
 
 A dataset is identified in the budget ledger by what it contains, not by its name or its
 files: the fingerprint summarises the *validated* frames a release reads
-(:class:`~eree.data.eree_tables.EreeData` or
+(:class:`~eree.data.job_tables.JobTables` or
 :class:`~eree.data.establishments.EstablishmentData`) as a **multiset of rows**. It is
 
 * **order-independent**: a sum over rows, so the same rows in any order give the same
@@ -57,8 +57,8 @@ import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
-    from eree.data.eree_tables import EreeData
     from eree.data.establishments import EstablishmentData
+    from eree.data.job_tables import JobTables
 
 __all__ = [
     "LANES",
@@ -273,10 +273,10 @@ def _table_lanes(
     return label, n, kinds, sums
 
 
-def _tables(data: EreeData | EstablishmentData, structure: bool) -> list[tuple[str, pl.DataFrame]]:
-    from eree.data.eree_tables import EreeData
+def _tables(data: JobTables | EstablishmentData, structure: bool) -> list[tuple[str, pl.DataFrame]]:
+    from eree.data.job_tables import JobTables
 
-    if isinstance(data, EreeData):
+    if isinstance(data, JobTables):
         if structure:
             return [
                 ("workplaces", data.workplaces.select(data.workplaces.columns[0])),
@@ -294,17 +294,17 @@ def family_name(data: object, structure: bool) -> str:
     return f"{base} structure" if structure else base
 
 
-def _fingerprint(data: EreeData | EstablishmentData, structure: bool, text: _TextWords) -> str:
+def _fingerprint(data: JobTables | EstablishmentData, structure: bool, text: _TextWords) -> str:
     with np.errstate(over="ignore"):
         lanes = [_table_lanes(label, df, text) for label, df in _tables(data, structure)]
     return summary_digest(family_name(data, structure), lanes)
 
 
-def content_fingerprint(data: EreeData | EstablishmentData) -> str:
+def content_fingerprint(data: JobTables | EstablishmentData) -> str:
     """The content fingerprint (hex SHA-256) of loaded, validated input data.
 
     Args:
-        data: the frames a release reads, as returned by ``load_eree`` or
+        data: the frames a release reads, as returned by ``load_job_tables`` or
             ``load_establishments``.
 
     Returns:
@@ -314,7 +314,7 @@ def content_fingerprint(data: EreeData | EstablishmentData) -> str:
     return _fingerprint(data, False, _TextWords())
 
 
-def structure_fingerprint(data: EreeData | EstablishmentData) -> str:
+def structure_fingerprint(data: JobTables | EstablishmentData) -> str:
     """A fingerprint of the data's skeleton, whatever columns a spec selects.
 
     ER-EE: the workplace ids and the workplace id of every job (so, establishment sizes);
@@ -326,7 +326,7 @@ def structure_fingerprint(data: EreeData | EstablishmentData) -> str:
     return _fingerprint(data, True, _TextWords())
 
 
-def fingerprints(data: EreeData | EstablishmentData) -> tuple[str, str]:
+def fingerprints(data: JobTables | EstablishmentData) -> tuple[str, str]:
     """``(content, structure)`` fingerprints, hashing each distinct text value once."""
     text = _TextWords()
     return _fingerprint(data, False, text), _fingerprint(data, True, text)

@@ -8,7 +8,7 @@ never looks at the data's type:
 =========================  =============  =============================================
 method                     data           gives
 =========================  =============  =============================================
-``load_eree``              ER-EE          the validated input (only the attributes
+``load_job_tables``              ER-EE          the validated input (only the attributes
                                           used, if given), as the engine's own data
 ``cell_statistics``        ER-EE          the cell statistics of a marginal (below)
 ``establishment_cells``    ER-EE          job counts per (establishment, cell)
@@ -81,8 +81,8 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
-from eree.data.eree_tables import EreeData
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.job_tables import JobTables
 
 __all__ = [
     "CELL_STAT_COLUMNS",
@@ -123,13 +123,15 @@ class Engine(Protocol):
 
     # -- ER-EE data -------------------------------------------------------------------
 
-    def load_eree(self, config: EreeDataConfig, attributes: Sequence[str] | None = None) -> Any:
+    def load_job_tables(
+        self, config: JobTablesConfig, attributes: Sequence[str] | None = None
+    ) -> Any:
         """Load and validate ER-EE input (only ``attributes``, if given) for this engine."""
         ...
 
     def cell_statistics(
         self,
-        data: EreeData,
+        data: JobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
         *,
@@ -146,7 +148,7 @@ class Engine(Protocol):
         ...
 
     def establishment_cells(
-        self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
+        self, data: JobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> pl.DataFrame:
         """Per (establishment, cell) job counts: ``workplace_id``, keys, ``n`` (Int64).
 

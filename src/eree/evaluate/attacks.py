@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.data.eree_tables import EreeData
+from eree.data.job_tables import JobTables
 from eree.engine.base import Engine
 from eree.engine.polars.engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
@@ -67,7 +67,7 @@ from eree.evaluate.haney import (
     run_point,
 )
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
@@ -311,7 +311,7 @@ def preserved_zeros(
 
 
 def run_attacks(
-    dataset: Dataset | EreeData,
+    dataset: Dataset | JobTables,
     *,
     alpha: float = 0.1,
     epsilon: float = 1.0,

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import EreeData, load_eree
+from eree.data.config import JobTablesConfig
+from eree.data.job_tables import JobTables, load_job_tables
 from eree.data.schema import WORKER_DOMAINS, WORKPLACE_ID
 from eree.errors import SpecError
 from eree.synth.lodes import SynthLodes, synth_from_wac, synth_parametric
@@ -23,7 +23,7 @@ DEFAULT_PARAMETRIC_JOBS = 50_000
 class Dataset:
     """Validated ER-EE data plus a description of where it came from (for run records)."""
 
-    data: EreeData
+    data: JobTables
     description: dict[str, Any] = field(default_factory=dict)
 
 
@@ -32,7 +32,7 @@ def from_synth(s: SynthLodes, description: dict[str, Any]) -> Dataset:
     jobs = s.job.join(s.worker, on="worker_id", how="left", maintain_order="left").select(
         WORKPLACE_ID, *WORKER_DOMAINS
     )
-    data = EreeData(workplaces=s.workplace, jobs=jobs, domains=dict(WORKER_DOMAINS))
+    data = JobTables(workplaces=s.workplace, jobs=jobs, domains=dict(WORKER_DOMAINS))
     desc = dict(description)
     desc.update(jobs=data.n_jobs, establishments=data.n_workplaces)
     return Dataset(data, desc)
@@ -72,10 +72,10 @@ def load_dataset(
         raise SpecError("give either a data directory or a WAC file, not both")
     if data_dir is not None:
         d = Path(data_dir)
-        cfg = EreeDataConfig(
+        cfg = JobTablesConfig(
             workplace=_find(d, "workplace"), worker=_find(d, "worker"), job=_find(d, "job")
         )
-        data = load_eree(cfg)
+        data = load_job_tables(cfg)
         return Dataset(
             data,
             {

@@ -101,7 +101,7 @@ from eree.errors import ReleaseWarning
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Cells, Mechanism
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.gedp import (
     EstabGaussian,
     Pnc,
@@ -1003,7 +1003,7 @@ def _result(e: Entry, definition: str, layer: str, pair: str, n: int, got: dict[
 # =============================================================================== a release
 
 
-def _write_eree(root: Path, n: int) -> None:
+def _write_job_tables(root: Path, n: int) -> None:
     """Workplaces alone in their blocks: n with 10 matching workers, n with 11."""
     import polars as pl
 
@@ -1024,7 +1024,7 @@ def _write_eree(root: Path, n: int) -> None:
     pl.DataFrame({"worker_id": workers, "workplace_id": wid}).write_parquet(root / "job.parquet")
 
 
-def _eree_spec(e: Entry) -> str:
+def _job_tables_spec(e: Entry) -> str:
     q = ['name = "q"', 'by = ["block"]', f'mechanism = "{e.name}"']
     if e.variant == "workshop":
         q.append('variant = "workshop"')
@@ -1172,9 +1172,9 @@ def run_release_attack(
             text = _gedp_spec(e, f"data/{csv}")
         else:
             if "eree" not in wrote:
-                _write_eree(root / "data", n)
+                _write_job_tables(root / "data", n)
                 wrote.add("eree")
-            text = _eree_spec(e)
+            text = _job_tables_spec(e)
         spec_path = root / f"{tag}.toml"
         spec_path.write_text(text)
         spec = load_spec(spec_path)

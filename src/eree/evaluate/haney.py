@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.data.eree_tables import EreeData
+from eree.data.job_tables import JobTables
 from eree.engine.base import Engine
 from eree.engine.polars.engine import PolarsEngine
 from eree.errors import PrivacyParameterError, SpecError
@@ -94,7 +94,7 @@ from eree.evaluate.metrics import (
 from eree.mechanisms import registry
 from eree.mechanisms.base import Cells, Mechanism
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,
@@ -322,7 +322,7 @@ class MarginalCells:
         return m
 
 
-def establishment_sizes(data: EreeData) -> FloatArray:
+def establishment_sizes(data: JobTables) -> FloatArray:
     """Total employment of every establishment, in ``data.workplaces`` order."""
     sizes = data.jobs.group_by("workplace_id").agg(pl.len().alias("__size"))
     return (
@@ -335,7 +335,7 @@ def establishment_sizes(data: EreeData) -> FloatArray:
 
 
 def marginal_cells(
-    data: EreeData,
+    data: JobTables,
     engine: Engine,
     workplace_by: Sequence[str],
     worker_by: Sequence[str],
@@ -584,7 +584,7 @@ def count_points(experiment: str, grid: HaneyGrid) -> int:
 
 def run_haney(
     experiment: str,
-    dataset: Dataset | EreeData,
+    dataset: Dataset | JobTables,
     *,
     grid: HaneyGrid | None = None,
     seed: int = 0,
@@ -596,7 +596,7 @@ def run_haney(
 
     Args:
         experiment: ``haney-workload1`` … ``haney-ranking2`` or ``haney-all``.
-        dataset: the data (a :class:`~eree.evaluate.datasets.Dataset` or bare EreeData).
+        dataset: the data (a :class:`~eree.evaluate.datasets.Dataset` or bare JobTables).
         grid: parameters (default: the paper's grid, 20 trials).
         seed: root seed of all randomness (recorded in the result).
         engine: the engine computing cell statistics (default Polars).

@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from eree.evaluate.metrics import ALL, POPULATION_BINS
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise_infusion import NoiseInfusion
 
 NAMES = {

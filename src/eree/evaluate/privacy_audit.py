@@ -65,7 +65,7 @@ from scipy.stats import beta as beta_dist
 
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Cells, Mechanism
-from eree.mechanisms.eree import CountMechanism, SmoothGamma
+from eree.mechanisms.er_ee import CountMechanism, SmoothGamma
 from eree.mechanisms.gedp import EstabGaussian, GedpMechanism, Pnc
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import FACTOR_CACHE, INCIDENCE, N_ESTABLISHMENTS
@@ -162,7 +162,7 @@ def _one_est(y: int) -> dict[str, tuple[float, ...]]:
     return {"count": (float(y),), "x_v": (float(y),)}
 
 
-def _eree_pairs() -> list[tuple[str, dict[str, Any], dict[str, Any], bool]]:
+def _er_ee_pairs() -> list[tuple[str, dict[str, Any], dict[str, Any], bool]]:
     """Strong α-neighbours of one cell over establishment attributes (Def 7.1).
 
     The establishment e whose workforce grows from y to max((1+α)y, y+1) is the cell's
@@ -216,7 +216,7 @@ def audit_cases(quick: bool = False) -> list[AuditCase]:
 
 def _pairs_for(e: Entry, definition: str) -> list[tuple[str, dict[str, Any], dict[str, Any], bool]]:
     if definition in ("eree", "blowfish"):
-        return _eree_pairs()
+        return _er_ee_pairs()
     if definition == "eree-weak":
         return _weak_pairs()
     if definition == "edge-dp":  # one job more or less in the cell

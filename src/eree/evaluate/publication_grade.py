@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.data.eree_tables import load_eree
+from eree.data.job_tables import load_job_tables
 from eree.engine.polars_engine import PolarsEngine
 from eree.mechanisms.noise import SeededNoise
 from eree.release.build import build, split_by
@@ -192,7 +192,7 @@ def evaluate(
             t0 = time.perf_counter()
             plan = workload_plan(data_dir, WORKLOADS[w], mech)
             if data is None:
-                data = load_eree(plan.data)  # type: ignore[arg-type]
+                data = load_job_tables(plan.data)  # type: ignore[arg-type]
             built = build(plan)
             truth = _truth(plan, data, engine)
             raw: dict[str, list[float]] = {q.name: [] for q in plan.queries}
@@ -263,7 +263,7 @@ def calibration(
     """
     engine = PolarsEngine()
     plan = workload_plan(data_dir, WORKLOADS[workload], mechanism, consistent=False)
-    data = load_eree(plan.data)  # type: ignore[arg-type]
+    data = load_job_tables(plan.data)  # type: ignore[arg-type]
     built = build(dataclasses.replace(plan, postprocess=PostprocessSpec()))
     truth = _truth(plan, data, engine)
     frames = []

@@ -20,7 +20,7 @@ from eree.evaluate.plots import FIGURE_OF, NAMES, plot_all
 from eree.htmlpage import img_file
 from eree.htmlpage import page as html_page
 from eree.mechanisms.baselines import TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 
 BASELINE_EPSILON = 2.0
 BASELINE_ALPHA = 0.1

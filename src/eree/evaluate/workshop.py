@@ -15,7 +15,7 @@ workload                   attributes                            paper cells PA-
 
 for ε ∈ {0.25, 0.5, 0.67, 1, 2, 4} and α ∈ {0.01, 0.05, 0.1, 0.15, 0.2} (the SIGMOD
 grid; the workshop does not list its α values), 20 trials, L1 error averaged over all
-cells and trials. The SIGMOD variants (:mod:`eree.mechanisms.eree`) run on the same cells
+cells and trials. The SIGMOD variants (:mod:`eree.mechanisms.er_ee`) run on the same cells
 for comparison (``variants``).
 
 **What "ε" is.** The workshop releases every cell of a marginal with the same ε and
@@ -83,7 +83,7 @@ from eree.evaluate.metrics import (
 )
 from eree.mechanisms import registry
 from eree.mechanisms.base import Cells, Measurement, Mechanism
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.noise import FloatArray, SeededNoise
 from eree.mechanisms.noise_infusion import (
     DEFAULT_S,

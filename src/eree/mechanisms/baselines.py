@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from typing_extensions import override
 
 from eree.mechanisms.base import Cells, ExpectedError, Measurement
-from eree.mechanisms.eree import CountMechanism, laplace_quantile
+from eree.mechanisms.er_ee import CountMechanism, laplace_quantile
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.sampling import additive, rounded_variance
 from eree.privacy.definitions import EdgeDP, NodeDP

@@ -116,7 +116,7 @@ def estab_gaussian(
         raise PrivacyParameterError(
             "estab_gaussian needs a finite ψ-neighbor sensitivity > 0 (Def 6.1)"
         )
-    return EstabGaussian.release(values, sensitivity, mu, source, confidence, grid)
+    return EstabGaussian.noisy_answer(values, sensitivity, mu, source, confidence, grid)
 
 
 def psi_mechanism(
@@ -446,7 +446,7 @@ class EstabGaussian(GedpMechanism):
                 "grid": self.grid}  # fmt: skip
 
     @classmethod
-    def release(
+    def noisy_answer(
         cls,
         values: ArrayLike,
         sensitivity: float,
@@ -480,7 +480,7 @@ class EstabGaussian(GedpMechanism):
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
-        return self.release(
+        return self.noisy_answer(
             cells["value"],
             self.sensitivity,
             self.mu,

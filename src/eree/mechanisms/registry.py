@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Mechanism
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
-from eree.mechanisms.eree import LogLaplace, SmoothGamma, SmoothLaplace
+from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.gedp import EstabGaussian, Pnc, PsiMechanism
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.mechanisms.workshop import WorkshopLogLaplace, WorkshopSmoothGamma, WorkshopSmoothLaplace

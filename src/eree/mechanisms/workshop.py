@@ -3,7 +3,7 @@ r"""The workshop variants of the ER-EE mechanisms, for the Blowfish policy.
 Haney et al., workshop version (``papers/002_*``, §5 and Appendix A); the policy is in
 :mod:`eree.privacy.blowfish`.
 
-The SIGMOD versions (:mod:`eree.mechanisms.eree`) are normative (docs/errata.md); these
+The SIGMOD versions (:mod:`eree.mechanisms.er_ee`) are normative (docs/errata.md); these
 are selectable per query with ``variant = "workshop"``. Notation for one cell V:
 n = true count, :math:`x_V` = the largest number of the cell's workers in one
 establishment (Eq. 9), :math:`S^*_{V,\beta} = \alpha x_V` the (β, G)-smooth sensitivity
@@ -59,7 +59,7 @@ from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, ExpectedError, Measurement
-from eree.mechanisms.eree import (
+from eree.mechanisms.er_ee import (
     ApproximateCountMechanism,
     CountMechanism,
     log_laplace_error,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eree.privacy.composition import Composition, Cost, composition_for
-from eree.privacy.definitions import EreePrivacy
+from eree.privacy.definitions import ErEePrivacy
 
 
 class Costed(Protocol):
@@ -187,7 +187,7 @@ def account(
     out_notes = list(notes)
     ext: dict[str, Any] = dict(extra or {})
     if definition in ("eree", "eree-weak") and alpha is not None and total.epsilon:
-        ext["guarantee"] = str(EreePrivacy(alpha, total.epsilon, total.delta or 0.0, weak))
+        ext["guarantee"] = str(ErEePrivacy(alpha, total.epsilon, total.delta or 0.0, weak))
     if definition == "eree-weak" and not weak:
         out_notes.append(
             "every query is over establishment attributes only, so the release also "

@@ -58,7 +58,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any, Literal
 
 from eree.errors import PrivacyParameterError
-from eree.privacy.eree_conditions import check_alpha_epsilon
+from eree.privacy.er_ee_conditions import check_alpha_epsilon
 from eree.privacy.semantics import exp_or_none, fmt_exp
 
 if TYPE_CHECKING:

@@ -32,7 +32,12 @@ from typing import Any, ClassVar
 from typing_extensions import override
 
 from eree.errors import BudgetExceededError, PrivacyParameterError
-from eree.privacy.definitions import FAMILY_OF_DEFINITION
+from eree.privacy.definitions import (
+    EPSILON_DELTA,
+    FAMILY_OF_DEFINITION,
+    GAUSSIAN,
+    NO_GUARANTEE,
+)
 
 Exact = Fraction | int | float
 
@@ -287,7 +292,7 @@ class EpsilonDeltaComposition(Composition):
     """
 
     alpha: float | None = None
-    family: ClassVar[str] = "eree"
+    family: ClassVar[str] = EPSILON_DELTA
     budget_keys: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "alpha")
 
     @override
@@ -327,7 +332,7 @@ class EpsilonDeltaComposition(Composition):
 class GaussianComposition(Composition):
     """μ-GEDP composition (Webb et al. Thm 5.7): μ_total = √(Σ μ²), exact in μ²."""
 
-    family: ClassVar[str] = "gedp"
+    family: ClassVar[str] = GAUSSIAN
     budget_keys: ClassVar[tuple[str, ...]] = ("mu",)
 
     @override
@@ -361,7 +366,7 @@ class GaussianComposition(Composition):
 class NoGuarantee(Composition):
     """Input noise infusion: no formal guarantee, nothing to add, no budget applies."""
 
-    family: ClassVar[str] = "none"
+    family: ClassVar[str] = NO_GUARANTEE
     budget_keys: ClassVar[tuple[str, ...]] = ()
 
     @override
@@ -378,10 +383,10 @@ class NoGuarantee(Composition):
 def composition_for(definition: str, alpha: float | None = None) -> Composition:
     """The composition object of ``definition``'s family."""
     fam = FAMILY_OF_DEFINITION.get(definition)
-    if fam == "eree":
+    if fam == EPSILON_DELTA:
         return EpsilonDeltaComposition(alpha)
-    if fam == "gedp":
+    if fam == GAUSSIAN:
         return GaussianComposition()
-    if fam == "none":
+    if fam == NO_GUARANTEE:
         return NoGuarantee()
     raise PrivacyParameterError(f"unknown privacy definition {definition!r}")

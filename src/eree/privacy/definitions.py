@@ -23,10 +23,13 @@ __all__ = [
     "ALPHA_DEFINITIONS",
     "DEFINITIONS",
     "DEFINITION_NAMES",
+    "EPSILON_DELTA",
     "FAMILY_OF_DEFINITION",
+    "GAUSSIAN",
+    "NO_GUARANTEE",
     "Definition",
     "EdgeDP",
-    "EreePrivacy",
+    "ErEePrivacy",
     "NodeDP",
 ]
 
@@ -38,8 +41,8 @@ class Definition:
     Attributes:
         name: the spec's ``[privacy] definition``.
         family: the privacy family its costs compose in (the ``family`` of a
-            :class:`~eree.privacy.composition.Composition`: ``"eree"``, ``"gedp"``,
-            ``"none"``).
+            :class:`~eree.privacy.composition.Composition`: :data:`EPSILON_DELTA`,
+            :data:`GAUSSIAN`, :data:`NO_GUARANTEE`).
         alpha: its guarantee is stated at an α (required in the spec; one per dataset).
     """
 
@@ -48,15 +51,24 @@ class Definition:
     alpha: bool = False
 
 
+#: the family whose costs are (ε, δ) pairs that add at one α: ER-EE (strong and weak),
+#: edge-DP, node-DP and Blowfish (Haney et al. Thm 7.3). Ledgers written before this name
+#: call it "eree" (read as this).
+EPSILON_DELTA = "epsilon-delta"
+#: the family of μ-GEDP, whose μ compose as √Σμ² (Webb et al. Thm 5.7)
+GAUSSIAN = "gedp"
+#: the family of what has no formal guarantee (noise infusion)
+NO_GUARANTEE = "none"
+
 #: every privacy definition, in the order the spec reference lists them
 DEFINITIONS: tuple[Definition, ...] = (
-    Definition("eree", "eree", alpha=True),
-    Definition("eree-weak", "eree", alpha=True),
-    Definition("edge-dp", "eree"),
-    Definition("node-dp", "eree"),
-    Definition("gedp", "gedp"),
-    Definition("blowfish", "eree", alpha=True),
-    Definition("none", "none"),
+    Definition("eree", EPSILON_DELTA, alpha=True),
+    Definition("eree-weak", EPSILON_DELTA, alpha=True),
+    Definition("edge-dp", EPSILON_DELTA),
+    Definition("node-dp", EPSILON_DELTA),
+    Definition("gedp", GAUSSIAN),
+    Definition("blowfish", EPSILON_DELTA, alpha=True),
+    Definition("none", NO_GUARANTEE),
 )
 #: the names a spec may give
 DEFINITION_NAMES: tuple[str, ...] = tuple(d.name for d in DEFINITIONS)
@@ -74,7 +86,7 @@ def _check(epsilon: float, delta: float) -> None:
 
 
 @dataclass(frozen=True)
-class EreePrivacy:
+class ErEePrivacy:
     """(α, ε, δ)-ER-EE privacy (Defs 7.2, 7.4, 9.1); ``weak`` selects weak α-neighbors.
 
     * strong α-neighbors (Def 7.1): D, D′ differ in the workforce of one establishment,

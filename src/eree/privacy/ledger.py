@@ -63,7 +63,21 @@ from typing import Any
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
 from eree.privacy.composition import Composition, Cost, composition_for
-from eree.privacy.definitions import ALPHA_DEFINITIONS, FAMILY_OF_DEFINITION
+from eree.privacy.definitions import (
+    ALPHA_DEFINITIONS,
+    EPSILON_DELTA,
+    FAMILY_OF_DEFINITION,
+    GAUSSIAN,
+)
+
+#: the ε-δ family's name in ledgers written before it had its own name
+_OLD_EPSILON_DELTA = "eree"
+
+
+def _family(stored: str) -> str:
+    """A family name as stored in the ledger, read under today's name."""
+    return EPSILON_DELTA if stored == _OLD_EPSILON_DELTA else stored
+
 
 __all__ = [
     "Charge",
@@ -168,7 +182,7 @@ def _float_budget(b: Mapping[str, str]) -> dict[str, float]:
 
 @dataclass
 class Charge:
-    """A reservation in the ledger (what ``Ledger.release`` yields).
+    """A reservation in the ledger (what ``Ledger.charge`` yields).
 
     Attributes:
         id: the reservation's row id in the ledger.
@@ -250,7 +264,10 @@ class _State:
         for rid, kind, dataset, body_s in rows:
             body = json.loads(body_s)
             if kind == "budget":
-                self.budgets[dataset] = body["budget"]
+                budget = body["budget"]
+                if "family" in budget:
+                    budget["family"] = _family(budget["family"])
+                self.budgets[dataset] = budget
             elif kind == "version":
                 self.versions.setdefault(dataset, []).append(body)
                 self.by_fp[body["fingerprint"]] = (dataset, body["version"])
@@ -261,6 +278,7 @@ class _State:
                 self._bind(dataset, body["fingerprint"])
             elif kind == "reserve":
                 body["dataset"] = dataset
+                body["family"] = _family(body["family"])
                 self.reserves[rid] = body
                 self.status[rid] = "pending"
             elif kind in ("commit", "void"):
@@ -602,9 +620,9 @@ class Ledger:
                 "not both: a dataset has one privacy family"
             )
         if "mu" in given:
-            family = "gedp"
+            family = GAUSSIAN
         elif "epsilon" in given:
-            family = "eree"
+            family = EPSILON_DELTA
             given.setdefault("delta", 0.0)
         else:
             raise PrivacyParameterError(
@@ -617,11 +635,12 @@ class Ledger:
             old = st.budgets.get(name)
             if old is not None and old.get("family", family) != family:
                 raise PrivacyParameterError(
-                    f"dataset {name!r} has a {old['family']} budget; its family cannot change"
+                    f"dataset {name!r} has a budget of the {old['family']} family; its family "
+                    "cannot change"
                 )
-            if family == "eree" and "alpha" in exact:
+            if family == EPSILON_DELTA and "alpha" in exact:
                 a = st.alpha(name)
-                if a is not None and st.charges(name, "eree") and a != float(alpha or 0):
+                if a is not None and st.charges(name, family) and a != float(alpha or 0):
                     raise PrivacyParameterError(
                         f"dataset {name!r} already has releases at alpha={a:g}; its alpha "
                         "cannot change"
@@ -631,7 +650,7 @@ class Ledger:
 
     # ---------------------------------------------------------------- releases
     @contextlib.contextmanager
-    def release(
+    def charge(
         self,
         *,
         dataset: str,
@@ -706,7 +725,7 @@ class Ledger:
         structure: str | None = None,
         scheme: str,
     ) -> Charge:
-        """Record a pending charge, or refuse it (see :meth:`release`)."""
+        """Record a pending charge, or refuse it (see :meth:`charge`)."""
         family = FAMILY_OF_DEFINITION.get(definition)
         if family is None or not composition_for(definition).budget_keys:
             raise LedgerError(
@@ -807,8 +826,8 @@ class Ledger:
                 bfam = budget.pop("family", None)
                 if bfam != family:
                     raise LedgerError(
-                        f"dataset {n!r} has a {bfam} budget; a {definition!r} release "
-                        f"({family} family) cannot be charged to it"
+                        f"dataset {n!r} has a budget of the {bfam} family; a {definition!r} "
+                        f"release ({family} family) cannot be charged to it"
                     )
                 limits = _float_budget(budget)
                 if definition in ALPHA_DEFINITIONS:
@@ -902,11 +921,11 @@ class Ledger:
         return done
 
     # ---------------------------------------------------------------- reading
-    def spent(self, dataset: str, family: str = "eree") -> Cost:
+    def spent(self, dataset: str, family: str = EPSILON_DELTA) -> Cost:
         """The running total of ``family`` on ``dataset`` (pending and committed charges)."""
         with contextlib.closing(self._connect()) as con:
             st = _State(self._rows(con))
-        comp = composition_for("gedp" if family == "gedp" else "eree")
+        comp = composition_for("gedp" if family == GAUSSIAN else "eree")
         return comp.compose(st.charges(dataset, family))
 
     def releases(self, dataset: str | None = None) -> list[dict[str, Any]]:
@@ -931,8 +950,8 @@ class Ledger:
         out = []
         for name in sorted(set(st.budgets) | set(st.versions)):
             b = dict(st.budgets.get(name, {}))
-            fam = b.pop("family", "eree")
-            comp = composition_for("gedp" if fam == "gedp" else "eree")
+            fam = b.pop("family", EPSILON_DELTA)
+            comp = composition_for("gedp" if fam == GAUSSIAN else "eree")
             total = comp.compose(st.charges(name, fam))
             rel = [rid for rid in st.reserves if st.counts_against(rid, name)]
             shared = sorted({n for fp in st.bound.get(name, ()) for n in st.names_of[fp]} - {name})

@@ -24,7 +24,7 @@ def fmt_exp(x: float) -> str:
     return f"{math.exp(x):.4g}" if x < 700 else f"10^{x / math.log(10):.1f} (no protection)"
 
 
-def eree_semantics(report: PrivacyReport) -> dict[str, Any]:
+def er_ee_semantics(report: PrivacyReport) -> dict[str, Any]:
     """Bayes-factor bounds of an ER-EE release (Haney et al. §7).
 
     * A worker's presence or absence: an attacker's odds change by at most e^ε.

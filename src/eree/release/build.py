@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import JobTablesConfig
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Mechanism
@@ -107,7 +107,7 @@ class BuiltPlan:
         return any(isinstance(m, PncBounded) for q in self.queries for m in q.mechanisms)
 
 
-def split_by(query: QuerySpec, cfg: EreeDataConfig) -> tuple[list[str], list[str]]:
+def split_by(query: QuerySpec, cfg: JobTablesConfig) -> tuple[list[str], list[str]]:
     """Split a query's ``by`` into (workplace attributes, worker attributes)."""
     if isinstance(query.by, str):
         raise SpecError(f"query {query.name!r}: by = {query.by!r} is not a count marginal")
@@ -157,7 +157,7 @@ def _entry(plan: Plan, q: QuerySpec) -> Any:
 
 def _build_counts(plan: Plan) -> BuiltPlan:
     cfg = plan.data
-    if not isinstance(cfg, EreeDataConfig):
+    if not isinstance(cfg, JobTablesConfig):
         raise SpecError(
             f"definition {plan.privacy.definition!r} applies to ER-EE data; establishment "
             'data use definition = "gedp"'

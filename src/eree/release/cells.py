@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import JobTablesConfig
 from eree.errors import SpecError
 from eree.release.spec import Plan, QuerySpec
 
@@ -53,7 +53,7 @@ class QueryCells:
 
 
 def _query_cells(
-    q: QuerySpec, cfg: EreeDataConfig, workplaces: pl.DataFrame | None
+    q: QuerySpec, cfg: JobTablesConfig, workplaces: pl.DataFrame | None
 ) -> QueryCells | None:
     if isinstance(q.by, str):
         return None
@@ -96,7 +96,7 @@ def plan_cells(plan: Plan, workplaces: pl.DataFrame | None = None) -> dict[str, 
     Raises:
         SpecError: ``complete = true`` over a workplace attribute without a domain.
     """
-    if not isinstance(plan.data, EreeDataConfig):
+    if not isinstance(plan.data, JobTablesConfig):
         return {}
     out = {}
     for q in plan.queries:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import polars as pl
 
-from eree.data.eree_tables import EreeData
+from eree.data.job_tables import JobTables
 from eree.engine.base import Engine
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
@@ -21,7 +21,7 @@ _STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment", "count_t
 
 
 def _incidence(
-    stats: pl.DataFrame, data: EreeData, engine: Engine, q: QueryPlan
+    stats: pl.DataFrame, data: JobTables, engine: Engine, q: QueryPlan
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (cell, establishment, h) pairs of a marginal: each establishment's count per cell."""
     keys = [*q.workplace_by, *q.worker_by]
@@ -38,7 +38,7 @@ def _incidence(
 
 def measure_marginal(
     q: QueryPlan,
-    data: EreeData,
+    data: JobTables,
     engine: Engine,
     source: NoiseSource,
     shared: dict[str, object],
@@ -79,7 +79,7 @@ def measure_marginal(
 
 
 def release_counts(
-    built: BuiltPlan, data: EreeData, engine: Engine, source: NoiseSource
+    built: BuiltPlan, data: JobTables, engine: Engine, source: NoiseSource
 ) -> list[QueryTable]:
     """Run each query's mechanism object on its cell statistics; assemble the tables.
 
@@ -91,7 +91,7 @@ def release_counts(
 
 def count_tables(
     built: BuiltPlan,
-    data: EreeData,
+    data: JobTables,
     engine: Engine,
     source: NoiseSource,
     *,

@@ -42,7 +42,7 @@ class ReleaseFamily(ABC):
         """
 
     @abstractmethod
-    def release(
+    def answer_queries(
         self,
         built: BuiltPlan,
         data: Any,
@@ -108,14 +108,14 @@ class CountRelease(ReleaseFamily):
         for q in plan.queries:
             wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
             used.update(wp, wk)
-        data = engine.load_eree(plan.data, sorted(used) if narrow else None)  # type: ignore[arg-type]
+        data = engine.load_job_tables(plan.data, sorted(used) if narrow else None)  # type: ignore[arg-type]
         # exact cell counts before cells are allocated (when the engine holds the
         # workplace frame in memory; otherwise the lower bounds checked before loading stand)
         check_plan_cells(plan, engine.public_workplaces(data))
         return data
 
     @override
-    def release(
+    def answer_queries(
         self,
         built: BuiltPlan,
         data: Any,
@@ -163,9 +163,9 @@ class CountRelease(ReleaseFamily):
             from eree.privacy.blowfish import blowfish_semantics
 
             return blowfish_semantics(report)
-        from eree.privacy.semantics import eree_semantics
+        from eree.privacy.semantics import er_ee_semantics
 
-        return eree_semantics(report)
+        return er_ee_semantics(report)
 
 
 class EstablishmentRelease(ReleaseFamily):
@@ -190,7 +190,7 @@ class EstablishmentRelease(ReleaseFamily):
         return engine.load_establishments(plan.data)  # type: ignore[arg-type]
 
     @override
-    def release(
+    def answer_queries(
         self,
         built: BuiltPlan,
         data: Any,

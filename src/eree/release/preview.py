@@ -28,7 +28,7 @@ import numpy as np
 
 from eree.errors import EreeError
 from eree.mechanisms.base import ExpectedError, Mechanism
-from eree.mechanisms.eree import ApproximateCountMechanism, CountMechanism
+from eree.mechanisms.er_ee import ApproximateCountMechanism, CountMechanism
 from eree.mechanisms.gedp import GedpMechanism, PncBounded
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.privacy.neighbors import SqrtShift

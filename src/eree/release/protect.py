@@ -251,7 +251,7 @@ def protect(
     from eree.data.fingerprint import SCHEME
 
     fingerprint, structure = engine.fingerprints(data)
-    with book.release(
+    with book.charge(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
         new_version=new_version, structure=structure, scheme=SCHEME,
@@ -334,14 +334,14 @@ def _run(
         extra_files: dict[str, Any] = {}
         extra_manifest: dict[str, Any] = {}
         if family.needs_tables(plan):  # post-processing reads every table: all in memory
-            kept = list(family.release(built, data, engine, source))
+            kept = list(family.answer_queries(built, data, engine, source))
             extra_files, extra_manifest = family.postprocess(built, data, engine, kept)
             check_finite(kept, extra_files or None)  # before any file is written
             for qt in kept:
                 writer.write_table(qt)
             tables.extend(kept)
         else:  # each table goes to disk as it is produced; one in memory at a time
-            for qt in family.release(built, data, engine, source, streaming=True):
+            for qt in family.answer_queries(built, data, engine, source, streaming=True):
                 tables.append(writer.write_table(qt))
                 del qt
         manifest = build_manifest(plan, report, tables, source, fingerprint, policy)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
 from eree.errors import SpecError
@@ -27,7 +27,7 @@ from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
 # is generated from the same table)
 _TOP_KEYS = schema.top_level_keys()
 _ENGINE_KEYS = schema.keys("[engine]")
-_EREE_DATA_KEYS = schema.keys("[data]", "eree")
+_JOB_TABLES_KEYS = schema.keys("[data]", "eree")
 _ESTAB_DATA_KEYS = schema.keys("[data]", "establishments")
 _PRIVACY_KEYS = schema.keys("[privacy]")
 _BUDGET_KEYS = schema.key("[privacy]", "budget").allowed
@@ -219,7 +219,7 @@ class Plan:
     """A validated, serialisable description of one release."""
 
     name: str
-    data: EreeDataConfig | EstablishmentDataConfig
+    data: JobTablesConfig | EstablishmentDataConfig
     privacy: PrivacySpec
     queries: tuple[QuerySpec, ...]
     pnc: PncSpec = field(default_factory=PncSpec)
@@ -232,7 +232,7 @@ class Plan:
     @property
     def kind(self) -> str:
         """The data kind: ``eree`` (ER-EE data) or ``establishments``."""
-        return "eree" if isinstance(self.data, EreeDataConfig) else "establishments"
+        return "eree" if isinstance(self.data, JobTablesConfig) else "establishments"
 
     @property
     def establishment_data(self) -> EstablishmentDataConfig:
@@ -249,8 +249,8 @@ class Plan:
         raise SpecError(f"no query named {name!r}")
 
 
-def _parse_eree_data(d: dict[str, Any], base: Path) -> EreeDataConfig:
-    _check_keys(d, _EREE_DATA_KEYS, "[data]")
+def _parse_job_tables(d: dict[str, Any], base: Path) -> JobTablesConfig:
+    _check_keys(d, _JOB_TABLES_KEYS, "[data]")
 
     def path(key: str) -> Path | None:
         v = d.get(key)
@@ -295,7 +295,7 @@ def _parse_eree_data(d: dict[str, Any], base: Path) -> EreeDataConfig:
             )
         kwargs["worker_attributes"] = wa
     kwargs["domains"] = domains
-    cfg = EreeDataConfig(**kwargs)
+    cfg = JobTablesConfig(**kwargs)
     attributes = (*cfg.workplace_attributes, *cfg.worker_attributes)
     for attr in d.get("domains", {}):
         if attr not in attributes:
@@ -436,7 +436,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         raise SpecError("the spec needs a [data] section")
     kind = data.get("kind", schema.default("[data]", "kind", "eree"))
     if kind == "eree":
-        data_cfg: EreeDataConfig | EstablishmentDataConfig = _parse_eree_data(data, base_dir)
+        data_cfg: JobTablesConfig | EstablishmentDataConfig = _parse_job_tables(data, base_dir)
     elif kind == "establishments":
         data_cfg = _parse_estab_data(data, base_dir)
     else:
@@ -533,7 +533,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
 
 def _check_postprocess(
     pp: PostprocessSpec,
-    data: EreeDataConfig | EstablishmentDataConfig,
+    data: JobTablesConfig | EstablishmentDataConfig,
     queries: tuple[QuerySpec, ...],
 ) -> None:
     """Refuse post-processing options that do not apply, before any data is read."""
@@ -542,7 +542,7 @@ def _check_postprocess(
             "[postprocess] microdata_fit says how the GEDP microdata is fitted: it needs "
             "microdata = true"
         )
-    if not isinstance(data, EreeDataConfig):
+    if not isinstance(data, JobTablesConfig):
         if pp.integer:
             raise SpecError(
                 "[postprocess] integer applies to ER-EE count releases (establishment sums "

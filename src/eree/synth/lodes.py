@@ -63,7 +63,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import JobTablesConfig
 from eree.data.io import check_nonnegative_finite, check_not_missing, check_unique, read_table
 from eree.data.schema import (
     NAICS_SECTORS,
@@ -150,7 +150,7 @@ class SynthLodes:
 
     def write(
         self, out_dir: str | Path, format: Literal["parquet", "csv"] = "parquet"
-    ) -> EreeDataConfig:
+    ) -> JobTablesConfig:
         """Write ``workplace``, ``worker`` and ``job`` tables to ``out_dir``.
 
         Args:
@@ -159,7 +159,7 @@ class SynthLodes:
                 (``workplace.csv`` …).
 
         Returns:
-            An :class:`~eree.data.config.EreeDataConfig` pointing at the written files.
+            An :class:`~eree.data.config.JobTablesConfig` pointing at the written files.
         """
         if format not in ("parquet", "csv"):
             raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
@@ -175,7 +175,7 @@ class SynthLodes:
                 df.write_csv(tmp)
             tmp.replace(p)
             paths[name] = p
-        return EreeDataConfig(
+        return JobTablesConfig(
             workplace=paths["workplace"], worker=paths["worker"], job=paths["job"]
         )
 

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.qcew import CELL_VALUES
 
 __all__ = [
@@ -128,7 +128,7 @@ def national_lodes(
     jobs: int = 130_000_000,
     max_chunk_jobs: int = 6_000_000,
     states: list[str] | None = None,
-) -> tuple[EreeDataConfig, NationalSummary]:
+) -> tuple[JobTablesConfig, NationalSummary]:
     """Write LODES-like workplace, worker and job tables for the nation (module doc).
 
     Args:
@@ -191,7 +191,7 @@ def national_lodes(
             chunks += 1
     summary = NationalSummary(str(out), rows, chunks, time.perf_counter() - t0, _du(out))
     (out / "summary.json").write_text(summary.to_json())
-    cfg = EreeDataConfig(workplace=dirs["workplace"], worker=dirs["worker"], job=dirs["job"])
+    cfg = JobTablesConfig(workplace=dirs["workplace"], worker=dirs["worker"], job=dirs["job"])
     return cfg, summary
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eree.data.eree_tables import EreeData
+from eree.data.job_tables import JobTables
 from eree.engine.polars.engine import PolarsEngine
 from eree.errors import SpecError
 
@@ -27,7 +27,7 @@ def make_data(estabs, jobs):
          "age": [j[2] for j in jobs]},
         schema={"workplace_id": pl.Utf8, "sex": pl.Utf8, "age": pl.Utf8},
     )  # fmt: skip
-    return EreeData(workplaces=wp, jobs=jb, domains=dict(DOMAINS))
+    return JobTables(workplaces=wp, jobs=jb, domains=dict(DOMAINS))
 
 
 def brute(estabs, jobs, wp_by, wk_by, theta=None):
@@ -140,7 +140,7 @@ def test_values_outside_domain_and_missing_domains_are_spec_errors():
     data = make_data(ESTABS, [("e1", "X", "A01")])  # "X" is not a declared sex
     with pytest.raises(SpecError, match="outside its declared domain"):
         PolarsEngine().cell_statistics(data, ["county"], ["sex"])
-    bare = EreeData(data.workplaces, make_data(ESTABS, JOBS).jobs, {"age": DOMAINS["age"]})
+    bare = JobTables(data.workplaces, make_data(ESTABS, JOBS).jobs, {"age": DOMAINS["age"]})
     with pytest.raises(SpecError, match="no declared domain"):
         PolarsEngine().cell_statistics(bare, [], ["sex"])
 
@@ -158,7 +158,7 @@ def test_many_wide_workplace_keys_count_like_a_plain_group_by():
         | {k: [f"v{x}" for x in rng.integers(0, 5_000, n)] for k in keys}
     )
     jobs = pl.DataFrame({"workplace_id": [f"w{x}" for x in rng.integers(0, n, 3 * n)]})
-    got = PolarsEngine().cell_statistics(EreeData(wp, jobs, {}), keys, [])
+    got = PolarsEngine().cell_statistics(JobTables(wp, jobs, {}), keys, [])
     per = jobs.group_by("workplace_id").agg(pl.len().alias("n"))
     want = (
         wp.join(per, on="workplace_id", how="left")

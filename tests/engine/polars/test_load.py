@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import load_eree
+from eree.data.config import JobTablesConfig
+from eree.data.job_tables import load_job_tables
 from eree.engine.polars.engine import PolarsEngine
 from eree.errors import DataValidationError
 from eree.synth.lodes import synth_parametric
@@ -25,10 +25,10 @@ def tables() -> dict[str, pl.DataFrame]:
     return {"workplace": s.workplace, "worker": s.worker, "job": s.job}
 
 
-def write(tmp: Path, t: dict[str, pl.DataFrame]) -> EreeDataConfig:
+def write(tmp: Path, t: dict[str, pl.DataFrame]) -> JobTablesConfig:
     for name, df in t.items():
         df.write_parquet(tmp / f"{name}.parquet")
-    return EreeDataConfig(
+    return JobTablesConfig(
         workplace=tmp / "workplace.parquet",
         worker=tmp / "worker.parquet",
         job=tmp / "job.parquet",
@@ -40,8 +40,8 @@ def test_same_data_and_cells_as_the_eager_loader(tmp_path, tables) -> None:
     t = dict(tables, job=tables["job"].sample(fraction=1.0, shuffle=True, seed=5))
     cfg = write(tmp_path, t)
     eng = PolarsEngine()
-    fast = eng.load_eree(cfg, BY)
-    slow = load_eree(cfg)
+    fast = eng.load_job_tables(cfg, BY)
+    slow = load_job_tables(cfg)
     assert fast.workplaces.columns == ["workplace_id", "county", "naics_sector"]
     assert fast.workplaces.equals(slow.workplaces.select(fast.workplaces.columns))
     assert fast.jobs.cast(pl.Utf8).equals(slow.jobs.select(fast.jobs.columns))
@@ -49,7 +49,7 @@ def test_same_data_and_cells_as_the_eager_loader(tmp_path, tables) -> None:
     want = PolarsEngine().cell_statistics(slow, ["county", "naics_sector"], ["age", "sex"])
     assert got.equals(want)
     # every column (a release with a ledger): the per-job frame, coded, no job counts
-    full = PolarsEngine().load_eree(cfg)
+    full = PolarsEngine().load_job_tables(cfg)
     assert full.job_counts is None and isinstance(full.jobs["workplace_id"].dtype, pl.Enum)
     eng_full = PolarsEngine()
     assert eng_full.cell_statistics(full, ["county", "naics_sector"], ["age", "sex"]).equals(want)
@@ -140,9 +140,9 @@ def _unsorted_duplicate_worker(t):  # a duplicate the "increasing" proof must no
 def test_invalid_input_is_rejected_like_the_eager_loader(tmp_path, tables, corrupt) -> None:
     cfg = write(tmp_path, corrupt(tables))
     with pytest.raises(DataValidationError) as slow:
-        load_eree(cfg)
+        load_job_tables(cfg)
     with pytest.raises(DataValidationError) as fast:
-        PolarsEngine().load_eree(cfg, BY)
+        PolarsEngine().load_job_tables(cfg, BY)
     assert (fast.value.rule, fast.value.row, fast.value.column) == (
         slow.value.rule, slow.value.row, slow.value.column,
     )  # fmt: skip
@@ -153,8 +153,8 @@ def test_ids_the_cheap_proof_cannot_vouch_for_are_checked_exactly(tmp_path, tabl
     t = _worker_id(tables, 0, " p-first", job=True)
     t = _worker_id(t, t["worker"].height - 1, "é-last", job=True)
     cfg = write(tmp_path, t)
-    fast = PolarsEngine().load_eree(cfg, BY)
-    assert fast.jobs.height == load_eree(cfg).jobs.height == tables["job"].height
+    fast = PolarsEngine().load_job_tables(cfg, BY)
+    assert fast.jobs.height == load_job_tables(cfg).jobs.height == tables["job"].height
 
 
 def test_partitioned_directories_load_like_single_files(tmp_path, tables) -> None:
@@ -167,13 +167,13 @@ def test_partitioned_directories_load_like_single_files(tmp_path, tables) -> Non
         df.slice(0, half).write_parquet(d / "part-0.parquet")
         df.slice(half).write_parquet(d / "part-1.parquet")
         parts[name] = d
-    cfg = EreeDataConfig(workplace=parts["workplace"], worker=parts["worker"], job=parts["job"])
-    got = PolarsEngine().load_eree(cfg, BY)
-    want = PolarsEngine().load_eree(single, BY)
+    cfg = JobTablesConfig(workplace=parts["workplace"], worker=parts["worker"], job=parts["job"])
+    got = PolarsEngine().load_job_tables(cfg, BY)
+    want = PolarsEngine().load_job_tables(single, BY)
     assert got.workplaces.equals(want.workplaces)
     assert got.jobs.cast(pl.Utf8).equals(want.jobs.cast(pl.Utf8))
     # an invalid partitioned input is refused (never loaded with rows dropped)
     (parts["job"] / "part-1.parquet").unlink()
     with pytest.raises(DataValidationError) as err:
-        PolarsEngine().load_eree(cfg, BY)
+        PolarsEngine().load_job_tables(cfg, BY)
     assert err.value.rule == "invalid-partitioned-input"

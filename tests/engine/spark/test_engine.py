@@ -15,11 +15,11 @@ from polars.testing import assert_frame_equal
 
 pytest.importorskip("pyspark")
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import EreeData, load_eree
+from eree.data.config import JobTablesConfig
+from eree.data.job_tables import JobTables, load_job_tables
 from eree.data.schema import NAICS_SECTORS, OWNERSHIP_CODES
 from eree.engine.polars.engine import PolarsEngine
-from eree.engine.spark.data import SparkEreeData
+from eree.engine.spark.data import SparkJobTables
 from eree.engine.spark.engine import SparkEngine
 from eree.engine.spark.session import spark_session
 from eree.errors import DataValidationError, SpecError
@@ -43,26 +43,26 @@ def engine(spark) -> SparkEngine:
 
 
 @pytest.fixture(scope="module")
-def synth_files(tmp_path_factory) -> EreeDataConfig:
+def synth_files(tmp_path_factory) -> JobTablesConfig:
     return synth_parametric(seed=11, n_jobs=20_000).write(tmp_path_factory.mktemp("synth"))
 
 
 @pytest.fixture(scope="module")
-def synth(synth_files) -> EreeData:
+def synth(synth_files) -> JobTables:
     """The synthetic data, with declared domains for three workplace attributes too."""
-    data = load_eree(synth_files)
+    data = load_job_tables(synth_files)
     counties = (*sorted(data.workplaces["county"].unique()), "99999")
     extra = {"county": counties, "naics_sector": NAICS_SECTORS, "ownership": OWNERSHIP_CODES}
     return replace(data, domains={**data.domains, **extra})
 
 
 @pytest.fixture(scope="module")
-def hand() -> EreeData:
+def hand() -> JobTables:
     """The hand-made example; one object, so the engine codes it once."""
     return make_data(ESTABS, JOBS)
 
 
-def same(spark_engine: SparkEngine, data, polars_data: EreeData, wp_by, wk_by, **kw) -> None:
+def same(spark_engine: SparkEngine, data, polars_data: JobTables, wp_by, wk_by, **kw) -> None:
     expected = PolarsEngine().cell_statistics(polars_data, wp_by, wk_by, **kw)
     got = spark_engine.cell_statistics(data, wp_by, wk_by, **kw)
     assert_frame_equal(got, expected)  # columns, dtypes, row order, values
@@ -138,7 +138,7 @@ def test_synthetic_complete_with_declared_domains(engine, synth):
 def test_spark_native_parquet_path(engine, synth_files, synth):
     """Spark reads and validates the Parquet files itself; no Polars frame involved."""
     sdata = engine.read_parquet(synth_files.workplace, synth_files.worker, synth_files.job)
-    assert isinstance(sdata, SparkEreeData)
+    assert isinstance(sdata, SparkJobTables)
     assert sorted(sdata.workplaces.columns) == sorted(synth.workplaces.columns)
     assert sdata.domains == {a: synth.domains[a] for a in sdata.domains}
     same(engine, sdata, synth, ["county", "naics_sector", "ownership"], ["age", "sex"],
@@ -205,7 +205,7 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
         wp_path = tmp_path / "workplace_empty.parquet"
         pl.concat([wp, empty]).write_parquet(wp_path)
         with_empty = replace(cfg, workplace=wp_path)
-        same(engine, engine.load(with_empty), load_eree(with_empty),
+        same(engine, engine.load(with_empty), load_job_tables(with_empty),
              ["county", "naics_sector", "ownership"], [], truncate_below=25)  # fmt: skip
         assert paths[-1] == "order"
 
@@ -338,7 +338,7 @@ def test_without_persist_and_release(spark, hand, synth):
     engine = SparkEngine(spark)
     engine.prepare(synth)
     same(engine, synth, synth, ["county"], ["age"])
-    engine.release()
+    engine.unpersist()
     same(engine, synth, synth, ["county"], ["age"])
 
 
@@ -350,9 +350,9 @@ def test_joined_csv_form(engine, spark, synth_files, synth, tmp_path: Path):
 
     with gzip.open(path, "wb") as fh:
         s.joined().write_csv(fh)
-    config = EreeDataConfig(jobs=path)
-    sdata = SparkEreeData.from_config(spark, config)
-    same(engine, sdata, load_eree(config), ["county"], ["age", "sex"], truncate_below=30)
+    config = JobTablesConfig(jobs=path)
+    sdata = SparkJobTables.from_config(spark, config)
+    same(engine, sdata, load_job_tables(config), ["county"], ["age", "sex"], truncate_below=30)
     same(engine, sdata, synth, ["county"], ["age", "sex"], truncate_below=30)
 
 
@@ -368,14 +368,14 @@ def test_spark_loader_rejects_bad_input(spark, tmp_path: Path):
     wp = _write(tmp_path, "workplace", s.workplace)
     wk = _write(tmp_path, "worker", s.worker)
     jb = _write(tmp_path, "job", s.job)
-    SparkEreeData.from_parquet(spark, wp, wk, jb)  # valid
+    SparkJobTables.from_parquet(spark, wp, wk, jb)  # valid
 
     def rejects(rule: str, **files: pl.DataFrame) -> None:
         paths = {"workplace": wp, "worker": wk, "job": jb}
         for k, df in files.items():
             paths[k] = _write(tmp_path, f"bad_{k}", df)
         with pytest.raises(DataValidationError) as err:
-            SparkEreeData.from_parquet(spark, paths["workplace"], paths["worker"], paths["job"])
+            SparkJobTables.from_parquet(spark, paths["workplace"], paths["worker"], paths["job"])
         assert err.value.rule == rule
 
     first_wp = s.workplace["workplace_id"][0]
@@ -570,11 +570,11 @@ def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) 
     from eree.engine.spark.fingerprint import spark_fingerprint
     from tests.release.test_gedp import write_small
 
-    spark_data = engine.load_eree(synth_files)
+    spark_data = engine.load_job_tables(synth_files)
     assert spark_data.hashed is not None  # workplace ids hashed once, during validation
     # and hashed per job (data not read by from_config), declared domains not used
     unhashed = replace(spark_data, hashed=None, domains={})
-    for polars_data in (PolarsEngine().load_eree(synth_files), load_eree(synth_files)):
+    for polars_data in (PolarsEngine().load_job_tables(synth_files), load_job_tables(synth_files)):
         for sdata in (spark_data, unhashed):
             assert spark_fingerprint(sdata, structure=False) == content_fingerprint(polars_data)
             assert spark_fingerprint(sdata, structure=True) == structure_fingerprint(polars_data)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
-from eree.data.eree_tables import JOBS, ROW, EreeData
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.job_tables import JOBS, ROW, JobTables
 from eree.engine.cell_frame import cell_keys, domain_frame
 from eree.errors import SpecError
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - establishment data: imported when used
 
 
 def _workplace_frame(
-    data: EreeData, wkeys: Sequence[str], complete: bool
+    data: JobTables, wkeys: Sequence[str], complete: bool
 ) -> tuple[pl.DataFrame, np.ndarray]:
     """The sorted frame of workplace combinations and each establishment's row in it.
 
@@ -78,7 +78,7 @@ class PolarsEngine:
 
     Every query runs on the jobs counted per establishment and combination of its worker
     attributes: from the loader's validation pass
-    (:attr:`~eree.data.eree_tables.EreeData.job_counts`; nothing per job is held), or
+    (:attr:`~eree.data.job_tables.JobTables.job_counts`; nothing per job is held), or
     counted from the jobs coded once per dataset (:meth:`_prepare`; 4 + 1 bytes per job
     and attribute, no copy of the per-job frame's text).
     """
@@ -86,9 +86,11 @@ class PolarsEngine:
     name = "polars"
 
     def __init__(self) -> None:
-        self._cache: tuple[EreeData, pl.DataFrame] | None = None
+        self._cache: tuple[JobTables, pl.DataFrame] | None = None
 
-    def _check(self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]) -> None:
+    def _check(
+        self, data: JobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
+    ) -> None:
         for a in workplace_by:
             if a not in data.workplaces.columns or a == "workplace_id":
                 raise SpecError(f"{a!r} is not a workplace attribute of the data")
@@ -99,7 +101,7 @@ class PolarsEngine:
                 raise SpecError(f"worker attribute {a!r} has no declared domain")
 
     def establishment_cells(
-        self, data: EreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
+        self, data: JobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> pl.DataFrame:
         """Per (establishment, cell) job counts (see :mod:`eree.engine.base`)."""
         self._check(data, workplace_by, worker_by)
@@ -118,9 +120,9 @@ class PolarsEngine:
             .collect()
         )
 
-    def load_eree(
-        self, config: EreeDataConfig, attributes: Iterable[str] | None = None
-    ) -> EreeData:
+    def load_job_tables(
+        self, config: JobTablesConfig, attributes: Iterable[str] | None = None
+    ) -> JobTables:
         """Load and validate ER-EE input for this engine (docs/design.md#validation).
 
         Args:
@@ -133,19 +135,19 @@ class PolarsEngine:
             establishment and combination of worker attributes in the validation pass
             (what the queries need) and the per-job frame is read only if asked for.
         """
-        from eree.engine.polars.load import narrow_config, scan_eree
+        from eree.engine.polars.load import narrow_config, scan_job_tables
 
-        return scan_eree(narrow_config(config, attributes), lazy_jobs=attributes is not None)
+        return scan_job_tables(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
-    def n_workplaces(self, data: EreeData) -> int:
+    def n_workplaces(self, data: JobTables) -> int:
         """The number of workplaces (public)."""
         return data.n_workplaces
 
-    def public_workplaces(self, data: EreeData) -> pl.DataFrame:
+    def public_workplaces(self, data: JobTables) -> pl.DataFrame:
         """The public workplace frame (always in memory)."""
         return data.workplaces
 
-    def fingerprints(self, data: EreeData | EstablishmentData) -> tuple[str, str]:
+    def fingerprints(self, data: JobTables | EstablishmentData) -> tuple[str, str]:
         """The content and structure fingerprints (:mod:`eree.data.fingerprint`)."""
         from eree.data.fingerprint import fingerprints
 
@@ -208,10 +210,10 @@ class PolarsEngine:
 
         return est.clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
-    def _prepare(self, data: EreeData) -> pl.DataFrame:
+    def _prepare(self, data: JobTables) -> pl.DataFrame:
         """Each job coded, once per dataset with a per-job frame (no ``job_counts``).
 
-        :data:`~eree.data.eree_tables.ROW` (its establishment's row) and each worker
+        :data:`~eree.data.job_tables.ROW` (its establishment's row) and each worker
         attribute with a declared domain as an Enum over it: 4 + 1 bytes per job. The
         loader's Enum codes are used as they are.
         """
@@ -256,10 +258,10 @@ class PolarsEngine:
         self._cache = (data, prepared)
         return prepared
 
-    def _counts(self, data: EreeData, worker_by: Sequence[str]) -> pl.DataFrame:
+    def _counts(self, data: JobTables, worker_by: Sequence[str]) -> pl.DataFrame:
         """The jobs per establishment and combination of ``worker_by`` (one row each).
 
-        From :attr:`~eree.data.eree_tables.EreeData.job_counts` when the loader gave
+        From :attr:`~eree.data.job_tables.JobTables.job_counts` when the loader gave
         them, otherwise from the coded jobs (:meth:`_prepare`).
         """
         if data.job_counts is not None:
@@ -273,7 +275,7 @@ class PolarsEngine:
 
     def cell_statistics(
         self,
-        data: EreeData,
+        data: JobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
         *,

@@ -2,16 +2,16 @@
 
 See docs/design.md#data-flow, #validation.
 
-:func:`eree.data.eree_tables.load_eree` reads every configured column eagerly and checks
+:func:`eree.data.job_tables.load_job_tables` reads every configured column eagerly and checks
 row by row, so that it can name the file, row and column of the first problem. A release
 needs neither all the columns nor the row numbers when the data are valid, which they
-almost always are. :func:`scan_eree` therefore
+almost always are. :func:`scan_job_tables` therefore
 
 1. narrows the configuration to the attributes the release uses;
 2. proves, with lazy aggregations over the Parquet files (counts of missing values,
    distinct ids, values outside the declared domains, jobs whose workplace or worker is
    unknown), that the narrowed input satisfies every rule of docs/design.md#validation that
-   :func:`~eree.data.eree_tables.load_eree` checks; nothing proportional to the
+   :func:`~eree.data.job_tables.load_job_tables` checks; nothing proportional to the
    microdata is kept by these checks but hash sets of ids;
 3. reads only the needed columns: either the per-job frame (workplace ids and worker
    attributes coded as Enums), or, for a release, only the jobs counted per
@@ -20,7 +20,7 @@ almost always are. :func:`scan_eree` therefore
 
 Tables may be Parquet files or directories of Parquet files (a partitioned table, read
 in sorted file order). When a check fails, or the input is not Parquet with text or
-integer columns, it hands over to :func:`~eree.data.eree_tables.load_eree` on the same narrowed
+integer columns, it hands over to :func:`~eree.data.job_tables.load_job_tables` on the same narrowed
 configuration, which raises the precise error (file, row, column). So the rules and
 their messages live in one place and the fast path can only be stricter, never looser.
 """
@@ -33,16 +33,16 @@ from pathlib import Path
 
 import polars as pl
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import JOBS, ROW, EreeData, canonical_ids, check_config, load_eree
+from eree.data.config import JobTablesConfig
 from eree.data.io import table_format
+from eree.data.job_tables import JOBS, ROW, JobTables, canonical_ids, check_config, load_job_tables
 from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError
 
-__all__ = ["narrow_config", "scan_eree"]
+__all__ = ["narrow_config", "scan_job_tables"]
 
 
-def narrow_config(config: EreeDataConfig, attributes: Iterable[str] | None) -> EreeDataConfig:
+def narrow_config(config: JobTablesConfig, attributes: Iterable[str] | None) -> JobTablesConfig:
     """``config`` restricted to the workplace and worker attributes in ``attributes``.
 
     ``None`` keeps the configuration as it is. Unknown names are left for the queries'
@@ -143,21 +143,21 @@ def _unique(frame: pl.LazyFrame, c: str, stats: dict[str, object]) -> bool:
     return bool(distinct == stats["n"])
 
 
-def scan_eree(config: EreeDataConfig, *, lazy_jobs: bool = False) -> EreeData:
+def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobTables:
     """Load and validate ER-EE input; fast for valid Parquet (module docstring).
 
     Args:
         config: the ``[data]`` configuration, already narrowed to what is needed.
         lazy_jobs: on the fast path, count the jobs per establishment and combination of
-            worker attributes (:attr:`~eree.data.eree_tables.EreeData.job_counts`) in a
+            worker attributes (:attr:`~eree.data.job_tables.JobTables.job_counts`) in a
             streaming pass instead of reading the per-job frame, which is then read only
-            if asked for (:attr:`~eree.data.eree_tables.EreeData.jobs`).
+            if asked for (:attr:`~eree.data.job_tables.JobTables.jobs`).
 
     Returns:
         The validated data.
 
     Raises:
-        SpecError, DataValidationError: as :func:`~eree.data.eree_tables.load_eree`.
+        SpecError, DataValidationError: as :func:`~eree.data.job_tables.load_job_tables`.
     """
     check_config(config)
     fast = _scan_three(config, lazy_jobs) if config.jobs is None else None
@@ -175,10 +175,10 @@ def scan_eree(config: EreeDataConfig, *, lazy_jobs: bool = False) -> EreeData:
             file=", ".join(str(d) for d in dirs),
             rule="invalid-partitioned-input",
         )
-    return load_eree(config)
+    return load_job_tables(config)
 
 
-def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
+def _scan_three(config: JobTablesConfig, lazy_jobs: bool) -> JobTables | None:
     if config.workplace is None or config.worker is None or config.job is None:
         return None
     wid, kid = config.workplace_id, config.worker_id
@@ -281,7 +281,7 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
     workplaces = canonical_ids(config, workplaces)
     if not lazy_jobs:
         jobs = read_jobs()
-        return None if jobs is None else EreeData(workplaces, canonical_ids(config, jobs), domains)
+        return None if jobs is None else JobTables(workplaces, canonical_ids(config, jobs), domains)
     # the jobs per establishment and worker-attribute combination, in one streaming
     # group-by (what the engine needs; nothing per job is kept)
     counts = (
@@ -309,4 +309,4 @@ def _scan_three(config: EreeDataConfig, lazy_jobs: bool) -> EreeData | None:
             )
         return canonical_ids(config, jobs)
 
-    return EreeData(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
+    return JobTables(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]

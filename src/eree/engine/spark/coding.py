@@ -76,7 +76,7 @@ class CodedData:
     #: each row of ``jobs`` is one establishment's jobs, and no attribute is coded
     one_row_per_establishment: bool = False
 
-    def release(self) -> None:
+    def unpersist(self) -> None:
         """Drop the cached frames."""
         for df in self.cached:
             df.unpersist()

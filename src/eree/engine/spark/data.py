@@ -1,10 +1,10 @@
-"""ER-EE input as Spark DataFrames: the Spark-side twin of :class:`~eree.data.eree_tables.EreeData`.
+"""ER-EE input as Spark DataFrames: the Spark-side twin of :class:`~eree.data.job_tables.JobTables`.
 
-:class:`SparkEreeData` holds the two tables (``workplaces``, ``jobs``) as Spark
-DataFrames: read by Spark itself (:meth:`SparkEreeData.from_parquet`,
-:meth:`SparkEreeData.from_config`, which validate them in Spark,
+:class:`SparkJobTables` holds the two tables (``workplaces``, ``jobs``) as Spark
+DataFrames: read by Spark itself (:meth:`SparkJobTables.from_parquet`,
+:meth:`SparkJobTables.from_config`, which validate them in Spark,
 :mod:`eree.engine.spark.validate`), handed over from Polars
-(:meth:`SparkEreeData.from_eree`), or wrapped around DataFrames the caller already has.
+(:meth:`SparkJobTables.from_job_tables`), or wrapped around DataFrames the caller already has.
 PySpark is imported inside the functions.
 """
 
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import EreeData
+from eree.data.config import JobTablesConfig
+from eree.data.job_tables import JobTables
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.spark.coding import CodedData
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
@@ -30,12 +30,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import SparkSession
 
-__all__ = ["SparkEreeData"]
+__all__ = ["SparkJobTables"]
 
 
 @dataclass(frozen=True)
-class SparkEreeData:
-    """ER-EE input as Spark DataFrames: the Spark-side twin of :class:`EreeData`.
+class SparkJobTables:
+    """ER-EE input as Spark DataFrames: the Spark-side twin of :class:`JobTables`.
 
     Attributes:
         workplaces: ``workplace_id`` + workplace attributes (strings); one row per
@@ -52,7 +52,7 @@ class SparkEreeData:
             the three-table form in the same Spark passes that validate the data.
 
     Build one with :meth:`from_parquet`, :meth:`from_config` (Spark reads and validates
-    the files) or :meth:`from_eree` (an in-memory :class:`EreeData`), or directly from
+    the files) or :meth:`from_job_tables` (an in-memory :class:`JobTables`), or directly from
     DataFrames you already hold; in that case the tables are used as they are (the
     engine still refuses unknown workplaces and out-of-domain values).
     """
@@ -66,7 +66,7 @@ class SparkEreeData:
     def unpersist(self) -> None:
         """Drop the cached coding (later queries recompute it from the files)."""
         if self.coded is not None:
-            self.coded.release()
+            self.coded.unpersist()
 
     @property
     def n_jobs(self) -> int:
@@ -79,8 +79,8 @@ class SparkEreeData:
         return int(self.workplaces.count())
 
     @classmethod
-    def from_eree(cls, spark: SparkSession, data: EreeData) -> SparkEreeData:
-        """Hand an in-memory :class:`EreeData` to Spark (through Arrow)."""
+    def from_job_tables(cls, spark: SparkSession, data: JobTables) -> SparkJobTables:
+        """Hand an in-memory :class:`JobTables` to Spark (through Arrow)."""
         jobs = data.jobs.with_columns(  # Enum-coded columns (fast Polars loader) as text
             [pl.col(c).cast(pl.Utf8) for c, t in data.jobs.schema.items() if t != pl.Utf8]
         )
@@ -104,7 +104,7 @@ class SparkEreeData:
         workplace_id: str = WORKPLACE_ID,
         worker_id: str = WORKER_ID,
         validate: bool = True,
-    ) -> SparkEreeData:
+    ) -> SparkJobTables:
         """Read the three tables (``workplace``, ``worker``, ``job``) with Spark.
 
         Paths may be Parquet files or directories of Parquet files (Spark's usual
@@ -133,7 +133,7 @@ class SparkEreeData:
         if worker_attributes is None:
             cols = spark.read.parquet(str(worker_path)).columns
             worker_attributes = [c for c in cols if c != worker_id and c in doms]
-        config = EreeDataConfig(
+        config = JobTablesConfig(
             workplace=Path(workplace_path),
             worker=Path(worker_path),
             job=Path(job_path),
@@ -149,21 +149,21 @@ class SparkEreeData:
     def from_config(
         cls,
         spark: SparkSession,
-        config: EreeDataConfig,
+        config: JobTablesConfig,
         *,
         validate: bool = True,
         format: str | None = None,
-    ) -> SparkEreeData:
+    ) -> SparkJobTables:
         """Read the ``[data]`` input of a spec with Spark, in either form.
 
         See docs/design.md#er-ee-data.
 
         Files are Parquet (file or directory) or CSV/CSV.gz (read as text; ragged rows
         are detected), by suffix unless ``format`` (``"parquet"`` or ``"csv"``) says.
-        Integer columns are read as text, like :func:`~eree.data.eree_tables.load_eree`.
+        Integer columns are read as text, like :func:`~eree.data.job_tables.load_job_tables`.
 
         With ``validate`` (default), docs/design.md#validation is checked with Spark aggregations,
-        in the order of :func:`~eree.data.eree_tables.load_eree`: required columns
+        in the order of :func:`~eree.data.job_tables.load_job_tables`: required columns
         present and parseable, ids present and unique, workplace attributes present
         (and in their domain when declared), worker attributes in their domain, every
         job pointing at a known workplace and a known worker, every worker holding
@@ -224,7 +224,7 @@ class SparkEreeData:
         )  # fmt: skip
 
 
-def _check_config(config: EreeDataConfig) -> None:
+def _check_config(config: JobTablesConfig) -> None:
     three = (config.workplace, config.worker, config.job)
     if config.jobs is not None and any(p is not None for p in three):
         raise SpecError("[data] gives both 'jobs' and workplace/worker/job tables")

@@ -7,15 +7,15 @@ values.
 Data
     :class:`SparkEngine` accepts two kinds of dataset:
 
-    * an :class:`~eree.data.eree_tables.EreeData` (Polars frames, already validated by
-      :func:`~eree.data.eree_tables.load_eree`): it is handed to Spark once through Arrow
+    * an :class:`~eree.data.job_tables.JobTables` (Polars frames, already validated by
+      :func:`~eree.data.job_tables.load_job_tables`): it is handed to Spark once through Arrow
       and the Spark copy is reused while the same object is queried again;
-    * a :class:`~eree.engine.spark.data.SparkEreeData`: the same two tables
+    * a :class:`~eree.engine.spark.data.SparkJobTables`: the same two tables
       (``workplaces``, ``jobs``) as Spark DataFrames, read by Spark itself
-      (:meth:`SparkEreeData.from_parquet`, :meth:`SparkEreeData.from_config`) or wrapped
+      (:meth:`SparkJobTables.from_parquet`, :meth:`SparkJobTables.from_config`) or wrapped
       around DataFrames the caller already has. The microdata then never pass through
       Polars or the Python driver; the loaders run the rules of docs/design.md#validation as Spark
-      aggregations (see :meth:`SparkEreeData.from_config`).
+      aggregations (see :meth:`SparkJobTables.from_config`).
 
 Where the work happens
     Spark does everything proportional to the microdata. Once per dataset it codes the
@@ -24,7 +24,7 @@ Where the work happens
     with the establishment's attributes and size (its jobs, for truncation) beside it;
     and the workplaces with their sizes. Both are hash-partitioned by establishment and
     cached (memory, spilling to disk). Reading the three-table form with
-    :meth:`SparkEreeData.from_config` codes the data in the same Spark passes that check
+    :meth:`SparkJobTables.from_config` codes the data in the same Spark passes that check
     docs/design.md#validation (see :func:`~eree.engine.spark.validate.validate_and_code_three`: a
     worker-id join and one workplace-partitioned count, or no join at all when no worker
     attribute is needed and the ids are proven to match by their order); other datasets
@@ -63,9 +63,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from eree.data.config import EreeDataConfig, EstablishmentDataConfig
-from eree.data.eree_tables import EreeData
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.establishments import EstablishmentData
+from eree.data.job_tables import JobTables
 from eree.data.schema import WORKPLACE_ID
 from eree.engine.cell_frame import domain_frame
 from eree.engine.spark.assemble import assemble
@@ -80,7 +80,7 @@ from eree.engine.spark.coding import (
     raise_on_flags,
     worker_code_and_flags,
 )
-from eree.engine.spark.data import SparkEreeData
+from eree.engine.spark.data import SparkJobTables
 from eree.engine.spark.io import to_polars
 from eree.engine.spark.session import is_spark_failure, spark_input_error, spark_session
 from eree.errors import DataValidationError, SpecError
@@ -103,13 +103,13 @@ class SparkEngine:
             (memory, spilling to local disk) between queries. Without it every query
             recomputes it from the source.
 
-    Datasets: :class:`~eree.data.eree_tables.EreeData` (handed over once through Arrow)
-    or :class:`SparkEreeData` (see the module docstring). :meth:`read_parquet` and
+    Datasets: :class:`~eree.data.job_tables.JobTables` (handed over once through Arrow)
+    or :class:`SparkJobTables` (see the module docstring). :meth:`read_parquet` and
     :meth:`load` read a Spark-side dataset with this engine's session.
 
     Like the Polars engine, the engine codes one dataset at a time, on its first query
     (or on :meth:`prepare`), and reuses the coding while the same object is queried;
-    :meth:`release` frees it.
+    :meth:`unpersist` frees it.
     """
 
     name = "spark"
@@ -117,8 +117,8 @@ class SparkEngine:
     def __init__(self, spark: SparkSession | None = None, *, persist: bool = True) -> None:
         self._spark = spark
         self._persist = persist
-        self._source: tuple[EreeData, SparkEreeData] | None = None
-        self._prepared: tuple[EreeData | SparkEreeData, CodedData] | None = None
+        self._source: tuple[JobTables, SparkJobTables] | None = None
+        self._prepared: tuple[JobTables | SparkJobTables, CodedData] | None = None
         self._estab_source: tuple[EstablishmentData, SparkEstablishmentData] | None = None
 
     @property
@@ -136,38 +136,40 @@ class SparkEngine:
         worker_path: str | Path,
         job_path: str | Path,
         **kwargs: Any,
-    ) -> SparkEreeData:
-        """:meth:`SparkEreeData.from_parquet` with this engine's session."""
-        return SparkEreeData.from_parquet(
+    ) -> SparkJobTables:
+        """:meth:`SparkJobTables.from_parquet` with this engine's session."""
+        return SparkJobTables.from_parquet(
             self.spark, workplace_path, worker_path, job_path, **kwargs
         )
 
-    def load(self, config: EreeDataConfig, *, validate: bool = True) -> SparkEreeData:
-        """:meth:`SparkEreeData.from_config` with this engine's session.
+    def load(self, config: JobTablesConfig, *, validate: bool = True) -> SparkJobTables:
+        """:meth:`SparkJobTables.from_config` with this engine's session.
 
         A failure inside Spark becomes the Polars loader's one-line error for the same
         input (:func:`spark_input_error`), never Spark's message.
         """
         try:
-            return SparkEreeData.from_config(self.spark, config, validate=validate)
+            return SparkJobTables.from_config(self.spark, config, validate=validate)
         except Exception as e:
             if not (is_spark_failure(e) or isinstance(e, DataValidationError)):
                 raise
-            from eree.data.eree_tables import load_eree
+            from eree.data.job_tables import load_job_tables
 
-            raise spark_input_error(e, lambda: load_eree(config), config.input_files()) from None
+            raise spark_input_error(
+                e, lambda: load_job_tables(config), config.input_files()
+            ) from None
 
-    def to_spark(self, data: EreeData | SparkEreeData) -> SparkEreeData:
-        """The Spark-side dataset of ``data`` (converted once per :class:`EreeData`)."""
-        if isinstance(data, SparkEreeData):
+    def to_spark(self, data: JobTables | SparkJobTables) -> SparkJobTables:
+        """The Spark-side dataset of ``data`` (converted once per :class:`JobTables`)."""
+        if isinstance(data, SparkJobTables):
             return data
         if self._source is not None and self._source[0] is data:
             return self._source[1]
-        sdata = SparkEreeData.from_eree(self.spark, data)
+        sdata = SparkJobTables.from_job_tables(self.spark, data)
         self._source = (data, sdata)
         return sdata
 
-    def prepare(self, data: EreeData | SparkEreeData) -> None:
+    def prepare(self, data: JobTables | SparkJobTables) -> None:
         """Code ``data`` for queries now (otherwise the first query does it).
 
         Spark turns every worker attribute with a declared domain into its index in
@@ -175,41 +177,41 @@ class SparkEngine:
         combination of indexes, hash-partitions those counts and the workplaces by
         establishment, and puts each establishment's attributes and size (its jobs, for
         truncation) beside its counts. With ``persist`` the result is cached (and
-        materialised here). Data read and validated by :meth:`SparkEreeData.from_config`
+        materialised here). Data read and validated by :meth:`SparkJobTables.from_config`
         arrive coded already.
         """
         self._prepare(data)
 
-    def release(self) -> None:
+    def unpersist(self) -> None:
         """Drop the cached coding of the current dataset (and its Arrow copy)."""
         if self._prepared is not None:
-            self._prepared[1].release()
-            if isinstance(self._prepared[0], SparkEreeData):
+            self._prepared[1].unpersist()
+            if isinstance(self._prepared[0], SparkJobTables):
                 self._prepared[0].unpersist()
         self._prepared = None
         self._source = None
 
-    def load_eree(
-        self, config: EreeDataConfig, attributes: Sequence[str] | None = None
-    ) -> SparkEreeData:
+    def load_job_tables(
+        self, config: JobTablesConfig, attributes: Sequence[str] | None = None
+    ) -> SparkJobTables:
         """Read and validate ER-EE input with Spark (only ``attributes``, if given)."""
         from eree.engine.polars.load import narrow_config
 
         return self.load(narrow_config(config, attributes))
 
-    def n_workplaces(self, data: EreeData | SparkEreeData) -> int:
+    def n_workplaces(self, data: JobTables | SparkJobTables) -> int:
         """The number of workplaces (a Spark count for Spark-side data)."""
         return int(data.n_workplaces)
 
-    def public_workplaces(self, data: EreeData | SparkEreeData) -> pl.DataFrame | None:
+    def public_workplaces(self, data: JobTables | SparkJobTables) -> pl.DataFrame | None:
         """The workplace frame of in-memory data; ``None`` for Spark-side data.
 
         Spark-side workplaces are not collected for this: callers do without them.
         """
-        return data.workplaces if isinstance(data, EreeData) else None
+        return data.workplaces if isinstance(data, JobTables) else None
 
     def fingerprints(
-        self, data: EreeData | EstablishmentData | SparkEreeData | SparkEstablishmentData
+        self, data: JobTables | EstablishmentData | SparkJobTables | SparkEstablishmentData
     ) -> tuple[str, str]:
         """The content and structure fingerprints, computed in Spark for Spark-side data.
 
@@ -217,7 +219,7 @@ class SparkEngine:
         loaded by Polars (:func:`~eree.engine.spark.fingerprint.spark_fingerprint`); no
         row reaches the driver.
         """
-        if isinstance(data, EreeData | EstablishmentData):  # in memory already
+        if isinstance(data, JobTables | EstablishmentData):  # in memory already
             from eree.data.fingerprint import fingerprints
 
             return fingerprints(data)
@@ -313,11 +315,11 @@ class SparkEngine:
 
         return se.clipped_group_sums(self.spark, self._estab(data), by, bounds, attributes)
 
-    def _prepare(self, data: EreeData | SparkEreeData) -> CodedData:
+    def _prepare(self, data: JobTables | SparkJobTables) -> CodedData:
         if self._prepared is not None and self._prepared[0] is data:
             return self._prepared[1]
-        self.release()
-        if isinstance(data, SparkEreeData) and data.coded is not None:
+        self.unpersist()
+        if isinstance(data, SparkJobTables) and data.coded is not None:
             self._prepared = (data, data.coded)  # coded while it was validated
             return data.coded
         sdata = self.to_spark(data)
@@ -330,7 +332,7 @@ class SparkEngine:
 
     @staticmethod
     def _check(
-        data: EreeData | SparkEreeData, workplace_by: Sequence[str], worker_by: Sequence[str]
+        data: JobTables | SparkJobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> None:
         wp_cols, job_cols = data.workplaces.columns, data.jobs.columns
         for a in workplace_by:
@@ -342,7 +344,7 @@ class SparkEngine:
 
     def establishment_cells(
         self,
-        data: EreeData | SparkEreeData,
+        data: JobTables | SparkJobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
     ) -> pl.DataFrame:
@@ -367,7 +369,7 @@ class SparkEngine:
 
     def cell_statistics(
         self,
-        data: EreeData | SparkEreeData,
+        data: JobTables | SparkJobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
         *,

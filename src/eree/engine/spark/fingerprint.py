@@ -13,7 +13,7 @@ __all__ = ["WORD_PREFIX", "spark_fingerprint", "text_word"]
 
 
 #: prefix of a column that holds, per row, the fingerprint word of the text column named
-#: after it (see :func:`text_word` and ``SparkEreeData.hashed``)
+#: after it (see :func:`text_word` and ``SparkJobTables.hashed``)
 WORD_PREFIX = "__eree_word:"
 
 
@@ -45,7 +45,7 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     SHA-256 is most of the cost, so text values are hashed once where possible: the
     values of a declared domain on the driver (a literal map looked up per row; a value
     outside the domain is still hashed in Spark), and the jobs' workplace ids once per
-    workplace when the data carry them hashed (``SparkEreeData.hashed``).
+    workplace when the data carry them hashed (``SparkJobTables.hashed``).
     """
     from pyspark.sql import functions as sf
     from pyspark.sql.types import BooleanType, DecimalType, FractionalType, IntegralType

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import JobTablesConfig
 from eree.engine.spark.checks import ID_MISSING, Check, attr_checks, missing, outside, run_checks
 from eree.engine.spark.coding import (
     N_JOBS,
@@ -53,7 +53,7 @@ _ROWS_PER_PARTITION = 2_000_000
 
 
 def validate_joined(
-    df: SparkDataFrame, config: EreeDataConfig, doms: Mapping[str, Sequence[str]]
+    df: SparkDataFrame, config: JobTablesConfig, doms: Mapping[str, Sequence[str]]
 ) -> None:
     """docs/design.md#validation for the joined form, in two Spark aggregations."""
     from pyspark.sql import functions as sf
@@ -99,7 +99,7 @@ def validate_and_code_three(
     wp: SparkDataFrame,
     wk: SparkDataFrame,
     jb: SparkDataFrame,
-    config: EreeDataConfig,
+    config: JobTablesConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> CodedData:
     """docs/design.md#validation for the three-table form and the coding for queries, fused.
@@ -125,7 +125,7 @@ def _validate_and_code_by_join(
     wp: SparkDataFrame,
     wk: SparkDataFrame,
     jb: SparkDataFrame,
-    config: EreeDataConfig,
+    config: JobTablesConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> CodedData:
     """The input rules and the coding for queries, with jobs and workers joined by worker id.
@@ -257,7 +257,7 @@ def _validate_and_code_by_order(
     wp: SparkDataFrame,
     wk: SparkDataFrame,
     jb: SparkDataFrame,
-    config: EreeDataConfig,
+    config: JobTablesConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> CodedData | None:
     """The input rules and the coding of a release without worker attributes, no join by worker.
@@ -366,7 +366,7 @@ def _validate_three(
     wp: SparkDataFrame,
     wk: SparkDataFrame,
     jb: SparkDataFrame,
-    config: EreeDataConfig,
+    config: JobTablesConfig,
     doms: Mapping[str, Sequence[str]],
 ) -> SparkDataFrame:
     """docs/design.md#validation for the three-table form, in three Spark aggregations.
@@ -425,7 +425,7 @@ def _check_jobs(
     jj: SparkDataFrame,
     wk: SparkDataFrame,
     jb: SparkDataFrame,
-    config: EreeDataConfig,
+    config: JobTablesConfig,
     n_workers: int,
     in_wp: str,
     in_wk: str,
@@ -476,7 +476,7 @@ def _raise_named_error(
     wp: SparkDataFrame,
     wk: SparkDataFrame,
     jb: SparkDataFrame,
-    config: EreeDataConfig,
+    config: JobTablesConfig,
     doms: Mapping[str, Sequence[str]],
     path: str,
 ) -> NoReturn:

@@ -48,7 +48,7 @@ from eree.mechanisms.sampling import (
 )
 from eree.privacy.composition import Composition, Cost, EpsilonDeltaComposition, float_down
 from eree.privacy.definitions import ALPHA_DEFINITIONS
-from eree.privacy.eree_conditions import (
+from eree.privacy.er_ee_conditions import (
     check_alpha_epsilon,
     check_log_laplace,
     check_smooth_laplace,

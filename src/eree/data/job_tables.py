@@ -1,6 +1,6 @@
 """Loading and validating ER-EE (LODES-like) input: docs/design.md#er-ee-data, #validation.
 
-Two input forms are accepted (:class:`~eree.data.config.EreeDataConfig`):
+Two input forms are accepted (:class:`~eree.data.config.JobTablesConfig`):
 
 * three tables — ``workplace`` (``workplace_id`` + public attributes), ``worker``
   (``worker_id`` + private attributes) and ``job`` (``worker_id``, ``workplace_id``);
@@ -9,7 +9,7 @@ Two input forms are accepted (:class:`~eree.data.config.EreeDataConfig`):
   ``worker_id`` column is optional there; when present it must be unique (each worker
   holds exactly one job).
 
-Either way the result is an :class:`EreeData`: one row per establishment and one row per
+Either way the result is an :class:`JobTables`: one row per establishment and one row per
 job. The whole input is rejected, naming file, 1-based data row and column, when any
 rule of docs/design.md#validation is violated; messages may name ids and columns but never a worker
 attribute value.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from eree.data.config import EreeDataConfig
+from eree.data.config import JobTablesConfig
 from eree.data.io import (
     check_domain,
     check_not_missing,
@@ -34,19 +34,19 @@ from eree.data.io import (
 from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError, SpecError
 
-__all__ = ["EreeData", "load_eree"]
+__all__ = ["JobTables", "load_job_tables"]
 
 _MULTIPLE_JOBS = "worker {id!r} holds more than one job (also in row {first_row})"
 
 
-#: :attr:`EreeData.job_counts`' column of establishment rows (0-based, in ``workplaces``)
+#: :attr:`JobTables.job_counts`' column of establishment rows (0-based, in ``workplaces``)
 ROW = "workplace_row"
-#: :attr:`EreeData.job_counts`' column of job counts
+#: :attr:`JobTables.job_counts`' column of job counts
 JOBS = "n"
 
 
 @dataclass(frozen=True)
-class EreeData:
+class JobTables:
     """Validated ER-EE input.
 
     Attributes:
@@ -93,22 +93,22 @@ class EreeData:
         return self.workplaces.height
 
 
-def _get_jobs(self: EreeData) -> pl.DataFrame:
+def _get_jobs(self: JobTables) -> pl.DataFrame:
     jobs = self.__dict__["_jobs"]
     if not isinstance(jobs, pl.DataFrame):  # read on first use
         jobs = self.__dict__["_jobs"] = jobs()
     return jobs
 
 
-def _set_jobs(self: EreeData, jobs: pl.DataFrame | Callable[[], pl.DataFrame]) -> None:
+def _set_jobs(self: JobTables, jobs: pl.DataFrame | Callable[[], pl.DataFrame]) -> None:
     self.__dict__["_jobs"] = jobs
 
 
 # ``jobs`` may be given as a function (see the class docstring): a property over the field
-EreeData.jobs = property(_get_jobs, _set_jobs, doc="The per-job frame (read on first use).")  # type: ignore[assignment]
+JobTables.jobs = property(_get_jobs, _set_jobs, doc="The per-job frame (read on first use).")  # type: ignore[assignment]
 
 
-def load_eree(config: EreeDataConfig) -> EreeData:
+def load_job_tables(config: JobTablesConfig) -> JobTables:
     """Load and validate ER-EE input in either form (docs/design.md#er-ee-data, #validation).
 
     Checks, in this order: the spec is coherent; required columns are present and every
@@ -141,10 +141,10 @@ def load_eree(config: EreeDataConfig) -> EreeData:
             raise SpecError("[data] needs workplace, worker and job tables")
         workplaces, jobs = _load_three(config, wp, wk, jb)
     workplaces, jobs = canonical_ids(config, workplaces), canonical_ids(config, jobs)
-    return EreeData(workplaces=workplaces, jobs=jobs, domains=domains)
+    return JobTables(workplaces=workplaces, jobs=jobs, domains=domains)
 
 
-def canonical_ids(config: EreeDataConfig, frame: pl.DataFrame) -> pl.DataFrame:
+def canonical_ids(config: JobTablesConfig, frame: pl.DataFrame) -> pl.DataFrame:
     """The frame with the spec's workplace id column named :data:`WORKPLACE_ID`.
 
     The loaded tables always call the workplace id ``workplace_id`` (the engines' name);
@@ -156,7 +156,7 @@ def canonical_ids(config: EreeDataConfig, frame: pl.DataFrame) -> pl.DataFrame:
     return frame.rename({wid: WORKPLACE_ID})
 
 
-def check_config(config: EreeDataConfig) -> None:
+def check_config(config: JobTablesConfig) -> None:
     three = (config.workplace, config.worker, config.job)
     if config.jobs is not None:
         if any(p is not None for p in three):
@@ -194,7 +194,7 @@ def check_config(config: EreeDataConfig) -> None:
             raise SpecError(f"worker attribute {a!r} has no declared domain")
 
 
-def _check_workplace_attributes(df: pl.DataFrame, config: EreeDataConfig, file: Path) -> None:
+def _check_workplace_attributes(df: pl.DataFrame, config: JobTablesConfig, file: Path) -> None:
     check_not_missing(df, config.workplace_attributes, file)
     for a in config.workplace_attributes:
         if a in config.domains:
@@ -202,7 +202,7 @@ def _check_workplace_attributes(df: pl.DataFrame, config: EreeDataConfig, file: 
 
 
 def _load_three(
-    config: EreeDataConfig, wp_path: Path, wk_path: Path, jb_path: Path
+    config: JobTablesConfig, wp_path: Path, wk_path: Path, jb_path: Path
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     wid, kid = config.workplace_id, config.worker_id
     wp = read_table(wp_path, {wid: pl.Utf8, **dict.fromkeys(config.workplace_attributes, pl.Utf8)})
@@ -291,7 +291,7 @@ def _match_workers(job_ids: pl.Series, worker_ids: pl.Series) -> pl.Series:
     return left.join(right, on="__k", how="left", maintain_order="left").get_column("__row")
 
 
-def _load_joined(config: EreeDataConfig, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _load_joined(config: JobTablesConfig, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     wid, kid = config.workplace_id, config.worker_id
     wattrs, kattrs = config.workplace_attributes, config.worker_attributes
     df = read_table(

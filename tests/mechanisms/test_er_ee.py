@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 
 from eree.errors import PrivacyParameterError
-from eree.mechanisms.eree import (
+from eree.mechanisms.er_ee import (
     log_laplace,
     log_laplace_expectation,
     smooth_gamma,
     smooth_laplace,
 )
 from eree.mechanisms.noise import SeededNoise
-from eree.privacy.eree_conditions import (
+from eree.privacy.er_ee_conditions import (
     check_log_laplace,
     check_smooth_laplace,
     smooth_gamma_epsilons,
@@ -226,7 +226,7 @@ def test_smooth_gamma_boundary_is_refused():
 
 def test_variance_floors_are_the_noise_variance_at_the_smallest_sensitivity():
     # a public post-processing weight: Var at S = max(α·x_v, 1) = 1 (Algs 2, 3)
-    from eree.mechanisms.eree import SmoothGamma, SmoothLaplace
+    from eree.mechanisms.er_ee import SmoothGamma, SmoothLaplace
 
     a, eps = 0.1, 2.0
     sl = SmoothLaplace(query="q", alpha=a, epsilon=eps)

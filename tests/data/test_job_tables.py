@@ -1,4 +1,4 @@
-"""Tests of eree.data.eree_tables.load_eree: both input forms, every rule of
+"""Tests of eree.data.job_tables.load_job_tables: both input forms, every rule of
 docs/design.md#validation."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from eree.data.config import EreeDataConfig
-from eree.data.eree_tables import EreeData, load_eree
+from eree.data.config import JobTablesConfig
+from eree.data.job_tables import JobTables, load_job_tables
 from eree.data.schema import WORKER_DOMAINS, WORKPLACE_ATTRIBUTES
 from eree.errors import DataValidationError, SpecError
 
@@ -64,12 +64,12 @@ def _write(df: pl.DataFrame, path: Path) -> Path:
     return path
 
 
-def _write_three(tmp_path: Path, frames: Frames, fmt: str, **cfg: object) -> EreeDataConfig:
+def _write_three(tmp_path: Path, frames: Frames, fmt: str, **cfg: object) -> JobTablesConfig:
     paths = [
         _write(df, tmp_path / f"{n}.{fmt}")
         for n, df in zip(("workplace", "worker", "job"), frames, strict=True)
     ]
-    return EreeDataConfig(workplace=paths[0], worker=paths[1], job=paths[2], **cfg)  # type: ignore[arg-type]
+    return JobTablesConfig(workplace=paths[0], worker=paths[1], job=paths[2], **cfg)  # type: ignore[arg-type]
 
 
 def _joined(frames: Frames, with_worker_id: bool = True) -> pl.DataFrame:
@@ -105,8 +105,8 @@ def _corrupt_csv_row(path: Path, row: int) -> None:
 @pytest.mark.parametrize("fmt", ["csv", "csv.gz", "parquet"])
 def test_three_tables_load(tmp_path: Path, fmt: str) -> None:
     frames = _frames()
-    data = load_eree(_write_three(tmp_path, frames, fmt))
-    assert isinstance(data, EreeData)
+    data = load_job_tables(_write_three(tmp_path, frames, fmt))
+    assert isinstance(data, JobTables)
     assert data.workplaces.equals(frames[0])
     expected = (
         frames[2]
@@ -122,7 +122,7 @@ def test_three_tables_load(tmp_path: Path, fmt: str) -> None:
 def test_same_order_fast_path(tmp_path: Path) -> None:
     wp, wk, jb = _frames()
     jb = jb.sort("worker_id")  # now in worker-table order
-    data = load_eree(_write_three(tmp_path, (wp, wk, jb), "parquet"))
+    data = load_job_tables(_write_three(tmp_path, (wp, wk, jb), "parquet"))
     assert data.jobs["workplace_id"].to_list() == jb["workplace_id"].to_list()
     assert data.jobs["age"].to_list() == wk["age"].to_list()
 
@@ -135,14 +135,14 @@ def test_integer_ids_in_parquet_are_read_as_strings(tmp_path: Path) -> None:
         strip(wk, "worker_id"),
         strip(strip(jb, "worker_id"), "workplace_id"),
     )
-    data = load_eree(_write_three(tmp_path, frames, "parquet"))
+    data = load_job_tables(_write_three(tmp_path, frames, "parquet"))
     assert data.workplaces["workplace_id"].to_list() == ["1", "2", "3", "4"]
     assert data.jobs["workplace_id"].to_list() == ["2", "1", "1", "3", "2", "3"]
 
 
 def test_declared_workplace_domains_are_returned(tmp_path: Path) -> None:
     domains = {**WORKER_DOMAINS, "ownership": ("A01", "A00", "A05")}
-    data = load_eree(_write_three(tmp_path, _frames(), "csv", domains=domains))
+    data = load_job_tables(_write_three(tmp_path, _frames(), "csv", domains=domains))
     assert data.domains["ownership"] == ("A01", "A00", "A05")
 
 
@@ -160,9 +160,9 @@ def test_custom_columns(tmp_path: Path) -> None:
         worker_attributes=("sex",),
         domains={"sex": ("M", "F")},
     )
-    data = load_eree(cfg)
+    data = load_job_tables(cfg)
     # the loaded tables call the workplace id "workplace_id" (what the engines read,
-    # EreeData's contract); [data] workplace_id names it in the input files only
+    # JobTables's contract); [data] workplace_id names it in the input files only
     assert data.jobs.columns == ["workplace_id", "sex"]
     assert data.workplaces.columns == ["workplace_id", "county"]
     assert data.workplaces["workplace_id"].to_list() == wp["estab"].cast(pl.Utf8).to_list()
@@ -173,9 +173,9 @@ def test_custom_columns(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_joined_form_equals_three_tables(tmp_path: Path, fmt: str, with_worker_id: bool) -> None:
     frames = _frames()
-    three = load_eree(_write_three(tmp_path, frames, fmt))
+    three = load_job_tables(_write_three(tmp_path, frames, fmt))
     p = _write(_joined(frames, with_worker_id), tmp_path / f"jobs.{fmt}")
-    joined = load_eree(EreeDataConfig(jobs=p))
+    joined = load_job_tables(JobTablesConfig(jobs=p))
     assert joined.jobs.equals(three.jobs)
     # derived workplaces: distinct workplaces with jobs, in order of first appearance
     assert joined.workplaces.equals(
@@ -191,13 +191,13 @@ def test_joined_form_equals_three_tables(tmp_path: Path, fmt: str, with_worker_i
 def test_spec_errors(tmp_path: Path) -> None:
     cfg = _write_three(tmp_path, _frames(), "csv")
     with pytest.raises(SpecError, match="one form only"):
-        load_eree(replace(cfg, jobs=cfg.job))
+        load_job_tables(replace(cfg, jobs=cfg.job))
     with pytest.raises(SpecError, match="missing: worker"):
-        load_eree(replace(cfg, worker=None))
+        load_job_tables(replace(cfg, worker=None))
     with pytest.raises(SpecError, match="no declared domain"):
-        load_eree(replace(cfg, domains={"age": ("A01",)}))
+        load_job_tables(replace(cfg, domains={"age": ("A01",)}))
     with pytest.raises(SpecError, match="listed twice"):
-        load_eree(replace(cfg, workplace_attributes=("county", "age")))
+        load_job_tables(replace(cfg, workplace_attributes=("county", "age")))
 
 
 # ---------------------------------------------------------------- every input rule
@@ -412,7 +412,7 @@ def test_three_table_violations(tmp_path: Path, case: Case, fmt: str) -> None:
     if case.post:
         case.post(tmp_path)
     with pytest.raises(DataValidationError) as ei:
-        load_eree(cfg)
+        load_job_tables(cfg)
     e = ei.value
     assert e.file == str(tmp_path / f"{case.table}.{fmt}")
     assert (e.row, e.column, e.rule) == (case.row, case.column, case.rule)
@@ -423,7 +423,7 @@ def test_three_table_violations(tmp_path: Path, case: Case, fmt: str) -> None:
 def test_domain_message_lists_domain(tmp_path: Path) -> None:
     cfg = _write_three(tmp_path, _wk(lambda d: _set(d, 4, "age", "A09"))(_frames()), "csv")
     with pytest.raises(DataValidationError) as ei:
-        load_eree(cfg)
+        load_job_tables(cfg)
     msg = str(ei.value)
     assert "declared domain of 'age' (A01, A02, A03)" in msg
     assert "A09" not in msg
@@ -432,7 +432,7 @@ def test_domain_message_lists_domain(tmp_path: Path) -> None:
 def test_ids_are_named_in_referential_errors(tmp_path: Path) -> None:
     cfg = _write_three(tmp_path, _jb(lambda d: _set(d, 2, "workplace_id", "w99"))(_frames()), "csv")
     with pytest.raises(DataValidationError, match="'w99'"):
-        load_eree(cfg)
+        load_job_tables(cfg)
 
 
 # ---------------------------------------------------------------- joined form
@@ -558,7 +558,7 @@ def test_joined_violations(
     # joined rows: (p3,w2) (p1,w1) (p2,w1) (p6,w3) (p4,w2) (p5,w3)
     p = _write(mutate(_joined(_frames())), tmp_path / f"jobs.{fmt}")
     with pytest.raises(DataValidationError) as ei:
-        load_eree(EreeDataConfig(jobs=p))
+        load_job_tables(JobTablesConfig(jobs=p))
     e = ei.value
     assert (e.file, e.row, e.column, e.rule) == (str(p), row, column, rule)
     if secret:
@@ -568,13 +568,13 @@ def test_joined_violations(
 def test_joined_inconsistent_names_first_row(tmp_path: Path) -> None:
     p = _write(_set(_joined(_frames()), 5, "naics_sector", "11"), tmp_path / "jobs.csv")
     with pytest.raises(DataValidationError, match=r"workplace 'w2'.*first row 1"):
-        load_eree(EreeDataConfig(jobs=p))
+        load_job_tables(JobTablesConfig(jobs=p))
 
 
 def test_joined_ragged_row(tmp_path: Path) -> None:
     p = _write(_joined(_frames()), tmp_path / "jobs.csv")
     _corrupt_csv_row(p, 2)
     with pytest.raises(DataValidationError) as ei:
-        load_eree(EreeDataConfig(jobs=p))
+        load_job_tables(JobTablesConfig(jobs=p))
     assert (ei.value.file, ei.value.row, ei.value.rule) == (str(p), 2, "field-count")
     assert "SECRETFIELD" not in str(ei.value)
