@@ -89,7 +89,7 @@ from eree.evaluate.float_attack import (
     legacy_uniform,
     legacy_uniforms,
 )
-from eree.mechanisms import sampling
+from eree.mechanisms import noise_laws, sampling
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
 from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace, laplace_quantile
@@ -485,7 +485,7 @@ class SlowTimer:
         self.slow_cpu: list[float] = []  # thread CPU time of the same calls
         self.decide: list[float] = []
         self._orig_slow = sampling._slow
-        self._orig_decide = sampling.SmoothGammaLaw._decide
+        self._orig_decide = noise_laws.SmoothGammaLaw._decide
 
     def __enter__(self) -> SlowTimer:
         orig_slow, orig_decide = self._orig_slow, self._orig_decide
@@ -506,12 +506,12 @@ class SlowTimer:
                 self.decide.append(time.perf_counter() - t)
 
         sampling._slow = slow  # type: ignore[assignment]
-        sampling.SmoothGammaLaw._decide = decide  # type: ignore[method-assign]
+        noise_laws.SmoothGammaLaw._decide = decide  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: Any) -> None:
         sampling._slow = self._orig_slow  # type: ignore[assignment]
-        sampling.SmoothGammaLaw._decide = self._orig_decide  # type: ignore[method-assign]
+        noise_laws.SmoothGammaLaw._decide = self._orig_decide  # type: ignore[method-assign]
 
 
 class ErrorProbe:
@@ -537,7 +537,7 @@ class ErrorProbe:
         err = np.broadcast_to(np.asarray(centre.error, dtype=np.float64), shape).ravel().copy()
         total_abs = np.abs(c)
         src = SeededNoise(99 + self.n)
-        U = sampling.U
+        U = noise_laws.U
         for t in terms:
             w, e_w, _ = t.law.fast(src, c.size)
             b = np.broadcast_to(t.scale, shape).ravel()
@@ -549,7 +549,7 @@ class ErrorProbe:
             err += np.where(b == 0, 0.0, e_t)
             total_abs += np.abs(noise)
         err += (len(terms) + 1) * U * total_abs
-        err *= sampling._SAFETY
+        err *= noise_laws.SAFETY
         x = np.minimum(2.0 * err / r, 1.0)
         self.expected.append(float(np.sum(x)))
         self.n += c.size
@@ -745,7 +745,7 @@ def _steps_rounded_noisy(
     boundary, or in a tail) settled by ``sampling._settle`` (per-cell bounds from
     ``Law.precise``, then the slow path), which is timed as one step.
     """
-    S, U = sampling, sampling.U
+    S, U = sampling, noise_laws.U
     mark = _Marks()
     c = np.asarray(centre.value, dtype=np.float64)
     shape = c.shape
@@ -885,7 +885,7 @@ def _copies_match(centre: Any, terms: Any, grid: Any, seed: int) -> bool:
             and np.array_equal(ref.tail, got.tail)
             and (ref.wmax, ref.ew) == (got.wmax, got.ew)
         )
-        if isinstance(t.law, sampling.SmoothGammaLaw):
+        if isinstance(t.law, noise_laws.SmoothGammaLaw):
             _, z = _sg_breakdown(SeededNoise(seed), n)
             ok &= bool(np.array_equal(ref.w[: z.size], z))
     ref_out = sampling.rounded_noisy(SeededNoise(seed), centre, terms, grid)

@@ -90,6 +90,36 @@ def outside_the_cli(importers: dict[str, set[str]]) -> list[str]:
     return sorted(m for m in importers if m != "eree.cli" and not m.startswith("eree.cli."))
 
 
+def private_imports() -> list[str]:
+    """Imports of another module's private name (``from eree.x import _name``).
+
+    A name with a leading underscore is its module's own; what two modules share is public
+    in the module that owns it.
+    """
+    out = []
+    for path in sorted(SRC.joinpath("eree").rglob("*.py")):
+        me = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("eree"):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__") and node.module != me:
+                        out.append(f"{me} imports {node.module}.{a.name}")
+    return out
+
+
+#: no module of eree may grow past this many lines (one job per module)
+MAX_MODULE_LINES = 1000
+
+
+def long_modules() -> list[str]:
+    """The modules of eree over :data:`MAX_MODULE_LINES` lines."""
+    return sorted(
+        f"{_module_name(p)} ({n} lines)"
+        for p in SRC.joinpath("eree").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    )
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
@@ -165,6 +195,14 @@ def test_only_the_cli_imports_typer_and_rich():
     assert "eree.cli" in importers  # the check sees the command's own imports
 
 
+def test_no_module_imports_another_modules_private_name():
+    assert private_imports() == []
+
+
+def test_no_module_is_over_a_thousand_lines():
+    assert long_modules() == []
+
+
 def test_the_checks_can_fail():
     g = {"eree.a.x": {"eree.b.y"}, "eree.b.y": {"eree.a.x"}, "eree.c.z": set()}
     assert cycles(g) == [["eree.a.x", "eree.b.y"]]
@@ -181,3 +219,5 @@ if __name__ == "__main__":
     print(f"circles: {cycles(g)}")
     print(f"imports against the layer rules: {upward_imports(g)}")
     print(f"command-line libraries outside eree.cli: {outside_the_cli(cli_library_imports())}")
+    print(f"imports of another module's private name: {private_imports()}")
+    print(f"modules over {MAX_MODULE_LINES} lines: {long_modules()}")

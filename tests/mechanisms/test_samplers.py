@@ -6,8 +6,8 @@ import numpy as np
 from scipy import integrate
 
 from eree.mechanisms.noise import SecureNoise, SeededNoise
+from eree.mechanisms.noise_laws import LAWS
 from eree.mechanisms.samplers import smooth_gamma_cdf, smooth_gamma_density
-from eree.mechanisms.sampling import LAWS
 from tests.stats import assert_detects, assert_ks, assert_mean, ks_matches, mean_matches
 
 N = 40_000

@@ -25,18 +25,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from eree.mechanisms import sampling
+from eree.mechanisms import noise_laws, sampling
 from eree.mechanisms.noise import NoiseSource, SeededNoise
-from eree.mechanisms.sampling import (
-    LAWS,
-    LIBM_RELATIVE_ERROR,
-    RampLaw,
-    SmoothGammaLaw,
-    Term,
-    additive,
-    exact_centre,
-    rounded_noisy,
-)
+from eree.mechanisms.noise_laws import LAWS, LIBM_RELATIVE_ERROR, RampLaw, SmoothGammaLaw
+from eree.mechanisms.sampling import Term, additive, exact_centre, rounded_noisy
 
 PREC = 300
 U = 2.0**-53
@@ -53,7 +45,7 @@ RANDOM_WORDS = [int(w) for w in np.random.default_rng(2024).integers(0, 2**64, 9
 WORDS = EXTREME_WORDS + RANDOM_WORDS
 
 
-def make_law(name: str) -> sampling.Law:
+def make_law(name: str) -> noise_laws.Law:
     return RampLaw(RAMP_S, RAMP_T) if name == "ramp" else LAWS[name]
 
 
@@ -78,7 +70,7 @@ class Words(NoiseSource):
 class Spy:
     """A law that records the states of its fast draws (the slow path refines them in place)."""
 
-    def __init__(self, law: sampling.Law) -> None:
+    def __init__(self, law: noise_laws.Law) -> None:
         self.law = law
         self.states: list[Any] = []
 
@@ -87,7 +79,7 @@ class Spy:
         self.states.append(states)
         return w, err, states
 
-    def draw(self, source: NoiseSource, n: int) -> sampling.Draw:
+    def draw(self, source: NoiseSource, n: int) -> noise_laws.Draw:
         d = self.law.draw(source, n)  # the layer's first tier: the same states
         self.states.append(d.states)
         return d
@@ -165,7 +157,7 @@ def own_from_words(name: str, words: np.ndarray, i: int) -> arb:
     return own(w >> 63, interval(w & MASK63, 63))
 
 
-def own_from_uniforms(name: str, us: list[sampling.Uniform], i: int) -> arb:
+def own_from_uniforms(name: str, us: list[noise_laws.Uniform], i: int) -> arb:
     """The ideal W_i's enclosure from its (possibly extended) uniforms' bits."""
     if name == "gaussian":
         return own_gaussian(interval(us[0].m, us[0].k), interval(us[1].m, us[1].k), i)
@@ -280,7 +272,7 @@ def test_smooth_gamma_decides_a_proposal_in_float_only_when_certain(monkeypatch)
     decided: list[tuple[int, int]] = []
     exact_decide = law._decide
 
-    def spy_decide(source: NoiseSource, states: list[sampling.Uniform]) -> bool:
+    def spy_decide(source: NoiseSource, states: list[noise_laws.Uniform]) -> bool:
         decided.append(((states[0].m << 63) | states[1].m, states[2].m))
         return exact_decide(source, states)
 
@@ -602,7 +594,8 @@ def test_the_first_tier_at_the_edge_of_its_tail(name):
 @pytest.mark.parametrize("name", TIER_LAWS)
 def test_the_tiers_publish_what_per_cell_bounds_alone_publish(monkeypatch, name, grid):
     """Every certified route gives the correct rounding: the first tier changes nothing."""
-    from eree.mechanisms.sampling import Law, additive
+    from eree.mechanisms.noise_laws import Law
+    from eree.mechanisms.sampling import additive
 
     centre = np.random.default_rng(3).integers(-(10**6), 10**6, 30_000).astype(float)
     tiered = additive(SeededNoise(43), centre, name, 2.5, grid)

@@ -25,14 +25,8 @@ from scipy.special import ndtr
 from scipy.stats import chi2
 
 from eree.mechanisms.noise import SeededNoise
-from eree.mechanisms.sampling import (
-    RampLaw,
-    Term,
-    additive,
-    exact_centre,
-    rounded_noisy,
-    rounded_variance,
-)
+from eree.mechanisms.noise_laws import RampLaw
+from eree.mechanisms.sampling import Term, additive, exact_centre, rounded_noisy, rounded_variance
 
 N = 200_000
 P_FALSE_ALARM = 1e-6

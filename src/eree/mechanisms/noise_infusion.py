@@ -150,7 +150,8 @@ def draw_distortion_factors(
     Returns:
         Factors in [1−t, 1−s] ∪ [1+s, 1+t], shape ``(n,)`` or ``(trials, n)``.
     """
-    from eree.mechanisms.sampling import FACTOR_GRID, RampLaw, Term, exact_centre, rounded_noisy
+    from eree.mechanisms.noise_laws import RampLaw
+    from eree.mechanisms.sampling import FACTOR_GRID, Term, exact_centre, rounded_noisy
 
     check_ramp(s, t)
     shape = (n_establishments,) if trials is None else (int(trials), n_establishments)
