@@ -83,7 +83,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
-from eree.evaluate.float_attack import (
+from eree.evaluate.legacy_sampler import (
     legacy_noise,
     legacy_smooth_gamma,
     legacy_uniform,
@@ -110,7 +110,7 @@ OLD_BITS_EXACT = False
 
 
 def baseline_uniform(source: NoiseSource, size: int) -> np.ndarray:
-    """fa97764 ``NoiseSource.uniform`` (:func:`eree.evaluate.float_attack.legacy_uniforms`).
+    """fa97764 ``NoiseSource.uniform`` (:func:`eree.evaluate.legacy_sampler.legacy_uniforms`).
 
     The words come from today's ``source.bits`` (the same source object as the new side);
     with ``OLD_BITS_EXACT`` from ``os.urandom`` as fa97764's SecureNoise read them.

@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import polars as pl
 
-    from eree.evaluate.float_attack import run_release_attack, table_lines
+    from eree.evaluate.float_attack import table_lines
+    from eree.evaluate.float_attack_release import run_release_attack
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

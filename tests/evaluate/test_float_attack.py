@@ -23,6 +23,8 @@ from typer.testing import CliRunner
 
 from eree.cli import app
 from eree.evaluate import float_attack as fa
+from eree.evaluate import float_attack_release as far
+from eree.evaluate import legacy_sampler as legacy
 from eree.evaluate.privacy_audit import float_attack_table, run_audit, write_outputs
 from eree.mechanisms.base import Cells
 from eree.mechanisms.estimators import psi_estimates
@@ -204,7 +206,7 @@ def test_unreachable_verdicts_hold_by_brute_force(
         cells = {k: np.full(1, v[c]) for k, v in b.items()}
 
         def pub(k: np.ndarray, c: int = c, cells: dict = cells) -> np.ndarray:
-            z = centre[c] + fa.legacy_noise(term.law, fa.legacy_uniform(k), term.scale[c])
+            z = centre[c] + legacy.legacy_noise(term.law, legacy.legacy_uniform(k), term.scale[c])
             return model.publish(z, {kk: np.broadcast_to(v, k.shape) for kk, v in cells.items()})
 
         k0 = fa._first_at_least(pub, np.full(1, y[c]), np.zeros(1), np.full(1, _TWO52), 1.0)[0]
@@ -222,7 +224,7 @@ def test_unreachable_verdicts_hold_by_brute_force(
 def released(tmp_path_factory: pytest.TempPathFactory) -> list[fa.AttackResult]:
     """Every registered mechanism through a real release: 40,000 published cells each."""
     root = tmp_path_factory.mktemp("float_attack")
-    return fa.run_release_attack(Path(root), n=CELLS, seed=4, legacy=False)
+    return far.run_release_attack(Path(root), n=CELLS, seed=4, legacy=False)
 
 
 def test_current_layer_release_has_no_certain_answer(released: list[fa.AttackResult]) -> None:

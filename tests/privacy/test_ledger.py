@@ -457,10 +457,12 @@ def test_a_key_others_can_read_or_write_is_refused(tmp_path, mode):
 def test_a_ledger_that_calls_the_epsilon_delta_family_eree_is_read_as_before(tmp_path, monkeypatch):
     """Ledgers written before the ε-δ family had its own name store it as "eree"."""
     import eree.privacy.ledger as ledger_module
+    import eree.privacy.ledger_state as state_module
 
     path = tmp_path / "l.sqlite"
     with monkeypatch.context() as m:  # what an earlier eree wrote
         m.setattr(ledger_module, "EPSILON_DELTA", "eree")
+        m.setattr(state_module, "EPSILON_DELTA", "eree")
         m.setattr(ledger_module, "FAMILY_OF_DEFINITION",
                   {**ledger_module.FAMILY_OF_DEFINITION, "eree": "eree"})  # fmt: skip
         old = Ledger(path)

@@ -64,9 +64,10 @@ y under that truth: a witness. ``witnessed`` counts them; it must equal the numb
 
 **What is attacked.** The value a release publishes for the statistic (the
 ``Measurement.estimate`` written to the table): the count, the Log-Laplace estimate
-n̂, the ψ-mechanism's x̃. ``run_release_attack`` reads the current layer's values from the
-published tables of a real release (:func:`eree.release.protect.protect` on generated
-data, the mechanism objects taken from the release's built plan).
+n̂, the ψ-mechanism's x̃. :func:`eree.evaluate.float_attack_release.run_release_attack`
+reads the current layer's values from the published tables of a real release
+(:func:`eree.release.protect.protect` on generated data, the mechanism objects taken from
+the release's built plan).
 
 **Neighbours.** Counts: one workplace alone in its block with 10 matching workers or 11
 (α = 0.1 neighbours with x_v = count, an edge-DP job, a node-DP establishment of one job);
@@ -88,16 +89,20 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from eree.errors import ReleaseWarning
+from eree.evaluate.legacy_sampler import (
+    legacy_accept,
+    legacy_noise,
+    legacy_smooth_gamma,
+    legacy_uniform,
+    legacy_uniforms,
+)
 from eree.mechanisms.adaptive import AdaptiveGroupBy
 from eree.mechanisms.base import Cells, Mechanism
 from eree.mechanisms.baselines import EdgeLaplace, TruncatedLaplace
@@ -126,11 +131,9 @@ __all__ = [
     "current_reachable",
     "current_witnesses",
     "describe",
-    "legacy_noise",
     "legacy_reachable",
     "legacy_release",
     "run_float_attack",
-    "run_release_attack",
     "scenario",
     "table_lines",
 ]
@@ -325,7 +328,7 @@ class _LogLaplace(FloatModel):
             return [np.log(y + gamma)]
 
 
-def _psi_publish(neighbor: NeighborFunction, sigma: float, z: FloatArray) -> FloatArray:
+def psi_publish(neighbor: NeighborFunction, sigma: float, z: FloatArray) -> FloatArray:
     from eree.mechanisms.estimators import psi_estimates
 
     return np.asarray(psi_estimates(np.asarray(z, dtype=np.float64), neighbor, sigma).estimate)
@@ -335,7 +338,7 @@ def _psi_turning(neighbor: NeighborFunction) -> float:
     return 0.0 if isinstance(neighbor, SqrtShift) else math.nan
 
 
-def _psi_space(neighbor: NeighborFunction, sigma: float, y: FloatArray) -> list[FloatArray]:
+def psi_space(neighbor: NeighborFunction, sigma: float, y: FloatArray) -> list[FloatArray]:
     y = np.asarray(y, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         if isinstance(neighbor, SqrtShift):  # x̃ = ω² − σ² − a
@@ -359,14 +362,14 @@ class _Psi(FloatModel):
 
     def publish(self, z: FloatArray, cells: Mapping[str, FloatArray]) -> FloatArray:
         m: PsiMechanism = self.mech  # type: ignore[assignment]
-        return _psi_publish(m.neighbor, m.sigma, z)
+        return psi_publish(m.neighbor, m.sigma, z)
 
     def turning(self, cells: Mapping[str, FloatArray]) -> FloatArray:
         return np.full(_n(cells), _psi_turning(self.mech.neighbor))  # type: ignore[attr-defined]
 
     def to_space(self, y: FloatArray, cells: Mapping[str, FloatArray]) -> list[FloatArray]:
         m: PsiMechanism = self.mech  # type: ignore[assignment]
-        return _psi_space(m.neighbor, m.sigma, y)
+        return psi_space(m.neighbor, m.sigma, y)
 
 
 class _EstabGaussian(_Additive):
@@ -423,7 +426,7 @@ class _Adaptive(FloatModel):
     def publish(self, z: FloatArray, cells: Mapping[str, FloatArray]) -> FloatArray:
         m: AdaptiveGroupBy = self.mech  # type: ignore[assignment]
         z = np.asarray(z, dtype=np.float64)
-        return np.where(self._choice(cells), z, _psi_publish(m.neighbor, m.sigma, z))
+        return np.where(self._choice(cells), z, psi_publish(m.neighbor, m.sigma, z))
 
     def turning(self, cells: Mapping[str, FloatArray]) -> FloatArray:
         t = _psi_turning(self.mech.neighbor)  # type: ignore[attr-defined]
@@ -433,7 +436,7 @@ class _Adaptive(FloatModel):
         m: AdaptiveGroupBy = self.mech  # type: ignore[assignment]
         use_pnc = self._choice(cells)
         y = np.asarray(y, dtype=np.float64)
-        return [np.where(use_pnc, y, c) for c in _psi_space(m.neighbor, m.sigma, y)]
+        return [np.where(use_pnc, y, c) for c in psi_space(m.neighbor, m.sigma, y)]
 
 
 def describe(mech: Mechanism) -> FloatModel | None:
@@ -469,56 +472,6 @@ def describe(mech: Mechanism) -> FloatModel | None:
 
 
 # =============================================================================== legacy
-
-
-def legacy_uniform(k: FloatArray) -> FloatArray:
-    """fa97764's uniform on the grid (k + ½)/2⁵² (k = bits >> 12, as a float)."""
-    return (np.asarray(k, dtype=np.float64) + 0.5) / _TWO52
-
-
-def legacy_noise(law: str, u: FloatArray, scale: FloatArray) -> FloatArray:
-    """fa97764's float noise from uniforms u, evaluated exactly as the old code did.
-
-    ``smooth_gamma``: the Cauchy proposal's value scale·tan(π(u − ½)) (the old sampler
-    then accepted or rejected it).
-    """
-    if law == "laplace":  # noise.laplace_from_uniform
-        c = u - 0.5
-        return -np.asarray(scale, dtype=np.float64) * np.sign(c) * np.log1p(-2.0 * np.abs(c))
-    if law == "gaussian":  # noise.gaussian_from_uniform
-        from scipy.special import ndtri
-
-        return np.asarray(scale, dtype=np.float64) * ndtri(u)
-    if law == "smooth_gamma":  # samplers.smooth_gamma_standard's proposal, then n + scale*z
-        return np.asarray(scale, dtype=np.float64) * np.tan(math.pi * (u - 0.5))
-    raise ValueError(f"no legacy sampler for the law {law!r}")
-
-
-def legacy_accept(z: FloatArray) -> FloatArray:
-    """fa97764's Smooth Gamma acceptance probability of the proposal z."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return 2.0 * (1.0 + z * z) / ((1.0 + math.sqrt(2.0)) * (1.0 + z**4))
-
-
-def legacy_uniforms(source: NoiseSource, n: int) -> FloatArray:
-    """fa97764's ``NoiseSource.uniform``: ``n`` uniforms (k + ½)/2⁵² from the source's words."""
-    return legacy_uniform((source.bits(n) >> np.uint64(12)).astype(np.float64))
-
-
-def legacy_smooth_gamma(source: NoiseSource, size: int) -> FloatArray:
-    """fa97764's samplers.smooth_gamma_standard (rejection from a standard Cauchy)."""
-    out = np.empty(size, dtype=np.float64)
-    filled = 0
-    while filled < size:
-        need = size - filled
-        batch = int(need * ((2.0 + math.sqrt(2.0)) / 2.0) * 1.1) + 16
-        u = legacy_uniforms(source, 2 * batch)
-        z = np.tan(math.pi * (u[:batch] - 0.5))
-        z = z[u[batch:] < legacy_accept(z)]
-        take = min(need, z.size)
-        out[filled : filled + take] = z[:take]
-        filled += take
-    return out
 
 
 def legacy_release(model: FloatModel, cells: Mapping[str, FloatArray],
@@ -933,14 +886,14 @@ def attack(
     return out
 
 
-def _not_applicable(e: Entry, layer: str) -> AttackResult:
+def not_applicable(e: Entry, layer: str) -> AttackResult:
     note = ("no formal guarantee: neighbouring outputs differ in support by design (see the "
             "privacy audit); not a floating-point question")  # fmt: skip
     return AttackResult(e.name, e.variant, e.definitions[0], layer, "—", applicable=False,
                         note=note)  # fmt: skip
 
 
-def _selected(mechanisms: Sequence[str] | None) -> list[int]:
+def selected_entries(mechanisms: Sequence[str] | None) -> list[int]:
     return [i for i, e in enumerate(REGISTRY) if mechanisms is None or e.name in mechanisms]
 
 
@@ -961,12 +914,12 @@ def run_float_attack(
     ``grid``: the public grid of every mechanism that takes one (default: its own).
     """
     results: list[AttackResult] = []
-    for i in _selected(mechanisms):
+    for i in selected_entries(mechanisms):
         e = REGISTRY[i]
         sc = scenario(i, n, grid if "grid" in e.settings else None)
         for layer in layers:
             if sc is None:
-                results.append(_not_applicable(e, layer))
+                results.append(not_applicable(e, layer))
                 continue
             t0 = time.perf_counter()
             mech = sc.build()
@@ -984,11 +937,11 @@ def run_float_attack(
             got = attack(model, y, truth_b, _concat(sc.cells_a, sc.cells_a),
                          _concat(sc.cells_b, sc.cells_b), layer, witnesses=witnesses,
                          seed=seed + i)  # fmt: skip
-            results.append(_result(e, sc.definition, layer, sc.pair, 2 * n, got, t0))
+            results.append(attack_result(e, sc.definition, layer, sc.pair, 2 * n, got, t0))
     return results
 
 
-def _result(e: Entry, definition: str, layer: str, pair: str, n: int, got: dict[str, Any],
+def attack_result(e: Entry, definition: str, layer: str, pair: str, n: int, got: dict[str, Any],
             t0: float) -> AttackResult:  # fmt: skip
     note = "" if got["exact"] else (
         "two noise terms: the intermediate n + η′ is treated as any float (certain answers "
@@ -1001,207 +954,6 @@ def _result(e: Entry, definition: str, layer: str, pair: str, n: int, got: dict[
 
 
 # =============================================================================== a release
-
-
-def _write_job_tables(root: Path, n: int) -> None:
-    """Workplaces alone in their blocks: n with 10 matching workers, n with 11."""
-    import polars as pl
-
-    sizes = np.concatenate([np.full(n, int(COUNT_A)), np.full(n, int(COUNT_B))])
-    m = sizes.size
-    ids = np.array([f"w{i:06d}" for i in range(m)])
-    pl.DataFrame({
-        "workplace_id": ids, "state": ["44"] * m, "county": ["44001"] * m,
-        "tract": [f"t{i // 10}" for i in range(m)], "block": [f"b{i:06d}" for i in range(m)],
-        "naics_sector": ["62"] * m, "ownership": ["A05"] * m,
-    }).write_parquet(root / "workplace.parquet")  # fmt: skip
-    wid = np.repeat(ids, sizes)
-    k = wid.size
-    workers = [f"p{i}" for i in range(k)]
-    pl.DataFrame({"worker_id": workers, "age": ["A01"] * k, "sex": ["M"] * k, "race": ["A1"] * k,
-                  "ethnicity": ["A1"] * k, "education": ["E1"] * k, "earnings": ["E01"] * k}
-                 ).write_parquet(root / "worker.parquet")  # fmt: skip
-    pl.DataFrame({"worker_id": workers, "workplace_id": wid}).write_parquet(root / "job.parquet")
-
-
-def _job_tables_spec(e: Entry) -> str:
-    q = ['name = "q"', 'by = ["block"]', f'mechanism = "{e.name}"']
-    if e.variant == "workshop":
-        q.append('variant = "workshop"')
-    if "epsilon" in e.settings:
-        q.append(f"epsilon = {EPSILON}")
-    if "theta" in e.settings:
-        q.append(f"theta = {THETA}")
-    d = definition_of(e)
-    priv = [f'definition = "{d}"'] + ([f"alpha = {ALPHA}"] if d in ("eree", "blowfish") else [])
-    return "\n".join(['name = "float-attack"', "[data]", 'kind = "eree"',
-                      'workplace = "data/workplace.parquet"', 'worker = "data/worker.parquet"',
-                      'job = "data/job.parquet"', "[privacy]", *priv, "[[query]]", *q])  # fmt: skip
-
-
-def _write_gedp(path: Path, n: int, a: float, b: float) -> None:
-    import polars as pl
-
-    m = 2 * n
-    pl.DataFrame({"primary_key": [f"e{i:06d}" for i in range(m)],
-                  "grp": [f"g{i:06d}" for i in range(m)],
-                  "m1emp": np.concatenate([np.full(n, a), np.full(n, b)])}
-                 ).write_csv(path)  # fmt: skip
-
-
-def _gedp_spec(e: Entry, csv: str) -> str:
-    neighbor = '{ kind = "dp", d = 1.0 }' if e.cls is EstabGaussian else '"sqrt"'
-    spec = f"""name = "float-attack"
-[data]
-kind = "establishments"
-path = "{csv}"
-id = "primary_key"
-public = ["grp"]
-confidential = ["m1emp"]
-[privacy]
-definition = "gedp"
-neighbor = {neighbor}
-distance = {{ m1emp = {GAMMA} }}
-"""
-    if e.cls in (Pnc, AdaptiveGroupBy):
-        spec += f"""[[query]]
-name = "identity"
-by = "identity"
-mechanism = "psi"
-mu = {{ m1emp = {MU} }}
-[pnc]
-zeta = 0.01
-bounds_from = "identity"
-"""
-    return (
-        spec
-        + f"""[[query]]
-name = "q"
-by = ["grp"]
-mechanism = "{e.name}"
-mu = {{ m1emp = {MU} }}
-"""
-    )
-
-
-def _release_cells(
-    e: Entry, built: Any, out: Path, n: int
-) -> tuple[FloatArray, dict[str, FloatArray], dict[str, FloatArray], NDArray[np.bool_]]:
-    """(published y, cells under truth a, under truth b, drawn under b) of one release."""
-    import polars as pl
-
-    if "gedp" not in e.definitions:
-        t = pl.read_parquet(out / "tables" / "q.parquet").sort("block")
-        y = t["jobs"].to_numpy().astype(np.float64)
-        truth_b = np.arange(y.size) >= n  # blocks b000000… hold 10 workers, then 11
-        full = lambda v: np.full(y.size, v)  # noqa: E731
-        ca = {"count": full(COUNT_A), "x_v": full(COUNT_A), "count_truncated": full(COUNT_A)}
-        cb = {"count": full(COUNT_B), "x_v": full(COUNT_B), "count_truncated": full(COUNT_B)}
-        return y, ca, cb, truth_b
-    t = pl.read_parquet(out / "tables" / "q.parquet").sort("grp")
-    y = t["m1emp"].to_numpy().astype(np.float64)
-    truth_b = np.arange(y.size) >= n
-    a, b = (DP_A, DP_B) if e.cls is EstabGaussian else (SQRT_A, SQRT_B)
-    full = lambda v: np.full(y.size, v)  # noqa: E731
-    if e.cls in (EstabGaussian, PsiMechanism):
-        return y, {"value": full(a)}, {"value": full(b)}, truth_b
-    # pnc, adaptive: the public bound u* from the published identity answers (Thm 6.7)
-    ident = pl.read_parquet(out / "tables" / "identity.parquet").sort("primary_key")
-    idm: PsiMechanism = built.query("identity").mechanisms[0]
-    mech = built.query("q").mechanisms[0]
-    omega = None
-    for w in _psi_space(idm.neighbor, idm.sigma, ident["m1emp"].to_numpy()):
-        r = float(idm.grid)  # type: ignore[arg-type]
-        cand = np.rint(w / r) * r  # the identity answers are grid values in ψ space
-        ok = _psi_publish(idm.neighbor, idm.sigma, cand) == ident["m1emp"].to_numpy()
-        if omega is None:
-            omega = np.full(ok.size, np.nan)
-        omega = np.where(ok & np.isnan(omega), cand, omega)  # the positive root first
-    assert omega is not None and np.isfinite(omega).all()
-    bound = mech.upper_bounds(omega, y.size)  # one establishment per group
-    cells_a = {"clipped": np.minimum(full(a), bound), "bound": bound}
-    cells_b = {"clipped": np.minimum(full(b), bound), "bound": bound}
-    if e.cls is AdaptiveGroupBy:  # condition on the published choice
-        pnc = (t["m1emp_mechanism"] == "pnc").to_numpy()
-        pub = {"identity_sum": np.where(pnc, 1e12, 0.0), "identity_variance": full(0.0)}
-        cells_a.update(value=full(a), **pub)
-        cells_b.update(value=full(b), **pub)
-    return y, cells_a, cells_b, truth_b
-
-
-def run_release_attack(
-    root: Path,
-    *,
-    n: int = CELLS_FULL,
-    seed: int = 0,
-    mechanisms: Sequence[str] | None = None,
-    legacy: bool = True,
-    witnesses: bool = True,
-) -> list[AttackResult]:
-    """The attack on values published by real releases, and on the legacy sampler's.
-
-    The legacy sampler draws the same cells and truths.
-
-    For every registered mechanism: write data with ``n`` cells under each truth (ER-EE:
-    workplaces alone in their blocks; GEDP: establishments alone in their groups), run
-    :func:`eree.release.protect.protect` (seeded), read the published table back, take the
-    mechanism object from the release's built plan and attack every published cell.
-    """
-    from eree.release.build import build
-    from eree.release.protect import protect
-    from eree.release.spec import load_spec
-
-    root = Path(root)
-    (root / "data").mkdir(parents=True, exist_ok=True)
-    results: list[AttackResult] = []
-    wrote: set[str] = set()
-    for i in _selected(mechanisms):
-        e = REGISTRY[i]
-        layers = ["current"] + (["legacy"] if legacy else [])
-        if definition_of(e) == "none":
-            results.extend(_not_applicable(e, layer) for layer in layers)
-            continue
-        t0 = time.perf_counter()
-        tag = f"{e.name}-{e.variant}" if e.variant else e.name
-        if "gedp" in e.definitions:
-            csv = "dp.csv" if e.cls is EstabGaussian else "sqrt.csv"
-            if csv not in wrote:
-                a, b = (DP_A, DP_B) if e.cls is EstabGaussian else (SQRT_A, SQRT_B)
-                _write_gedp(root / "data" / csv, n, a, b)
-                wrote.add(csv)
-            text = _gedp_spec(e, f"data/{csv}")
-        else:
-            if "eree" not in wrote:
-                _write_job_tables(root / "data", n)
-                wrote.add("eree")
-            text = _job_tables_spec(e)
-        spec_path = root / f"{tag}.toml"
-        spec_path.write_text(text)
-        spec = load_spec(spec_path)
-        out = root / f"release-{tag}"
-        with warnings.catch_warnings():  # the attack reads values, not the plan's advice
-            warnings.simplefilter("ignore", ReleaseWarning)
-            protect(spec, out, SeededNoise(seed + 7919 * i))
-        built = build(spec)
-        mech = built.query("q").mechanisms[0]
-        model = describe(mech)
-        assert model is not None
-        y, ca, cb, truth_b = _release_cells(e, built, out, n)
-        got = attack(model, y, truth_b, ca, cb, "current", witnesses=witnesses, seed=seed + i)
-        sc = scenario(i, 1)
-        assert sc is not None
-        pair = sc.pair.split(", public")[0].split(", half")[0]
-        if e.cls in (Pnc, AdaptiveGroupBy):
-            pair += ", u* from the release's identity answers"
-        results.append(_result(e, definition_of(e), "current", pair, y.size, got, t0))
-        if legacy:  # the legacy sampler on the same cells and truths
-            t0 = time.perf_counter()
-            src = SeededNoise(seed + 7919 * i + 1)
-            truth = {k: np.where(truth_b, cb[k], ca[k]) for k in ca}
-            y_old = legacy_release(model, truth, src)
-            got = attack(model, y_old, truth_b, ca, cb, "legacy")
-            results.append(_result(e, definition_of(e), "legacy", pair, y.size, got, t0))
-    return results
 
 
 def table_lines(results: Sequence[AttackResult]) -> list[str]:

@@ -69,15 +69,7 @@ from eree.privacy.definitions import (
     FAMILY_OF_DEFINITION,
     GAUSSIAN,
 )
-
-#: the ε-δ family's name in ledgers written before it had its own name
-_OLD_EPSILON_DELTA = "eree"
-
-
-def _family(stored: str) -> str:
-    """A family name as stored in the ledger, read under today's name."""
-    return EPSILON_DELTA if stored == _OLD_EPSILON_DELTA else stored
-
+from eree.privacy.ledger_state import LedgerState
 
 __all__ = [
     "Charge",
@@ -247,75 +239,6 @@ class VerifyResult:
     ok: bool
     events: int
     problems: tuple[str, ...]
-
-
-class _State:
-    """The ledger's state, replayed from its events."""
-
-    def __init__(self, rows: list[tuple[int, str, str, str]]) -> None:
-        self.budgets: dict[str, dict[str, str]] = {}
-        self.versions: dict[str, list[dict[str, Any]]] = {}  # name → versions in order
-        self.by_fp: dict[str, tuple[str, int]] = {}  # keyed fingerprint → (name, version)
-        self.by_structure: dict[str, str] = {}  # keyed structure fingerprint → name
-        self.bound: dict[str, set[str]] = {}  # name → keyed fingerprints bound to it
-        self.names_of: dict[str, list[str]] = {}  # keyed fingerprint → names, in order
-        self.reserves: dict[int, dict[str, Any]] = {}
-        self.status: dict[int, str] = {}
-        for rid, kind, dataset, body_s in rows:
-            body = json.loads(body_s)
-            if kind == "budget":
-                budget = body["budget"]
-                if "family" in budget:
-                    budget["family"] = _family(budget["family"])
-                self.budgets[dataset] = budget
-            elif kind == "version":
-                self.versions.setdefault(dataset, []).append(body)
-                self.by_fp[body["fingerprint"]] = (dataset, body["version"])
-                self._bind(dataset, body["fingerprint"])
-                if body.get("structure"):
-                    self.by_structure.setdefault(body["structure"], dataset)
-            elif kind == "bind":
-                self._bind(dataset, body["fingerprint"])
-            elif kind == "reserve":
-                body["dataset"] = dataset
-                body["family"] = _family(body["family"])
-                self.reserves[rid] = body
-                self.status[rid] = "pending"
-            elif kind in ("commit", "void"):
-                self.status[int(body["release"])] = "committed" if kind == "commit" else "void"
-
-    def _bind(self, name: str, kfp: str) -> None:
-        self.bound.setdefault(name, set()).add(kfp)
-        names = self.names_of.setdefault(kfp, [])
-        if name not in names:
-            names.append(name)
-
-    def counts_against(self, rid: int, dataset: str) -> bool:
-        """Whether reservation ``rid`` counts against ``dataset``'s budget.
-
-        It does when it was charged to it, or when its content is bound to it (the same
-        data under another name).
-        """
-        r = self.reserves[rid]
-        return r["dataset"] == dataset or r["fingerprint"] in self.bound.get(dataset, ())
-
-    def charges(self, dataset: str, family: str) -> list[Cost]:
-        return [
-            Cost.from_exact_dict(r["cost"])
-            for rid, r in self.reserves.items()
-            if self.counts_against(rid, dataset) and r["family"] == family
-            and self.status[rid] != "void"
-        ]  # fmt: skip
-
-    def alpha(self, dataset: str) -> float | None:
-        b = self.budgets.get(dataset, {})
-        if "alpha" in b:
-            return float(Fraction(b["alpha"]))
-        for rid, r in self.reserves.items():
-            if (r["dataset"] == dataset and r["definition"] in ALPHA_DEFINITIONS
-                    and self.status[rid] != "void"):  # fmt: skip
-                return float(r["alpha"])
-        return None
 
 
 class Ledger:
@@ -631,7 +554,7 @@ class Ledger:
         exact = _exact_budget(given)
         with self._transaction() as con:
             self._require_intact(con)
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
             old = st.budgets.get(name)
             if old is not None and old.get("family", family) != family:
                 raise PrivacyParameterError(
@@ -750,7 +673,7 @@ class Ledger:
             # against both budgets — a mistaken release under a generous name must not
             # leave the proper name's budget untouched.
             self._require_intact(con)
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
             _require_scheme(st, scheme, self.path)
             first = st.by_fp.get(kfp)
             if (first is not None and first[0] != dataset and dataset in st.budgets
@@ -758,7 +681,7 @@ class Ledger:
                 self._append(con, "bind", dataset, {"fingerprint": kfp, "as": first[0]})
         with self._transaction() as con:
             self._require_intact(con)
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
             _require_scheme(st, scheme, self.path)
             name = dataset
             known = st.by_fp.get(kfp)
@@ -861,7 +784,7 @@ class Ledger:
 
     def _settle(self, rid: int, kind: str, extra: Mapping[str, Any]) -> None:
         with self._transaction() as con:
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
             if st.status.get(rid) != "pending":
                 return
             self._append(con, kind, st.reserves[rid]["dataset"], {"release": rid, **extra})
@@ -877,7 +800,7 @@ class Ledger:
         """
         done = {"committed": 0, "finished": 0, "voided": 0, "live": 0}
         with self._transaction() as con:
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
             pending = [rid for rid, s in st.status.items() if s == "pending"]
             if not pending:
                 return done
@@ -924,14 +847,14 @@ class Ledger:
     def spent(self, dataset: str, family: str = EPSILON_DELTA) -> Cost:
         """The running total of ``family`` on ``dataset`` (pending and committed charges)."""
         with contextlib.closing(self._connect()) as con:
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
         comp = composition_for("gedp" if family == GAUSSIAN else "eree")
         return comp.compose(st.charges(dataset, family))
 
     def releases(self, dataset: str | None = None) -> list[dict[str, Any]]:
         """Every reservation (id, dataset, definition, alpha, cost, status, out_dir)."""
         with contextlib.closing(self._connect()) as con:
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
         out = []
         for rid, r in st.reserves.items():
             if dataset is not None and r["dataset"] != dataset:
@@ -946,7 +869,7 @@ class Ledger:
     def show(self) -> list[dict[str, Any]]:
         """One entry per registered dataset: budget, versions, running total, releases."""
         with contextlib.closing(self._connect()) as con:
-            st = _State(self._rows(con))
+            st = LedgerState(self._rows(con))
         out = []
         for name in sorted(set(st.budgets) | set(st.versions)):
             b = dict(st.budgets.get(name, {}))
@@ -974,7 +897,7 @@ class Ledger:
 _FIRST_SCHEME = "eree-fingerprint-v1"
 
 
-def _require_scheme(st: _State, scheme: str, path: Path) -> None:
+def _require_scheme(st: LedgerState, scheme: str, path: Path) -> None:
     """Refuse a ledger whose recorded content was fingerprinted with another scheme.
 
     Fingerprints of different schemes never match: content recorded under an older scheme
