@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
 # is generated from the same table)
 _TOP_KEYS = schema.top_level_keys()
 _ENGINE_KEYS = schema.keys("[engine]")
+#: a JVM heap size as ``-Xmx`` takes it: a whole number of bytes, or of k, m, g, t
+_JVM_SIZE = re.compile(r"[1-9][0-9]{0,9}[kKmMgGtT]?")
 _JOB_TABLES_KEYS = schema.keys("[data]", "eree")
 _ESTAB_DATA_KEYS = schema.keys("[data]", "establishments")
 _PRIVACY_KEYS = schema.keys("[privacy]")
@@ -509,8 +512,13 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     if engine.kind not in ENGINES:
         kinds = " or ".join(f'"{k}"' for k in ENGINES)
         raise SpecError(f"[engine].kind must be {kinds} (got {engine.kind!r})")
-    if not isinstance(engine.cores, int) or engine.cores < 1:
+    if isinstance(engine.cores, bool) or not isinstance(engine.cores, int) or engine.cores < 1:
         raise SpecError("[engine].cores must be a positive integer")
+    if not (isinstance(engine.driver_memory, str) and _JVM_SIZE.fullmatch(engine.driver_memory)):
+        raise SpecError(
+            "[engine].driver_memory must be a JVM heap size in quotes, a whole number with "
+            'an optional unit k, m, g or t (e.g. "4g" or "512m")'
+        )
     csv = out_raw.get("csv", OutputSpec.csv)
     if not isinstance(csv, bool):
         raise SpecError("[output].csv must be true or false")

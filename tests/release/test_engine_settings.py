@@ -1,0 +1,50 @@
+"""The spec's ``[engine]`` settings are checked in the spec, before Java is started: a
+wrong type or value is one line naming the key (exit 2), never a Java stack trace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.release.conftest import SPEC, write_small_job_tables
+
+BAD = {
+    "cores = true": "[engine].cores",
+    "cores = 2.5": "[engine].cores",
+    'cores = "2"': "[engine].cores",
+    "cores = 0": "[engine].cores",
+    'driver_memory = "abc"': "[engine].driver_memory",
+    "driver_memory = 5": "[engine].driver_memory",
+    'driver_memory = "4 g"': "[engine].driver_memory",
+    'driver_memory = "-1g"': "[engine].driver_memory",
+    'driver_memory = "0g"': "[engine].driver_memory",
+}
+GOOD = ['driver_memory = "512m"', 'driver_memory = "4g"', 'driver_memory = "2G"', "cores = 3"]
+
+
+def _validate(tmp_path, setting: str) -> subprocess.CompletedProcess:
+    write_small_job_tables(tmp_path / "data")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC + f'\n[engine]\nkind = "polars"\n{setting}\n')
+    return subprocess.run(
+        [sys.executable, "-m", "eree.cli", "validate", str(spec)],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("setting", sorted(BAD))
+def test_a_bad_engine_setting_is_one_line_naming_the_key(tmp_path, setting):
+    r = _validate(tmp_path, setting)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error:") and BAD[setting] in lines[0]
+    assert "Traceback" not in r.stderr and "Java" not in r.stderr
+
+
+@pytest.mark.parametrize("setting", GOOD)
+def test_good_engine_settings_are_accepted(tmp_path, setting):
+    r = _validate(tmp_path, setting)
+    assert r.returncode == 0, r.stderr
