@@ -1,5 +1,6 @@
-"""The spec's ``[engine]`` settings are checked in the spec, before Java is started: a
-wrong type or value is one line naming the key (exit 2), never a Java stack trace."""
+"""Input refused before any work: the spec's ``[engine]`` settings (checked in the spec,
+before Java is started: one line naming the key, exit 2, never a Java stack trace) and a
+pipe named as a data file (refused by name, never read: reading it would block)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,23 @@ def test_a_bad_engine_setting_is_one_line_naming_the_key(tmp_path, setting):
 def test_good_engine_settings_are_accepted(tmp_path, setting):
     r = _validate(tmp_path, setting)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("table", ["workplace", "worker", "job"])
+def test_a_pipe_named_as_data_is_refused_not_read(tmp_path, table):
+    """Reading a FIFO would block forever: it is refused by name, as a pipe, at once."""
+    write_small_job_tables(tmp_path / "data")
+    fifo = tmp_path / "data" / f"{table}.parquet"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    r = subprocess.run(
+        [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(tmp_path / "o"),
+         "--seed", "1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert f"{table}.parquet" in lines[0] and "not a regular file" in lines[0]
+    assert not (tmp_path / "o").exists()

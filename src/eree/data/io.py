@@ -104,6 +104,10 @@ def check_input_file(p: Path) -> None:
         raise DataValidationError(
             "is a directory, not a data file", file=str(p), rule="file-missing"
         )
+    if p.exists() and not p.is_file():  # reading a FIFO would block, a device never end
+        raise DataValidationError(
+            "is not a regular file (a pipe or a device)", file=str(p), rule="file-missing"
+        )
     if not p.is_file():
         raise DataValidationError("file not found", file=str(p), rule="file-missing")
 

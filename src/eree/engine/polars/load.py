@@ -75,7 +75,11 @@ def parquet_files(path: Path) -> list[Path] | None:
     """
     if path.is_dir():
         files = sorted(path.rglob("*.parquet"))
+        if any(not f.is_file() for f in files):
+            return None  # a pipe or device among them: the loader refuses it by name
         return files or None
+    if not path.is_file():  # missing, a pipe (would block) or a device: the loader says which
+        return None
     try:
         return [path] if table_format(path) == "parquet" else None
     except Exception:
