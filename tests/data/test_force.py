@@ -126,3 +126,13 @@ def test_put_in_place_swaps_atomically(tmp_path):
     put_in_place(new, old)
     assert (old / "a").read_text() == "new" and not new.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("name", ["nosuch/..", ".", "nosuch/../.."])
+def test_an_output_path_that_names_no_folder_of_its_own_creates_nothing(tmp_path, name):
+    r = subprocess.run(
+        [sys.executable, "-m", "eree.cli", "synth", "lodes", "--out", name, "--jobs", "300"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 2 and "does not name a folder of its own" in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []  # no nosuch/ left behind

@@ -129,6 +129,11 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
         EreeError: one line naming the path and what is wrong with it.
     """
     out = Path(out_dir)
+    if out.name in ("", ".", ".."):  # "nosuch/.." would create nosuch, then name its parent
+        raise EreeError(
+            f"output path {out_dir} does not name a folder of its own (it ends in "
+            f"{out.name or '.'!r}); give the folder's own name"
+        )
     _restore_aside(out)
     if out.is_symlink():
         raise EreeError(f"output path {out} is a symbolic link; choose a new directory")
