@@ -127,3 +127,15 @@ def test_an_untouched_ledger_verifies_and_keeps_its_anchor_current(work):
     con = sqlite3.connect(led)
     top = con.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
     assert head.read_text().split()[:2] == [str(top[0]), top[1]]
+
+
+def test_a_ledger_key_that_is_a_pipe_is_refused_not_read(work):
+    led = work / "l.sqlite"
+    assert eree("ledger", "budget", led, "pa-2015", "--epsilon", COST, "--delta", ONE_DELTA,
+                "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    key = Path(str(led) + ".key")
+    key.unlink()
+    os.mkfifo(key, 0o600)
+    r = subprocess.run([sys.executable, "-m", "eree.cli", "ledger", "show", str(led)],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 2 and "is not a regular file" in r.stderr, r.stderr

@@ -69,3 +69,18 @@ def test_a_pipe_named_as_data_is_refused_not_read(tmp_path, table):
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert f"{table}.parquet" in lines[0] and "not a regular file" in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_loop_of_symbolic_links_as_a_data_path_is_one_line(tmp_path):
+    write_small_job_tables(tmp_path / "data")
+    (tmp_path / "data" / "workplace.parquet").unlink()
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "data" / "workplace.parquet").symlink_to(tmp_path / "a")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    r = subprocess.run([sys.executable, "-m", "eree.cli", "validate", str(spec)],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "[data].workplace" in lines[0], r.stderr
+    assert "loop of symbolic links" in lines[0]

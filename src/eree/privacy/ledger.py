@@ -326,6 +326,10 @@ class Ledger:
                 f"(mode {stat.S_IMODE(mode):04o}): anyone who reads it can test guesses of "
                 f"the data against the ledger; run chmod 600 {self.key_path}"
             )
+        if self.key_path.exists() and not self.key_path.is_file():  # a FIFO would block
+            raise LedgerError(f"the ledger's secret key {self.key_path} is not a regular file")
+        if self.key_path.is_file() and self.key_path.stat().st_size > 1024:
+            raise LedgerError(f"the ledger's secret key {self.key_path} is unreadable")
         try:
             key = bytes.fromhex(self.key_path.read_bytes().strip().decode("ascii"))
         except FileNotFoundError:

@@ -252,6 +252,14 @@ class Plan:
         raise SpecError(f"no query named {name!r}")
 
 
+def _resolved(p: Path, key: str) -> Path:
+    """``p`` made absolute, symbolic links followed; a link loop is one line naming the key."""
+    try:
+        return p.resolve()
+    except (RuntimeError, OSError):  # Python raises RuntimeError for a symlink loop
+        raise SpecError(f"{key}: {p} is a loop of symbolic links") from None
+
+
 def _parse_job_tables(d: dict[str, Any], base: Path) -> JobTablesConfig:
     _check_keys(d, _JOB_TABLES_KEYS, "[data]")
 
@@ -261,7 +269,7 @@ def _parse_job_tables(d: dict[str, Any], base: Path) -> JobTablesConfig:
             return None
         if not isinstance(v, str):
             raise SpecError(f"[data].{key} must be a path string")
-        return (base / v).resolve()
+        return _resolved(base / v, f"[data].{key}")
 
     has_three = any(k in d for k in ("workplace", "worker", "job"))
     if "jobs" in d and has_three:
@@ -310,7 +318,7 @@ def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
     _check_keys(d, _ESTAB_DATA_KEYS, "[data]")
     if not isinstance(d.get("path"), str):
         raise SpecError("[data].path (the establishment file) is required")
-    kwargs: dict[str, Any] = {"path": (base / d["path"]).resolve()}
+    kwargs: dict[str, Any] = {"path": _resolved(base / d["path"], "[data].path")}
     if "id" in d:
         if not isinstance(d["id"], str):
             raise SpecError("[data].id must be a string")
