@@ -213,7 +213,7 @@ SECTIONS: tuple[Section, ...] = (
                 "columns may be named. Without it, a known column name gives the unit "
                 "(`m1emp`–`m3emp`, `month1_emplvl`…: persons; `wage`: thousands of "
                 "dollars; `total_qtrly_wages`: dollars); any other attribute is reported "
-                "as \"unit not stated\". It changes no number: eree never converts units.",
+                'as "unit not stated". It changes no number: eree never converts units.',
             ),
             Key(
                 "domains",
