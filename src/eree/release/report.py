@@ -79,7 +79,7 @@ _KIND = (
 )
 #: a citation of a paper's theorem, definition, section, …: ``Webb et al. Def 5.6``, ``§9``
 CITATION = re.compile(_WORK + _KIND + r"\s*[A-Z]?\d+(?:\.\d+)*")
-#: a path of the repository: ``docs/privacy.md#x``, ``src/eree/x.py``, ``engine/x.py::f``
+#: a path of the repository: a guide under docs/ (with its anchor), a module and function
 _DOC_PATH = re.compile(r"docs/([\w-]+)\.md(?:#[\w-]+)?")
 _CODE_PATH = re.compile(r"\(?\s*(?:see\s+)?[\w./-]*\.py(?:::\w+)?\s*\)?")
 _UNITS_PHRASE = re.compile(r"(\d[\d,]*(?:\.\d+)?) \(in (\w+)'s units\)")
