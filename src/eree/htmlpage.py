@@ -25,7 +25,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(
 h1{font-size:1.7em;margin:0.2em 0 0.4em} h2{font-size:1.35em;margin:1.8em 0 0.5em;
   border-bottom:2px solid var(--line);padding-bottom:0.2em}
 h3{font-size:1.12em;margin:1.4em 0 0.4em} h4{font-size:1em;margin:1em 0 0.3em}
-p,li{max-width:78ch} .muted{color:var(--muted)} code{font-size:0.92em}
+p,li{max-width:78ch;overflow-wrap:break-word} .muted{color:var(--muted)} code{font-size:0.92em}
 .scroll{overflow-x:auto;width:fit-content;max-width:100%;margin:0.5em 0 1.2em;
   border:1px solid var(--line);border-radius:4px} .scroll.full{width:auto}
 .scroll.full table{width:100%}
@@ -49,6 +49,10 @@ img{max-width:100%;height:auto} figure{margin:0.6em 0 1.2em}
 figcaption{color:var(--muted);font-size:0.88em;max-width:90ch}
 nav.toc{background:#f6f8fa;border:1px solid var(--line);padding:0.5em 1em;border-radius:4px}
 nav.toc ul{margin:0.2em 0;padding-left:1.2em}
+.charts svg{max-width:100%;height:auto} .charts .chart{min-width:0;max-width:100%}
+.summary li{margin:0.25em 0} .gloss dt{font-weight:600;color:var(--fg)}
+@media (max-width:640px){body{padding:1em 0.7em 3em;font-size:14px}
+  .kv{grid-template-columns:1fr;gap:0 0} .kv dd{margin:0 0 0.5em}}
 """
 
 #: records script errors into the page itself, so a headless browser's DOM dump shows them
@@ -173,10 +177,15 @@ def img_file(path: Path, alt: str | None = None) -> str:
     return png_img(Path(path).read_bytes(), alt or path.stem)
 
 
+#: a section may place the table of contents here (default: under the title)
+TOC_HERE = "<!--toc-->"
+
+
 def page(title: str, sections: Sequence[str], *, subtitle: str = "", toc: bool = False) -> str:
     """A self-contained HTML page of ``sections`` (HTML strings).
 
-    With ``toc``, a table of contents links every ``<h2 id=...>`` of the sections. The
+    With ``toc``, a table of contents links every ``<h2 id=...>`` of the sections (under
+    the title, or where a section wrote :data:`TOC_HERE`). The
     page carries a tiny script that writes any script error into an element with id
     ``page-errors`` (empty on a healthy page), so a headless browser's DOM dump shows it.
     """
@@ -193,6 +202,8 @@ def page(title: str, sections: Sequence[str], *, subtitle: str = "", toc: bool =
                 + "</nav>"
             )
     sub = f'<p class="muted">{esc(subtitle)}</p>' if subtitle else ""
+    if TOC_HERE in body:  # the contents go where a section asked for them
+        body, nav = body.replace(TOC_HERE, nav, 1), ""
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
@@ -443,7 +454,7 @@ def svg_scatter(
 
 def charts(*svgs: str, caption: str = "") -> str:
     """Charts side by side (wrapping on narrow screens), with one caption."""
-    body = "".join(f"<div>{s}</div>" for s in svgs if s)
+    body = "".join(f'<div class="chart">{s}</div>' for s in svgs if s)
     if not body:
         return ""
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""

@@ -45,5 +45,5 @@ def test_demo_report(tmp_path):
     # charts for the tables that publish an uncertainty (the GEDP identity and the
     # county x sector group-by; the others are too small or withhold it)
     assert page.count("<svg") >= 4
-    assert "CI half-width by cell" in page and "relative uncertainty vs value" in page
+    assert ": CI half-width" in page and ": relative uncertainty" in page
     assert "NOT FOR PUBLICATION" in text  # seeded

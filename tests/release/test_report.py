@@ -121,6 +121,11 @@ def leaked_in_report(page: Path, secret: list[float]) -> list[float]:
     )
 
 
+def page_text(page: str) -> str:
+    """A page's text: markup out (``<bdi>`` isolates a name, it adds no space)."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"</?bdi>", "", page)))
+
+
 def test_scanner_reads_formatted_numbers():
     got = report_numbers("<td>1,103</td> μ = 2.054 and 9.877×10^5 <b>42</b>")
     want = [(1103.0, 0.5), (2.054, 0.0005), (987700.0, 50.0), (42.0, 0.5)]
@@ -150,14 +155,19 @@ def _eree_secrets(plan: Any) -> list[float]:
 def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
     _plan, out = eree_release(tmp_path)
     page = (out / "report.html").read_text(encoding="utf-8")
-    text = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    text = page_text(page)
     manifest = json.loads((out / "manifest.json").read_text())
     # sequential composition (Haney et al. Thm 7.3): ε adds; δ is Smooth Laplace's δ_min
     alpha = 0.2
     dmin = math.exp(-1.0 / (2 * math.log1p(alpha)))
     assert dmin >= 1 / N_ESTABLISHMENTS  # the plan is built to trigger the warning
     assert manifest["privacy"]["total"]["epsilon"] == pytest.approx(4.0)
-    assert f"total privacy spent ε = 4, δ = {dmin:.4g};" in text  # δ = 0.06442
+    # the summary at the top states the total spent, on both scales: odds and test power
+    summary = text[text.index("In brief") : text.index("About this release")]
+    assert f"ε = 4, δ = {dmin:.4g} in total" in summary  # δ = 0.06442
+    # (ε, δ) as a test at 5% false positives: power ≤ 1 − e^−ε (0.95 − δ)
+    assert f"power ≤ {1 - math.exp(-4) * (0.95 - dmin):.1%} at 5% false positives" in summary
+    assert "Not charged to a budget ledger" in summary
     # per query, the Bayes-factor bound e^ε in words
     assert "e^1 = 2.718" in text and "e^2 = 7.389" in text
     assert "NOT FOR PUBLICATION" in text
@@ -174,8 +184,14 @@ def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
     m = re.search(r"epsilon >= ([0-9.]+)", w["remedy"])
     assert m and abs(float(m.group(1)) - need_eps) <= 0.01 * need_eps, w["remedy"]
     assert "log_laplace" in w["remedy"]
-    for warning in warns:
-        assert warning["remedy"] in text and warning["message"] in text
+    for warning in warns:  # the message without its paper citation (kept in the manifest)
+        message = re.sub(r" \(Haney et al\. §9; (query '[^']+')\)", r" (\1)", warning["message"])
+        assert warning["remedy"] in text and message in text
+        assert "§" not in text
+    # each remedy states the release's total after it: ε = 4 − 1 + 1.08 for tract_industry
+    assert "would spend ε = 4.08, δ = 0.06442 in total (now ε = 4, δ = 0.06442)" in text
+    # the δ remedy: δ 0.0025 at ε ≥ 2.19 for county_industry: ε = 4 − 1 + 2.19
+    assert "would spend ε = 5.19, δ = 0.0025 in total" in text
     assert f"Warnings ({len(warns)})" in text
     # not also repeated as a note
     assert not any("warning" in n for q in manifest["queries"] for n in q["notes"])
@@ -270,7 +286,7 @@ def test_cli_prints_the_warning_and_its_remedy(tmp_path):
 def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
     _plan, out, _ = gedp_release(tmp_path)
     page = (out / "report.html").read_text(encoding="utf-8")
-    text = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    text = page_text(page)
     # Webb et al. Thm 5.7: μ_total = √Σμ² over every (query, attribute) of Table 7
     mus = [0.7] * 3 + [0.15] + [0.2] * 3 + [0.10] + ([0.6] * 3 + [0.15]) * 2 + [0.7] * 3 + [0.15]
     mu = math.sqrt(sum(m * m for m in mus))
@@ -290,6 +306,16 @@ def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
     assert page.count("<svg") >= 4
     assert "microdata.parquet" in text and "Microdata" in text
     assert "DES" + "IGN.md" not in text  # users do not have the design brief
+    # units: wages in this data are thousands of dollars, so 3,198,092 of them is $3.2 billion
+    assert "below $3.2 billion (3,198,092 thousands of dollars)" in text
+    assert "wage (thousands of dollars)" in text and "m3emp (persons)" in text
+    # the remedy for the identity query (μ for wage 0.15 → 3.34) states the new total
+    new = math.sqrt(mu**2 - 0.15**2 + 3.34**2)
+    assert f"would spend μ = {new:.4g} in total (now μ = {mu:.4g})" in text
+    # no solver internal, no bare theorem number, no repository path on the page
+    for internal in ("kkt_violation", "relative_residual", "eq1", "pcg", "docs/", ".py"):
+        assert internal not in text, internal
+    assert not re.search(r"(?<!, )(Def|Thm|Lemma|Remark) \d", text)
 
 
 def test_gedp_report_leaks_no_true_value(tmp_path):

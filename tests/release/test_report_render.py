@@ -1,15 +1,22 @@
-"""report.html renders in a real browser (headless Chromium): drawn, with charts, no errors.
+"""report.html as a review board sees it: headless Chromium at a desktop and a phone width.
 
-Each page is opened once by ``chromium --headless`` with ``--screenshot`` and
-``--dump-dom``. A copy of the page carries a small probe that writes the position of every
-chart (``<svg>``) into the DOM, so the screenshot can be checked where the charts are:
+Each page is opened by ``chromium --headless`` with ``--screenshot`` and ``--dump-dom``, at
+1280 px and at 420 px. A copy of the page carries a layout probe that writes into the DOM
+what the browser laid out: the box of every chart (``<svg>``), every chart that is
+clipped (it reaches past the screen's width or past a box that hides or scrolls its
+overflow), whether the page itself is wider than the screen, and the page's visible text.
+What the page must show, checked on what the browser drew:
 
 * no console message and nothing in the page's own error record (``#page-errors``);
-* the screenshot is not blank: enough pixels differ from the white background;
-* a chart is drawn: inside the first chart's box, enough pixels are not background.
+* not blank, and a chart is drawn where the probe says one is;
+* no clipped chart and no horizontal overflow of the page, at either width;
+* no repository path (``src/``, ``.py``) in the visible text;
+* no theorem, definition or section number without its plain-language gloss: each one is
+  written "Theorem 7.3: what it says in words" (at least four words after the colon);
+* the plain-language summary ("In brief") is the page's first section.
 
-The same check is run on a broken page (a script error, no content) and on the report with
-its charts removed, and must reject both. Skipped when Chromium is not installed.
+The check is run on pages that break each rule and must reject each. Skipped when Chromium
+is not installed (``.ci/run`` installs it).
 """
 
 from __future__ import annotations
@@ -30,30 +37,78 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is n
 
 PIL = pytest.importorskip("PIL.Image")
 
-WIDTH, HEIGHT = 1200, 5000
+#: a desktop and a phone width (CSS pixels), and the height of the screenshots
+DESKTOP, PHONE, HEIGHT = 1280, 420, 10000
 
-LAYOUT_PROBE = (
-    "<pre id='probe-layout'></pre><script>(function(){var b=[];"
-    "document.querySelectorAll('svg').forEach(function(s){var r=s.getBoundingClientRect();"
-    "b.push([r.left+window.scrollX,r.top+window.scrollY,r.width,r.height].map(Math.round)"
-    ".join(','));});document.getElementById('probe-layout').textContent=b.join(';');})();"
-    "</script>"
+#: runs at the end of the report's body and posts what the browser laid out to the frame
+LAYOUT_PROBE = """<script>(function(){
+var vw=document.documentElement.clientWidth,boxes=[],clipped=[],wide=[];
+document.querySelectorAll('svg').forEach(function(s,i){
+  var r=s.getBoundingClientRect();
+  boxes.push([r.left+window.scrollX,r.top+window.scrollY,r.width,r.height].map(Math.round).join(','));
+  var bad=(r.right>vw+1||r.left<-1);
+  for(var e=s.parentElement;e&&e!==document.body;e=e.parentElement){
+    var st=getComputedStyle(e),c=e.getBoundingClientRect();
+    if(st.overflowX!=='visible'&&(r.right>c.right+1||r.left<c.left-1)){bad=true;}
+  }
+  if(bad){clipped.push(i+':'+Math.round(r.left)+'-'+Math.round(r.right)+'/'+vw);}
+});
+var sw=document.documentElement.scrollWidth;
+if(sw>vw+1){document.querySelectorAll('body *').forEach(function(e){
+  if(e.getBoundingClientRect().right>vw+1&&wide.length<3){wide.push(e.tagName+'.'+e.className);}});}
+var h=document.querySelector('h2'),err=document.getElementById('page-errors');
+parent.postMessage({layout:boxes.join(';'),clipped:clipped.join(';'),
+  overflow:sw>vw+1?(sw+'>'+vw+' '+wide.join(' ')):'',firsth2:h?h.id:'',
+  text:document.body.innerText,errors:err?err.textContent:null},'*');
+})();</script>"""
+
+#: the page the browser opens: the report in a frame of the tested width (a headless
+#: window is at least 500 px wide, so a phone's 420 px need a frame), and what it posts
+FRAME = """<!doctype html><html><head><meta charset='utf-8'><style>body{margin:0}
+iframe{border:0;display:block}</style></head><body>
+<iframe src="REPORT" style="width:WIDTHpx;height:HEIGHTpx"></iframe>
+<script>window.addEventListener('message',function(m){
+for(var k in m.data){var p=document.createElement('pre');p.id='probe-'+k;
+p.textContent=m.data[k]===null?'(none)':m.data[k];p.hidden=true;document.body.appendChild(p);}
+});</script></body></html>"""
+
+#: a numbered result of a paper: Theorem 7.3, Def 5.6, Lemma 8.2, §5.4.2, Eq. 1, …
+NUMBERED = re.compile(
+    r"(?:Thm|Theorem|Def|Definition|Lemma|Remark|Corollary|Proposition|Algorithm|Eq\.|"
+    r"Equation|§)\s*\d+(?:\.\d+)*"
 )
+#: its gloss: right after it, a colon and at least four words
+GLOSSED = re.compile(r"\s*:\s*(?:[^\s]+\s+){3,}[^\s]+")
 
 
-def render(page: Path, tmp: Path) -> dict:
-    """Open ``page`` (with the layout probe added) in headless Chromium."""
-    probe = tmp / f"{page.stem}-probe.html"
+def render(page: Path, tmp: Path, width: int) -> dict:
+    """Open ``page`` (with the layout probe added) in headless Chromium at ``width``."""
+    probe = tmp / f"{page.stem}-{width}-probe.html"
     text = page.read_text(encoding="utf-8")
     probe.write_text(text.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
-    png = tmp / f"{page.stem}.png"
+    frame = tmp / f"{page.stem}-{width}-frame.html"
+    frame.write_text(FRAME.replace("REPORT", probe.name).replace("WIDTH", str(width))
+                     .replace("HEIGHT", str(HEIGHT)), encoding="utf-8")  # fmt: skip
+    png = tmp / f"{page.stem}-{width}.png"
+    profile = tmp / f"profile-{page.stem}-{width}"
     r = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--enable-logging=stderr", "--v=0", f"--window-size={WIDTH},{HEIGHT}",
-         f"--screenshot={png}", "--dump-dom", probe.as_uri()],
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", f"--user-data-dir={profile}", "--hide-scrollbars",
+         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
+         f"--window-size={max(width, 500)},{HEIGHT}", f"--screenshot={png}", "--dump-dom",
+         frame.as_uri()],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    return {"png": png, "dom": r.stdout, "log": r.stderr, "code": r.returncode}
+    shutil.rmtree(profile, ignore_errors=True)
+    return {"png": png, "dom": r.stdout, "log": r.stderr, "code": r.returncode, "width": width}
+
+
+def _probe(dom: str, name: str) -> str | None:
+    import html
+
+    m = re.search(rf'<pre id="probe-{name}"[^>]*>(.*?)</pre>', dom, re.S)
+    return None if m is None else html.unescape(m.group(1))
 
 
 def problems(result: dict) -> list[str]:
@@ -64,18 +119,17 @@ def problems(result: dict) -> list[str]:
     console = [ln for ln in result["log"].splitlines() if ":CONSOLE" in ln]
     if console:
         out.append(f"console messages: {console[:3]}")
-    m = re.search(r'<pre id="page-errors"[^>]*>(.*?)</pre>', result["dom"], re.S)
-    if m is None:
+    errors = _probe(result["dom"], "errors")
+    if errors is None or errors == "(none)":
         out.append("no #page-errors record: not an eree page")
-    elif m.group(1).strip():
-        out.append(f"script errors: {m.group(1).strip()[:200]}")
+    elif errors.strip():
+        out.append(f"script errors: {errors.strip()[:200]}")
     img = np.asarray(PIL.open(result["png"]).convert("RGB"), dtype=np.int32)
     ink = img.sum(axis=2) < 3 * 235  # not (near-)white background
     if ink.mean() < 0.02:
         out.append(f"blank page: {ink.mean():.2%} of pixels drawn")
-    boxes = re.search(r"<pre id=\"probe-layout\">([^<]*)</pre>", result["dom"])
-    charts = [tuple(map(int, b.split(","))) for b in boxes.group(1).split(";")] if (
-        boxes and boxes.group(1)) else []  # fmt: skip
+    boxes = _probe(result["dom"], "layout")
+    charts = [tuple(map(int, b.split(","))) for b in boxes.split(";")] if boxes else []
     charts = [c for c in charts if c[1] + c[3] <= img.shape[0] and c[2] > 100 and c[3] > 100]
     if not charts:
         out.append("no chart within the screenshot")
@@ -84,6 +138,19 @@ def problems(result: dict) -> list[str]:
         region = ink[y : y + h, x : x + w]
         if region.mean() < 0.03:
             out.append(f"the chart region is empty: {region.mean():.2%} drawn")
+    if clipped := _probe(result["dom"], "clipped"):
+        out.append(f"clipped charts at {result['width']} px: {clipped}")
+    if over := _probe(result["dom"], "overflow"):
+        out.append(f"page wider than the screen at {result['width']} px: {over}")
+    text = _probe(result["dom"], "text") or ""
+    paths = sorted(set(re.findall(r"\S*(?:src/|\.py\b)\S*", text)))
+    if paths:
+        out.append(f"repository paths: {paths[:3]}")
+    bare = [m.group(0) for m in NUMBERED.finditer(text) if not GLOSSED.match(text, m.end())]
+    if bare:
+        out.append(f"numbers without their gloss: {bare[:5]}")
+    if _probe(result["dom"], "firsth2") != "summary" or "In brief" not in text:
+        out.append("the summary is not the first section")
     return out
 
 
@@ -99,28 +166,96 @@ def _broken(tmp: Path) -> Path:
     return p
 
 
-def test_reports_render_in_chromium_and_broken_pages_do_not(tmp_path):
-    (tmp_path / "e").mkdir()
-    (tmp_path / "g").mkdir()
-    _, eout = eree_release(tmp_path / "e")
-    _, gout, _ = gedp_release(tmp_path / "g")
-    shots = tmp_path / "shots"
-    shots.mkdir()
-    (shots / "eree").mkdir()
-    (shots / "gedp").mkdir()
-    shutil.copy(eout / "report.html", shots / "eree" / "report.html")
-    shutil.copy(gout / "report.html", shots / "gedp" / "report.html")
-    for kind in ("eree", "gedp"):
-        res = render(shots / kind / "report.html", shots / kind)
-        assert problems(res) == [], kind
-    # the check rejects a broken page (script error, nothing drawn) ...
-    bad = problems(render(_broken(tmp_path), tmp_path))
+def _charged_release(tmp: Path) -> Path:
+    """The ER-EE release of test_report, charged to a ledger (secure noise)."""
+    from eree.mechanisms.noise import SecureNoise
+    from eree.privacy.ledger import Ledger
+    from eree.release.protect import protect
+    from eree.release.spec import load_spec
+
+    from .conftest import write_small_job_tables
+    from .test_report import ERE_SPEC
+
+    write_small_job_tables(tmp / "data")
+    (tmp / "spec.toml").write_text(ERE_SPEC)
+    led = tmp / "ledger.sqlite"
+    Ledger(led).set_budget("small-report", epsilon=20.0, delta=0.5, alpha=0.2)
+    protect(load_spec(tmp / "spec.toml"), tmp / "first", SecureNoise(), ledger=led)
+    protect(load_spec(tmp / "spec.toml"), tmp / "out", SecureNoise(), ledger=led)
+    return tmp / "out"
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """report.html of an ER-EE release, a GEDP release and a charged ER-EE release."""
+    base = tmp_path_factory.mktemp("reports")
+    for d in ("e", "g", "c", "shots"):
+        (base / d).mkdir()
+    _, eout = eree_release(base / "e")
+    _, gout, _ = gedp_release(base / "g")
+    cout = _charged_release(base / "c")
+    out = {}
+    for kind, src in (("eree", eout), ("gedp", gout), ("charged", cout)):
+        (base / "shots" / kind).mkdir()
+        out[kind] = base / "shots" / kind / "report.html"
+        shutil.copy(src / "report.html", out[kind])
+    return out
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+def test_reports_render_for_the_board_at_desktop_and_phone_width(reports, width):
+    for kind, page in reports.items():
+        if kind == "charged" and width == DESKTOP:
+            continue  # the charged page adds the budget table: its phone layout is the test
+        res = render(page, page.parent, width)
+        assert problems(res) == [], (kind, width)
+    text = _probe(render(reports["charged"], reports["charged"].parent, PHONE)["dom"], "text")
+    assert text is not None
+    summary = text[text.index("In brief") : text.index("About this release")]
+    assert "lifetime budget 20" in summary and "remaining" in summary  # the ledger's budget
+
+
+def _variant(page: Path, name: str, old: str, new: str, *, regex: bool = False) -> Path:
+    text = page.read_text(encoding="utf-8")
+    changed = re.sub(old, new, text, count=1, flags=re.S) if regex else text.replace(old, new, 1)
+    assert changed != text, name
+    out = page.parent.parent / name / "report.html"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(changed, encoding="utf-8")
+    return out
+
+
+@pytest.mark.slow
+def test_the_check_rejects_pages_that_break_each_rule(reports, tmp_path):
+    # a broken page: script error, nothing drawn
+    bad = problems(render(_broken(tmp_path), tmp_path, DESKTOP))
     assert any("console" in p for p in bad) and any("script errors" in p for p in bad)
     assert any("blank page" in p for p in bad) and any("no chart" in p for p in bad)
-    # ... and a report whose charts are gone
-    page = (eout / "report.html").read_text(encoding="utf-8")
-    nochart = tmp_path / "nochart" / "report.html"
-    nochart.parent.mkdir()
-    nochart.write_text(re.sub(r"<svg.*?</svg>", "", page, flags=re.S), encoding="utf-8")
-    bad = problems(render(nochart, nochart.parent))
-    assert bad == ["no chart within the screenshot"]
+    page = reports["gedp"]
+    # a chart of fixed width that does not shrink: clipped at a phone's width only
+    wide = _variant(page, "wide", "<svg ", '<svg style="min-width:900px" ')
+    assert problems(render(wide, wide.parent, DESKTOP)) == []
+    bad = problems(render(wide, wide.parent, PHONE))
+    assert any(p.startswith("clipped charts at 420 px") for p in bad), bad
+    # a chart inside a box that hides its overflow
+    boxed = _variant(page, "boxed", '<figure class="charts">',
+                     '<figure class="charts" style="width:200px;overflow:hidden">'
+                     "<style>.charts svg{max-width:none}</style>")  # fmt: skip
+    assert any(p.startswith("clipped charts") for p in problems(render(boxed, boxed.parent,
+                                                                        DESKTOP)))  # fmt: skip
+    # a repository path and a bare theorem number in the text
+    path = _variant(page, "path", "<h4>", "<p>see src/eree/release/report.py</p><h4>")
+    assert any(p.startswith("repository paths") for p in problems(render(path, path.parent,
+                                                                          PHONE)))  # fmt: skip
+    thm = _variant(page, "thm", "<h4>", "<p>composition (Thm 6.7) applies</p><h4>")
+    bad = problems(render(thm, thm.parent, PHONE))
+    assert any("numbers without their gloss: ['Thm 6.7']" in p for p in bad), bad
+    # the summary moved away from the top
+    moved = _variant(page, "moved", r'<h2 id="summary">In brief</h2>.*?this page</a>\.</p></div>',
+                     "", regex=True)  # fmt: skip
+    assert "the summary is not the first section" in problems(render(moved, moved.parent,
+                                                                     DESKTOP))  # fmt: skip
+    # and the report with its charts gone
+    nochart = _variant(reports["eree"], "nochart", r"<svg.*?</svg>", "", regex=True)
+    nochart.write_text(re.sub(r"<svg.*?</svg>", "", nochart.read_text(), flags=re.S))
+    assert problems(render(nochart, nochart.parent, DESKTOP)) == ["no chart within the screenshot"]

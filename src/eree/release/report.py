@@ -2,22 +2,36 @@
 
 Built from public information only — the manifest and the published tables (and the
 published microdata, when there are any) — so the page may go wherever the release goes.
-It says what was released, what privacy was spent and what that means in words, every
-warning with its remedy, and how uncertain the published values are (summaries and
-charts of the published standard errors and confidence intervals). Explanations common
-to several tables are said once per page.
+Written for the board, not for the release's authors (docs/design.md#release-outputs):
+
+* a summary at the top, in plain words: what was protected, how much privacy was spent
+  (and, for a charged release, what the dataset's lifetime budget has left), how
+  accurate the tables are, how many warnings;
+* every number with its unit (:mod:`eree.release.units`: from the spec's
+  ``[data].units``, else from known column names), money also in dollars;
+* ε and μ both translated into the power of an attacker's test, so that releases of
+  either family can be compared; a glossary of the few symbols that stay;
+* every warning with its remedy and what the release would spend after the remedy;
+* no theorem number without its plain-language gloss, no solver diagnostics and no
+  repository path (those stay in ``manifest.json``): manifest texts pass through
+  :func:`plain_text`;
+* charts that fit a phone's screen; one chart per unit (persons and dollars never
+  share an axis).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from eree.htmlpage import (
+    TOC_HERE,
     bullets,
     charts,
     definitions,
@@ -30,6 +44,7 @@ from eree.htmlpage import (
     table,
 )
 from eree.release.tables import CLAMP_NOTE, QueryTable
+from eree.release.units import UNKNOWN, amount, money_scale, unit_of, units_of
 
 #: the report's file name inside a release directory
 REPORT_FILE = "report.html"
@@ -40,10 +55,64 @@ PREVIEW_ROWS = 10
 #: tables with fewer cells get the summary table only (a chart of a few points says little)
 MIN_CHART_CELLS = 10
 
-#: false-positive rate at which a GEDP query's hypothesis-test bound is quoted
+#: false-positive rate at which a query's hypothesis-test bound is quoted
 FPR = 0.05
 
+#: δ at which a μ guarantee is also stated as an odds bound e^ε
+ODDS_DELTA = 1e-6
+
+#: a published value is "accurate" when its 95% CI half-width is at most this share of it
+GOOD_RELATIVE = 0.10
+
 _SUFFIXES = ("_std", "_ci_low", "_ci_high")
+_ND = NormalDist()
+
+
+# --------------------------------------------------------------------------------------
+# Manifest texts, for the reader: no bare citation, no repository path, units stated
+# --------------------------------------------------------------------------------------
+
+_WORK = r"(?:(?:Haney|Webb|Dong)(?: et al\.?)?,?\s*(?:\(?\d{4}\)?,?\s*)?)?"
+_KIND = (
+    r"(?:Thm|Theorem|Def|Definition|Lemma|Remark|Eq\.|Equation|Algorithm|Alg\.|Corollary"
+    r"|Prop\.|Proposition|Appendix|Table|§)"
+)
+#: a citation of a paper's theorem, definition, section, …: ``Webb et al. Def 5.6``, ``§9``
+CITATION = re.compile(_WORK + _KIND + r"\s*[A-Z]?\d+(?:\.\d+)*")
+#: a path of the repository: a guide under docs/ (with its anchor), a module and function
+_DOC_PATH = re.compile(r"docs/([\w-]+)\.md(?:#[\w-]+)?")
+_CODE_PATH = re.compile(r"\(?\s*(?:see\s+)?[\w./-]*\.py(?:::\w+)?\s*\)?")
+_UNITS_PHRASE = re.compile(r"(\d[\d,]*(?:\.\d+)?) \(in (\w+)'s units\)")
+
+
+def plain_text(text: Any, units: Mapping[str, str] | None = None) -> str:
+    """A manifest text as the report shows it (plain text; escape it before use).
+
+    Citations of the papers are taken out (the manifest keeps them; the page glosses the
+    few it needs in its Sources), repository paths become the guide's name, solver
+    internals are not passed here at all, and "N (in wage's units)" gets its unit.
+    """
+    s = str(text)
+    s = _DOC_PATH.sub(lambda m: f"the eree guide “{m.group(1).replace('-', ' ').capitalize()}”", s)
+    s = _CODE_PATH.sub(" ", s)
+    s = CITATION.sub("", s)
+    if units is not None:
+
+        def unit(m: re.Match[str]) -> str:
+            v = float(m.group(1).replace(",", ""))
+            u = unit_of(m.group(2), units)
+            said = amount(v, u, plain=m.group(1))
+            return said if money_scale(u) is None else f"{said} ({m.group(1)} {u})"
+
+        s = _UNITS_PHRASE.sub(unit, s)
+    for _ in range(3):  # tidy what the citations left: "( ; x)", "(, )", "x ,"
+        s = re.sub(r"\(\s*(?:(?:and|see|cf\.)\s*)?(?:[,;:]\s*)+", "(", s)
+        s = re.sub(r"(?:\s*[,;:]|\s+and)+\s*\)", ")", s)
+        s = re.sub(r"\(\s*(?:and|see|cf\.)?\s*\)", "", s)
+        s = re.sub(r"\s+([,;.):])", r"\1", s)
+        s = re.sub(r"([,;])(?:\s*[,;])+", r"\1", s)
+        s = re.sub(r"\s{2,}", " ", s)
+    return s.strip()
 
 
 # --------------------------------------------------------------------------------------
@@ -55,15 +124,48 @@ def _bayes(eps: float) -> str:
     return f"e^{num(eps, 4)} = {num(math.exp(eps), 4)}" if eps < 700 else f"e^{num(eps, 4)}"
 
 
+def power_of_mu(mu: float, fpr: float = FPR) -> float:
+    """The largest power at false-positive rate ``fpr`` under a μ guarantee: Φ(Φ⁻¹(fpr) + μ)."""
+    return _ND.cdf(_ND.inv_cdf(fpr) + mu)
+
+
+def power_of_epsilon(eps: float, delta: float = 0.0, fpr: float = FPR) -> float:
+    """The largest power at false-positive rate ``fpr`` under an (ε, δ) guarantee.
+
+    min(1, e^ε·fpr + δ, 1 − e^−ε·(1 − fpr − δ)): the hypothesis-testing reading of
+    (ε, δ)-differential privacy (Kairouz, Oh & Viswanath 2015).
+    """
+    if eps > 700:
+        return 1.0
+    return max(0.0, min(1.0, math.exp(eps) * fpr + delta, 1 - math.exp(-eps) * (1 - fpr - delta)))
+
+
+def epsilon_of_mu(mu: float, delta: float = ODDS_DELTA) -> float:
+    """The ε of the odds bound a μ guarantee implies at ``delta``.
+
+    δ(ε) = Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Corollary 2.13),
+    solved for ε by bisection (δ(ε) decreases in ε).
+    """
+
+    def d(eps: float) -> float:
+        return _ND.cdf(-eps / mu + mu / 2) - math.exp(eps) * _ND.cdf(-eps / mu - mu / 2)
+
+    lo, hi = 0.0, max(1.0, 10 * mu + 10 * mu * mu)
+    if d(lo) <= delta:
+        return 0.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
+    return hi
+
+
 def _meaning(cost: Mapping[str, Any] | None) -> str:
     """One query's (or the total's) cost in words."""
     if not cost:
         return "—"
     eps, delta, mu = cost.get("epsilon"), cost.get("delta"), cost.get("mu")
     if mu is not None:
-        from eree.privacy.gedp import power_bound
-
-        return f"power ≤ {power_bound(FPR, mu):.1%} at {FPR:.0%} false positives"
+        return f"power ≤ {power_of_mu(float(mu)):.1%} at {FPR:.0%} false positives"
     if eps is not None:
         s = f"odds change by ≤ {_bayes(eps)}"
         if delta:
@@ -72,59 +174,69 @@ def _meaning(cost: Mapping[str, Any] | None) -> str:
     return "no formal guarantee"
 
 
+def _meaning_long(cost: Mapping[str, Any] | None) -> str:
+    """A cost in words, on both scales: odds (ε) and a test's power (μ)."""
+    if not cost:
+        return "—"
+    eps, delta, mu = cost.get("epsilon"), cost.get("delta"), cost.get("mu")
+    if mu is not None:
+        e = epsilon_of_mu(float(mu))
+        return (
+            f"{_meaning(cost)}; as odds: change by ≤ {_bayes(e)} but for probability "
+            f"{num(ODDS_DELTA)}"
+        )
+    if eps is not None:
+        p = power_of_epsilon(float(eps), float(delta or 0.0))
+        return f"{_meaning(cost)}; as a test: power ≤ {p:.1%} at {FPR:.0%} false positives"
+    return _meaning(cost)
+
+
+def _user(text: Any) -> str:
+    """A user's string (dataset, query, attribute name): escaped and isolated for bidi."""
+    return f"<bdi>{esc(text)}</bdi>"
+
+
+def _is_gedp(manifest: Mapping[str, Any]) -> bool:
+    return manifest["privacy"]["total"].get("mu") is not None
+
+
 def _cost_rows(manifest: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     priv = manifest["privacy"]
     tot = priv["total"]
     keys = [k for k in ("epsilon", "delta", "mu") if tot.get(k) is not None] or ["epsilon"]
     sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
-    headers = [
-        "query",
-        "grouped by",
-        "mechanism",
-        "cells",
-        *(sym[k] for k in keys),
-        "what it means",
-    ]
+    headers = ["query", "grouped by", "mechanism", "cells", *(sym[k] for k in keys),
+               "what it means"]  # fmt: skip
     rows: list[list[Any]] = []
     for q in manifest["queries"]:
         c = q.get("cost") or {}
         by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(total)")
-        rows.append(
-            [
-                esc(q["name"]),
-                esc(by),
-                esc(q["mechanism"]),
-                num(q["cells"]),
-                *(num(c.get(k)) for k in keys),
-                esc(_meaning(c)),
-            ]
-        )
+        rows.append([_user(q["name"]), _user(by), esc(q["mechanism"]), num(q["cells"]),
+                     *(num(c.get(k)) for k in keys), esc(_meaning(c))])  # fmt: skip
     cells = sum(int(q["cells"]) for q in manifest["queries"])
-    rows.append(
-        [
-            "<b>total</b>",
-            "",
-            "",
-            f"<b>{num(cells)}</b>",
-            *(f"<b>{num(tot.get(k))}</b>" for k in keys),
-            f"<b>{esc(_meaning(tot))}</b>",
-        ]
-    )
+    rows.append(["<b>total</b>", "", "", f"<b>{num(cells)}</b>",
+                 *(f"<b>{num(tot.get(k))}</b>" for k in keys),
+                 f"<b>{esc(_meaning_long(tot))}</b>"])  # fmt: skip
     return headers, rows
 
 
+def _label(stat: str, units: Mapping[str, str]) -> str:
+    return f"{stat} ({unit_of(stat, units)})"
+
+
 def _semantics_html(manifest: Mapping[str, Any]) -> str:
+    units = units_of(manifest)
     sem = manifest.get("semantics") or {}
     parts = []
     if sem.get("intervals"):  # GEDP: the structured tables below say it all, once
         mu = sem.get("mu")
         parts.append(
-            f"<p>The whole release is μ-GEDP with μ = {num(mu)} (Webb et al. Def 5.6): "
-            "it hides each establishment's confidential values within its uncertainty "
-            "interval, in the sense of the hypothesis-test bound below.</p>"
+            f"<p>The whole release is μ-GEDP with μ = {num(mu)}: it hides each "
+            "establishment's confidential values within its uncertainty interval, in the "
+            "sense of the hypothesis-test bound below.</p>"
         )
     elif sem.get("statements"):
-        parts.append(bullets(sem["statements"]))
+        parts.append(bullets(plain_text(t, units) for t in sem["statements"]))
     if sem.get("size_protection"):
         rows = [
             [
@@ -138,10 +250,10 @@ def _semantics_html(manifest: Mapping[str, Any]) -> str:
             for r in sem["size_protection"]
         ]
         parts.append(
-            "<p>How well an establishment's size is hidden: telling a size x from a size y "
-            "changes an attacker's odds by at most this Bayes factor (k steps of the factor "
-            "(1+α)).</p>"
-            + table(["sizes", "steps k", "Bayes-factor bound", "as a number"], rows, raw=True)
+            "<p>How well an employer's size is hidden: telling a size x (in jobs) from a "
+            "size y changes an attacker's odds by at most this factor (k steps of the "
+            "factor 1+α).</p>"
+            + table(["sizes", "steps k", "odds-change bound", "as a number"], rows, raw=True)
         )
     ht = sem.get("hypothesis_test")
     if isinstance(ht, Mapping) and ht.get("examples"):
@@ -155,7 +267,7 @@ def _semantics_html(manifest: Mapping[str, Any]) -> str:
             for r in ht["examples"]
         ]
         parts.append(
-            f"<p>Hypothesis tests: {esc(ht['statement'])}.</p>"
+            f"<p>Hypothesis tests: {esc(plain_text(ht['statement'], units))}.</p>"
             + table(["false-positive rate", "largest possible power"], rows, raw=True)
         )
     firms = sem.get("firms")
@@ -165,35 +277,143 @@ def _semantics_html(manifest: Mapping[str, Any]) -> str:
             for r in firms["examples"]
         ]
         parts.append(
-            f"<p>Firms: {esc(firms['statement'])}.</p>"
+            f"<p>Firms: {esc(plain_text(firms['statement'], units))}.</p>"
             + table(
                 ["establishments of the firm", "μ", "power at 5% false positives"], rows, raw=True
             )
         )
     persons = sem.get("persons")
     for t in sem.get("tables") or []:
+        title = plain_text(t["title"], units)
         if t["title"].startswith("Persons") and isinstance(persons, Mapping):
-            parts.append(f"<p>Persons: {esc(persons.get('statement', ''))}.</p>")
-        parts.append(f"<p>{esc(t['title'])}:</p>" + table(t["columns"], t["rows"]))
+            parts.append(f"<p>Persons: {esc(plain_text(persons.get('statement', ''), units))}.</p>")
+        cols = [t["columns"][0], *(_label(c, units) for c in t["columns"][1:])]
+        parts.append(
+            f"<p>{esc(title)} (each attribute in its own unit):</p>" + table(cols, t["rows"])
+        )
     return "".join(parts)
 
 
 # --------------------------------------------------------------------------------------
-# Warnings
+# Warnings, with what the release would spend after the remedy
 # --------------------------------------------------------------------------------------
 
+_NUMBER = r"([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)"
+_EPS_TO = re.compile(r"raise the query's epsilon to " + _NUMBER)
+_DELTA_TO = re.compile(r"set the query's delta to " + _NUMBER + r".*?epsilon >= " + _NUMBER)
+_MU_TO = re.compile(r"raise mu for (\S+) to " + _NUMBER)
+_MU_BY = re.compile(r"raise mu for (\S+) here and in query '([^']+)'.*?by a factor of " + _NUMBER)
 
-def warnings_html(warnings: Sequence[Mapping[str, Any]]) -> str:
-    """Every warning of a manifest, each with its remedy."""
+
+def _spec_query(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    for q in (manifest.get("spec") or {}).get("query") or []:
+        if isinstance(q, Mapping) and q.get("name") == name:
+            return q
+    return {}
+
+
+def _query(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    return next((q for q in manifest["queries"] if q["name"] == name), {})
+
+
+def after_remedy(w: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict[str, float] | None:
+    """The release's total cost if only warning ``w``'s remedy were applied (None: unknown).
+
+    ε and δ of ER-EE queries add (sequential composition): the query's cost scales with
+    its ε (δ); μ of GEDP measurements combine as √(Σ μ²), over the manifest's list of
+    (query, attribute, μ) measurements.
+    """
+    tot = manifest["privacy"]["total"]
+    remedy = str(w.get("remedy") or "")
+    q = _query(manifest, str(w.get("query")))
+    cost = q.get("cost") or {}
+    spec = _spec_query(manifest, str(w.get("query")))
+
+    def scaled(key: str, new: float) -> float | None:
+        now, given = cost.get(key), spec.get(key)
+        if now is None or tot.get(key) is None:
+            return None
+        new_cost = (
+            float(now) * new / float(given) if isinstance(given, int | float) and given else new
+        )
+        return float(tot[key]) - float(now) + new_cost
+
+    if (m := _DELTA_TO.search(remedy)) is not None:
+        delta = scaled("delta", float(m.group(1)))
+        given = spec.get("epsilon")
+        eps_new = max(float(m.group(2)), float(given) if isinstance(given, int | float) else 0.0)
+        eps = scaled("epsilon", eps_new)
+        return None if eps is None or delta is None else {"epsilon": eps, "delta": delta}
+    if (m := _EPS_TO.search(remedy)) is not None:
+        eps = scaled("epsilon", float(m.group(1)))
+        out = {"epsilon": eps} if eps is not None else None
+        if out is not None and tot.get("delta") is not None:
+            out["delta"] = float(tot["delta"])
+        return out
+    meas = (manifest.get("privacy") or {}).get("measurements") or []
+    mu_of = {(r.get("query"), r.get("attribute")): float(r.get("mu") or 0.0) for r in meas}
+    if tot.get("mu") is None or not mu_of:
+        return None
+    sq = float(tot["mu"]) ** 2
+    if (m := _MU_BY.search(remedy)) is not None:
+        attr, other, factor = m.group(1), m.group(2), float(m.group(3))
+        parts = {(q.get("name"), attr), (other, attr)}
+        if not all(p in mu_of for p in parts):
+            return None
+        return {"mu": math.sqrt(sq + (factor**2 - 1) * sum(mu_of[p] ** 2 for p in parts))}
+    if (m := _MU_TO.search(remedy)) is not None:
+        key = (q.get("name"), m.group(1))
+        if key not in mu_of:
+            return None
+        return {"mu": math.sqrt(max(sq - mu_of[key] ** 2 + float(m.group(2)) ** 2, 0.0))}
+    return None
+
+
+def _available(manifest: Mapping[str, Any]) -> dict[str, float]:
+    """What the lifetime budget allowed this release (budget less what was spent before)."""
+    lb = (manifest.get("ledger") or {}).get("lifetime_budget") or {}
+    budget, before = lb.get("budget") or {}, lb.get("spent_before") or {}
+    out = {}
+    for k, b in budget.items():
+        if b is None:
+            continue
+        s = float(before.get(k) or 0.0)
+        out[k] = math.sqrt(max(b * b - s * s, 0.0)) if k == "mu" else max(float(b) - s, 0.0)
+    return out
+
+
+def _after_words(after: Mapping[str, float], manifest: Mapping[str, Any]) -> str:
+    tot = manifest["privacy"]["total"]
+    sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
+    said = ", ".join(f"{sym[k]} = {num(v)}" for k, v in after.items())
+    now = ", ".join(f"{sym[k]} = {num(tot.get(k))}" for k in after)
+    s = f"With this change alone the release would spend {said} in total (now {now}): "
+    s += _meaning_long(after)
+    avail = _available(manifest)
+    over = [sym[k] for k, v in after.items() if k in avail and v > avail[k] * (1 + 1e-12)]
+    if over:
+        s += f" — more {' and '.join(over)} than the dataset's lifetime budget had left"
+    return s + "."
+
+
+def warnings_html(
+    warnings: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any] | None = None
+) -> str:
+    """Every warning of a manifest, each with its remedy (and, with the manifest, its cost)."""
     if not warnings:
         return '<p class="ok">No warnings.</p>'
+    units = units_of(manifest) if manifest is not None else {}
     out = []
     for w in warnings:
-        where = f"query <b>{esc(w['query'])}</b>: " if w.get("query") else ""
+        where = f"query <b>{_user(w['query'])}</b>: " if w.get("query") else ""
+        after = after_remedy(w, manifest) if manifest is not None else None
+        cost = f'<div class="after">{esc(_after_words(after, manifest))}</div>' if (
+            after and manifest is not None) else ""  # fmt: skip
         out.append(
             f'<div class="warn"><b>Warning</b> <code>{esc(w.get("code", ""))}</code> — {where}'
-            f"{esc(w['message'])}"
-            f'<div class="remedy"><b>What to change:</b> {esc(w.get("remedy") or "—")}</div></div>'
+            f"{esc(plain_text(w['message'], units))}"
+            f'<div class="remedy"><b>What to change:</b> '
+            f"{esc(plain_text(w.get('remedy') or '—', units))}</div>{cost}</div>"
         )
     return "".join(out)
 
@@ -218,88 +438,97 @@ def _q(v: np.ndarray, p: float) -> float | None:
     return float(np.quantile(v, p)) if v.size else None
 
 
-def uncertainty_summary(frame: pl.DataFrame) -> tuple[list[str], list[list[Any]]]:
-    """Per statistic: cells, cells with a published std / CI, and their quantiles.
+def _half_widths(frame: pl.DataFrame, s: str) -> tuple[np.ndarray, np.ndarray]:
+    """The published estimate and the half-width of its 95% CI (NaN where none)."""
+    est = _floats(frame, s)
+    return est, (_floats(frame, f"{s}_ci_high") - _floats(frame, f"{s}_ci_low")) / 2
+
+
+def _relative(est: np.ndarray, half: np.ndarray) -> np.ndarray:
+    pos = np.isfinite(half) & (est > 0)
+    return np.where(pos, half / np.where(pos, est, 1.0), np.nan)
+
+
+def uncertainty_summary(
+    frame: pl.DataFrame, units: Mapping[str, str] | None = None
+) -> tuple[list[str], list[list[Any]]]:
+    """Per statistic: its unit, cells, cells with a published std / CI, and their quantiles.
 
     Everything is computed from published columns: the estimate, its std and CI.
     The relative CI half-width is half the CI's width over the published estimate
     (cells whose estimate is positive).
     """
-    headers = [
-        "statistic",
-        "cells",
-        "with std",
-        "median std",
-        "with CI",
-        "median CI half-width",
-        "90th pct. CI half-width",
-        "median relative half-width",
-        "published total",
-    ]
+    headers = ["statistic", "unit", "cells", "with std", "median std", "with CI",
+               "median CI half-width", "90th pct. CI half-width",
+               "median relative half-width", f"cells within ±{GOOD_RELATIVE:.0%}",
+               "published total"]  # fmt: skip
     rows: list[list[Any]] = []
     for s in statistics_of(frame):
-        est, std = _floats(frame, s), _floats(frame, f"{s}_std")
-        half = (_floats(frame, f"{s}_ci_high") - _floats(frame, f"{s}_ci_low")) / 2
-        pos = np.isfinite(half) & (est > 0)
-        rel = np.where(pos, half / np.where(pos, est, 1.0), np.nan)
-        rows.append(
-            [
-                s,
-                frame.height,
-                int(np.isfinite(std).sum()),
-                _q(std, 0.5),
-                int(np.isfinite(half).sum()),
-                _q(half, 0.5),
-                _q(half, 0.9),
-                None if not pos.any() else f"{_q(rel, 0.5):.1%}",
-                float(np.nansum(est)),
-            ]
-        )
+        est, half = _half_widths(frame, s)
+        std = _floats(frame, f"{s}_std")
+        rel = _relative(est, half)
+        has = np.isfinite(half)
+        rows.append([
+            s, unit_of(s, units or {}), frame.height, int(np.isfinite(std).sum()),
+            _q(std, 0.5), int(has.sum()), _q(half, 0.5), _q(half, 0.9),
+            None if not np.isfinite(rel).any() else f"{_q(rel, 0.5):.1%}",
+            None if not has.any() else f"{np.mean(rel[has] <= GOOD_RELATIVE):.0%}",
+            float(np.nansum(est)),
+        ])  # fmt: skip
     return headers, rows
 
 
-def uncertainty_charts(name: str, frame: pl.DataFrame) -> str:
+def _axis_unit(unit: str) -> str:
+    return "unit not stated" if unit == UNKNOWN else unit
+
+
+def uncertainty_charts(
+    name: str, frame: pl.DataFrame, units: Mapping[str, str] | None = None
+) -> str:
     """Charts of a table's published uncertainty (empty when nothing is published).
 
-    Left: the distribution of the 95% CI half-width over cells; right: the relative CI
-    half-width against the published value (both axes logarithmic).
+    One pair of charts per unit (persons and dollars never share an axis). Left: the
+    distribution of the 95% CI half-width over cells; right: the relative CI half-width
+    against the published value (both axes logarithmic).
     """
-    stats = statistics_of(frame)
     if frame.height < MIN_CHART_CELLS:
         return ""
-    halves: dict[str, np.ndarray] = {}
-    rels: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for s in stats:
-        est = _floats(frame, s)
-        half = (_floats(frame, f"{s}_ci_high") - _floats(frame, f"{s}_ci_low")) / 2
-        if not np.isfinite(half).any():
+    groups: dict[str, list[str]] = {}
+    for s in statistics_of(frame):
+        groups.setdefault(unit_of(s, units or {}), []).append(s)
+    out = []
+    for unit, stats in groups.items():
+        halves: dict[str, np.ndarray] = {}
+        rels: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for s in stats:
+            est, half = _half_widths(frame, s)
+            if not np.isfinite(half).any():
+                continue
+            halves[s] = half
+            ok = np.isfinite(half) & (est >= 1)
+            rels[s] = (est[ok], half[ok] / est[ok])
+        if not halves:
             continue
-        halves[s] = half
-        ok = np.isfinite(half) & (est >= 1)
-        rels[s] = (est[ok], half[ok] / est[ok])
-    if not halves:
-        return ""
-    n = max((len(x) for x, _ in rels.values()), default=0)
-    thin = f" Scatter: 1,500 of {n:,} cells, evenly spaced by value." if n > 1500 else ""
-    return charts(
-        svg_histogram(
-            dict(halves),
-            xlabel="95% CI half-width (log scale)",
-            title=f"{name}: CI half-width by cell",
-        ),
-        svg_scatter(
-            dict(rels),
-            xlabel="published value (log scale)",
-            ylabel="CI half-width / value",
-            title=f"{name}: relative uncertainty vs value",
-        ),
-        caption=(
-            "Published values only. Left: how many cells have a 95% confidence "
-            "interval of each half-width. Right: the half-width relative to the "
-            "published value (cells with a value of at least 1); small cells are "
-            "relatively the most uncertain." + thin
-        ),
-    )
+        n = max((len(x) for x, _ in rels.values()), default=0)
+        thin = f" Scatter: 1,500 of {n:,} cells, evenly spaced by value." if n > 1500 else ""
+        u = _axis_unit(unit)
+        what = ", ".join(stats)
+        out.append(
+            charts(
+                svg_histogram(dict(halves), xlabel=f"95% CI half-width, {u} (log scale)",
+                              title=f"{name} ({u}): CI half-width"),
+                svg_scatter(dict(rels), xlabel=f"published value, {u} (log scale)",
+                            ylabel="CI half-width / value",
+                            title=f"{name} ({u}): relative uncertainty"),
+                caption=(
+                    f"{what}, in {u}; published values only. Left: how many cells have a "
+                    "95% confidence interval of each half-width. Right: the half-width "
+                    "relative to the published value (cells with a value of at least 1); "
+                    "small cells are relatively the most uncertain." + thin
+                ),
+            )
+        )  # fmt: skip
+    return "".join(out)
 
 
 def preview(frame: pl.DataFrame, rows: int = PREVIEW_ROWS) -> str:
@@ -312,6 +541,14 @@ def preview(frame: pl.DataFrame, rows: int = PREVIEW_ROWS) -> str:
     ]
     head = frame.select(order).head(rows)
     return table(order, [list(r) for r in head.iter_rows()], left=keys, digits=5)
+
+
+def _units_line(stats: Sequence[str], units: Mapping[str, str]) -> str:
+    by: dict[str, list[str]] = {}
+    for s in stats:
+        by.setdefault(unit_of(s, units), []).append(s)
+    said = "; ".join(f"{', '.join(v)} (and their std and CI) in {k}" for k, v in by.items())
+    return f'<p class="muted">Units: {esc(said)}.</p>' if said else ""
 
 
 def _rows_heading(n: int) -> str:
@@ -332,48 +569,56 @@ class Footnotes:
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.clamped = False
+        #: the families of the releases on the page (for the glossary)
+        self.families: set[str] = set()
 
     def ref(self, text: str) -> str:
         """The footnote marker of ``text`` (added on first use)."""
+        text = plain_text(text)
         if text not in self.texts:
             self.texts.append(text)
         i = self.texts.index(text) + 1
         return f'<a href="#method-{i}">[{i}]</a>'
 
     def html(self) -> str:
-        """The numbered explanations."""
-        if not self.texts:
-            return ""
-        items = "".join(f'<li id="method-{i + 1}">{esc(t)}</li>' for i, t in enumerate(self.texts))
-        clamp = (
-            f"<p>Wherever a confidence interval is published: {esc(CLAMP_NOTE)}.</p>"
-            if self.clamped
-            else ""
-        )
-        return (
-            '<h2 id="how-uncertainty">How each standard error and interval was obtained</h2>'
-            f"<ol>{items}</ol>{clamp}"
-        )
+        """The numbered explanations, then the glossary and the sources."""
+        parts = []
+        if self.texts:
+            items = "".join(
+                f'<li id="method-{i + 1}">{esc(t)}</li>' for i, t in enumerate(self.texts)
+            )
+            clamp = (
+                f"<p>Wherever a confidence interval is published: {esc(CLAMP_NOTE)}.</p>"
+                if self.clamped
+                else ""
+            )
+            parts.append(
+                '<h2 id="how-uncertainty">How each standard error and interval was obtained</h2>'
+                f"<ol>{items}</ol>{clamp}"
+            )
+        parts.append(glossary_html(self.families))
+        return "".join(parts)
 
 
 def _table_section(
-    q: Mapping[str, Any], frame: pl.DataFrame | None, notes: Footnotes, prefix: str
+    q: Mapping[str, Any],
+    frame: pl.DataFrame | None,
+    notes: Footnotes,
+    prefix: str,
+    units: Mapping[str, str],
 ) -> str:
     name = q["name"]
-    parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {esc(name)}</h3>']
+    parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {_user(name)}</h3>']
     by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(one total cell)")
     cells = "1 cell" if q["cells"] == 1 else f"{num(q['cells'])} cells"
     parts.append(
-        f"<p>{cells} grouped by <b>{esc(by)}</b>, mechanism "
-        f"<code>{esc(q['mechanism'])}</code>, file <code>{esc(q['file'])}</code>.</p>"
+        f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
+        f"<code>{esc(q['mechanism'])}</code>, file <code>{_user(q['file'])}</code>.</p>"
     )
-    methods = []
+    grouped: dict[str, list[str]] = {}
     for stat, how in (q.get("uncertainty") or {}).items():
         text, clamped = _split_method(how)
         notes.clamped |= clamped
-        methods.append((stat, text))
-    grouped: dict[str, list[str]] = {}
-    for stat, text in methods:
         grouped.setdefault(text, []).append(stat)
     if grouped:
         parts.append(
@@ -384,23 +629,195 @@ def _table_section(
             + ".</p>"
         )
     if q.get("notes"):
-        parts.append('<p class="muted">Notes: ' + esc("; ".join(q["notes"])) + ".</p>")
+        said = "; ".join(plain_text(n, units) for n in q["notes"])
+        parts.append(f'<p class="muted">Notes: {esc(said)}.</p>')
     if frame is None:
         return "".join(parts)
-    headers, rows = uncertainty_summary(frame)
-    if rows and all(r[2] == 0 and r[4] == 0 for r in rows):
-        totals = ", ".join(f"{r[0]} {num(r[-1])}" for r in rows)
+    headers, rows = uncertainty_summary(frame, units)
+    if rows and all(r[3] == 0 and r[5] == 0 for r in rows):
+        totals = ", ".join(amount(r[-1], r[1], plain=f"{r[0]} {num(r[-1])}") for r in rows)
         parts.append(
             '<p class="muted">No standard error or confidence interval is published '
             "for this table (see the method above), so there is no uncertainty to "
             f"summarise or chart. Published total: {esc(totals)}.</p>"
         )
     elif rows:
-        parts.append(table(headers, rows))
-        parts.append(uncertainty_charts(name, frame))
+        parts.append(table(headers, rows, left=2))
+        parts.append(uncertainty_charts(name, frame, units))
     parts.append(f"<h4>{_rows_heading(frame.height)}</h4>")
+    parts.append(_units_line(statistics_of(frame), units))
     parts.append(preview(frame))
     return "".join(parts)
+
+
+# --------------------------------------------------------------------------------------
+# The summary at the top
+# --------------------------------------------------------------------------------------
+
+_DEFINITIONS = {
+    "gedp": "μ-Gaussian Establishment Differential Privacy (μ-GEDP)",
+    "eree": "strong ER-EE privacy (employer–employee privacy)",
+    "eree-weak": "weak ER-EE privacy (employer–employee privacy)",
+    "blowfish": "Blowfish privacy (a policy-graph variant of ER-EE)",
+    "edge-dp": "edge differential privacy (protects each job)",
+    "node-dp": "node differential privacy (protects each employer with all its jobs)",
+    "none": "none: input noise infusion, no formal privacy guarantee",
+}
+
+
+def _definition_words(priv: Mapping[str, Any]) -> str:
+    d = str(priv.get("definition"))
+    return plain_text(priv.get("guarantee") or _DEFINITIONS.get(d, d))
+
+
+def _budget_words(manifest: Mapping[str, Any]) -> str:
+    led = manifest.get("ledger")
+    if not led:
+        return (
+            "Not charged to a budget ledger: no lifetime budget counts this release, so "
+            "nothing here shows what earlier releases of these data spent."
+        )
+    lb = led.get("lifetime_budget") or {}
+    if not lb:
+        return f"Charged to the budget ledger (dataset {_user(led.get('dataset'))})."
+    sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
+    parts = []
+    for k in ("epsilon", "delta", "mu"):
+        if (lb.get("budget") or {}).get(k) is None:
+            continue
+
+        def v(stage: str, key: str = k) -> str:
+            return num((lb.get(stage) or {}).get(key))
+
+        parts.append(f"{sym[k]}: lifetime budget {v('budget')}, spent before {v('spent_before')}, "
+                     f"this release {v('this_release')}, remaining {v('remaining')}")  # fmt: skip
+    ds = lb.get("dataset") or led.get("dataset")
+    return (
+        f"Charged to the budget ledger of dataset {_user(ds)}, whose releases share one "
+        f"lifetime budget — {esc('; '.join(parts))}."
+    )
+
+
+def _accuracy_words(
+    manifest: Mapping[str, Any], frames: Mapping[str, pl.DataFrame], units: Mapping[str, str]
+) -> list[str]:
+    """Per statistic, over every table: how wide the published 95% intervals are."""
+    halves: dict[str, list[np.ndarray]] = {}
+    rels: dict[str, list[np.ndarray]] = {}
+    with_ci: dict[str, list[str]] = {}
+    without: dict[str, list[str]] = {}
+    for q in manifest["queries"]:
+        frame = frames.get(q["name"])
+        if frame is None:
+            continue
+        for s in statistics_of(frame):
+            est, half = _half_widths(frame, s)
+            if np.isfinite(half).any():
+                halves.setdefault(s, []).append(half[np.isfinite(half)])
+                rels.setdefault(s, []).append(_relative(est, half)[np.isfinite(half)])
+                with_ci.setdefault(s, []).append(q["name"])
+            else:
+                without.setdefault(s, []).append(q["name"])
+    out = []
+    for s in dict.fromkeys([*with_ci, *without]):
+        unit = unit_of(s, units)
+        text = f"<b>{_user(s)}</b> ({esc(unit)}): "
+        if s in with_ci:
+            h, r = np.concatenate(halves[s]), np.concatenate(rels[s])
+            n = len(with_ci[s])
+            good = float(np.mean(r <= GOOD_RELATIVE))
+            med = _q(h, 0.5)
+            rel = _q(r, 0.5)
+            rel_words = (
+                f" ({rel:.0%} of the value)" if rel is not None and math.isfinite(rel) else ""
+            )
+            text += (
+                f"in {n} table{'s' if n != 1 else ''} with a published 95% interval, the median "
+                f"cell is ±{esc(amount(med, unit, plain=num(med, 3)))}{rel_words}; {good:.0%} of "
+                f"{num(h.size)} cells are within ±{GOOD_RELATIVE:.0%} of their value."
+            )
+        if s in without:
+            names = ", ".join(_user(n) for n in without[s])
+            text += (
+                f" Table{'s' if len(without[s]) != 1 else ''} {names} publish no interval "
+                "(how much noise they carry depends on confidential values), so their "
+                "accuracy cannot be stated; see the warnings."
+            )
+        out.append(text.strip())
+    return out
+
+
+def summary_html(
+    manifest: Mapping[str, Any],
+    frames: Mapping[str, pl.DataFrame],
+    *,
+    heading: str = "h2",
+    prefix: str = "",
+) -> str:
+    """The plain-language summary: what was protected, what it spent, how accurate."""
+    units = units_of(manifest)
+    priv = manifest["privacy"]
+    tot = priv["total"]
+    queries = manifest["queries"]
+    cells = sum(int(q["cells"]) for q in queries)
+    stats = list(dict.fromkeys(s for f in frames.values() for s in statistics_of(f)))
+    said = ", ".join(f"{_user(s)} ({esc(unit_of(s, units))})" for s in stats) or "—"
+    name = _user(manifest["dataset"]["name"])
+    tables = f"{len(queries)} table{'s' if len(queries) != 1 else ''} ({num(cells)} cells)"
+    if _is_gedp(manifest):
+        micro = " and synthetic establishment microdata" if manifest.get("microdata") else ""
+        what = (
+            f"Sums of {said} over establishments of dataset {name}: {tables}{micro}. Each "
+            "establishment's confidential values are hidden within an uncertainty interval "
+            "around them; its existence and public attributes (place, industry, ownership) "
+            "are public."
+        )
+        spent = f"μ = {num(tot['mu'])} in total: {esc(_meaning_long(tot))}."
+    else:
+        alpha = priv.get("alpha")
+        size = (
+            f" and each employer's size within a factor 1+α = {num(1 + float(alpha))}"
+            if alpha is not None
+            else ""
+        )
+        what = (
+            f"Job counts (in jobs) of dataset {name}: {tables}. Each worker's presence, "
+            f"absence and attributes{size} are protected; that an employer exists, and its "
+            "place and industry, are public."
+        )
+        keys = [(k, s) for k, s in (("epsilon", "ε"), ("delta", "δ")) if tot.get(k) is not None]
+        spent = (
+            ", ".join(f"{s} = {num(tot[k])}" for k, s in keys) + " in total: "
+            + esc(_meaning_long(tot)) + "."
+        ) if keys else "no formal privacy guarantee."  # fmt: skip
+    n = len(manifest.get("warnings") or [])
+    warn = (
+        f'<a href="#{prefix}warnings">{n} warning{"s" if n != 1 else ""}</a>, each with what '
+        "to change and what the change would spend."
+        if n
+        else "No warnings."
+    )
+    items = [
+        f"<b>Protected:</b> {what} Definition: {esc(_definition_words(priv))}.",
+        f"<b>Privacy spent:</b> {spent} {_budget_words(manifest)}",
+        "<b>Accuracy:</b> " + (" ".join(_accuracy_words(manifest, frames, units)) or "—"),
+        f"<b>Warnings:</b> {warn}",
+    ]
+    if (manifest.get("random") or {}).get("mode") == "seeded":
+        items.append("<b>NOT FOR PUBLICATION:</b> seeded randomness (see the banner).")
+    unknown = [s for s in stats if unit_of(s, units) == UNKNOWN]
+    if unknown:
+        items.append(
+            f"<b>Units:</b> the unit of {esc(', '.join(unknown))} is not stated; give it in "
+            "the spec's [data].units so that this report can show it."
+        )
+    hid = f' id="{prefix}summary"'
+    return (
+        f"<{heading}{hid}>In brief</{heading}>"
+        f'<div class="info summary">{bullets(items, raw=True)}'
+        f'<p class="muted">Symbols are explained under <a href="#glossary">Terms used on '
+        "this page</a>.</p></div>"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -417,9 +834,34 @@ def _random_words(rnd: Mapping[str, Any]) -> str:
     }.get(str(mode), str(mode))
     s += (
         "; float-safe: every noisy value is the exact mechanism's output rounded to a public "
-        "grid (the grids are listed with each query's parameters)"
+        "grid (the grids are listed with each query's parameters in the manifest)"
     )
     return esc(s)
+
+
+def _privacy_words(manifest: Mapping[str, Any]) -> str:
+    tot = manifest["privacy"]["total"]
+    if tot.get("mu") is not None:
+        mu = float(tot["mu"])
+        odds = esc(_bayes(epsilon_of_mu(mu)))
+        return (
+            "<p>What it means: μ bounds the power of any test that tries to tell whether an "
+            "establishment's confidential values are x or a value inside x's uncertainty "
+            f"interval: at a {FPR:.0%} false-positive rate, its power is at most "
+            f"{power_of_mu(mu):.1%}. On the odds scale of ε used by job-count releases, the "
+            f"same guarantee means an attacker's odds change by at most {odds} "
+            f"(ε = {num(epsilon_of_mu(mu))}), except with probability {num(ODDS_DELTA)}.</p>"
+        )
+    if tot.get("epsilon") is not None:
+        eps, delta = float(tot["epsilon"]), float(tot.get("delta") or 0.0)
+        return (
+            "<p>What it means: the largest factor by which anything published can change "
+            "an attacker's odds about one worker is e^ε; with δ &gt; 0 the bound may fail "
+            "with probability δ. On the test scale of μ used by establishment releases: a "
+            f"test that raises false alarms {FPR:.0%} of the time has power at most "
+            f"{power_of_epsilon(eps, delta):.1%}.</p>"
+        )
+    return ""
 
 
 def release_section(
@@ -430,6 +872,7 @@ def release_section(
     notes: Footnotes | None = None,
     prefix: str = "",
     title: str | None = None,
+    summary: bool = True,
 ) -> str:
     """The HTML of one release (several may share a page and its footnotes).
 
@@ -440,106 +883,105 @@ def release_section(
         notes: the page's footnotes (explanations said once per page).
         prefix: a prefix of the anchors (several releases on one page).
         title: the section's heading (default: "Release NAME").
+        summary: start with the plain-language summary.
     """
     notes = notes if notes is not None else Footnotes()
+    notes.families.add("gedp" if _is_gedp(manifest) else "eree")
+    units = units_of(manifest)
     ds = manifest["dataset"]
     priv = manifest["privacy"]
-    parts = [f'<h2 id="{prefix}release">{esc(title or "Release " + ds["name"])}</h2>']
-    rnd = manifest.get("random") or {}
-    if rnd.get("mode") == "seeded":
-        parts.append(
-            f'<div class="banner">NOT FOR PUBLICATION — seeded randomness (seed '
-            f"{esc(rnd.get('seed'))}): anyone who knows the seed can remove the "
-            "noise. For experiments only.</div>"
-        )
+    head = (
+        f'<h2 id="{prefix}release">{esc(title) if title else "Release " + _user(ds["name"])}</h2>'
+    )
+    parts = [head, _banner(manifest)]
+    if summary:
+        parts.append(summary_html(manifest, tables, heading="h3", prefix=prefix))
+    parts.append(f'<h3 id="{prefix}about">About this release</h3>')
     cells = sum(int(q["cells"]) for q in manifest["queries"])
     facts = [
-        ("dataset", esc(ds["name"])),
-        ("input files", esc(", ".join(ds.get("files", [])) or "—")),
+        ("dataset", _user(ds["name"])),
+        ("input files", _user(", ".join(ds.get("files", [])) or "—")),
         (
             "fingerprint (keyed)",
             f"<code>{esc(ds['fingerprint'])}</code> "
-            '<span class="muted">(HMAC under the ledger\'s secret key: it identifies the '
-            "data only to whoever holds the key)</span>"
+            '<span class="muted">(a keyed hash under the ledger\'s secret key: it '
+            "identifies the data only to whoever holds the key)</span>"
             if ds.get("fingerprint")
-            else f'none <span class="muted">({esc(ds.get("fingerprint_note", ""))})</span>',
+            else 'none <span class="muted">('
+            + esc(plain_text(ds.get("fingerprint_note", "")))
+            + ")</span>",
         ),
-        ("privacy definition", esc(priv.get("guarantee") or priv["definition"])),
+        ("privacy definition", esc(_definition_words(priv))),
     ]
     if priv.get("alpha") is not None:
-        facts.append(("α (establishment-size protection)", num(priv["alpha"])))
+        facts.append(("α (employer-size protection)", num(priv["alpha"])))
     if priv.get("neighbor"):
-        facts.append(("neighbor function ψ", esc(priv["neighbor"])))
+        facts.append(("ψ (scale of nearby values)", esc(priv["neighbor"])))
     if priv.get("distance"):
-        facts.append(
-            (
-                "distance γ per attribute",
-                esc(", ".join(f"{k} = {num(v)}" for k, v in priv["distance"].items())),
-            )
-        )
+        facts.append((
+            "γ per attribute (in ψ of its unit)",
+            esc(", ".join(f"{k} = {num(v)} (√ of {unit_of(k, units)})"
+                          if priv.get("neighbor") == "sqrt" else f"{k} = {num(v)}"
+                          for k, v in priv["distance"].items())),
+        ))  # fmt: skip
+    rnd = manifest.get("random") or {}
     facts += [
         ("queries / published cells", f"{len(manifest['queries'])} / {num(cells)}"),
         ("randomness", _random_words(rnd)),
-        (
-            "created",
-            esc(f"{manifest.get('created', '—')} by eree {manifest.get('eree_version', '')}"),
-        ),
-    ]
+        ("created",
+         esc(f"{manifest.get('created', '—')} by eree {manifest.get('eree_version', '')}")),
+    ]  # fmt: skip
     led = manifest.get("ledger")
     if led:
-        facts.append(
-            (
-                "budget ledger",
-                esc(
-                    f"row {led.get('id')}, dataset {led.get('dataset')!r}, "
-                    f"version {led.get('version')}"
-                ),
-            )
-        )
+        where = f"dataset {led.get('dataset')!r}, release {led.get('id')}"
+        facts.append(("budget ledger", esc(f"{where}, version {led.get('version')}")))
     parts.append(definitions(facts))
 
     warns = list(manifest.get("warnings") or [])
-    parts.append(f'<h3 id="{prefix}warnings">Warnings ({len(warns)})</h3>' + warnings_html(warns))
+    parts.append(
+        f'<h3 id="{prefix}warnings">Warnings ({len(warns)})</h3>' + warnings_html(warns, manifest)
+    )
     if led and led.get("notes"):
-        parts.append(bullets(f"ledger: {n}" for n in led["notes"]))
+        parts.append(bullets(f"ledger: {plain_text(n)}" for n in led["notes"]))
+
+    headers, rows = _cost_rows(manifest)
+    parts.append(f'<h3 id="{prefix}privacy">Privacy spent</h3>' + _privacy_words(manifest))
+    parts.append(table(headers, rows, left=3, raw=True, wrap=[len(headers) - 1], full=True))
+    if priv.get("notes"):
+        parts.append(bullets(plain_text(n, units) for n in priv["notes"]))
     if led and led.get("lifetime_budget"):
         lb = led["lifetime_budget"]
         parts.append(_lifetime_budget_html(lb, str(lb.get("dataset") or led.get("dataset"))))
-
-    headers, rows = _cost_rows(manifest)
-    parts.append(f'<h3 id="{prefix}privacy">Privacy spent</h3>')
-    if priv["total"].get("mu") is not None:
-        parts.append(
-            "<p>What it means: the most power any test has to tell whether an "
-            "establishment's confidential values are x or a value inside x's "
-            f"uncertainty interval, at a {FPR:.0%} false-positive rate (μ-GEDP).</p>"
-        )
-    elif priv["total"].get("epsilon") is not None:
-        parts.append(
-            "<p>What it means: the largest factor by which anything published can "
-            "change an attacker's odds about one worker (a Bayes-factor bound "
-            "e^ε); with δ &gt; 0 the bound may fail with probability δ.</p>"
-        )
-    parts.append(table(headers, rows, left=3, raw=True, wrap=[len(headers) - 1], full=True))
-    if priv.get("notes"):
-        parts.append(bullets(priv["notes"]))
     parts.append(f'<h3 id="{prefix}meaning">What this means</h3>' + _semantics_html(manifest))
 
     for key in ("postprocess", "microdata"):
         entry = manifest.get(key)
         if isinstance(entry, Mapping) and entry:
             parts.append(f"<h3>{'Post-processing' if key == 'postprocess' else 'Microdata'}</h3>")
-            parts.append(_entry_html(entry))
+            parts.append(_entry_html(key, entry))
     parts.append(f'<h3 id="{prefix}tables">Published tables</h3>')
     for q in manifest["queries"]:
-        parts.append(_table_section(q, tables.get(q["name"]), notes, prefix))
+        parts.append(_table_section(q, tables.get(q["name"]), notes, prefix, units))
     for rel, frame in (extra or {}).items():
         parts.append(
-            f"<h3>{esc(rel)}</h3><p>{num(frame.height)} rows, columns "
-            f"{esc(', '.join(frame.columns))}.</p>"
+            f"<h3>{_user(rel)}</h3><p>{num(frame.height)} rows, columns "
+            f"{_user(', '.join(frame.columns))}.</p>"
         )
-        parts.append(f"<h4>{_rows_heading(frame.height)}</h4>" + preview(frame))
+        stats = [c for c in frame.columns if c in (units or {}) or unit_of(c, units) != UNKNOWN]
+        parts.append(f"<h4>{_rows_heading(frame.height)}</h4>" + _units_line(stats, units))
+        parts.append(preview(frame))
     return "".join(parts)
+
+
+def _banner(manifest: Mapping[str, Any]) -> str:
+    rnd = manifest.get("random") or {}
+    if rnd.get("mode") != "seeded":
+        return ""
+    return (
+        f'<div class="banner">NOT FOR PUBLICATION — seeded randomness (seed '
+        f"{esc(rnd.get('seed'))}): anyone who knows the seed can remove the "
+        "noise. For experiments only.</div>"
+    )
 
 
 _BUDGET_WORDS = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
@@ -558,7 +1000,7 @@ def _lifetime_budget_html(lb: Mapping[str, Any], dataset: str) -> str:
     headers = ["", "lifetime budget", "spent before", "this release", "spent after",
                "remaining"]  # fmt: skip
     words = (
-        f"<p>Every release of dataset {esc(dataset)} draws on one lifetime budget held in "
+        f"<p>Every release of dataset {_user(dataset)} draws on one lifetime budget held in "
         "the ledger. Spent amounts are rounded up and what remains is rounded down; "
         "“remaining” is the largest cost one more release could have (for μ, whose releases "
         "add as √(μ₁² + μ₂² + …), it is √(budget² − spent²)).</p>"
@@ -566,98 +1008,54 @@ def _lifetime_budget_html(lb: Mapping[str, Any], dataset: str) -> str:
     return "<h3>Lifetime budget</h3>" + words + table(headers, rows, left=1, digits=6)
 
 
-def _is_scalar(v: Any) -> bool:
-    if isinstance(v, list | tuple):
-        return all(not isinstance(x, Mapping | list | tuple) for x in v)
-    return not isinstance(v, Mapping)
+def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
+    """A post-processing or microdata manifest entry, in words.
 
-
-def _records_table(records: Sequence[Mapping[str, Any]], lead: Sequence[Any] = ()) -> str:
-    keys = list(dict.fromkeys(k for r in records for k in r if _is_scalar(r[k])))
-    rows = [
-        [
-            *lead,
-            *(
-                r.get(k) if isinstance(r.get(k), int | float) else _short(r.get(k, ""))
-                for k in keys
-            ),
-        ]
-        for r in records
-    ]
-    return table(keys, rows, wrap=[i for i, k in enumerate(keys) if k in _LONG_TEXT])
-
-
-#: manifest fields whose text is long enough to wrap in a table
-_LONG_TEXT = ("variance", "method", "note", "notes")
-
-
-def _entry_html(entry: Mapping[str, Any]) -> str:
-    """A post-processing or microdata manifest entry: facts, then its nested records.
-
-    Per-attribute entries (``attributes``: attribute → solver facts and the measurements
-    used) become one row per attribute; the measurements' variance kinds, the same for
-    every attribute, are listed once.
+    The method's formula, the solver, its iterations, residuals and optimality checks stay
+    in the manifest; the page says what was built, from what, and whether the fit
+    succeeded.
     """
-    parts = [definitions((k, esc(_short(v))) for k, v in entry.items() if _is_scalar(v))]
-    for key, v in entry.items():
-        if _is_scalar(v):
-            continue
-        if isinstance(v, Mapping) and all(isinstance(x, Mapping) for x in v.values()):
-            facts = [
-                k
-                for k in dict.fromkeys(k for x in v.values() for k in x)
-                if all(_is_scalar(x.get(k)) for x in v.values())
-            ]
-            rows = []
-            for name, x in v.items():
-                used = "; ".join(
-                    f"{m.get('query')} {num(m.get('cells_used'))}/{num(m.get('cells'))}"
-                    for m in x.get("measurements", [])
-                )
-                rows.append(
-                    [
-                        name,
-                        *(
-                            x.get(k)
-                            if isinstance(x.get(k), int | float) and not isinstance(x.get(k), bool)
-                            else _short(x.get(k))
-                            for k in facts
-                        ),
-                        used,
-                    ]
-                )
-            heads = [key.rstrip("s") if key.endswith("s") else key, *facts]
-            if any(x.get("measurements") for x in v.values()):
-                heads.append("measurements used (cells used / cells)")
-            parts.append(table(heads, [r[: len(heads)] for r in rows], wrap=[len(heads) - 1]))
-            kinds = {
-                m.get("query"): m.get("variance")
-                for x in v.values()
-                for m in x.get("measurements", [])
-                if m.get("variance")
-            }
-            if kinds:
-                parts.append(
-                    "<p>Variances used, per query:</p>"
-                    + table(["query", "variance"], [[q, t] for q, t in kinds.items()], wrap=[1])
-                )
-        elif isinstance(v, list) and all(isinstance(x, Mapping) for x in v):
-            parts.append(f"<p>{esc(key)}:</p>" + _records_table(v))
-        else:
-            parts.append(definitions([(key, esc(_short(v)))]))
+    parts = []
+    file = entry.get("file")
+    rows = entry.get("rows")
+    if key == "microdata":
+        parts.append(
+            f"<p>{_user(file or 'microdata')}: {num(rows)} synthetic establishment records "
+            "whose confidential columns were fitted so that their sums agree as closely as "
+            "possible with the published tables, each published value weighted by its "
+            "precision. They are not any establishment's confidential values.</p>"
+        )
+    else:
+        parts.append(
+            "<p>The published tables were adjusted to agree with one another as closely as "
+            "possible, each published value weighted by its precision.</p>"
+        )
+    if entry.get("inputs"):
+        parts.append(f"<p>Built from: {esc(plain_text(entry['inputs']))}.</p>")
+    if "nonnegative" in entry:
+        parts.append(
+            "<p>Values are constrained to be at least 0.</p>"
+            if entry["nonnegative"]
+            else "<p>Values are not constrained to be at least 0: a fitted value may be "
+            "negative where the tables allow it.</p>"
+        )
+    attrs = entry.get("attributes")
+    if isinstance(attrs, Mapping) and attrs:
+        failed = [
+            a for a, x in attrs.items() if isinstance(x, Mapping) and x.get("converged") is False
+        ]
+        parts.append(
+            f"<p>The fit did not reach its accuracy target for {_user(', '.join(failed))}: "
+            "those values may disagree with the tables more than necessary.</p>"
+            if failed
+            else f"<p>The fit reached its accuracy target for every attribute "
+            f"({_user(', '.join(attrs))}).</p>"
+        )
+    parts.append(
+        '<p class="muted">The exact method and the fit\'s numerical diagnostics are recorded '
+        "in the release's manifest.json.</p>"
+    )
     return "".join(parts)
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return num(v)
-    if isinstance(v, list | tuple):
-        return "; ".join(_short(x) for x in v)
-    if isinstance(v, Mapping):
-        return ", ".join(f"{k}: {_short(x)}" for k, x in v.items())
-    return str(v)
 
 
 READING = (
@@ -665,11 +1063,93 @@ READING = (
     "statistic <i>s</i> (<code>jobs</code> for job counts, the attribute's name for "
     "establishment sums) four columns: <code>s</code>, the published estimate; "
     "<code>s_std</code>, its standard error; <code>s_ci_low</code> and "
-    "<code>s_ci_high</code>, its 95% confidence interval. A blank (null) standard error or "
-    "interval is not publishable for that mechanism; the footnotes below say why. All "
-    "numbers here are computed from the published files alone: nothing in this report "
-    "depends on the confidential data except through the protected values.</p>"
+    "<code>s_ci_high</code>, its 95% confidence interval, all in the statistic's unit. "
+    "A blank (null) standard error or interval is not publishable for that mechanism; the "
+    "footnotes below say why. All numbers here are computed from the published files "
+    "alone: nothing in this report depends on the confidential data except through the "
+    "protected values.</p>"
 )
+
+#: the glossary: (term, family or "both", explanation)
+GLOSSARY: tuple[tuple[str, str, str], ...] = (
+    ("ε (epsilon)", "eree",
+     "How much anything published can change what an attacker believes about one worker: "
+     "their odds can change by at most a factor of e^ε (ε = 1: 2.7 times; ε = 4: 55 times). "
+     "Smaller is more private. The ε of several tables of the same data add up."),
+    ("δ (delta)", "eree",
+     "A small probability with which the ε bound may fail. It should be far below one "
+     "divided by the number of employers."),
+    ("α (alpha)", "eree",
+     "How much an employer's size is hidden: sizes x and (1+α)·x look alike up to the "
+     "factor e^ε."),
+    ("x_v", "eree",
+     "The number of jobs at a cell's largest employer (confidential, never published); "
+     "some mechanisms' noise depends on it."),
+    ("μ (mu)", "gedp",
+     "How well any statistical test can tell an establishment's true values from nearby "
+     "values: no better than telling a draw of N(0,1) from one of N(μ,1). At μ = 1, a test "
+     "that wrongly accuses 5% of the time succeeds at most 26% of the time. The μ of "
+     "several tables combine as √(μ₁² + μ₂² + …)."),
+    ("ψ (psi) and γ (gamma)", "gedp",
+     "ψ is the scale on which nearby values are measured (√ by default: a large "
+     "establishment is hidden within a wider range than a small one); values whose ψ "
+     "differ by at most γ look alike. γ is in ψ of the attribute's unit, e.g. "
+     "√(thousands of dollars)."),
+    ("uncertainty interval", "gedp",
+     "The range of values an establishment's confidential value cannot be told apart "
+     "from (at the strength μ)."),
+    ("ε and μ together", "both",
+     "Both bound how well an attacker can tell two possibilities apart. As a test: a test "
+     "that raises false alarms 5% of the time has power at most e^ε·5% + δ (and at most "
+     "1 − e^−ε·(95% − δ)) under ε, and at most Φ(Φ⁻¹(5%) + μ) under μ; for example ε = 1 "
+     "allows 13.6%, μ = 1 allows 26.0%. Each release on this page states its guarantee "
+     "on both scales."),
+    ("power, false positives", "both",
+     "A test's power is how often it correctly detects a difference; its false-positive "
+     "rate is how often it claims one that is not there."),
+    ("standard error (std)", "both",
+     "The typical size of the noise in a published value, in the value's unit."),
+    ("95% confidence interval (CI)", "both",
+     "A range around a published value that contains the value before noise in 95% of "
+     "releases; its half-width is the ± of the value."),
+    ("relative half-width", "both",
+     "Half the CI's width divided by the published value: 10% means ±10%."),
+    ("cell", "both", "One number of a table: one row's value of one statistic."),
+    ("mechanism", "both",
+     "The method that adds the noise (its name, e.g. smooth_laplace or pnc, is the spec's "
+     "setting)."),
+)  # fmt: skip
+
+#: the papers' results the page names, each with its gloss
+SOURCES: tuple[tuple[str, str, str], ...] = (
+    ("eree", "Haney et al. (2017), Theorem 7.3",
+     "the privacy losses of several tables released from the same data add up."),
+    ("gedp", "Webb et al., Definition 5.6",
+     "μ-GEDP: no test can tell two datasets that differ in one establishment's values, "
+     "within its uncertainty interval, apart better than N(0,1) from N(μ,1)."),
+    ("gedp", "Webb et al., Theorem 5.7",
+     "the μ of several tables combine as the square root of the sum of their squares."),
+    ("gedp", "Dong, Roth & Su (2022), Corollary 2.13",
+     "a μ guarantee is also an odds guarantee e^ε that holds except with probability δ, "
+     "for every ε, with δ = Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2)."),
+    ("both", "Kairouz, Oh & Viswanath (2015), Theorem 2.1",
+     "an (ε, δ) guarantee limits a test's power to e^ε times its false-positive rate "
+     "plus δ."),
+)  # fmt: skip
+
+
+def glossary_html(families: set[str] | None = None) -> str:
+    """The page's glossary of the symbols that stay, and the sources it names, glossed."""
+    fam = families or {"eree", "gedp"}
+    terms = [(t, e) for t, f, e in GLOSSARY if f == "both" or f in fam]
+    srcs = [(c, g) for f, c, g in SOURCES if f == "both" or f in fam]
+    return (
+        '<h2 id="glossary">Terms used on this page</h2>'
+        + definitions((t, esc(e)) for t, e in terms).replace('class="kv"', 'class="kv gloss"')
+        + "<p>The results behind the statements above, in words (the manifest cites the "
+        "papers' numbered results in full):</p>"
+        + bullets((f"{esc(c)}: {esc(g)}" for c, g in srcs), raw=True)
+    )
 
 
 def release_report(
@@ -680,34 +1160,20 @@ def release_report(
     """The self-contained ``report.html`` of one release."""
     frames = tables if isinstance(tables, Mapping) else {t.name: t.table for t in tables}
     notes = Footnotes()
-    body = release_section(manifest, frames, extra=extra, notes=notes)
+    body = release_section(manifest, frames, extra=extra, notes=notes, summary=False)
     sections = [
-        _summary_box(manifest),
-        body,
+        _banner(manifest),
+        summary_html(manifest, frames),
+        TOC_HERE,
+        body.replace(_banner(manifest), "", 1) if _banner(manifest) else body,
         '<h2 id="reading">How to read the tables</h2>' + READING,
         notes.html(),
     ]
     return page(
         f"Release report: {manifest['dataset']['name']}",
         sections,
-        subtitle="A protected release: what was published, what privacy it spent "
-        "and what that means, every warning, and how uncertain the published "
+        subtitle="For the review board: what was published, what privacy it spent and "
+        "what that means, every warning with its remedy, and how uncertain the published "
         "values are.",
         toc=True,
-    )
-
-
-def _summary_box(manifest: Mapping[str, Any]) -> str:
-    tot = manifest["privacy"]["total"]
-    n = len(manifest.get("warnings") or [])
-    spent = ", ".join(
-        f"{s} = {num(tot[k])}"
-        for k, s in (("epsilon", "ε"), ("delta", "δ"), ("mu", "μ"))
-        if tot.get(k) is not None
-    )
-    return (
-        f'<p class="info"><b>{esc(manifest["dataset"]["name"])}</b>: '
-        f"{len(manifest['queries'])} tables under "
-        f"{esc(manifest['privacy'].get('guarantee') or manifest['privacy']['definition'])}; "
-        f"total privacy spent {spent or 'none'}; <b>{n} warning{'s' if n != 1 else ''}</b>.</p>"
     )

@@ -331,6 +331,16 @@ def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
             raise SpecError("[data.domains] must be a table of attribute = [values]")
         kwargs["domains"] = {a: _domain(v, f"[data.domains].{a}") for a, v in d["domains"].items()}
     cfg = EstablishmentDataConfig(**kwargs)
+    units = d.get("units", {})
+    if not isinstance(units, dict) or not all(
+        isinstance(u, str) and u.strip() for u in units.values()
+    ):
+        raise SpecError('[data.units] must be a table of attribute = "unit in words"')
+    for attr in units:
+        if attr not in cfg.confidential:
+            raise _unknown_attribute(
+                attr, cfg.confidential, f"[data.units].{attr} (not in [data].confidential)"
+            )
     for attr in cfg.domains:
         if attr not in cfg.public:
             raise _unknown_attribute(

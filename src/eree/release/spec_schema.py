@@ -204,6 +204,18 @@ SECTIONS: tuple[Section, ...] = (
                 "data's own units ([units](choosing-parameters.md#units)).",
             ),
             Key(
+                "units",
+                "table: attribute = string",
+                None,
+                "The unit of each confidential attribute, in words (e.g. `wage = "
+                '"dollars"`, `wage = "thousands of dollars"`, `m3emp = "persons"`), '
+                "written next to every number of the release report. Only `confidential` "
+                "columns may be named. Without it, a known column name gives the unit "
+                "(`m1emp`–`m3emp`, `month1_emplvl`…: persons; `wage`: thousands of "
+                "dollars; `total_qtrly_wages`: dollars); any other attribute is reported "
+                'as "unit not stated". It changes no number: eree never converts units.',
+            ),
+            Key(
                 "domains",
                 "table: attribute = list of strings",
                 None,
