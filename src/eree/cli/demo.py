@@ -238,7 +238,8 @@ def _accuracy_html(rows: list[dict[str, Any]], what: str) -> str:
 def demo_report(lodes: dict[str, Any], gedp: dict[str, Any]) -> str:
     """The demo's page: both releases (as their own reports show them) and their accuracy."""
     from eree.htmlpage import page
-    from eree.release.report import READING, Footnotes, release_section
+    from eree.release.report import Footnotes, release_section
+    from eree.release.report_words import READING
 
     notes = Footnotes()
     sections = [
