@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.job_tables import load_job_tables
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
 from eree.mechanisms.noise import SeededNoise
 from eree.release.build import build, split_by
 from eree.release.counts import count_tables
