@@ -128,3 +128,59 @@ def test_workshop_command_runs_through_typer(tmp_path):
     bad = CliRunner().invoke(app, [*bad_args, "--variants", "blowfish"])
     assert bad.exit_code == 2 and "variants" in bad.output
     assert not (tmp_path / "wf-bad").exists()
+
+
+def test_publication_grade_command_writes_markdown_json_and_calibration(tmp_path):
+    from eree.cli.evaluate import publication_grade
+    from eree.evaluate.publication_grade import WORKLOADS
+
+    data = tmp_path / "synth"
+    from eree.cli import app as eree_app
+
+    made = CliRunner().invoke(eree_app, ["synth", "lodes", "--out", str(data), "--jobs", "3000"])
+    assert made.exit_code == 0, made.output
+    app = _app("publication-grade", publication_grade)
+    out = tmp_path / "pub"
+    args = ["publication-grade", "--data", str(data), "--out", str(out), "--seeds", "2",
+            "--workloads", "chain-state", "--mechanisms", "smooth_laplace,log_laplace",
+            "--calibration-seeds", "2"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "NOT FOR PUBLICATION" in res.output
+    doc = json.loads((out / "publication_eval.json").read_text())
+    rows = doc["marginals"]
+    # one row per marginal of the workload per mechanism, each over the 2 releases
+    assert len(rows) == len(WORKLOADS["chain-state"]) * 2
+    assert {r["mechanism"] for r in rows} == {"smooth_laplace", "log_laplace"}
+    assert all(r["seeds"] == 2 and r["raw"] >= 0 and r["post"] >= 0 for r in rows)
+    for r in rows:  # the ratio is raw / post, by definition
+        assert r["ratio"] == pytest.approx(r["raw"] / r["post"]) if r["post"] > 0 else True
+    md = (out / "publication_eval.md").read_text()
+    assert "#### chain-state" in md and "calibration, smooth_laplace" in md
+    cal = (out / "calibration.csv").read_text().splitlines()
+    assert cal[0].count(",") >= 6 and len(cal) > 1
+    assert all(line.endswith(",smooth_laplace") for line in cal[1:])  # Log-Laplace: no model
+    bad = CliRunner().invoke(app, [*args[:3], "--out", str(tmp_path / "bad"), "--workloads", "x"])
+    assert bad.exit_code == 2 and "unknown workload" in bad.output
+    assert not (tmp_path / "bad").exists()
+
+
+def test_publication_grade_evaluation_keeps_finished_pairs_on_ctrl_c(tmp_path):
+    from eree.cli import app as eree_app
+    from eree.evaluate.publication_grade import WORKLOADS, evaluate
+
+    data = tmp_path / "synth"
+    made = CliRunner().invoke(eree_app, ["synth", "lodes", "--out", str(data), "--jobs", "2000"])
+    assert made.exit_code == 0, made.output
+
+    def stop(_line: str) -> None:
+        raise KeyboardInterrupt
+
+    stopped: list[str] = []
+    res = evaluate(data, workloads=["chain-state"], mechanisms=["log_laplace", "smooth_gamma"],
+                   seeds=2, progress=stop, interrupted=stopped)  # fmt: skip
+    assert len(stopped) == 1 and "after 0 of 2" in stopped[0]
+    assert [r.mechanism for r in res] == ["log_laplace"] * len(WORKLOADS["chain-state"])
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(data, workloads=["chain-state"], mechanisms=["log_laplace"], seeds=2,
+                 progress=stop)  # fmt: skip
