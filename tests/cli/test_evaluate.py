@@ -184,3 +184,36 @@ def test_publication_grade_evaluation_keeps_finished_pairs_on_ctrl_c(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         evaluate(data, workloads=["chain-state"], mechanisms=["log_laplace"], seeds=2,
                  progress=stop)  # fmt: skip
+
+
+def test_publication_grade_gedp_tables_tabulated_from_the_microdata_vs_raw(tmp_path):
+    from eree.cli import app as eree_app
+    from eree.cli.evaluate import publication_grade
+
+    lodes, qcew = tmp_path / "lodes", tmp_path / "qcew"
+    runner = CliRunner()
+    assert (
+        runner.invoke(eree_app, ["synth", "lodes", "--out", str(lodes), "--jobs", "2000"]).exit_code
+        == 0
+    )
+    made = runner.invoke(
+        eree_app, ["synth", "qcew", "--out", str(qcew), "--establishments", "1500"]
+    )
+    assert made.exit_code == 0, made.output
+    app = _app("publication-grade", publication_grade)
+    out = tmp_path / "pub"
+    args = ["publication-grade", "--data", str(lodes), "--out", str(out), "--seeds", "2",
+            "--workloads", "chain-state", "--mechanisms", "log_laplace",
+            "--calibration-seeds", "0", "--gedp-spec", str(qcew / "release.toml")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rows = json.loads((out / "publication_eval.json").read_text())["marginals"]
+    gedp = {r["marginal"]: r for r in rows if r["mechanism"] in ("psi", "pnc")}
+    # the starter spec: identity (ψ) and three pnc group-by queries, four attributes each
+    assert len(gedp) == 16 and "identity.m1emp" in gedp and "county_sector.wage" in gedp
+    assert gedp["identity.m1emp"]["cells"] == 1500 and gedp["state.wage"]["cells"] == 1
+    assert not (out / "calibration.csv").exists()
+    lodes_spec = runner.invoke(app, [*args[:3], "--out", str(tmp_path / "bad"),
+                                     "--gedp-spec", str(lodes / "release.toml")])  # fmt: skip
+    assert lodes_spec.exit_code == 2 and "not an establishment" in lodes_spec.output
+    assert not (tmp_path / "bad").exists()

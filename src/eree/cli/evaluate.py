@@ -320,6 +320,13 @@ def publication_grade(
     calibration_seeds: Annotated[
         int, typer.Option(help="releases of the variance model's calibration (0: skip it)")
     ] = 20,
+    gedp_spec: Annotated[
+        Path | None,
+        typer.Option(
+            help="also a GEDP release spec: its tables tabulated from the WLS microdata "
+            "(consistent = true, nonnegative = true) vs the raw tables"
+        ),
+    ] = None,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
@@ -331,6 +338,8 @@ def publication_grade(
     [postprocess] consistent, nonnegative and integer; the mean L1 error per cell of every
     marginal raw and post-processed with its Monte Carlo standard error, and the public
     variance model's calibration (predicted against realised variance by size class).
+    With --gedp-spec, the same for an establishment (GEDP) release: every table
+    tabulated from the WLS microdata against the mechanism's raw table.
     Writes publication_eval.md, publication_eval.json and calibration.csv to OUT. Ctrl-C
     keeps the finished workload × mechanism pairs: they are written with an INTERRUPTED
     note (exit 130).
@@ -346,6 +355,7 @@ def publication_grade(
         calibration,
         check_names,
         evaluate,
+        evaluate_gedp,
         write_outputs,
     )
 
@@ -359,10 +369,16 @@ def publication_grade(
         check_names(ws, ms)
         if seeds < 2:
             raise SpecError("--seeds must be at least 2 (a standard error needs two releases)")
+        if gedp_spec is not None:
+            from eree.release.spec import load_spec
+
+            if load_spec(gedp_spec).kind != "establishments":
+                raise SpecError(f"--gedp-spec {gedp_spec}: not an establishment (GEDP) spec")
         stopped: list[str] = []
         with progress_bar(quiet) as bar:
             cal_mechs = [m for m in CALIBRATED if m in ms] if calibration_seeds > 0 else []
-            task = bar.add_task("publication-grade", total=len(ws) * len(ms) + len(cal_mechs))
+            steps = len(ws) * len(ms) + len(cal_mechs) + (seeds + 1 if gedp_spec else 0)
+            task = bar.add_task("publication-grade", total=steps)
             results = evaluate(
                 data,
                 workloads=ws,
@@ -379,9 +395,19 @@ def publication_grade(
                     stopped.append(f"interrupted (Ctrl-C) during the {m} calibration")
                     break
                 bar.update(task, advance=1, description=f"calibration {m}")
+            if gedp_spec is not None and not stopped:
+                try:
+                    results += evaluate_gedp(
+                        gedp_spec,
+                        seeds=seeds,
+                        progress=lambda m: bar.update(task, advance=1, description=escape(m)),
+                    )
+                except KeyboardInterrupt:
+                    stopped.append("interrupted (Ctrl-C) during the GEDP evaluation")
         meta: dict[str, Any] = {
             "data": str(data), "seeds": seeds, "workloads": list(ws), "mechanisms": list(ms),
             "calibration_seeds": calibration_seeds,
+            "gedp_spec": None if gedp_spec is None else str(gedp_spec),
             "random": "seeded (numpy PCG64, seeds 0 … SEEDS − 1): NOT FOR PUBLICATION",
             "seconds": round(time.perf_counter() - t0, 1),
         }  # fmt: skip
