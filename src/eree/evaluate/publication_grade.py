@@ -286,6 +286,10 @@ def evaluate_gedp(
             for m in t.measurements:
                 attr = m.statistic
                 name = f"{t.name}.{attr}"
+                if name not in truth and not keys:  # the total: one cell
+                    truth[name] = np.array([float(frame[attr].sum())])
+                    cells[name], mech[name] = 1, m.mechanism
+                    raw[name], post[name] = [], []
                 if name not in truth:
                     true = frame.group_by(keys).agg(pl.col(attr).sum().alias("__true"))
                     j = raws[t.name].select(keys).join(true, on=keys, how="left",
