@@ -52,7 +52,7 @@ def test_the_app_is_walked_completely():
                 ("synth", "qcew"), ("evaluate", "haney-all"), ("evaluate", "webb-table11"),
                 ("evaluate", "workshop-figure1")}  # fmt: skip
     assert expected <= set(WITH_OUT)
-    assert len([p for p in WITH_OUT if p[0] == "evaluate"]) == 12  # 6 haney, 5 webb, workshop
+    assert len([p for p in WITH_OUT if p[0] == "evaluate"]) == 13  # 6 haney, 5 webb, workshop, pub
     assert ("explain",) in COMMANDS and ("ledger", "verify") in COMMANDS
 
 

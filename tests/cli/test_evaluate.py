@@ -128,3 +128,92 @@ def test_workshop_command_runs_through_typer(tmp_path):
     bad = CliRunner().invoke(app, [*bad_args, "--variants", "blowfish"])
     assert bad.exit_code == 2 and "variants" in bad.output
     assert not (tmp_path / "wf-bad").exists()
+
+
+def test_publication_grade_command_writes_markdown_json_and_calibration(tmp_path):
+    from eree.cli.evaluate import publication_grade
+    from eree.evaluate.publication_grade import WORKLOADS
+
+    data = tmp_path / "synth"
+    from eree.cli import app as eree_app
+
+    made = CliRunner().invoke(eree_app, ["synth", "lodes", "--out", str(data), "--jobs", "3000"])
+    assert made.exit_code == 0, made.output
+    app = _app("publication-grade", publication_grade)
+    out = tmp_path / "pub"
+    args = ["publication-grade", "--data", str(data), "--out", str(out), "--seeds", "2",
+            "--workloads", "chain-state", "--mechanisms", "smooth_laplace,log_laplace",
+            "--calibration-seeds", "2"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "NOT FOR PUBLICATION" in res.output
+    doc = json.loads((out / "publication_eval.json").read_text())
+    rows = doc["marginals"]
+    # one row per marginal of the workload per mechanism, each over the 2 releases
+    assert len(rows) == len(WORKLOADS["chain-state"]) * 2
+    assert {r["mechanism"] for r in rows} == {"smooth_laplace", "log_laplace"}
+    assert all(r["seeds"] == 2 and r["raw"] >= 0 and r["post"] >= 0 for r in rows)
+    for r in rows:  # the ratio is raw / post, by definition
+        assert r["ratio"] == pytest.approx(r["raw"] / r["post"]) if r["post"] > 0 else True
+    md = (out / "publication_eval.md").read_text()
+    assert "#### chain-state" in md and "calibration, smooth_laplace" in md
+    cal = (out / "calibration.csv").read_text().splitlines()
+    assert cal[0].count(",") >= 6 and len(cal) > 1
+    assert all(line.endswith(",smooth_laplace") for line in cal[1:])  # Log-Laplace: no model
+    bad = CliRunner().invoke(app, [*args[:3], "--out", str(tmp_path / "bad"), "--workloads", "x"])
+    assert bad.exit_code == 2 and "unknown workload" in bad.output
+    assert not (tmp_path / "bad").exists()
+
+
+def test_publication_grade_evaluation_keeps_finished_pairs_on_ctrl_c(tmp_path):
+    from eree.cli import app as eree_app
+    from eree.evaluate.publication_grade import WORKLOADS, evaluate
+
+    data = tmp_path / "synth"
+    made = CliRunner().invoke(eree_app, ["synth", "lodes", "--out", str(data), "--jobs", "2000"])
+    assert made.exit_code == 0, made.output
+
+    def stop(_line: str) -> None:
+        raise KeyboardInterrupt
+
+    stopped: list[str] = []
+    res = evaluate(data, workloads=["chain-state"], mechanisms=["log_laplace", "smooth_gamma"],
+                   seeds=2, progress=stop, interrupted=stopped)  # fmt: skip
+    assert len(stopped) == 1 and "after 0 of 2" in stopped[0]
+    assert [r.mechanism for r in res] == ["log_laplace"] * len(WORKLOADS["chain-state"])
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(data, workloads=["chain-state"], mechanisms=["log_laplace"], seeds=2,
+                 progress=stop)  # fmt: skip
+
+
+def test_publication_grade_gedp_tables_tabulated_from_the_microdata_vs_raw(tmp_path):
+    from eree.cli import app as eree_app
+    from eree.cli.evaluate import publication_grade
+
+    lodes, qcew = tmp_path / "lodes", tmp_path / "qcew"
+    runner = CliRunner()
+    assert (
+        runner.invoke(eree_app, ["synth", "lodes", "--out", str(lodes), "--jobs", "2000"]).exit_code
+        == 0
+    )
+    made = runner.invoke(
+        eree_app, ["synth", "qcew", "--out", str(qcew), "--establishments", "1500"]
+    )
+    assert made.exit_code == 0, made.output
+    app = _app("publication-grade", publication_grade)
+    out = tmp_path / "pub"
+    args = ["publication-grade", "--data", str(lodes), "--out", str(out), "--seeds", "2",
+            "--workloads", "chain-state", "--mechanisms", "log_laplace",
+            "--calibration-seeds", "0", "--gedp-spec", str(qcew / "release.toml")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rows = json.loads((out / "publication_eval.json").read_text())["marginals"]
+    gedp = {r["marginal"]: r for r in rows if r["mechanism"] in ("psi", "pnc")}
+    # the starter spec: identity (ψ) and three pnc group-by queries, four attributes each
+    assert len(gedp) == 16 and "identity.m1emp" in gedp and "county_sector.wage" in gedp
+    assert gedp["identity.m1emp"]["cells"] == 1500 and gedp["state.wage"]["cells"] == 1
+    assert not (out / "calibration.csv").exists()
+    lodes_spec = runner.invoke(app, [*args[:3], "--out", str(tmp_path / "bad"),
+                                     "--gedp-spec", str(lodes / "release.toml")])  # fmt: skip
+    assert lodes_spec.exit_code == 2 and "not an establishment" in lodes_spec.output
+    assert not (tmp_path / "bad").exists()

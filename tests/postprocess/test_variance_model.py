@@ -36,13 +36,18 @@ def test_the_mechanism_s_realised_variance_is_the_model_s():
 
 
 def test_prediction_uses_only_published_values_and_the_frame():
-    m = SmoothVarianceModel(alpha=0.1, v0=0.0, v1=8.0, beta=0.3)
+    m = SmoothVarianceModel(alpha=0.1, v0=0.0, v1=8.0, beta=0.3, scale=1.0)
     pub = np.array([0.0, 1000.0, -1000.0, 1000.0])
     k = np.array([1.0, 1.0, 1.0, 1000.0])
     v = m.variance(pub, k)
     # x̂ = k^-0.3 |ñ|: one establishment holding 1000 jobs → S = 100; 1000 establishments →
     # x̂ = 1000^0.7 ≈ 125.9 → S ≈ 12.6
     np.testing.assert_allclose(v, [8.0, 8e4, 8e4, 8.0 * (0.1 * 1000**0.7) ** 2])
+    # the share min(c·k^-β, 1) with c = 5, β = 0.5: k = 16 → 5/4 → capped at 1 (x̂ = 1000,
+    # S = 100); k = 400 → 5/20 = 1/4 (x̂ = 250, S = 25)
+    m2 = SmoothVarianceModel(alpha=0.1, v0=0.0, v1=8.0, beta=0.5, scale=5.0)
+    v2 = m2.variance(np.array([1000.0, 1000.0]), np.array([16.0, 400.0]))
+    np.testing.assert_allclose(v2, [8.0 * 100.0**2, 8.0 * 25.0**2])
 
 
 def test_simulated_noise_has_the_asked_variance():

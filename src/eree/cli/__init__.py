@@ -9,7 +9,7 @@ module            commands
 ``demo``          ``demo``
 ``synth``         ``synth lodes``, ``synth qcew``
 ``ledger``        ``ledger budget``, ``ledger show``, ``ledger verify``
-``evaluate``      ``evaluate haney-…``, ``evaluate webb-…``, ``evaluate workshop-figure1``
+``evaluate``      ``evaluate haney-…``, ``webb-…``, ``workshop-figure1``, ``publication-grade``
 ``audit``         ``audit privacy``, ``audit noise-infusion``, ``audit suppression``
 ``suppress``      ``suppress``
 ``common``        the options, consoles, progress bars and the one error exit they share

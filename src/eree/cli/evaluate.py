@@ -8,6 +8,9 @@ See docs/design.md#command-line.
   :func:`evaluate_webb` with its experiment fixed.
 * ``workshop-figure1``: Figure 1 of the workshop version of Haney et al.
   (:mod:`eree.evaluate.workshop`).
+* ``publication-grade``: publication-grade ER-EE tables, raw vs post-processed per
+  marginal, and the public variance model's calibration
+  (:mod:`eree.evaluate.publication_grade`).
 
 Imported only when an ``evaluate`` command is used (:func:`eree.cli.register_lazy_commands`):
 the defaults of the QCEW commands come from the experiment code.
@@ -296,6 +299,141 @@ def workshop_figure1(
         console.print(f"  {k}: {p}")
 
 
+def _names(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    if text is None:
+        return default
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def publication_grade(
+    out: Out,
+    data: LodesData = None,
+    seeds: Annotated[int, typer.Option(help="seeded releases per workload × mechanism")] = 20,
+    workloads: Annotated[
+        str | None,
+        typer.Option(help="comma-separated workload shapes (default: all six)"),
+    ] = None,
+    mechanisms: Annotated[
+        str | None,
+        typer.Option(help="comma-separated ER-EE mechanisms (default: all three)"),
+    ] = None,
+    calibration_seeds: Annotated[
+        int, typer.Option(help="releases of the variance model's calibration (0: skip it)")
+    ] = 20,
+    gedp_spec: Annotated[
+        Path | None,
+        typer.Option(
+            help="also a GEDP release spec: its tables tabulated from the WLS microdata "
+            "(consistent = true, nonnegative = true) vs the raw tables"
+        ),
+    ] = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Evaluate publication-grade ER-EE tables: mean L1 per marginal, raw vs post-processed.
+
+    For each workload shape (chains with county and state parents, a lattice of worker
+    attributes, the LODES WAC shape, Haney Workloads 1 and 3) and each mechanism (Smooth
+    Laplace, Smooth Gamma, Log-Laplace; weak ER-EE, α = 0.1): SEEDS seeded releases with
+    [postprocess] consistent, nonnegative and integer; the mean L1 error per cell of every
+    marginal raw and post-processed with its Monte Carlo standard error, and the public
+    variance model's calibration (predicted against realised variance by size class).
+    With --gedp-spec, the same for an establishment (GEDP) release: every table
+    tabulated from the WLS microdata against the mechanism's raw table.
+    Writes publication_eval.md, publication_eval.json and calibration.csv to OUT. Ctrl-C
+    keeps the finished workload × mechanism pairs: they are written with an INTERRUPTED
+    note (exit 130).
+
+    Example: eree evaluate publication-grade --data synth6 --seeds 20 --out pub-eval
+    """
+    from eree.data.outdir import output_folder, relocate
+    from eree.evaluate.interrupt import write_interrupted_note
+    from eree.evaluate.publication_grade import (
+        CALIBRATED,
+        MECHANISMS,
+        WORKLOADS,
+        calibration,
+        check_names,
+        evaluate,
+        evaluate_gedp,
+        write_outputs,
+    )
+
+    check_out(out, force)
+    t0 = time.perf_counter()
+    try:
+        if data is None:
+            raise SpecError("--data DIR is required (a folder written by eree synth lodes)")
+        ws = _names(workloads, tuple(WORKLOADS))
+        ms = _names(mechanisms, MECHANISMS)
+        check_names(ws, ms)
+        if seeds < 2:
+            raise SpecError("--seeds must be at least 2 (a standard error needs two releases)")
+        if gedp_spec is not None:
+            from eree.release.spec import load_spec
+
+            if load_spec(gedp_spec).kind != "establishments":
+                raise SpecError(f"--gedp-spec {gedp_spec}: not an establishment (GEDP) spec")
+        stopped: list[str] = []
+        with progress_bar(quiet) as bar:
+            cal_mechs = [m for m in CALIBRATED if m in ms] if calibration_seeds > 0 else []
+            steps = len(ws) * len(ms) + len(cal_mechs) + (seeds + 1 if gedp_spec else 0)
+            task = bar.add_task("publication-grade", total=steps)
+            results = evaluate(
+                data,
+                workloads=ws,
+                mechanisms=ms,
+                seeds=seeds,
+                progress=lambda m: bar.update(task, advance=1, description=escape(m)),
+                interrupted=stopped,
+            )
+            cals = {}
+            for m in cal_mechs if not stopped else []:
+                try:
+                    cals[m] = calibration(data, mechanism=m, seeds=calibration_seeds)
+                except KeyboardInterrupt:
+                    stopped.append(f"interrupted (Ctrl-C) during the {m} calibration")
+                    break
+                bar.update(task, advance=1, description=f"calibration {m}")
+            if gedp_spec is not None and not stopped:
+                try:
+                    results += evaluate_gedp(
+                        gedp_spec,
+                        seeds=seeds,
+                        progress=lambda m: bar.update(task, advance=1, description=escape(m)),
+                    )
+                except KeyboardInterrupt:
+                    stopped.append("interrupted (Ctrl-C) during the GEDP evaluation")
+        meta: dict[str, Any] = {
+            "data": str(data), "seeds": seeds, "workloads": list(ws), "mechanisms": list(ms),
+            "calibration_seeds": calibration_seeds,
+            "gedp_spec": None if gedp_spec is None else str(gedp_spec),
+            "random": "seeded (numpy PCG64, seeds 0 … SEEDS − 1): NOT FOR PUBLICATION",
+            "seconds": round(time.perf_counter() - t0, 1),
+        }  # fmt: skip
+        if stopped:
+            meta["interrupted"] = stopped[0]
+        with output_folder(out, "eree evaluate publication-grade", force=force) as tmp:
+            paths = relocate(write_outputs(results, cals, tmp, meta), tmp, out)
+            note = write_interrupted_note(tmp, meta)
+    except (EreeError, OSError) as e:
+        fail(e)
+    console.print("[bold yellow]seeded randomness: NOT FOR PUBLICATION[/]")
+    t = Table(title="mean L1 per cell, raw / post-processed (> 1: post-processing helps)")
+    for col in ("workload", "mechanism", "marginal", "raw / post", "worse > 2 SE"):
+        t.add_column(col)
+    for r in results:
+        t.add_row(r.workload, r.mechanism, r.marginal, f"{r.ratio:.2f}",
+                  "yes" if r.worse_beyond_2se else "")  # fmt: skip
+    console.print(t)
+    for k, p in paths.items():
+        console.print(f"{k}: {p}")
+    console.print(f"done in {time.perf_counter() - t0:.1f} s")
+    if note:
+        err_console.print(f"[bold yellow]{escape(note)}[/]: partial results in {out}")
+        raise typer.Exit(code=130)
+
+
 def _bound(func: Any, **fixed: Any) -> Any:
     """``func`` with some parameters fixed, as a Typer command without those parameters."""
     import functools
@@ -406,4 +544,5 @@ def experiment_commands() -> list[tuple[str, str, Callable[..., None]]]:
             )
         )
     out.append(("workshop-figure1", workshop_figure1.__doc__ or "", workshop_figure1))
+    out.append(("publication-grade", publication_grade.__doc__ or "", publication_grade))
     return out

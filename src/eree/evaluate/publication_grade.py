@@ -16,6 +16,7 @@ the release path.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from collections.abc import Iterable, Sequence
@@ -26,7 +27,8 @@ import numpy as np
 import polars as pl
 
 from eree.data.job_tables import load_job_tables
-from eree.engine.polars_engine import PolarsEngine
+from eree.engine.polars.engine import PolarsEngine
+from eree.errors import SpecError
 from eree.mechanisms.noise import SeededNoise
 from eree.release.build import build, split_by
 from eree.release.counts import count_tables
@@ -34,14 +36,18 @@ from eree.release.publication import establishments_per_cell, smooth_model, vari
 from eree.release.spec import Plan, PostprocessSpec, parse_spec
 
 __all__ = [
+    "CALIBRATED",
     "MECHANISMS",
     "WORKLOADS",
     "MarginalResult",
     "calibration",
     "calibration_markdown",
+    "check_names",
     "evaluate",
+    "evaluate_gedp",
     "results_markdown",
     "workload_plan",
+    "write_outputs",
 ]
 
 #: the mechanisms compared (all three ER-EE mechanisms of Haney et al.)
@@ -172,6 +178,7 @@ def evaluate(
     seeds: int = 20,
     first_seed: int = 0,
     progress: Any = None,
+    interrupted: list[str] | None = None,
 ) -> list[MarginalResult]:
     """Seeded releases raw vs post-processed (module docstring) for each shape × mechanism.
 
@@ -181,14 +188,19 @@ def evaluate(
         mechanisms: ER-EE mechanism names.
         seeds: releases per workload and mechanism (seeds first_seed, first_seed + 1, …).
         progress: called with a line of text after each workload × mechanism, or None.
+        interrupted: if given, Ctrl-C (:class:`KeyboardInterrupt`) stops the run and keeps
+            the finished workload × mechanism pairs: a note saying where it stopped is
+            appended to this list and the results so far are returned. Otherwise Ctrl-C
+            propagates.
     """
     from eree.release.publication import publication_tables
 
     engine = PolarsEngine()
     results: list[MarginalResult] = []
     data = None
-    for w in workloads:
-        for mech in mechanisms:
+    todo = [(w, mech) for w in workloads for mech in mechanisms]
+    for done, (w, mech) in enumerate(todo):
+        try:
             t0 = time.perf_counter()
             plan = workload_plan(data_dir, WORKLOADS[w], mech)
             if data is None:
@@ -207,15 +219,101 @@ def evaluate(
                     post[t.name].append(float(np.abs(p.table["jobs"].to_numpy() - n).mean()))
                     if t.name in entry.get("kept_own_values", {}):
                         own[t.name] += 1
+            rows = []
             for q in plan.queries:
                 a, b = np.array(raw[q.name]), np.array(post[q.name])
-                results.append(MarginalResult(
+                rows.append(MarginalResult(
                     w, mech, q.name, truth[q.name].height, float(a.mean()), _se(a),
                     float(b.mean()), _se(b), _se(b - a), int((b > a).sum()), a.size, own[q.name],
                 ))  # fmt: skip
+            results.extend(rows)
             if progress is not None:
                 progress(f"{w} × {mech}: {seeds} releases in {time.perf_counter() - t0:.1f} s")
+        except KeyboardInterrupt:
+            if interrupted is None:
+                raise
+            interrupted.append(
+                f"interrupted (Ctrl-C) during {w} × {mech} after {done} of {len(todo)} "
+                "workload × mechanism pairs"
+            )
+            break
     return results
+
+
+def evaluate_gedp(
+    spec: Path,
+    *,
+    seeds: int = 20,
+    first_seed: int = 0,
+    nonnegative: bool = True,
+    progress: Any = None,
+) -> list[MarginalResult]:
+    """GEDP ``consistent = true`` (every table tabulated from the WLS microdata) vs raw.
+
+    ``spec``: an establishment (GEDP) release spec; it is run with ``[postprocess]
+    microdata = true, consistent = true`` (and ``nonnegative``). For each seeded release
+    and each (query, attribute): the mean absolute error per cell of the mechanism's
+    published table (raw) and of the tabulation of the WLS microdata, against the true
+    sums of the establishment file (evaluation code: it reads the truth). One
+    :class:`MarginalResult` per (query, attribute), named ``query.attribute``; its
+    workload is the spec's name, its mechanism the query's.
+    """
+    from eree.release.family import family_of
+    from eree.release.spec import load_spec
+
+    plan = load_spec(spec)
+    plan = dataclasses.replace(plan, postprocess=dataclasses.replace(
+        plan.postprocess, microdata=True, consistent=True, nonnegative=nonnegative))  # fmt: skip
+    family = family_of(plan)
+    engine = PolarsEngine()
+    family.check_before_load(plan)
+    data = family.load(plan, engine, narrow=False)
+    built = build(plan)
+    frame: pl.DataFrame = data.frame
+    raw: dict[str, list[float]] = {}
+    post: dict[str, list[float]] = {}
+    cells: dict[str, int] = {}
+    mech: dict[str, str] = {}
+    truth: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    for s in range(first_seed, first_seed + seeds):
+        tables = list(family.answer_queries(built, data, engine, SeededNoise(s)))
+        raws = {t.name: t.table for t in tables}
+        family.postprocess(built, data, engine, tables)
+        for t in tables:
+            q = plan.query(t.name)
+            keys = [data.id_column] if q.by == "identity" else list(q.by)
+            for m in t.measurements:
+                attr = m.statistic
+                name = f"{t.name}.{attr}"
+                if name not in truth and not keys:  # the total: one cell
+                    truth[name] = np.array([float(frame[attr].sum())])
+                    cells[name], mech[name] = 1, m.mechanism
+                    raw[name], post[name] = [], []
+                if name not in truth:
+                    true = frame.group_by(keys).agg(pl.col(attr).sum().alias("__true"))
+                    j = raws[t.name].select(keys).join(true, on=keys, how="left",
+                                                       maintain_order="left")  # fmt: skip
+                    truth[name] = j["__true"].fill_null(0.0).to_numpy().astype(np.float64)
+                    cells[name], mech[name] = t.table.height, m.mechanism
+                    raw[name], post[name] = [], []
+                n = truth[name]
+                r = raws[t.name][attr].to_numpy().astype(np.float64)
+                p = t.table[attr].to_numpy().astype(np.float64)
+                raw[name].append(float(np.abs(r - n).mean()))
+                post[name].append(float(np.abs(p - n).mean()))
+        if progress is not None:
+            progress(f"{plan.name}: release {s - first_seed + 1} of {seeds}")
+    out = []
+    for name in raw:
+        ra, pa = np.array(raw[name]), np.array(post[name])
+        out.append(MarginalResult(
+            plan.name, mech[name], name, cells[name], float(ra.mean()), _se(ra),
+            float(pa.mean()), _se(pa), _se(pa - ra), int((pa > ra).sum()), ra.size, 0,
+        ))  # fmt: skip
+    if progress is not None:
+        progress(f"{plan.name}: {seeds} releases in {time.perf_counter() - t0:.1f} s")
+    return out
 
 
 def results_markdown(results: Sequence[MarginalResult]) -> str:
@@ -237,6 +335,20 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def check_names(workloads: Iterable[str], mechanisms: Iterable[str]) -> None:
+    """Refuse an unknown workload or mechanism name before any data is read.
+
+    Raises:
+        SpecError: a name not in :data:`WORKLOADS` or :data:`MECHANISMS`.
+    """
+    for w in workloads:
+        if w not in WORKLOADS:
+            raise SpecError(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
+    for m in mechanisms:
+        if m not in MECHANISMS:
+            raise SpecError(f"unknown mechanism {m!r}; choose from {', '.join(MECHANISMS)}")
 
 
 #: size classes of the calibration table (jobs), lower bounds
@@ -323,3 +435,51 @@ def calibration_markdown(df: pl.DataFrame) -> str:
             f"| {r['predicted_over_realised']:.2f} |"
         )
     return "\n".join(lines)
+
+
+#: the mechanisms with a public variance model (the calibration table's rows)
+CALIBRATED = ("smooth_laplace", "smooth_gamma")
+
+
+def write_outputs(
+    results: Sequence[MarginalResult],
+    calibrations: dict[str, pl.DataFrame],
+    folder: Path,
+    meta: dict[str, Any],
+) -> dict[str, Path]:
+    """Write the evaluation to ``folder``: Markdown, JSON and the calibration table (CSV).
+
+    Returns the paths written: ``report`` (publication_eval.md), ``results``
+    (publication_eval.json: every marginal's numbers and ``meta``) and ``calibration``
+    (calibration.csv, one row per mechanism × size-class basis × marginal × class).
+    """
+    md = [
+        "# Publication-grade ER-EE tables: raw vs post-processed",
+        "",
+        "Mean L1 error per cell, raw (the mechanism's published estimate) vs "
+        "post-processed (consistent, non-negative, integer), ± Monte Carlo SE over the "
+        "seeded releases (NOT FOR PUBLICATION).",
+        "",
+        results_markdown(results),
+    ]
+    for mech, df in calibrations.items():
+        md += [f"#### calibration, {mech} (chain-county)", "", calibration_markdown(df), ""]
+    if meta.get("interrupted"):
+        md.insert(2, f"**{meta['interrupted']}: partial results.**\n")
+    paths = {
+        "report": folder / "publication_eval.md",
+        "results": folder / "publication_eval.json",
+        "calibration": folder / "calibration.csv",
+    }
+    paths["report"].write_text("\n".join(md) + "\n", encoding="utf-8")
+    rows = [dataclasses.asdict(r) | {"ratio": r.ratio, "worse_beyond_2se": r.worse_beyond_2se}
+            for r in results]  # fmt: skip
+    paths["results"].write_text(
+        json.dumps({"meta": meta, "marginals": rows}, indent=1), encoding="utf-8"
+    )
+    frames = [df.with_columns(pl.lit(m).alias("mechanism")) for m, df in calibrations.items()]
+    if frames:
+        pl.concat(frames).write_csv(paths["calibration"])
+    else:
+        del paths["calibration"]
+    return paths

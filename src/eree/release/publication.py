@@ -106,8 +106,9 @@ def variance_proxy(
         var = model.variance(est, establishments)
         how = (
             f"public variance model: the {mech.name} noise variance at S = max(alpha * x_v, 1) "
-            f"with x_v predicted as k^-{model.beta:g} * max(published value, 0), k the public "
-            "frame's establishments in the cell (the true x_v is confidential)"
+            f"with x_v predicted as min({model.scale:g} * k^-{model.beta:g}, 1) * |published "
+            "value|, k the public frame's establishments in the cell (the true x_v is "
+            "confidential)"
         )
         return var, how
     floor = mech.variance_floor()
