@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 from pathlib import Path
 
 import polars as pl
@@ -311,3 +312,23 @@ def test_the_same_data_through_other_columns_cannot_take_another_budget(tmp_path
     with pytest.raises(BudgetExceededError, match="'small'"):
         run(p, tmp_path / "r3", led, NoNoise(), new_version=True)
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_ten_releases_of_a_tenth_fit_a_budget_of_one(tmp_path, data, led):
+    """Spec numbers are the decimals written: 10 × ε = 0.1 is exactly a budget of 1.
+
+    TOML's 0.1 is the float 0.1000000000000000055…; charged as such, the tenth release would
+    pass the budget by 5.5e-17 ("epsilon: 1 > 1"). Each release runs at the largest float
+    not above 1/10 and is charged exactly that, so ten fit and the eleventh does not.
+    """
+    Ledger(led).set_budget("small", epsilon=1.0, alpha=0.1)
+    p = spec(tmp_path, definition="edge-dp", epsilon=0.1)
+    for i in range(10):
+        res = run(p, tmp_path / f"r{i}", led)
+        # the largest float ≤ 1/10 (0.09999999999999999), charged and shown as it is
+        # (the float 0.1 lies above 1/10, so that is the float just below it)
+        assert res.manifest["privacy"]["total"]["epsilon"] == math.nextafter(0.1, 0.0)
+    with pytest.raises(BudgetExceededError, match="epsilon"):
+        run(p, tmp_path / "r10", led, NoNoise())
+    (entry,) = Ledger(led).show()
+    assert entry["spent"]["epsilon"] == 1.0

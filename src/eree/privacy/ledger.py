@@ -165,7 +165,8 @@ def _manifest_release(d: Path) -> Any:
 
 
 def _exact_budget(budget: Mapping[str, Any]) -> dict[str, str]:
-    return {k: str(Fraction(float(v))) for k, v in budget.items() if v is not None}
+    """A budget as the decimals written (``--epsilon 0.3`` is 3/10, not the float below it)."""
+    return {k: str(Fraction(repr(float(v)))) for k, v in budget.items() if v is not None}
 
 
 def _float_budget(b: Mapping[str, str]) -> dict[str, float]:

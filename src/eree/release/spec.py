@@ -12,6 +12,7 @@ import re
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
 from eree.errors import SpecError
 from eree.mechanisms import registry
+from eree.privacy.composition import float_down
 from eree.privacy.definitions import ALPHA_DEFINITIONS, DEFINITION_NAMES
 from eree.release import spec_schema as schema
 from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
@@ -67,6 +69,19 @@ def _number(value: Any, where: str, *, positive: bool = True) -> float:
     if positive and not v > 0:
         raise SpecError(f"{where} must be > 0")
     return v
+
+
+def _privacy_number(value: Any, where: str) -> float:
+    """A privacy parameter (ε, δ, μ) as the decimal the spec writes, rounded down to a float.
+
+    TOML reads ``0.1`` as the nearest float, 0.1000000000000000055…, a hair above the
+    decimal: ten releases of it would pass a budget of exactly 1. The decimal written
+    (the shortest one that reads back as the same float) is taken as meant, and the
+    mechanism runs with the largest float not above it: it spends at most what was written,
+    its cost is that float exactly, and ten such costs fit in a budget of 1.
+    """
+    v = _number(value, where)
+    return float_down(Fraction(repr(v)))
 
 
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
@@ -352,7 +367,7 @@ def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
 def _parse_mu(value: Any, where: str) -> dict[str, float]:
     if not isinstance(value, dict):
         raise SpecError(f"{where} must be a table attribute = mu")
-    return {str(k): _number(v, f"{where}.{k}") for k, v in value.items()}
+    return {str(k): _privacy_number(v, f"{where}.{k}") for k, v in value.items()}
 
 
 #: [[query]] keys every mechanism accepts
@@ -411,8 +426,8 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     if mech not in registry.mechanism_names():
         raise SpecError(f"{where}: unknown mechanism {mech!r}{registry.suggest(str(mech))}")
     _check_settings(q, str(mech), where)
-    epsilon = _number(q["epsilon"], f"{where}: epsilon") if "epsilon" in q else None
-    delta = _number(q["delta"], f"{where}: delta") if "delta" in q else None
+    epsilon = _privacy_number(q["epsilon"], f"{where}: epsilon") if "epsilon" in q else None
+    delta = _privacy_number(q["delta"], f"{where}: delta") if "delta" in q else None
     mu = _parse_mu(q["mu"], f"{where}: mu") if "mu" in q else None
     params: dict[str, Any] = {}
     for key in ("theta", "s", "t", "small_cell", "additive", "grid"):
