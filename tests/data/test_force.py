@@ -136,3 +136,25 @@ def test_an_output_path_that_names_no_folder_of_its_own_creates_nothing(tmp_path
     )  # fmt: skip
     assert r.returncode == 2 and "does not name a folder of its own" in r.stderr, r.stderr
     assert list(tmp_path.iterdir()) == []  # no nosuch/ left behind
+
+
+LONG = "x" * 300  # over every common file system's 255-byte limit on one name
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["synth", "lodes", "--out", LONG, "--jobs", "300"],
+        ["ledger", "show", f"{LONG}.sqlite"],
+        ["ledger", "verify", f"{LONG}.sqlite"],
+        ["ledger", "budget", f"{LONG}.sqlite", "pa", "--epsilon", "1"],
+    ],
+    ids=["out", "ledger-show", "ledger-verify", "ledger-budget"],
+)
+def test_a_name_over_the_file_system_limit_is_one_line(tmp_path, args):
+    r = subprocess.run([sys.executable, "-m", "eree.cli", *args], capture_output=True,
+                       text=True, cwd=tmp_path)  # fmt: skip
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    assert "File name too long" in lines[0] and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -15,7 +15,11 @@ from eree.errors import EreeError
 def _open_ledger(path: Path, must_exist: bool = True) -> Any:
     from eree.privacy.ledger import Ledger
 
-    if must_exist and not path.is_file():
+    try:
+        exists = path.is_file()
+    except OSError as e:  # a name over the file system's limit, a loop of links, …
+        fail(EreeError(f"ledger {path}: {e.strerror or type(e).__name__}"))
+    if must_exist and not exists:
         fail(EreeError(f"no ledger at {path}"))
     try:
         return Ledger(path)

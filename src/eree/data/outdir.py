@@ -134,6 +134,12 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
             f"output path {out_dir} does not name a folder of its own (it ends in "
             f"{out.name or '.'!r}); give the folder's own name"
         )
+    try:
+        os.lstat(out)
+    except FileNotFoundError:
+        pass
+    except OSError as e:  # a name over the file system's limit, a loop of links, …
+        raise EreeError(f"output path {out}: {e.strerror or type(e).__name__}") from None
     _restore_aside(out)
     if out.is_symlink():
         raise EreeError(f"output path {out} is a symbolic link; choose a new directory")

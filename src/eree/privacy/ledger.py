@@ -254,6 +254,12 @@ class Ledger:
 
     def __init__(self, path: str | Path, *, reconcile: bool = True) -> None:
         self.path = Path(path)
+        try:
+            os.stat(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # a name over the file system's limit, a loop of links, …
+            raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
         if self.path.exists() and not self.path.is_file():
             raise LedgerError(f"ledger {self.path} is not a file")
         try:
