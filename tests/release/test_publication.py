@@ -293,3 +293,24 @@ def test_gedp_consistent_needs_microdata(tmp_path):
     raw["postprocess"] = {"consistent": True}
     with pytest.raises(SpecError, match="microdata = true"):
         parse_spec(raw, tmp_path)
+
+
+def test_the_report_names_the_tables_left_unadjusted_and_why(nested):
+    """A review board reads which tables the never-worse guard left as their own values."""
+    import html
+    import re
+
+    _, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n")
+    pp = manifest["postprocess"]
+    kept = pp.get("kept_own_values", {})
+    assert kept  # this fixture's finest marginal is kept (not vacuous)
+    page = (nested / "out7a" / "report.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "not adjusted" in text
+    for name in kept:
+        ratio = pp["never_worse"]["predicted"][name]["predicted_ratio"]
+        assert f"{name}: published as its own values" in text
+        assert f"{ratio:.0%} of its own" in text
+    for name in QUERIES:
+        if name not in kept:
+            assert f"{name}: published as its own values" not in text

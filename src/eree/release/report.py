@@ -915,6 +915,24 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
             "<p>The published tables were adjusted to agree with one another as closely as "
             "possible, each published value weighted by its precision.</p>"
         )
+    kept = entry.get("kept_own_values")
+    if isinstance(kept, Mapping) and kept:
+        predicted = (entry.get("never_worse") or {}).get("predicted") or {}
+        rows = []
+        for name in kept:
+            ratio = (predicted.get(name) or {}).get("predicted_ratio")
+            why = (
+                f"adjusting it was not predicted to make it more accurate (predicted error "
+                f"after adjustment: {ratio:.0%} of its own)"
+                if isinstance(ratio, int | float)
+                else "no other released table to agree with"
+            )
+            rows.append(f"{_user(name)}: published as its own values; {esc(why)}")
+        parts.append(
+            "<p>Tables that were <b>not</b> adjusted, because adjustment could make them less "
+            "accurate (each still a non-negative whole number where asked; the adjusted "
+            "tables do not have to add up to these):</p>" + bullets(rows, raw=True)
+        )
     if entry.get("inputs"):
         parts.append(f"<p>Built from: {esc(plain_text(entry['inputs']))}.</p>")
     if "nonnegative" in entry:
