@@ -139,3 +139,31 @@ def test_a_ledger_key_that_is_a_pipe_is_refused_not_read(work):
     r = subprocess.run([sys.executable, "-m", "eree.cli", "ledger", "show", str(led)],
                        capture_output=True, text=True, timeout=60)  # fmt: skip
     assert r.returncode == 2 and "is not a regular file" in r.stderr, r.stderr
+
+
+def test_an_auditors_read_only_copy_is_shown_and_verified_without_a_write(work, monkeypatch):
+    """`ledger show` and `ledger verify` read a ledger they cannot write as it is.
+
+    (The tests run as a user who can write everywhere; the command is told it cannot.)
+    """
+    from typer.testing import CliRunner
+
+    from eree.cli import app
+
+    led = work / "l.sqlite"
+    _register_and_release(work, led, 3 * COST, ["r1"])
+    copy = work / "audit"
+    copy.mkdir()
+    for suffix in ("", ".key", ".head"):
+        shutil.copy(str(led) + suffix, str(copy / "l.sqlite") + suffix)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.iterdir()}
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: mode != os.W_OK)
+    runner = CliRunner()
+    r = runner.invoke(app, ["ledger", "show", str(copy / "l.sqlite"), "--json"])
+    assert r.exit_code == 0, r.output
+    (ds,) = json.loads(r.output)["datasets"]
+    assert ds["dataset"] == "pa-2015" and ds["spent"]["epsilon"] == COST
+    r = runner.invoke(app, ["ledger", "verify", str(copy / "l.sqlite")])
+    assert r.exit_code == 0 and "chain intact" in r.output, r.output
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.iterdir()}
+    assert after == before  # nothing written: no journal, no anchor, no reconciliation

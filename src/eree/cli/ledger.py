@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,8 +22,11 @@ def _open_ledger(path: Path, must_exist: bool = True) -> Any:
         fail(EreeError(f"ledger {path}: {e.strerror or type(e).__name__}"))
     if must_exist and not exists:
         fail(EreeError(f"no ledger at {path}"))
+    # an auditor's read-only copy is read as it is (nothing reconciled, nothing written)
+    folder = path.parent if str(path.parent) else Path(".")
+    read_only = must_exist and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK))
     try:
-        return Ledger(path)
+        return Ledger(path, read_only=read_only)
     except EreeError as e:
         fail(e)
 

@@ -60,6 +60,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
 from eree.privacy.composition import Composition, Cost, composition_for
@@ -252,8 +253,11 @@ class Ledger:
         reconcile: settle stale reservations now (every command does).
     """
 
-    def __init__(self, path: str | Path, *, reconcile: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, reconcile: bool = True, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         try:
             os.stat(self.path)
         except FileNotFoundError:
@@ -262,6 +266,9 @@ class Ledger:
             raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
         if self.path.exists() and not self.path.is_file():
             raise LedgerError(f"ledger {self.path} is not a file")
+        if read_only:
+            self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -289,8 +296,41 @@ class Ledger:
         if reconcile:
             self.reconcile()
 
+    def _open_read_only(self) -> None:
+        """Open a ledger for reading only (an auditor's copy): nothing is written.
+
+        No schema, no reconciliation, no anchor; the key must be there (the chain is
+        keyed). Used by ``ledger show`` and ``ledger verify`` when the ledger or its folder
+        cannot be written.
+        """
+        if not self.path.is_file():
+            raise LedgerError(f"no ledger at {self.path}")
+        wal = self.path.with_name(self.path.name + "-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            # rows still in the write-ahead journal: reading without it would show an older
+            # ledger, and merging it needs write access
+            raise LedgerError(
+                f"ledger {self.path} has rows in its journal {wal.name} and cannot be written "
+                "here to merge them; copy the ledger while no release runs, or read it where "
+                "it can be written"
+            )
+        self.key_path = self.path.with_name(self.path.name + ".key")
+        self.head_path = self.path.with_name(self.path.name + ".head")
+        self._appended = False
+        try:
+            with contextlib.closing(self._connect()) as con:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError as e:
+            raise LedgerError(f"ledger {self.path} is not an eree ledger ({e})") from None
+        if "events" not in tables:
+            raise LedgerError(f"ledger {self.path} is not an eree ledger (no events)")
+        self.key = self._load_key(create=False)
+
     # ---------------------------------------------------------------- plumbing
     def _connect(self) -> sqlite3.Connection:
+        if self.read_only:  # immutable: no lock, no journal, no -wal or -shm file written
+            uri = f"file:{quote(str(self.path.resolve()))}?mode=ro&immutable=1"
+            return sqlite3.connect(uri, uri=True, isolation_level=None)
         con = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
         con.execute("PRAGMA busy_timeout = 120000")
         con.execute("PRAGMA journal_mode=WAL")
