@@ -158,6 +158,15 @@ def test_an_auditors_read_only_copy_is_shown_and_verified_without_a_write(work, 
         shutil.copy(str(led) + suffix, str(copy / "l.sqlite") + suffix)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.iterdir()}
     monkeypatch.setattr(os, "access", lambda path, mode, **kw: mode != os.W_OK)
+    # every connection the commands open must be read-only (root could write anyway)
+    opened: list[str] = []
+    real_connect = sqlite3.connect
+
+    def connect(database, *args, **kwargs):
+        opened.append(str(database))
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
     runner = CliRunner()
     r = runner.invoke(app, ["ledger", "show", str(copy / "l.sqlite"), "--json"])
     assert r.exit_code == 0, r.output
@@ -167,3 +176,4 @@ def test_an_auditors_read_only_copy_is_shown_and_verified_without_a_write(work, 
     assert r.exit_code == 0 and "chain intact" in r.output, r.output
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.iterdir()}
     assert after == before  # nothing written: no journal, no anchor, no reconciliation
+    assert opened and all("mode=ro" in d for d in opened), opened
