@@ -136,8 +136,8 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
         )
     try:
         os.lstat(out)
-    except FileNotFoundError:
-        pass
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # the checks below say which
     except OSError as e:  # a name over the file system's limit, a loop of links, …
         raise EreeError(f"output path {out}: {e.strerror or type(e).__name__}") from None
     _restore_aside(out)

@@ -299,9 +299,7 @@ class Ledger:
     def _open_read_only(self) -> None:
         """Open a ledger for reading only (an auditor's copy): nothing is written.
 
-        No schema, no reconciliation, no anchor; the key must be there (the chain is
-        keyed). Used by ``ledger show`` and ``ledger verify`` when the ledger or its folder
-        cannot be written.
+        No schema, reconciliation or anchor; the key must be there (the chain is keyed).
         """
         if not self.path.is_file():
             raise LedgerError(f"no ledger at {self.path}")
