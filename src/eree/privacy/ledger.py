@@ -266,6 +266,9 @@ class Ledger:
             raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
         if self.path.exists() and not self.path.is_file():
             raise LedgerError(f"ledger {self.path} is not a file")
+        self.key_path = self.path.with_name(self.path.name + ".key")
+        self.head_path = self.path.with_name(self.path.name + ".head")
+        self._appended = False  # whether the open transaction appended a row
         if read_only:
             self._open_read_only()
             return
@@ -273,9 +276,6 @@ class Ledger:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
-        self.key_path = self.path.with_name(self.path.name + ".key")
-        self.head_path = self.path.with_name(self.path.name + ".head")
-        self._appended = False  # whether the open transaction appended a row
         try:
             with contextlib.closing(self._connect()) as con:
                 tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
@@ -312,9 +312,6 @@ class Ledger:
                 "here to merge them; copy the ledger while no release runs, or read it where "
                 "it can be written"
             )
-        self.key_path = self.path.with_name(self.path.name + ".key")
-        self.head_path = self.path.with_name(self.path.name + ".head")
-        self._appended = False
         try:
             with contextlib.closing(self._connect()) as con:
                 tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
@@ -436,7 +433,7 @@ class Ledger:
                 raise
             appended, self._appended = self._appended, False
             con.execute("COMMIT")
-            if appended or self._read_head() is None:
+            if appended:
                 self._advance_head(con)
         finally:
             con.close()

@@ -168,9 +168,9 @@ def release_gedp(
         _check_report(built, report)
     _check_data(spec, data)
     if engine is None:
-        from eree.engine.polars.engine import PolarsEngine
+        from eree.engine.select import make_engine
 
-        engine = PolarsEngine()
+        engine = make_engine("polars")  # the default engine
     id_col = data.id_column
     order = list(built.queries)
     src = spec.pnc.bounds_from
