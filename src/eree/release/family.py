@@ -127,9 +127,7 @@ class CountRelease(ReleaseFamily):
         from eree.release.counts import count_tables
 
         if engine is None:
-
             from eree.engine.select import make_engine
-
 
             engine = make_engine("polars")  # the default engine
         return count_tables(built, data, engine, source, streaming=streaming)
