@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from eree.errors import PrivacyParameterError
+from eree.mechanisms.error_law import Within
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.privacy.composition import Composition, Cost
 
@@ -151,12 +152,17 @@ class ExpectedError:
         ci_width: expected width of the published confidence interval; None where no
             interval is published.
         note: what the numbers leave out (e.g. a truncation bias), or "".
+        within: ``within(t)`` = P(|published estimate − true value| ≤ t), the law of the
+            error (:mod:`eree.mechanisms.error_law`: exact for integer counts, a lower
+            bound where the grid's rounding is counted against ``t``); None where the
+            mechanism has no closed form or the error has a confidential part.
     """
 
     std: float | None
     mean_abs: float | None
     ci_width: float | None
     note: str = ""
+    within: Within | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

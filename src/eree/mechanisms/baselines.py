@@ -20,6 +20,7 @@ from typing_extensions import override
 
 from eree.mechanisms.base import Cells, ExpectedError, Measurement
 from eree.mechanisms.er_ee import CountMechanism, laplace_quantile
+from eree.mechanisms.error_law import laplace_within
 from eree.mechanisms.noise import NoiseSource
 from eree.mechanisms.sampling import additive, rounded_variance
 from eree.privacy.definitions import EdgeDP, NodeDP
@@ -81,7 +82,8 @@ class EdgeLaplace(WholeMarginalMechanism):
         b, grid = self.scale, float(self.grid or 1)
         sd = math.sqrt(rounded_variance("laplace", b, grid, on_grid=grid <= 1))
         return ExpectedError(sd, b, 2.0 * laplace_quantile(b, self.confidence) + grid,
-                             "E|error| of the noise before rounding to the grid")  # fmt: skip
+                             "E|error| of the noise before rounding to the grid",
+                             laplace_within(b, grid, on_grid=grid <= 1))  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

@@ -35,6 +35,7 @@ from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
+from eree.mechanisms.error_law import laplace_within, log_laplace_within, smooth_gamma_within
 from eree.mechanisms.noise import FloatArray, NoiseSource
 from eree.mechanisms.sampling import (
     TRANSFORMED_GRID,
@@ -246,7 +247,9 @@ def log_laplace_sd_factor(lam: float) -> float:
     return math.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0)
 
 
-def log_laplace_error(n: float, gamma: float, lam: float, confidence: float) -> ExpectedError:
+def log_laplace_error(
+    n: float, gamma: float, lam: float, confidence: float, grid: float = TRANSFORMED_GRID
+) -> ExpectedError:
     r"""Error of the published Log-Laplace estimate at a true count n (Lemma 8.2).
 
     * std of :math:`\hat n`: :math:`(n+\gamma)` · :func:`log_laplace_sd_factor`.
@@ -256,6 +259,7 @@ def log_laplace_error(n: float, gamma: float, lam: float, confidence: float) -> 
       :math:`E[e^\eta 1\{0\le\eta<t\}]=(1-e^{t(1-1/\lambda)})/(2(1-\lambda))`.
     * CI width: :math:`E[\tilde n+\gamma](e^q-e^{-q}) = (n+\gamma)\,2\sinh(q)/(1-\lambda^2)`,
       q = :func:`laplace_quantile` (λ, c).
+    * within(t): :func:`eree.mechanisms.error_law.log_laplace_within` on the log-space grid.
     Infinite for λ ≥ 1 (unbounded expectation).
     """
     if lam >= 1:
@@ -270,6 +274,7 @@ def log_laplace_error(n: float, gamma: float, lam: float, confidence: float) -> 
         std=base * log_laplace_sd_factor(lam),
         mean_abs=base * (1.0 - lam * lam) * 2.0 * below,
         ci_width=base * c * 2.0 * math.sinh(q),
+        within=log_laplace_within(n, gamma, lam, grid),
     )
 
 
@@ -355,7 +360,9 @@ class LogLaplace(CountMechanism):
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """Multiplicative noise: the error grows with n + γ (:func:`log_laplace_error`)."""
-        return log_laplace_error(at["count"], self.gamma, self.lam, self.confidence)
+        return log_laplace_error(
+            at["count"], self.gamma, self.lam, self.confidence, float(self.grid)
+        )  # type: ignore[arg-type]
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -425,7 +432,9 @@ class SmoothGamma(CountMechanism):
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """Std = 5S/ε₁ (Var Z = 1), E|error| = 5S/(ε₁√2); no interval is published."""
         b = float(self.noise_scale(at["x_v"]))
-        return ExpectedError(b, b / math.sqrt(2.0), None)
+        grid = float(self.grid)  # type: ignore[arg-type]
+        return ExpectedError(b, b / math.sqrt(2.0), None,
+                             within=smooth_gamma_within(b, grid, on_grid=grid <= 1))  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -517,7 +526,9 @@ class SmoothLaplace(ApproximateCountMechanism):
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """Std = √2·2S/ε_cell, E|error| = 2S/ε_cell (Lemma 9.3); no interval is published."""
         b = float(self.noise_scale(at["x_v"]))
-        return ExpectedError(math.sqrt(2.0) * b, b, None)
+        grid = float(self.grid)  # type: ignore[arg-type]
+        return ExpectedError(math.sqrt(2.0) * b, b, None,
+                             within=laplace_within(b, grid, on_grid=grid <= 1))  # fmt: skip
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

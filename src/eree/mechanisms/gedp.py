@@ -28,6 +28,12 @@ from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
+from eree.mechanisms.error_law import (
+    Within,
+    gaussian_within,
+    log_psi_within,
+    sqrt_psi_within,
+)
 from eree.mechanisms.estimators import (
     psi_confidence_interval,
     psi_estimates,
@@ -46,7 +52,7 @@ from eree.mechanisms.sampling import (
     scale_term,
 )
 from eree.privacy.composition import Composition, Cost, GaussianComposition
-from eree.privacy.neighbors import DPNeighbor, NeighborFunction
+from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
 from eree.privacy.scipy_lazy import ndtri
 
 __all__ = [
@@ -277,6 +283,7 @@ def _gaussian_error(sd: float, confidence: float, grid: float = 0.0) -> Expected
         math.sqrt(sd * sd + grid * grid / 12.0), sd * math.sqrt(2.0 / math.pi),
         2.0 * z_value(confidence) * sd + grid,
         "E|error| of the noise before rounding to the grid" if grid else "",
+        gaussian_within(sd, grid, on_grid=False),  # sums need not lie on the grid
     )  # fmt: skip
 
 
@@ -401,7 +408,19 @@ class PsiMechanism(GedpMechanism):
         dp = isinstance(self.neighbor, DPNeighbor) and std is not None  # ψ = x: Gaussian error
         mean_abs = std * math.sqrt(2.0 / math.pi) if dp and std is not None else None
         return ExpectedError(std, mean_abs, float(hi[0] - lo[0]),
-                             "CI width at the median answer omega = psi(x)")  # fmt: skip
+                             "CI width at the median answer omega = psi(x)",
+                             self._within(x))  # fmt: skip
+
+    def _within(self, x: float) -> Within | None:
+        """The law of the Thm 6.6 estimate's error at x, where ψ has a closed form."""
+        grid = float(self.grid)  # type: ignore[arg-type]
+        if isinstance(self.neighbor, SqrtShift):
+            return sqrt_psi_within(x, self.neighbor.a, self.sigma, grid)
+        if isinstance(self.neighbor, LogShift) and self.neighbor.a > 0:
+            return log_psi_within(x, self.neighbor.a, self.sigma, grid)
+        if isinstance(self.neighbor, DPNeighbor):
+            return gaussian_within(self.sigma, grid, on_grid=False)
+        return None
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
