@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from eree.mechanisms.baselines import EdgeLaplace
 from eree.mechanisms.base import Cells, Mechanism
+from eree.mechanisms.baselines import EdgeLaplace
 from eree.mechanisms.er_ee import LogLaplace, SmoothGamma, SmoothLaplace
 from eree.mechanisms.error_law import smooth_gamma_abs_cdf
 from eree.mechanisms.gedp import EstabGaussian, PsiMechanism
