@@ -28,7 +28,7 @@ from typing import Annotated
 
 import typer
 
-from eree.cli import demo, ledger, release, synth
+from eree.cli import demo, ledger, plan, release, synth
 from eree.cli._program import lazy_typer, plain_call, run_and_exit
 
 __all__ = ["app", "main", "register_lazy_commands", "run"]
@@ -113,6 +113,7 @@ app.add_typer(ledger_app, name="ledger")
 
 app.command()(release.explain)
 app.command()(release.validate)
+app.command()(plan.plan)
 app.command()(release.protect)
 app.command()(demo.demo)
 synth_app.command("lodes")(synth.synth_lodes)

@@ -126,6 +126,10 @@ def print_preview(pv: dict[str, Any]) -> None:
         for row in q["rows"]:
             t.add_row(*[_num(v) for v in row])
         console.print(t)
+        tg = q.get("target")
+        if tg is not None:
+            verdict = "[bold green]met[/]" if tg["met"] else "[bold red]not met[/]"
+            console.print(f"  target: {escape(tg['words'])} — {verdict}")
         be = q.get("break_even")
         if be is not None and be >= 1:
             below = "every size" if be == float("inf") else _num(be)

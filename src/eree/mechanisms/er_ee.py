@@ -360,9 +360,8 @@ class LogLaplace(CountMechanism):
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """Multiplicative noise: the error grows with n + γ (:func:`log_laplace_error`)."""
-        return log_laplace_error(
-            at["count"], self.gamma, self.lam, self.confidence, float(self.grid)
-        )  # type: ignore[arg-type]
+        grid = float(self.grid)  # type: ignore[arg-type]
+        return log_laplace_error(at["count"], self.gamma, self.lam, self.confidence, grid)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

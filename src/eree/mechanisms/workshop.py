@@ -194,9 +194,8 @@ class WorkshopLogLaplace(_Workshop):
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """As the SIGMOD Log-Laplace, with γ = Δ/α (:func:`.log_laplace_error`)."""
-        return log_laplace_error(
-            at["count"], self.gamma, self.lam, self.confidence, float(self.grid)
-        )  # type: ignore[arg-type]
+        grid = float(self.grid)  # type: ignore[arg-type]
+        return log_laplace_error(at["count"], self.gamma, self.lam, self.confidence, grid)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:

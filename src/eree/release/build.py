@@ -176,7 +176,11 @@ def _build_counts(plan: Plan) -> BuiltPlan:
         }
         if "epsilon" in e.settings:
             if q.epsilon is None:
-                raise PrivacyParameterError(f"query {q.name!r}: epsilon is required")
+                raise PrivacyParameterError(
+                    f"query {q.name!r}: epsilon is required"
+                    + ("; it has a target: `eree plan SPEC --write FILE` chooses epsilon"
+                       if q.target is not None or plan.budget_plan is not None else "")
+                )  # fmt: skip
             kwargs.update(epsilon=q.epsilon, worker_cells=d, worker_attributes=tuple(wk))
             if "alpha" in e.cls.__dataclass_fields__:
                 if plan.privacy.alpha is None:
@@ -251,10 +255,13 @@ def validate_gedp_plan(plan: Plan) -> None:
         other = sorted(k for k in q.params if k != "grid")
         if other:
             raise SpecError(f"{where}: parameters {other} do not apply to {q.mechanism}")
-        if not q.mu:
+        planned = [a for a in (q.target or {}) if a not in (q.mu or {})]
+        if planned or not q.mu:
             raise SpecError(
                 f"{where}: give mu per confidential attribute, e.g. mu = {{ m1emp = 0.7 }}"
-            )
+                + (f"; {planned} have a target: `eree plan SPEC --write FILE` chooses their mu"
+                   if planned else "")
+            )  # fmt: skip
         bad = [a for a in q.mu if a not in conf]
         if bad:
             raise SpecError(

@@ -33,6 +33,7 @@ from eree.mechanisms.gedp import GedpMechanism, PncBounded
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.privacy.neighbors import SqrtShift
 from eree.release.build import BuiltPlan, QueryPlan
+from eree.release.targets import DEFAULT_PLAN_AT, Target, target_met
 
 __all__ = [
     "COUNT_SIZES",
@@ -43,6 +44,12 @@ __all__ = [
     "delta_warning",
     "plan_warnings",
     "preview",
+    "round_down",
+    "round_up",
+    "smallest_parameter",
+    "statistics_at",
+    "target_check",
+    "tradeoff",
 ]
 
 #: representative cell sizes n (jobs) of a count marginal
@@ -74,7 +81,7 @@ def _pnc_bound(mech: PncBounded, x: float, n_est: int) -> float:
     return float(mech.upper_bounds(omega, n_est)[0])
 
 
-def _at(mech: Mechanism, size: float, x_v: float, n_est: int) -> dict[str, float]:
+def statistics_at(mech: Mechanism, size: float, x_v: float, n_est: int) -> dict[str, float]:
     """The cell statistics a mechanism reads, at a representative size."""
     if isinstance(mech, GedpMechanism):
         at = {"value": size}
@@ -85,7 +92,7 @@ def _at(mech: Mechanism, size: float, x_v: float, n_est: int) -> dict[str, float
 
 
 def _error(mech: Mechanism, size: float, x_v: float, n_est: int) -> ExpectedError | None:
-    return mech.expected_error(_at(mech, size, x_v, n_est))
+    return mech.expected_error(statistics_at(mech, size, x_v, n_est))
 
 
 def _uses_x_v(mech: Mechanism) -> bool:
@@ -121,7 +128,7 @@ def break_even(mech: Mechanism, n_est: int) -> float | None:
     return hi
 
 
-def _smallest(
+def smallest_parameter(
     make: Callable[[float], Mechanism], ok: Callable[[Mechanism], bool], start: float
 ) -> float | None:
     """The smallest parameter ≥ ``start`` (geometric search) whose mechanism satisfies ``ok``."""
@@ -231,12 +238,68 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
                 "columns": cols, "rows": rows, "break_even": break_even(mech, n_est),
                 "notes": _notes(mech, n_est, known),
             }  # fmt: skip
-            same = [e for e in out if e["query"] == q.name and e["rows"] == rows]
+            t = (q.spec.target or {}).get(stat)
+            if t is not None:
+                entry["target"] = target_check(mech, t, n_est)
+            entry["tradeoff"] = tradeoff(mech, stat, q.spec, n_est, built.plan)
+            same = [e for e in out if e["query"] == q.name and e["rows"] == rows
+                    and "target" not in e and t is None]  # fmt: skip
             if same:  # attributes with the same parameters share one table
                 same[0]["statistic"] += f", {stat}"
                 continue
             out.append(entry)
     return {"queries": out, "warnings": plan_warnings(built, n_establishments)}
+
+
+# ------------------------------------------------------------------ targets and trade-off
+
+#: the budget multiples the trade-off curve is drawn at
+TRADEOFF_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
+
+
+def _representative(
+    mech: Mechanism, spec_target: Target | None, plan: Any, stat: str
+) -> tuple[float, float]:
+    """The cell a query's accuracy is read at: its target's, else [plan].at, else 100 jobs."""
+    if spec_target is not None:
+        return spec_target.at, max(spec_target.largest_share * spec_target.at, 1.0)
+    bp = plan.budget_plan
+    if isinstance(mech, GedpMechanism):
+        at_table = bp.at if bp is not None and isinstance(bp.at, dict) else {}
+        at = at_table.get(stat, 10_000.0)
+    else:
+        at = bp.at if bp is not None and isinstance(bp.at, float) else DEFAULT_PLAN_AT
+    return at, at
+
+
+def target_check(mech: Mechanism, t: Target, n_est: int) -> dict[str, Any]:
+    """Whether the mechanism, as the spec sets it, meets the query's target."""
+    x_v = max(t.largest_share * t.at, 1.0)
+    met, achieved = target_met(t, mech.expected_error(statistics_at(mech, t.at, x_v, n_est)))
+    return {"target": t.to_dict(), "words": t.words("jobs" if not isinstance(
+        mech, GedpMechanism) else ""), "met": met, "achieved": achieved}  # fmt: skip
+
+
+def tradeoff(mech: Mechanism, stat: str, spec: Any, n_est: int, plan: Any) -> dict[str, Any]:
+    """Relative E|error| at the representative cell against the budget (the spec's value ×k)."""
+    gedp = isinstance(mech, GedpMechanism)
+    name = "mu" if gedp else "epsilon"
+    if not hasattr(mech, name):
+        return {}
+    at, x_v = _representative(mech, (spec.target or {}).get(stat), plan, stat)
+    v0 = float(getattr(mech, name))
+    points = []
+    for k in TRADEOFF_FACTORS:
+        try:
+            m = dataclasses.replace(mech, **{name: v0 * k})  # type: ignore[arg-type]
+            e = m.expected_error(statistics_at(m, at, x_v, n_est))
+        except EreeError:
+            continue
+        v = None if e is None else (e.mean_abs if e.mean_abs is not None else e.std)
+        if v is not None and math.isfinite(v):
+            points.append([v0 * k, v / at])
+    return {"parameter": name, "value": v0, "at": at, "x_v": None if gedp else x_v,
+            "points": points}  # fmt: skip
 
 
 # ------------------------------------------------------------------ warnings
@@ -267,17 +330,18 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
         current = f"mu = {mech.mu:g}"
         if isinstance(mech, PncBounded):  # the bounds come from the identity query's μ
             m0 = mech
-            factor = _smallest(
+            factor = smallest_parameter(
                 lambda k: dataclasses.replace(m0, mu=k * m0.mu, bounds_mu=k * m0.bounds_mu),
                 fine, 1.0,
             )  # fmt: skip
             how = coarsen if factor is None else (
                 f"raise mu for {stat} here and in query {mech.bounds_from!r} (whose answers "
-                f"set pnc's bounds) by a factor of {_up(factor)} {then}, or {coarsen}")  # fmt: skip
+                f"set pnc's bounds) by a factor of {round_up(factor)} {then}, "
+                f"or {coarsen}")  # fmt: skip
         else:
-            need = _smallest(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
+            need = smallest_parameter(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
             how = coarsen if need is None else (
-                f"raise mu for {stat} to {_up(need)} {then}, or {coarsen}")  # fmt: skip
+                f"raise mu for {stat} to {round_up(need)} {then}, or {coarsen}")  # fmt: skip
         if isinstance(mech.neighbor, SqrtShift):
             how += (
                 f"; check gamma's unit: with psi = sqrt it is in sqrt(units of {stat}), so a "
@@ -288,11 +352,11 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
     elif isinstance(mech, CountMechanism):
         eps = mech.epsilon
         unit, what = " jobs, even with x_v = 1", "cells"
-        need = _smallest(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)
+        need = smallest_parameter(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)
         current = f"epsilon = {eps:g}"
         how = coarsen if need is None else (
-            f"raise the query's epsilon to {_up(need)} (then cells above {size} jobs get noise "
-            f"below their value), or {coarsen}")  # fmt: skip
+            f"raise the query's epsilon to {round_up(need)} (then cells above {size} jobs get "
+            f"noise below their value), or {coarsen}")  # fmt: skip
     else:
         return None
     below = "every size" if math.isinf(n) else f"{n:,.0f}"
@@ -303,7 +367,7 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
     return warning("noise-exceeds-value", q.name, message, how)
 
 
-def _up(x: float, digits: int = 3) -> str:
+def round_up(x: float, digits: int = 3) -> str:
     """``x`` shown to ``digits`` significant digits, rounded *up*: a stated minimum suffices."""
     if x <= 0 or not math.isfinite(x):
         return f"{x:.{digits}g}"
@@ -312,7 +376,7 @@ def _up(x: float, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
-def _round_down(x: float, digits: int = 2) -> float:
+def round_down(x: float, digits: int = 2) -> float:
     """``x`` to ``digits`` significant digits, rounded *down*: a stated maximum holds."""
     if x <= 0 or not math.isfinite(x):
         return x
@@ -333,8 +397,8 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
     dcell = mech.delta_cell
     if dcell < 1.0 / n_establishments:
         return None
-    target = _round_down(0.1 / n_establishments * mech.worker_cells)  # the δ the remedy states
-    need = _smallest(lambda e: dataclasses.replace(mech, epsilon=e, delta=target),
+    target = round_down(0.1 / n_establishments * mech.worker_cells)  # the δ the remedy states
+    need = smallest_parameter(lambda e: dataclasses.replace(mech, epsilon=e, delta=target),
                      lambda m: True, mech.epsilon)  # fmt: skip
     message = (
         f"per-cell delta {dcell:.3g} >= 1/(number of establishments) = "
@@ -343,7 +407,7 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
     )
     remedy = (
         f"set the query's delta to {target:g} (per cell {target / mech.worker_cells:.2g}); "
-        + (f"that needs epsilon >= {_up(need)}; " if need is not None else "")
+        + (f"that needs epsilon >= {round_up(need)}; " if need is not None else "")
         + "or use log_laplace or smooth_gamma, which have no delta"
     )
     return warning("delta-per-cell-large", q.name, message, remedy)
@@ -358,6 +422,15 @@ def plan_warnings(built: BuiltPlan, n_establishments: int | None = None) -> list
             w = _noise_warning(q, stat, mech, n_est)
             if w is not None:
                 out.append(w)
+            t = (q.spec.target or {}).get(stat)
+            if t is not None and not target_check(mech, t, n_est)["met"]:
+                unit = "mu" if isinstance(mech, GedpMechanism) else "epsilon"
+                what = "" if stat == "jobs" else f" for {stat}"
+                out.append(warning(
+                    "target-not-met", q.name,
+                    f"query {q.name!r}{what} misses its target ({t.words()}) at its {unit}",
+                    f"`eree plan SPEC --write FILE` chooses the {unit} that meets it",
+                ))  # fmt: skip
         if n_establishments is not None:
             d = delta_warning(q, n_establishments)
             if d is not None:

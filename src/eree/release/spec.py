@@ -25,6 +25,7 @@ from eree.privacy.composition import float_down
 from eree.privacy.definitions import ALPHA_DEFINITIONS, DEFINITION_NAMES
 from eree.release import spec_schema as schema
 from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
+from eree.release.targets import BudgetPlan, Target, parse_plan_section, parse_targets, parse_weight
 
 # every section's keys and defaults are declared once, in spec_schema (docs/spec-reference.md
 # is generated from the same table)
@@ -123,6 +124,9 @@ class QuerySpec:
         params: other mechanism parameters (theta, force, variant, s, t, small_cell,
             additive).
         complete: list workplace combinations with no establishment as exact zeros.
+        target: accuracy targets per statistic (``jobs`` for a count marginal, the
+            attribute for GEDP), read by ``eree plan`` (:mod:`eree.release.targets`).
+        weight: the query's weight when ``eree plan`` splits ``[plan]``'s total.
     """
 
     name: str
@@ -133,6 +137,8 @@ class QuerySpec:
     mu: dict[str, float] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
+    target: dict[str, Target] | None = None
+    weight: float = 1.0
 
     @property
     def is_identity(self) -> bool:
@@ -152,6 +158,11 @@ class QuerySpec:
         if self.complete:
             d["complete"] = True
         d.update(self.params)
+        if self.target is not None:
+            t = {s: x.to_dict() for s, x in self.target.items()}
+            d["target"] = t["jobs"] if list(t) == ["jobs"] else t
+        if self.weight != 1.0:
+            d["weight"] = self.weight
         return d
 
 
@@ -246,6 +257,7 @@ class Plan:
     engine: EngineSpec = field(default_factory=EngineSpec)
     source: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    budget_plan: BudgetPlan | None = None
 
     @property
     def kind(self) -> str:
@@ -371,7 +383,7 @@ def _parse_mu(value: Any, where: str) -> dict[str, float]:
 
 
 #: [[query]] keys every mechanism accepts
-_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete")
+_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete", "target", "weight")
 
 
 def _check_settings(q: dict[str, Any], mech: str, where: str) -> None:
@@ -401,7 +413,7 @@ def _check_settings(q: dict[str, Any], mech: str, where: str) -> None:
         )
 
 
-def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
+def _parse_query(q: dict[str, Any], i: int, confidential: tuple[str, ...] | None) -> QuerySpec:
     where = f"[[query]] #{i + 1}"
     _check_keys(q, _QUERY_KEYS, where)
     name = q.get("name")
@@ -449,7 +461,9 @@ def _parse_query(q: dict[str, Any], i: int) -> QuerySpec:
     complete = q.get("complete", False)
     if not isinstance(complete, bool):
         raise SpecError(f"{where}: complete must be true or false")
-    return QuerySpec(name, by, str(mech), epsilon, delta, mu, params, complete)
+    target = parse_targets(q["target"], where, confidential) if "target" in q else None
+    weight = parse_weight(q["weight"], where) if "weight" in q else 1.0
+    return QuerySpec(name, by, str(mech), epsilon, delta, mu, params, complete, target, weight)
 
 
 def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) -> Plan:
@@ -508,7 +522,8 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     qs = raw.get("query")
     if not isinstance(qs, list) or not qs:
         raise SpecError("the spec needs at least one [[query]]")
-    queries = tuple(_parse_query(q, i) for i, q in enumerate(qs))
+    conf = None if isinstance(data_cfg, JobTablesConfig) else tuple(data_cfg.confidential)
+    queries = tuple(_parse_query(q, i, conf) for i, q in enumerate(qs))
     names = [q.name for q in queries]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -569,6 +584,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         engine=engine,
         source=source,
         raw=raw,
+        budget_plan=parse_plan_section(raw["plan"], kind, conf) if "plan" in raw else None,
     )
 
 

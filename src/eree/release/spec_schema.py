@@ -315,7 +315,7 @@ SECTIONS: tuple[Section, ...] = (
                 REQUIRED,
                 "The query's whole ε. For a marginal with worker attributes under "
                 "eree-weak or blowfish, each of the d worker-attribute combinations gets "
-                "ε/d.",
+                "ε/d. `eree plan` chooses it from a `target` or `[plan]` (docs/planning.md).",
             ),
             Key(
                 "delta",
@@ -330,7 +330,30 @@ SECTIONS: tuple[Section, ...] = (
                 "table: attribute = number > 0",
                 REQUIRED,
                 "GEDP: μ per measured confidential attribute; the query costs "
-                "√(Σ μ_a²) and the release √(Σ over queries).",
+                "√(Σ μ_a²) and the release √(Σ over queries). `eree plan` chooses it from "
+                "a `target` or `[plan]` (docs/planning.md).",
+            ),
+            Key(
+                "target",
+                "table",
+                None,
+                "An accuracy target `eree plan` meets with the smallest ε (ER-EE) or μ "
+                "(GEDP): exactly one of `relative_error` (a fraction, with `confidence`, "
+                "default 0.9), `cv` (a fraction) or `ci_half_width` (the statistic's unit), "
+                "and `at`, the representative cell size (jobs, or the attribute's unit); "
+                "`largest_share` (default 1): the share of the cell in its largest "
+                "establishment the promise is made for (smooth-sensitivity mechanisms). "
+                "GEDP: one such table per confidential attribute, e.g. target = { wage = "
+                "{ relative_error = 0.1, at = 5000 } }. `eree protect` reads the ε or μ, "
+                "never the target; `eree validate` says whether it is met.",
+            ),
+            Key(
+                "weight",
+                "number ≥ 0",
+                1.0,
+                "The query's weight when `eree plan` splits [plan]'s total: the plan "
+                "minimises the weighted sum of the queries' relative E|error| at their "
+                "representative cells.",
             ),
             Key(
                 "theta",
@@ -498,6 +521,35 @@ SECTIONS: tuple[Section, ...] = (
                 "Refuse a query with more cells than this, before any cell is allocated "
                 "(by `eree explain` where the spec alone shows it).",
                 units="cells",
+            ),
+        ),
+    ),
+    Section(
+        "[plan]",
+        "both",
+        "A total budget for `eree plan` to split over the queries (docs/planning.md); "
+        "`eree protect` ignores it and spends the ε or μ the queries state.",
+        (
+            Key(
+                "epsilon",
+                "number > 0",
+                None,
+                "ER-EE family: the release's total ε, split over the queries (sequential "
+                "composition: the queries' ε add up to it), each query's target a floor.",
+            ),
+            Key(
+                "mu",
+                "number > 0",
+                None,
+                "GEDP: the release's total μ = √(Σ μ²) over every (query, attribute), split "
+                "the same way.",
+            ),
+            Key(
+                "at",
+                "number > 0, or table: attribute = number > 0",
+                "100 jobs (ER-EE); required for GEDP queries without a target",
+                "The representative cell size of a query without a target: jobs (ER-EE) or "
+                "per confidential attribute in its unit (GEDP).",
             ),
         ),
     ),
