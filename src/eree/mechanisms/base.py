@@ -105,6 +105,19 @@ class Measurement:
         if (self.std is None) != (self.variance_kind == "withheld"):
             raise ValueError("a withheld variance has no std, a published one has")
 
+    def published_estimate(self) -> FloatArray:
+        """The value a table publishes: the estimate clamped into its own interval.
+
+        An interval that is clamped (e.g. at 0 for sums of non-negative values) and an
+        estimate that is not would publish an estimate outside its own interval; the
+        estimate is clamped the same way instead (docs/design.md#post-processing). Without
+        a CI the estimate is published as it is.
+        """
+        est = np.asarray(self.estimate, dtype=np.float64)
+        if self.ci_low is None or self.ci_high is None:
+            return est
+        return np.minimum(np.maximum(est, self.ci_low), self.ci_high)
+
     @property
     def variance(self) -> FloatArray | None:
         """The published variance (std²), or None where it is withheld."""

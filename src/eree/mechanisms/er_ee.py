@@ -274,7 +274,7 @@ def log_laplace_error(
         std=base * log_laplace_sd_factor(lam),
         mean_abs=base * (1.0 - lam * lam) * 2.0 * below,
         ci_width=base * c * 2.0 * math.sinh(q),
-        within=log_laplace_within(n, gamma, lam, grid),
+        within=log_laplace_within(n, gamma, lam, grid, q + grid / 2),
     )
 
 

@@ -12,24 +12,30 @@ the rounding is counted against the target, never in its favour:
 * elsewhere, :math:`|\mathrm{round}_r(y) - y| \le r/2` gives the lower bound
   :math:`P(|\text{noise}| \le t - r/2)`.
 
-So ``within`` is exact for integer counts and a lower bound otherwise; a target met by
-``within`` is met by the published values. Proofs of the closed forms are beside each
-function.
+Tables publish each estimate clamped into its own confidence interval
+(:meth:`eree.mechanisms.base.Measurement.published_estimate`); the laws here are those of
+the published value, clamp included. So ``within`` is exact for integer counts and a
+lower bound otherwise; a target met by ``within`` is met by the published values. Proofs
+of the closed forms are beside each function.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 __all__ = [
     "Within",
+    "gaussian_published_within",
     "gaussian_within",
     "laplace_within",
     "log_laplace_within",
-    "log_psi_within",
+    "smooth_gamma_abs_cdf",
     "smooth_gamma_within",
-    "sqrt_psi_within",
 ]
 
 #: P(|published − true| ≤ t) as a function of t ≥ 0
@@ -104,16 +110,20 @@ def _laplace_between(lo: float, hi: float, lam: float) -> float:
     return max(0.0, cdf(hi) - cdf(lo))
 
 
-def log_laplace_within(n: float, gamma: float, lam: float, grid: float) -> Within:
-    r"""Log-Laplace's estimate :math:`\hat n = (n+\gamma)e^{\omega'}(1-\lambda^2) - \gamma`.
+def log_laplace_within(n: float, gamma: float, lam: float, grid: float, half: float) -> Within:
+    r"""Log-Laplace's published estimate, :math:`(n+\gamma)e^{\omega'}f - \gamma`.
 
+    The estimate :math:`(\tilde n+\gamma)(1-\lambda^2) - \gamma` is published clamped into
+    its interval :math:`(\tilde n+\gamma)e^{\pm h} - \gamma` (h = ``half``, the interval's
+    log-space half-width); since 1 − λ² < 1 < e^h, the clamp only binds below, so the
+    published value is :math:`(\tilde n+\gamma)f - \gamma` with f = max(1 − λ², e^{−h}).
     With :math:`\omega' = \eta + \rho`, η ~ Lap(λ) and ρ the log-space rounding
-    (:math:`|\rho| \le r/2`): the error is :math:`(n+\gamma)(e^{\omega'}/c - 1)`, c =
-    1/(1−λ²), so :math:`|\mathrm{err}| \le t` ⇔ :math:`\omega' \in [\ln(c(1-q)), \ln(c(1+q))]`,
+    (:math:`|\rho| \le r/2`): the error is :math:`(n+\gamma)(e^{\omega'}f - 1)`, so
+    :math:`|\mathrm{err}| \le t` ⇔ :math:`\omega' \in [\ln((1-q)/f), \ln((1+q)/f)]`,
     q = t/(n+γ) (the lower end −∞ when q ≥ 1); shrinking the interval by r/2 at each end
     bounds the probability from below whatever ρ is.
     """
-    c = 1.0 / (1.0 - lam * lam)
+    c = 1.0 / max(1.0 - lam * lam, math.exp(-half))
 
     def within(t: float) -> float:
         if t < 0:
@@ -133,46 +143,61 @@ def _normal_between(lo: float, hi: float) -> float:
     return max(0.0, 0.5 * (math.erf(hi / math.sqrt(2.0)) - math.erf(lo / math.sqrt(2.0))))
 
 
-def sqrt_psi_within(x: float, a: float, sigma: float, grid: float) -> Within:
-    r"""ψ = √(x+a): estimate :math:`\omega^2 - \sigma^2 - a`, ω = s + σZ (+ rounding), s = √(x+a).
+#: points of the first scan of ω (then every crossing is refined by bisection)
+_SCAN = 4001
+#: the scan covers the centre ± this many sd (the mass outside is < 10⁻²³)
+_REACH = 10.0
 
-    The error is :math:`\omega^2 - s^2 - \sigma^2`, so :math:`|\mathrm{err}| \le t` ⇔
-    :math:`|\omega| \in [\sqrt{\max(0, s^2+\sigma^2-t)}, \sqrt{s^2+\sigma^2+t}]`; ω's two
-    branches (ω ≥ 0 and ω < 0) each shrunk by r/2 for the rounding.
+
+def gaussian_published_within(
+    publish: Callable[[np.ndarray], np.ndarray], centre: float, sd: float, x: float, grid: float
+) -> Within:
+    r"""A published value g(ω) of a Gaussian answer ω ~ N(centre, sd²) whose truth is x.
+
+    For the GEDP mechanisms the table publishes a function of the noisy answer: the ψ
+    estimate (Thm 6.6) or the noisy sum, clamped into its own confidence interval (which
+    is clamped at 0). The set {ω : |g(ω) − x| ≤ t} is found exactly up to floating point:
+    a scan of ω over centre ± 10 sd locates every change of membership, bisection refines
+    each to the last bit, and the probability is the sum of the normal masses of the
+    intervals. The grid's rounding moves ω by at most r/2, so g by at most L·r/2 with L
+    the steepest slope of g on the scan: ``t`` is reduced by that (a lower bound).
+
+    Args:
+        publish: ω ↦ the published value (vectorised; the release's own post-processing).
+        centre, sd: the law of ω (ψ(x) or x, and σ).
+        x: the true value.
+        grid: the public grid ω is rounded to.
     """
-    s = math.sqrt(x + a)
+    scan: list[Any] = []  # computed on the first call: most errors are never asked for
 
     def within(t: float) -> float:
-        if t < 0:
+        if not scan:
+            w0 = centre + sd * np.linspace(-_REACH, _REACH, _SCAN)
+            g0 = np.asarray(publish(w0), dtype=np.float64)
+            slope = float(np.nanmax(np.abs(np.diff(g0) / np.diff(w0)))) if grid else 0.0
+            scan.extend((w0, g0, slope * grid / 2.0))
+        w, g, slack = scan
+        u = t - slack
+        if u < 0:
             return 0.0
-        inner = s * s + sigma * sigma - t
-        lo = (math.sqrt(inner) if inner > 0 else 0.0) + grid / 2.0
-        hi = math.sqrt(s * s + sigma * sigma + t) - grid / 2.0
-        if inner <= 0:  # one interval [−hi, hi] around 0
-            return _normal_between((-hi - s) / sigma, (hi - s) / sigma)
-        pos = _normal_between((lo - s) / sigma, (hi - s) / sigma)
-        neg = _normal_between((-hi - s) / sigma, (-lo - s) / sigma)
-        return pos + neg
-
-    return within
-
-
-def log_psi_within(x: float, a: float, sigma: float, grid: float) -> Within:
-    r"""ψ = ln(x+a): estimate :math:`e^{\omega - \sigma^2/2} - a`, ω = ln(x+a) + σZ (+ rounding).
-
-    The error is :math:`(x+a)(e^{\sigma Z - \sigma^2/2} - 1)`: :math:`|\mathrm{err}| \le t` ⇔
-    :math:`\sigma Z - \sigma^2/2 \in [\ln(1-q), \ln(1+q)]`, q = t/(x+a), shrunk by r/2.
-    """
-
-    def within(t: float) -> float:
-        if t < 0:
-            return 0.0
-        q = t / (x + a)
-        lo = -math.inf if q >= 1 else math.log1p(-q) + grid / 2.0
-        hi = math.log1p(q) - grid / 2.0
-        if hi <= lo:
-            return 0.0
-        zlo = -math.inf if lo == -math.inf else (lo + sigma * sigma / 2.0) / sigma
-        return _normal_between(zlo, (hi + sigma * sigma / 2.0) / sigma)
+        inside = np.abs(g - x) <= u
+        edges = []
+        for i in np.nonzero(inside[1:] != inside[:-1])[0]:
+            a, b, state = float(w[i]), float(w[i + 1]), bool(inside[i])
+            for _ in range(80):
+                m = (a + b) / 2.0
+                if m in (a, b):
+                    break
+                got = abs(float(publish(np.array([m]))[0]) - x) <= u
+                a, b = (m, b) if got == state else (a, m)
+            edges.append((a + b) / 2.0)
+        bounds = [-math.inf, *edges, math.inf]
+        state = bool(inside[0])
+        total = 0.0
+        for lo, hi in itertools.pairwise(bounds):
+            if state:
+                total += _normal_between((lo - centre) / sd, (hi - centre) / sd)
+            state = not state
+        return min(total, 1.0)
 
     return within

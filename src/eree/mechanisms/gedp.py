@@ -28,12 +28,7 @@ from typing_extensions import override
 
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, ExpectedError, Measurement, Mechanism
-from eree.mechanisms.error_law import (
-    Within,
-    gaussian_within,
-    log_psi_within,
-    sqrt_psi_within,
-)
+from eree.mechanisms.error_law import Within, gaussian_published_within
 from eree.mechanisms.estimators import (
     psi_confidence_interval,
     psi_estimates,
@@ -52,7 +47,7 @@ from eree.mechanisms.sampling import (
     scale_term,
 )
 from eree.privacy.composition import Composition, Cost, GaussianComposition
-from eree.privacy.neighbors import DPNeighbor, LogShift, NeighborFunction, SqrtShift
+from eree.privacy.neighbors import DPNeighbor, NeighborFunction
 from eree.privacy.scipy_lazy import ndtri
 
 __all__ = [
@@ -273,17 +268,23 @@ def pnc_mechanism(
     )
 
 
-def _gaussian_error(sd: float, confidence: float, grid: float = 0.0) -> ExpectedError:
-    """N(0, sd²) rounded to the grid, as published.
+def _gaussian_error(sd: float, confidence: float, grid: float, x: float) -> ExpectedError:
+    """N(0, sd²) rounded to the grid, as published, at a true sum x.
 
     std √(sd² + grid²/12); E|error| = sd·√(2/π) (before rounding); the published interval
-    ±(z·sd + grid/2), before clamping.
+    ±(z·sd + grid/2), before clamping. ``within``: the answer clamped into its interval,
+    which is clamped at 0 (so is the published value).
     """
+    half = z_value(confidence) * sd + grid / 2
+
+    def publish(w: np.ndarray) -> np.ndarray:
+        return np.minimum(np.maximum(w, np.maximum(w - half, 0.0)), np.maximum(w + half, 0.0))
+
     return ExpectedError(
         math.sqrt(sd * sd + grid * grid / 12.0), sd * math.sqrt(2.0 / math.pi),
         2.0 * z_value(confidence) * sd + grid,
         "E|error| of the noise before rounding to the grid" if grid else "",
-        gaussian_within(sd, grid, on_grid=False),  # sums need not lie on the grid
+        gaussian_published_within(publish, x, sd, x, grid) if sd > 0 else None,
     )  # fmt: skip
 
 
@@ -412,15 +413,16 @@ class PsiMechanism(GedpMechanism):
                              self._within(x))  # fmt: skip
 
     def _within(self, x: float) -> Within | None:
-        """The law of the Thm 6.6 estimate's error at x, where ψ has a closed form."""
-        grid = float(self.grid)  # type: ignore[arg-type]
-        if isinstance(self.neighbor, SqrtShift):
-            return sqrt_psi_within(x, self.neighbor.a, self.sigma, grid)
-        if isinstance(self.neighbor, LogShift) and self.neighbor.a > 0:
-            return log_psi_within(x, self.neighbor.a, self.sigma, grid)
-        if isinstance(self.neighbor, DPNeighbor):
-            return gaussian_within(self.sigma, grid, on_grid=False)
-        return None
+        """The law of the published value (the Thm 6.6 estimate clamped into its CI) at x."""
+        neighbor, sigma, conf = self.neighbor, self.sigma, self.confidence
+
+        def publish(w: np.ndarray) -> np.ndarray:
+            e = psi_estimates(w, neighbor, sigma, conf)
+            return Measurement(w, e.estimate, None, e.ci_low, e.ci_high, "", "withheld",
+                               ).published_estimate()  # fmt: skip
+
+        centre = float(neighbor.psi(np.array([x]))[0])
+        return gaussian_published_within(publish, centre, sigma, x, float(self.grid))  # type: ignore[arg-type]
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -495,7 +497,7 @@ class EstabGaussian(GedpMechanism):
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
         """N(0, (Δ_ψ/μ)²) at every value (before clamping the CI at 0)."""
-        return _gaussian_error(self.sd, self.confidence, float(self.grid or 1))
+        return _gaussian_error(self.sd, self.confidence, float(self.grid or 1), at["value"])
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -547,7 +549,8 @@ class PncBounded(GedpMechanism):
         delta = float(
             pnc_sensitivity_upper(np.array([float(at["bound"])]), self.neighbor, self.gamma)[0]
         )
-        return _gaussian_error(delta / self.mu, self.confidence, float(self.grid or 1))
+        return _gaussian_error(delta / self.mu, self.confidence, float(self.grid or 1),
+                               at.get("value", at["bound"]))  # fmt: skip
 
     def upper_bounds(self, omega_identity: ArrayLike, n_establishments: int) -> FloatArray:
         r"""Thm 6.7: :math:`u_{j,i} = \psi^{-1}(\omega_{j,i} + \gamma_i\hat\tau/\mu_i^{(a)})`."""

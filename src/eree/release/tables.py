@@ -46,18 +46,8 @@ CLAMP_NOTE = (
 
 
 def published_estimate(out: Measurement) -> np.ndarray:
-    """The value a table publishes: the estimate clamped into its own interval.
-
-    An interval that is clamped (e.g. at 0 for sums of non-negative values) and an
-    estimate that is not would publish an estimate outside its own interval; the estimate
-    is clamped the same way instead (docs/design.md#post-processing). Without a CI the estimate is
-    published
-    as it is.
-    """
-    est = np.asarray(out.estimate, dtype=np.float64)
-    if out.ci_low is None or out.ci_high is None:
-        return est
-    return np.minimum(np.maximum(est, out.ci_low), out.ci_high)
+    """The value a table publishes (:meth:`Measurement.published_estimate`)."""
+    return out.published_estimate()
 
 
 def uncertainty_of(out: Measurement) -> str:
