@@ -150,6 +150,11 @@ def _query_of(plan: Any, by: Sequence[str]) -> str | None:
     return None
 
 
+def _units(plan: Any) -> dict[str, str]:
+    """``[data].units`` as given (docs/spec-reference.md)."""
+    return dict((plan.raw.get("data") or {}).get("units") or {})
+
+
 def check_agency_plan(plan: Any) -> None:
     """Refuse, before any data is read, an ``[output] format`` the plan cannot fill.
 
@@ -202,7 +207,7 @@ def check_agency_plan(plan: Any) -> None:
                 f"{where}: query {q.name!r} (level {lv}) must measure m1emp, m2emp, "
                 "m3emp and wage"
             )
-    if money_scale(unit_of("wage", plan.establishment_data.units)) is None:
+    if money_scale(unit_of("wage", _units(plan))) is None:
         raise SpecError(
             f'{where}: the unit of wage must be money ([data].units, e.g. wage = "dollars")'
         )
@@ -397,7 +402,9 @@ def _qcew_level(
     )  # fmt: skip
     if lv in (72, 74):  # BLS aggregation: domains of supersectors, merged sector ranges
         if lv == 72:
-            keyed = keyed.with_columns(domain_of_supersector(pl.col("industry_code")))
+            keyed = keyed.with_columns(
+                domain_of_supersector(pl.col("industry_code")).alias("industry_code")
+            )
         keyed = keyed.group_by("area_fips", "own_code", "industry_code").agg(
             pl.col(*_STATS, *[f"{s}_var" for s in _STATS]).sum(),
             pl.col("establishments").sum(),
@@ -411,7 +418,7 @@ def _qcew(
     establishments: Callable[[Sequence[str]], pl.DataFrame],
     fmt: str,
 ) -> AgencyOutput:
-    to_dollars = money_scale(unit_of("wage", plan.establishment_data.units)) or 1.0
+    to_dollars = money_scale(unit_of("wage", _units(plan))) or 1.0
     parts = []
     for lv, src in _QCEW_SOURCE.items():
         by = src if src is not None else _QCEW_SOURCE[73]
