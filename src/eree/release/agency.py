@@ -432,6 +432,8 @@ def _qcew(
     cells = cells.with_columns(
         pl.col("wage") * to_dollars, pl.col("wage_var") * (to_dollars * to_dollars)
     )
+    if plan.output.cells_from is not None:
+        cells = _with_listed_cells(cells, plan.output.cells_from)
     year, qtr = plan.output.year, plan.output.quarter
     files: dict[str, bytes] = {}
     if fmt == "qcew-singlefile":
@@ -465,6 +467,47 @@ def _qcew(
     )
 
 
+def _with_listed_cells(cells: pl.DataFrame, path: str) -> pl.DataFrame:
+    """``cells`` plus the county cells listed in earlier by-area files that the frame lacks.
+
+    Only the key columns of the listed files are read (public: the cells an earlier
+    release listed); a listed cell with no establishment this quarter gets
+    ``establishments = 0`` and no values (written with disclosure code "-").
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    files = [p] if p.is_file() else sorted(
+        f for f in p.iterdir() if f.name.lower().endswith((".csv", ".csv.gz"))
+    )  # fmt: skip
+    key = ["area_fips", "own_code", "industry_code", "agglvl_code"]
+    try:
+        listed = pl.concat(
+            [pl.read_csv(f, columns=key, infer_schema_length=0) for f in files]
+        ).unique()
+    except (pl.exceptions.PolarsError, OSError, ValueError) as e:
+        raise SpecError(
+            f"[output].cells_from: {p} cannot be read as QCEW by-area files "
+            f"({type(e).__name__})"
+        ) from e
+    listed = listed.with_columns(
+        pl.col("own_code").cast(pl.Int64, strict=False),
+        pl.col("agglvl_code").cast(pl.Int64, strict=False),
+        pl.col("area_fips").str.strip_chars(),
+        pl.col("industry_code").str.strip_chars(),
+    ).filter(
+        pl.col("agglvl_code").is_between(70, 78)
+        & pl.col("area_fips").is_in(cells.get_column("area_fips").unique().to_list())
+    )
+    have = cells.with_columns(pl.col("own_code").cast(pl.Int64), pl.col("agglvl_code").cast(pl.Int64))
+    extra = listed.join(have.select(key), on=key, how="anti").with_columns(
+        pl.lit(0, dtype=pl.Int64).alias("establishments")
+    )
+    return pl.concat([have, extra], how="diagonal_relaxed").sort(
+        "area_fips", "agglvl_code", "own_code", "industry_code"
+    )
+
+
 def _number(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
@@ -477,11 +520,15 @@ def _qcew_csv(cells: pl.DataFrame, year: int, qtr: int, *, moe: bool) -> bytes:
     out.write(",".join(f'"{c}"' for c in QCEW_COLUMNS) + "\n")
     n_rest = len(QCEW_COLUMNS) - QCEW_COLUMNS.index("avg_wkly_wage") - 1
     for r in cells.iter_rows(named=True):
-        if moe:
+        if moe and r["m1emp"] is None:
+            nums = ["0", "0", "0", "0", "0", "", "", ""]
+        elif moe:
             ms = [None if r[f"{s}_var"] is None else
                   math.ceil(MOE_Z * math.sqrt(max(r[f"{s}_var"], 0.0)) - 1e-9)
                   for s in _STATS]  # fmt: skip
             nums = ["0", *(_number(m) for m in ms), "", "", ""]
+        elif r["m1emp"] is None:  # listed, no establishment this quarter
+            nums = ["0", "0", "0", "0", "0", "", "", ""]
         else:
             v = [max(0, round(r[s])) for s in _STATS]
             wk = avg_wkly_wage(v[3], v[0], v[1], v[2])
@@ -489,5 +536,6 @@ def _qcew_csv(cells: pl.DataFrame, year: int, qtr: int, *, moe: bool) -> bytes:
         rest = ['""' if c in QCEW_TEXT_COLUMNS else ""
                 for c in QCEW_COLUMNS[-n_rest:]]  # fmt: skip
         keys = [r["area_fips"], r["own_code"], r["industry_code"], r["agglvl_code"], 0, year, qtr]
-        out.write(",".join([*(f'"{k}"' for k in keys), '""', *nums, *rest]) + "\n")
+        code = '"-"' if r["m1emp"] is None else '""'
+        out.write(",".join([*(f'"{k}"' for k in keys), code, *nums, *rest]) + "\n")
     return out.getvalue().encode("utf-8")

@@ -234,9 +234,12 @@ class OutputSpec:
     year: int | None = schema.default("[output]", "year")
     quarter: int | None = schema.default("[output]", "quarter")
     job_type: str = schema.default("[output]", "job_type")
+    cells_from: str | None = schema.default("[output]", "cells_from")
 
 
-def _agency_keys(out_raw: dict[str, Any]) -> tuple[str | None, int | None, int | None, str]:
+def _agency_keys(
+    out_raw: dict[str, Any], base: Path
+) -> tuple[str | None, int | None, int | None, str, str | None]:
     """``[output] format, year, quarter, job_type``: the agency layout (docs/spec.md)."""
     from eree.release.layouts import FORMATS
 
@@ -256,10 +259,15 @@ def _agency_keys(out_raw: dict[str, Any]) -> tuple[str | None, int | None, int |
     allowed_jt = schema.key("[output]", "job_type").allowed
     if job_type not in allowed_jt:
         raise SpecError(f"[output].job_type must be one of {', '.join(allowed_jt)}")
-    for k in ("year", "quarter", "job_type"):
+    for k in ("year", "quarter", "job_type", "cells_from"):
         if k in out_raw and fmt is None:
             raise SpecError(f"[output].{k} applies only with [output].format")
-    return fmt, year, quarter, job_type
+    cells_from = out_raw.get("cells_from")
+    if cells_from is not None:
+        if not isinstance(cells_from, str) or not cells_from:
+            raise SpecError("[output].cells_from must be a path (a file or a folder)")
+        cells_from = str(_resolved(base / cells_from, "[output].cells_from"))
+    return fmt, year, quarter, job_type, cells_from
 
 
 @dataclass(frozen=True)
@@ -595,7 +603,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         queries=queries,
         pnc=PncSpec(zeta, bounds_from),
         postprocess=postprocess,
-        output=OutputSpec(confidence, csv, max_cells, *_agency_keys(out_raw)),
+        output=OutputSpec(confidence, csv, max_cells, *_agency_keys(out_raw, base_dir)),
         engine=engine,
         source=source,
         raw=raw,

@@ -535,6 +535,16 @@ SECTIONS: tuple[Section, ...] = (
                 "nothing.",
                 ("JT00", "JT01", "JT02", "JT03", "JT04", "JT05"),
             ),
+            Key(
+                "cells_from",
+                "path",
+                None,
+                "With a QCEW format: earlier QCEW by-area files (a file or a folder, e.g. "
+                "the last published release) whose county cells (keys only, levels 70–78, "
+                "for the areas released) are also listed: a cell with no establishment in "
+                'the frame this quarter is written with disclosure_code "-" and zeros, as '
+                "BLS writes it. Only the keys are read.",
+            ),
         ),
     ),
     Section(
