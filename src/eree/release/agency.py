@@ -204,8 +204,7 @@ def check_agency_plan(plan: Any) -> None:
         q = plan.query(_query_of(plan, by))
         if any(a not in q.mu for a in _QCEW_MEASURE.values()):
             raise SpecError(
-                f"{where}: query {q.name!r} (level {lv}) must measure m1emp, m2emp, "
-                "m3emp and wage"
+                f"{where}: query {q.name!r} (level {lv}) must measure m1emp, m2emp, m3emp and wage"
             )
     if money_scale(unit_of("wage", _units(plan))) is None:
         raise SpecError(
@@ -487,8 +486,7 @@ def _with_listed_cells(cells: pl.DataFrame, path: str) -> pl.DataFrame:
         ).unique()
     except (pl.exceptions.PolarsError, OSError, ValueError) as e:
         raise SpecError(
-            f"[output].cells_from: {p} cannot be read as QCEW by-area files "
-            f"({type(e).__name__})"
+            f"[output].cells_from: {p} cannot be read as QCEW by-area files ({type(e).__name__})"
         ) from e
     listed = listed.with_columns(
         pl.col("own_code").cast(pl.Int64, strict=False),
@@ -499,7 +497,9 @@ def _with_listed_cells(cells: pl.DataFrame, path: str) -> pl.DataFrame:
         pl.col("agglvl_code").is_between(70, 78)
         & pl.col("area_fips").is_in(cells.get_column("area_fips").unique().to_list())
     )
-    have = cells.with_columns(pl.col("own_code").cast(pl.Int64), pl.col("agglvl_code").cast(pl.Int64))
+    have = cells.with_columns(
+        pl.col("own_code").cast(pl.Int64), pl.col("agglvl_code").cast(pl.Int64)
+    )
     extra = listed.join(have.select(key), on=key, how="anti").with_columns(
         pl.lit(0, dtype=pl.Int64).alias("establishments")
     )

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import polars as pl
-
 from typing_extensions import override
 
 from eree.engine.base import Engine

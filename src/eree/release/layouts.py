@@ -114,7 +114,7 @@ STATE_POSTAL: dict[str, str] = {
 }  # fmt: skip
 _LODES_NAME = re.compile(
     r"^(?P<st>[a-z]{2})_(?P<kind>wac|rac)_(?P<seg>S000|SA0[1-3]|SE0[1-3]|SI0[1-3])_"
-    r"(?P<jt>JT0[0-5])_(?P<year>\d{4})\.csv(\.gz)?$"
+    r"(?P<jt>JT0[0-5])_(?P<year>\d{4})(?P<moe>_moe)?\.csv(\.gz)?$"
 )
 
 
@@ -182,8 +182,12 @@ class LayoutCheck:
     notes: tuple[str, ...] = ()
 
 
-def check_format(path: str | Path, fmt: str) -> LayoutCheck:
+def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> LayoutCheck:
     """Read ``path`` back against the public layout ``fmt`` (:data:`FORMATS`).
+
+    ``companion``: a margin-of-error file in the same layout (LODES: named ``…_moe``;
+    margins do not add up, so the family sums and the average weekly wage are not
+    checked).
 
     Raises:
         DataValidationError: the first violation, naming file, row (1-based, header
@@ -196,8 +200,8 @@ def check_format(path: str | Path, fmt: str) -> LayoutCheck:
     if not path.is_file():
         raise DataValidationError("file not found", file=str(path), rule="missing-file")
     if fmt.startswith("lodes"):
-        return _check_lodes(path, fmt)
-    return _check_qcew(path, fmt)
+        return _check_lodes(path, fmt, companion)
+    return _check_qcew(path, fmt, companion)
 
 
 # --------------------------------------------------------------------------------------
@@ -213,12 +217,13 @@ def _first(mask: pl.Series) -> int:
     return int(mask.arg_max() or 0) + 1
 
 
-def _check_lodes(path: Path, fmt: str) -> LayoutCheck:
+def _check_lodes(path: Path, fmt: str, companion: bool) -> LayoutCheck:
     kind = fmt.split("-")[1]
     expected = WAC_COLUMNS if kind == "wac" else RAC_COLUMNS
     m = _LODES_NAME.match(path.name)
-    if m is None or m["kind"] != kind:
-        _fail(path, f"file name is not [st]_{kind}_[SEG]_[JT]_[year].csv.gz (LODES naming)")
+    if m is None or m["kind"] != kind or bool(m["moe"]) != companion:
+        moe = "_moe" if companion else ""
+        _fail(path, f"file name is not [st]_{kind}_[SEG]_[JT]_[year]{moe}.csv.gz (LODES naming)")
     assert m is not None
     try:
         df = pl.read_csv(path, infer_schema_length=0)
@@ -227,13 +232,13 @@ def _check_lodes(path: Path, fmt: str) -> LayoutCheck:
             f"cannot read as CSV ({type(e).__name__})", file=str(path), rule="parse"
         ) from e
     if tuple(df.columns) != expected:
-        bad = next(
+        at = next(
             (i for i, (a, b) in enumerate(zip(df.columns, expected, strict=False)) if a != b),
             min(len(df.columns), len(expected)),
         )
-        col = expected[bad] if bad < len(expected) else df.columns[bad]
+        col = expected[at] if at < len(expected) else df.columns[at]
         _fail(path, f"header differs from the LODES {kind.upper()} layout "
-              f"({len(expected)} columns) at field {bad + 1}", column=col)  # fmt: skip
+              f"({len(expected)} columns) at field {at + 1}", column=col)  # fmt: skip
     if df.height == 0:
         _fail(path, "no data rows")
     geo = expected[0]
@@ -248,7 +253,7 @@ def _check_lodes(path: Path, fmt: str) -> LayoutCheck:
     unsorted = g.slice(1) <= g.slice(0, g.len() - 1)
     if unsorted.any():
         _fail(path, "blocks are not unique and in ascending order", _first(unsorted) + 1, geo)
-    counts = {}
+    counts: dict[str, pl.Series] = {}
     for c in expected[1:-1]:
         s = df.get_column(c)
         bad = s.is_null() | ~s.str.contains(r"^\d+$")
@@ -257,9 +262,9 @@ def _check_lodes(path: Path, fmt: str) -> LayoutCheck:
         counts[c] = s.cast(pl.Int64)
     total = counts["C000"]
     for fam, cols in LODES_FAMILIES.items():
-        if cols[0] not in counts:
+        if cols[0] not in counts or companion:
             continue
-        s = sum((counts[c] for c in cols), pl.Series([0] * df.height, dtype=pl.Int64))
+        s = pl.DataFrame(counts).select(pl.sum_horizontal(*cols)).to_series()
         if fam == "CD":
             bad = s != counts["CA02"] + counts["CA03"]
             why = "CD01–CD04 do not add up to CA02 + CA03 (education of workers aged 30+)"
@@ -350,12 +355,12 @@ def avg_wkly_wage(wages: float, m1: float, m2: float, m3: float) -> int | None:
 
 def _open_text(path: Path) -> Iterator[str]:
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", newline="") as fp:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8", newline="") as fp:
         for line in fp:
             yield line.rstrip("\r\n")
 
 
-def _check_qcew(path: Path, fmt: str) -> LayoutCheck:
+def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
     try:
         lines = _open_text(path)
         header_line = next(lines, None)
@@ -380,7 +385,6 @@ def _check_qcew(path: Path, fmt: str) -> LayoutCheck:
               column=names[bad] if bad < len(names) else None)  # fmt: skip
     if not all(q for _, q in header):
         _fail(path, "header fields are not quoted")
-    estabs = next(c for c in names if c.startswith("qtrly_estabs"))
     at = {c: i for i, c in enumerate(names)}
     seen: set[tuple[str, ...]] = set()
     areas: set[str] = set()
@@ -401,7 +405,7 @@ def _check_qcew(path: Path, fmt: str) -> LayoutCheck:
             areas.add(key[0])
             if fmt == "qcew-by-area" and len(areas) > 1:
                 _fail(path, "a by-area file holds more than one area", rows, "area_fips")
-            _check_qcew_row(path, rows, {c: fields[at[c]][0] for c in at}, estabs)
+            _check_qcew_row(path, rows, {c: fields[at[c]][0] for c in at}, companion)
     except (OSError, EOFError, UnicodeDecodeError) as e:
         raise DataValidationError(
             f"cannot read as CSV ({type(e).__name__})", file=str(path), row=rows + 1,
@@ -413,7 +417,8 @@ def _check_qcew(path: Path, fmt: str) -> LayoutCheck:
         ) from e
     if rows == 0:
         _fail(path, "no data rows")
-    notes = tuple(f"{c} is empty in some rows" for c in sorted(empty_derived))
+    allowed = "empty in some rows (allowed: not measured or derived)"
+    notes = (f"{allowed}: {', '.join(sorted(empty_derived))}",) if empty_derived else ()
     return LayoutCheck(path, fmt, rows, names, notes)
 
 
@@ -439,7 +444,7 @@ def _check_qcew_field(
         _fail(path, "not a number", row, c)
 
 
-def _check_qcew_row(path: Path, row: int, f: dict[str, str], estabs: str) -> None:
+def _check_qcew_row(path: Path, row: int, f: dict[str, str], companion: bool) -> None:
     if not re.match(r"^[0-9A-Z]{5}$", f["area_fips"]):
         _fail(path, "area_fips is not a 5-character area code", row, "area_fips")
     for c in ("own_code", "agglvl_code", "size_code", "qtr", "year"):
@@ -463,10 +468,9 @@ def _check_qcew_row(path: Path, row: int, f: dict[str, str], estabs: str) -> Non
     if f["disclosure_code"] == "N" and any(v not in ("0", "") for v in values):
         _fail(path, 'a suppressed cell ("N") shows a value other than 0', row,
               "month1_emplvl")  # fmt: skip
-    if f["disclosure_code"] == "" and f["avg_wkly_wage"] != "":
+    if f["disclosure_code"] == "" and f["avg_wkly_wage"] != "" and not companion:
         m1, m2, m3, w = (int(v) for v in values)
         expected = avg_wkly_wage(w, m1, m2, m3)
         if expected is not None and abs(int(f["avg_wkly_wage"]) - expected) > 1:
             _fail(path, "avg_wkly_wage is not total_qtrly_wages / average monthly "
                   "employment / 13", row, "avg_wkly_wage")  # fmt: skip
-    del estabs

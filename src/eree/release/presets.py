@@ -130,7 +130,7 @@ def preset(
         for fam, by in wac_families().items():
             qname, eps, comment = _WAC_QUERIES[fam]
             text += (
-                f"\n[[query]]\n# {comment}\nname = \"{qname}\"\nby = {_toml_list(by)}\n"
+                f'\n[[query]]\n# {comment}\nname = "{qname}"\nby = {_toml_list(by)}\n'
                 f'mechanism = "log_laplace"\nepsilon = {eps}\n'
             )
         text += (
