@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -178,7 +179,7 @@ def check_agency_plan(plan: Any) -> None:
             raise SpecError(f'{where} needs [data] kind = "eree" (LODES job tables)')
         missing = [f for f, by in wac_families().items() if _query_of(plan, by) is None]
         if missing:
-            need = "; ".join(f"{f}: by = {list(wac_families()[f])}" for f in missing)
+            need = "; ".join(f"{f}: by = {json.dumps(wac_families()[f])}" for f in missing)
             raise SpecError(f"{where}: no [[query]] releases the WAC families {need}")
         p = plan.postprocess
         if not (p.consistent and p.nonnegative and p.integer):
@@ -194,7 +195,7 @@ def check_agency_plan(plan: Any) -> None:
         raise SpecError(f"{where} needs [output].quarter (1–4)")
     missing_q = [lv for lv, by in qcew_levels().items() if _query_of(plan, by) is None]
     if missing_q:
-        need = "; ".join(f"{lv}: by = {list(qcew_levels()[lv])}" for lv in missing_q)
+        need = "; ".join(f"{lv}: by = {json.dumps(qcew_levels()[lv])}" for lv in missing_q)
         raise SpecError(f"{where}: no [[query]] releases the county levels {need}")
     conf = plan.establishment_data.confidential
     absent = [a for a in _QCEW_MEASURE.values() if a not in conf]
