@@ -106,7 +106,7 @@ def test_wac_validator_refuses_name_state_order_and_header(tmp_path: Path) -> No
         "pa_wac_S000_JT00_15.csv.gz": (good, "LODES naming"),
         "ri_wac_S000_JT00_2015.csv.gz": (good, "state of the file name"),
         "pa_wac_S000_JT00_2016.csv.gz": (good[::-1], "ascending order"),
-        "pa_wac_SA01_JT01_2014.csv.gz": ([["4200103010110"] + good[0][1:]], "15-digit"),
+        "pa_wac_SA01_JT01_2014.csv.gz": ([["4200103010110", *good[0][1:]]], "15-digit"),
     }
     for name, (rows, words) in cases.items():
         f = tmp_path / name
