@@ -286,13 +286,15 @@ def _wac(
 
     fams = wac_families()
     name = {f: _query_of(plan, by) for f, by in fams.items()}
-    total = tables[str(name["C000"])].with_columns(pl.col(_GEO).cast(pl.Utf8)).sort(_GEO)
+    raw_total = tables[str(name["C000"])]
+    t_std = _std(raw_total, measurements.get(str(name["C000"]), ()))  # row-aligned: sort after
+    total = raw_total.with_columns(
+        pl.col(_GEO).cast(pl.Utf8),
+        (t_std**2 if t_std is not None else pl.lit(None, dtype=pl.Float64)).alias("_var"),
+    ).sort(_GEO)
     blocks = total.select(_GEO)
     values = [blocks.with_columns(total.get_column(_COUNT).cast(pl.Float64).alias("C000"))]
-    t_std = _std(total, measurements.get(str(name["C000"]), ()))
-    var_parts = [blocks.with_columns(
-        (t_std**2 if t_std is not None else pl.Series([None] * total.height, dtype=pl.Float64))
-        .alias("C000"))]  # fmt: skip
+    var_parts = [blocks.with_columns(total.get_column("_var").alias("C000"))]
     notes = []
     for fam, (_, attr) in _WAC_SOURCE.items():
         q = str(name[fam])
