@@ -58,18 +58,15 @@ def spec_preset(
     dataset: Annotated[str, typer.Option(help="the spec's name (its identity in a ledger)")] = (
         "product"
     ),
-    out: Annotated[
-        Path | None, typer.Option("--out", help="write the spec here (default: print it)")
-    ] = None,
 ) -> None:
-    """Print (or write) the release spec of a whole agency product.
+    """Print the release spec of a whole agency product (redirect it to a file).
 
     lodes-wac: every LODES WAC column family as a marginal by block under one ER-EE
     budget, publication-grade, written as a WAC file. qcew-county: the QCEW county levels
     70–78 by ownership under GEDP, written as QCEW by-area files. Data paths are the
     files `eree synth lodes|qcew` writes, relative to the spec; edit them for other data.
 
-    Example: eree spec preset lodes-wac --year 2015 --out pa/product.toml
+    Example: eree spec preset lodes-wac --year 2015 > pa/product.toml
     """
     from eree.release.presets import PRESETS, preset
 
@@ -77,15 +74,5 @@ def spec_preset(
         fail(EreeError(f"unknown preset {name!r}; one of {', '.join(PRESETS)}"))
     if not 1 <= quarter <= 4 or not 1000 <= year <= 9999:
         fail(EreeError("--year must be a 4-digit year and --quarter 1, 2, 3 or 4"))
-    shown = str(out) if out is not None else "product.toml"
-    text = preset(name, dataset=dataset, year=year, quarter=quarter, shown=shown)
-    if out is None:
-        typer.echo(text, nl=False)
-        return
-    if out.exists():
-        fail(EreeError(f"{out} exists; choose a new file name"))
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as e:
-        fail(EreeError(f"cannot write {out}: {e.strerror or type(e).__name__}"))
-    console.print(f"wrote {out} (eree explain {out})")
+    text = preset(name, dataset=dataset, year=year, quarter=quarter, shown="product.toml")
+    typer.echo(text, nl=False)
