@@ -8,6 +8,8 @@ module            commands
 ``release``       ``explain``, ``validate``, ``protect``
 ``demo``          ``demo``
 ``synth``         ``synth lodes``, ``synth qcew``
+``formats``       ``check-format``, ``spec preset``
+``plan``          ``plan``
 ``ledger``        ``ledger budget``, ``ledger show``, ``ledger verify``
 ``evaluate``      ``evaluate haney-…``, ``webb-…``, ``workshop-figure1``, ``publication-grade``
 ``audit``         ``audit privacy``, ``audit noise-infusion``, ``audit suppression``
@@ -28,7 +30,7 @@ from typing import Annotated
 
 import typer
 
-from eree.cli import demo, ledger, plan, release, synth
+from eree.cli import demo, formats, ledger, plan, release, synth
 from eree.cli._program import lazy_typer, plain_call, run_and_exit
 
 __all__ = ["app", "main", "register_lazy_commands", "run"]
@@ -110,12 +112,18 @@ ledger_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(ledger_app, name="ledger")
+spec_app = typer.Typer(
+    help="Release specs of whole agency products.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(spec_app, name="spec")
 
 app.command()(release.explain)
 app.command()(release.validate)
 app.command()(plan.plan)
 app.command()(release.protect)
 app.command()(demo.demo)
+app.command("check-format")(formats.check_format)
+spec_app.command("preset")(formats.spec_preset)
 synth_app.command("lodes")(synth.synth_lodes)
 synth_app.command("qcew")(synth.synth_qcew)
 ledger_app.command("budget")(ledger.ledger_budget)

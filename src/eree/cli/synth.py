@@ -43,6 +43,7 @@ def synth_lodes(
             with output_folder(out, "eree synth lodes", force=force) as tmp:
                 s.write(tmp)
                 write_lodes_starter(tmp, shown_as=out)
+                product = _write_wac_product(tmp, wac, out)
     except (EreeError, OSError) as e:
         fail(e)
     console.print(
@@ -50,6 +51,31 @@ def synth_lodes(
         f"{s.job.height:,} jobs to {out}"
     )
     console.print(f"starter spec: {out / 'release.toml'} (eree explain {out / 'release.toml'})")
+    if product:
+        console.print(f"WAC product spec: {out / product} (docs/product-lodes-wac.md)")
+
+
+def _write_wac_product(folder: Path, wac: Path | None, shown: Path) -> str | None:
+    """Write ``product.toml``, the LODES WAC product spec, if the WAC file's name allows.
+
+    The name gives the state, job type and year (``[st]_wac_S000_[JT]_[year].csv.gz``);
+    otherwise nothing is written.
+    """
+    import re
+
+    from eree.release.presets import PRODUCT_SPEC, preset
+
+    m = None if wac is None else re.match(
+        r"^([a-z]{2})_wac_S000_(JT0[0-5])_(\d{4})\.csv(\.gz)?$", wac.name
+    )  # fmt: skip
+    if m is None:
+        return None
+    text = preset(
+        "lodes-wac", dataset=f"{m[1]}-wac-{m[3]}", year=int(m[3]), state=m[1],
+        job_type=m[2], shown=(shown / PRODUCT_SPEC).as_posix(),
+    )  # fmt: skip
+    (folder / PRODUCT_SPEC).write_text(text, encoding="utf-8")
+    return PRODUCT_SPEC
 
 
 def synth_qcew(
@@ -92,7 +118,22 @@ def synth_qcew(
             with output_folder(out, "eree synth qcew", force=force) as tmp:
                 s.write(tmp / name)
                 write_qcew_starter(tmp, name, shown_as=out)
+                if qcew_area is not None:
+                    _write_qcew_product(tmp, name, out)
     except (EreeError, OSError, ValueError) as e:
         fail(e)
     console.print(f"wrote {s.establishments.height:,} establishments to {out / name}")
     console.print(f"starter spec: {out / 'release.toml'} (eree explain {out / 'release.toml'})")
+    if qcew_area is not None:
+        console.print(f"QCEW county product spec: {out / 'product.toml'} (docs/product-qcew.md)")
+
+
+def _write_qcew_product(folder: Path, data_file: str, shown: Path) -> None:
+    """``product.toml``, the QCEW county product spec (2016 Q1: the quarter synthesised)."""
+    from eree.release.presets import PRODUCT_SPEC, preset
+
+    text = preset(
+        "qcew-county", dataset=f"{shown.name or 'qcew'}-county", year=2016, quarter=1,
+        data=(data_file,), shown=(shown / PRODUCT_SPEC).as_posix(),
+    )  # fmt: skip
+    (folder / PRODUCT_SPEC).write_text(text, encoding="utf-8")

@@ -9,9 +9,10 @@ the release path.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import polars as pl
 from typing_extensions import override
 
 from eree.engine.base import Engine
@@ -81,6 +82,12 @@ class ReleaseFamily(ABC):
 
     def n_establishments(self, data: Any, engine: Engine) -> int | None:
         """The number of establishments of loaded data (public), or None if unknown."""
+        return None
+
+    def frame_counts(
+        self, data: Any, engine: Engine
+    ) -> Callable[[Sequence[str]], pl.DataFrame] | None:
+        """The public frame's establishment count per group of ``by``, if the family has one."""
         return None
 
 
@@ -240,6 +247,13 @@ class EstablishmentRelease(ReleaseFamily):
     def n_establishments(self, data: Any, engine: Engine) -> int | None:
         """The establishment file's rows (public: pnc's τ̂ uses it, Thm 6.7)."""
         return engine.n_establishments(data)
+
+    @override
+    def frame_counts(
+        self, data: Any, engine: Engine
+    ) -> Callable[[Sequence[str]], pl.DataFrame] | None:
+        """Per group of ``by``: ``establishments`` (public, docs/design.md#establishment-data)."""
+        return lambda by: engine.group_sums(data, list(by), [])
 
     @override
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:

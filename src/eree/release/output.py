@@ -160,6 +160,14 @@ class ReleaseWriter:
             qt.notes,
         )
 
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write a further file of the release (e.g. an agency-layout file) as given."""
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise EreeError(f"release file {rel!r} must be a path inside the release")
+        dest = self._dir / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+
     def staged(self, name: str) -> Path:
         """Where table ``name`` is while the release is being written."""
         return self._dir / "tables" / f"{name}.parquet"

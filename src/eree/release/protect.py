@@ -308,6 +308,31 @@ class _TableFrames(Mapping[str, pl.DataFrame]):
         return len(self._tables)
 
 
+def _agency_files(
+    plan: Plan,
+    frames: Mapping[str, pl.DataFrame],
+    tables: Sequence[QueryTable | WrittenTable],
+    counts: Any,
+    writer: ReleaseWriter,
+    manifest: dict[str, Any],
+) -> None:
+    """Write the ``[output] format`` files (docs/product-lodes-wac.md, docs/product-qcew.md)."""
+    if plan.output.format is None:
+        return
+    from datetime import UTC, datetime
+
+    from eree.release.agency import agency_output
+
+    measurements = {t.name: t.measurements for t in tables}
+    created = datetime.now(UTC).date()
+    out = agency_output(plan, frames, measurements, counts, created)
+    if out is None:
+        return
+    for rel, data in out.files.items():
+        writer.write_bytes(rel, data)
+    manifest["agency_files"] = out.manifest
+
+
 def _run(
     built: BuiltPlan,
     out_dir: str | Path,
@@ -356,6 +381,8 @@ def _run(
         # the one place a release's plan warnings join the manifest's list
         warnings = plan_warnings(built, family.n_establishments(data, engine))
         manifest.setdefault("warnings", []).extend(warnings)
-        report_html = release_report(manifest, _TableFrames(tables, writer), extra_files)
+        frames = _TableFrames(tables, writer)
+        _agency_files(plan, frames, tables, family.frame_counts(data, engine), writer, manifest)
+        report_html = release_report(manifest, frames, extra_files)
         writer.finish(manifest, extra_files or None, {REPORT_FILE: report_html})
     return ReleaseResult(Path(out_dir), manifest, tables)

@@ -241,6 +241,44 @@ class OutputSpec:
     confidence: float = schema.default("[output]", "confidence")
     csv: bool = schema.default("[output]", "csv")
     max_cells: int = schema.default("[output]", "max_cells")
+    format: str | None = schema.default("[output]", "format")
+    year: int | None = schema.default("[output]", "year")
+    quarter: int | None = schema.default("[output]", "quarter")
+    job_type: str = schema.default("[output]", "job_type")
+    cells_from: str | None = schema.default("[output]", "cells_from")
+
+
+def _agency_keys(
+    out_raw: dict[str, Any], base: Path
+) -> tuple[str | None, int | None, int | None, str, str | None]:
+    """``[output] format, year, quarter, job_type``: the agency layout (docs/spec.md)."""
+    from eree.release.layouts import FORMATS
+
+    fmt = out_raw.get("format", OutputSpec.format)
+    if fmt is not None and fmt not in FORMATS:
+        allowed = ", ".join(f'"{f}"' for f in FORMATS)
+        raise SpecError(f"[output].format must be one of {allowed} (got {fmt!r})")
+    year = out_raw.get("year", OutputSpec.year)
+    if year is not None and (
+        isinstance(year, bool) or not isinstance(year, int) or not 1000 <= year <= 9999
+    ):
+        raise SpecError("[output].year must be a 4-digit year")
+    quarter = out_raw.get("quarter", OutputSpec.quarter)
+    if quarter is not None and (isinstance(quarter, bool) or quarter not in (1, 2, 3, 4)):
+        raise SpecError("[output].quarter must be 1, 2, 3 or 4")
+    job_type = out_raw.get("job_type", OutputSpec.job_type)
+    allowed_jt = schema.key("[output]", "job_type").allowed
+    if job_type not in allowed_jt:
+        raise SpecError(f"[output].job_type must be one of {', '.join(allowed_jt)}")
+    for k in ("year", "quarter", "job_type", "cells_from"):
+        if k in out_raw and fmt is None:
+            raise SpecError(f"[output].{k} applies only with [output].format")
+    cells_from = out_raw.get("cells_from")
+    if cells_from is not None:
+        if not isinstance(cells_from, str) or not cells_from:
+            raise SpecError("[output].cells_from must be a path (a file or a folder)")
+        cells_from = str(_resolved(base / cells_from, "[output].cells_from"))
+    return fmt, year, quarter, job_type, cells_from
 
 
 @dataclass(frozen=True)
@@ -573,19 +611,23 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     max_cells = out_raw.get("max_cells", OutputSpec.max_cells)
     if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
         raise SpecError("[output].max_cells must be a positive integer")
-    return Plan(
+    plan = Plan(
         name=name,
         data=data_cfg,
         privacy=privacy,
         queries=queries,
         pnc=PncSpec(zeta, bounds_from),
         postprocess=postprocess,
-        output=OutputSpec(confidence, csv, max_cells),
+        output=OutputSpec(confidence, csv, max_cells, *_agency_keys(out_raw, base_dir)),
         engine=engine,
         source=source,
         raw=raw,
         budget_plan=parse_plan_section(raw["plan"], kind, conf) if "plan" in raw else None,
     )
+    from eree.release.agency import check_agency_plan
+
+    check_agency_plan(plan)
+    return plan
 
 
 def _check_postprocess(

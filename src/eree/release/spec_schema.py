@@ -522,6 +522,52 @@ SECTIONS: tuple[Section, ...] = (
                 "(by `eree explain` where the spec alone shows it).",
                 units="cells",
             ),
+            Key(
+                "format",
+                "string",
+                None,
+                "Also write the release in an agency's file layout under agency/ (next to "
+                "the tables and the manifest, never instead): lodes-wac (LODES Workplace "
+                "Area Characteristics, one row per block), lodes-rac (residence; refused: "
+                "the job tables carry no residence geography), qcew-by-area (one QCEW "
+                "open-data file per county), qcew-singlefile (one file). Each with a "
+                "companion *_moe file of 90% margins of error in the same layout. The "
+                "spec must release every column family (docs/product-lodes-wac.md, "
+                "docs/product-qcew.md; `eree spec preset` writes such a spec).",
+                ("lodes-wac", "lodes-rac", "qcew-by-area", "qcew-singlefile"),
+            ),
+            Key(
+                "year",
+                "integer",
+                None,
+                "With format: the reference year written in the files and their names "
+                "(LODES [year], QCEW year). Required with format.",
+            ),
+            Key(
+                "quarter",
+                "integer 1–4",
+                None,
+                "With a QCEW format: the reference quarter (QCEW qtr). Required there.",
+            ),
+            Key(
+                "job_type",
+                "string",
+                "JT00",
+                "With lodes-wac: the LODES job type of the file name (JT00 all jobs … "
+                "JT05 federal primary jobs); it names what the input holds, it filters "
+                "nothing.",
+                ("JT00", "JT01", "JT02", "JT03", "JT04", "JT05"),
+            ),
+            Key(
+                "cells_from",
+                "path",
+                None,
+                "With a QCEW format: earlier QCEW by-area files (a file or a folder, e.g. "
+                "the last published release) whose county cells (keys only, levels 70–78, "
+                "for the areas released) are also listed: a cell with no establishment in "
+                'the frame this quarter is written with disclosure_code "-" and zeros, as '
+                "BLS writes it. Only the keys are read.",
+            ),
         ),
     ),
     Section(

@@ -1,0 +1,378 @@
+"""Releases in the agencies' own layouts (docs/product-lodes-wac.md, docs/product-qcew.md).
+
+Black-box through the command: ``eree check-format`` on the real public files, ``eree synth
+… `` + ``eree protect`` on data derived from them, every written file loaded by a reader
+written from the public layout alone (:mod:`tests.release.layout_reader`). Expected values
+come from the layouts (column lists, family sums, BLS's average weekly wage) and from the
+real files (their blocks and cells), never from eree's code.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from eree.cli import app
+from tests.release.layout_reader import (
+    LODES_WAC_FIELDS,
+    QCEW_FIELDS,
+    read_lodes_wac,
+    read_qcew,
+)
+
+runner = CliRunner()
+_WAC = "lodes/pa_wac_S000_JT00_2015.csv.gz"
+_QCEW_KEY = ("area_fips", "own_code", "industry_code", "agglvl_code")
+#: WAC column families that add up to C000 (LODES technical documentation)
+_TO_C000 = {
+    "CA": ["CA01", "CA02", "CA03"],
+    "CE": ["CE01", "CE02", "CE03"],
+    "CNS": [f"CNS{i:02d}" for i in range(1, 21)],
+    "CR": ["CR01", "CR02", "CR03", "CR04", "CR05", "CR07"],
+    "CT": ["CT01", "CT02"],
+    "CS": ["CS01", "CS02"],
+}
+
+
+def _check(path: Path, fmt: str, *extra: str) -> object:
+    return runner.invoke(app, ["check-format", str(path), "--format", fmt, *extra])
+
+
+# --------------------------------------------------------------------------------------
+# the validator on the real public files
+# --------------------------------------------------------------------------------------
+
+
+def test_real_pa_wac_file_passes(shared_data: Path) -> None:
+    r = _check(shared_data / _WAC, "lodes-wac")
+    assert r.exit_code == 0, r.output
+    assert "101,427 rows, 53 columns" in r.output
+
+
+def test_real_qcew_by_area_files_pass(shared_data: Path) -> None:
+    files = sorted((shared_data / "qcew_2016_by_area").glob("*.csv.gz"))
+    assert len(files) == 14
+    for f in files:
+        r = _check(f, "qcew-by-area")
+        assert r.exit_code == 0, (f.name, r.output)
+
+
+def _wac_text(rows: list[list[str]]) -> bytes:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(LODES_WAC_FIELDS)
+    w.writerows(rows)
+    return gzip.compress(out.getvalue().encode())
+
+
+def _good_wac_row(block: str) -> list[str]:
+    # 10 jobs: every family adds up to 10, CD to CA02 + CA03 = 7, firm columns 0
+    v = {c: 0 for c in LODES_WAC_FIELDS[1:-1]}
+    v.update(C000=10, CA01=3, CA02=4, CA03=3, CE01=5, CE02=5, CNS05=10, CR01=9, CR02=1,
+             CT01=10, CD01=2, CD04=5, CS01=6, CS02=4)  # fmt: skip
+    return [block, *(str(v[c]) for c in LODES_WAC_FIELDS[1:-1]), "20170919"]
+
+
+@pytest.mark.parametrize(
+    ("column", "delta", "row_text"),
+    [("CA01", 1, "CA01"), ("CD01", 1, "CD01"), ("CNS07", 1, "CNS01"), ("C000", -1, "CA01")],
+)
+def test_wac_validator_names_row_and_column_of_a_broken_sum(
+    tmp_path: Path, column: str, delta: int, row_text: str
+) -> None:
+    rows = [_good_wac_row("420010301011013"), _good_wac_row("420010301011016")]
+    i = LODES_WAC_FIELDS.index(column)
+    rows[1][i] = str(int(rows[1][i]) + delta)
+    f = tmp_path / "pa_wac_S000_JT00_2015.csv.gz"
+    f.write_bytes(_wac_text(rows[:1]))
+    assert _check(f, "lodes-wac").exit_code == 0  # the good row alone passes
+    f.write_bytes(_wac_text(rows))
+    r = _check(f, "lodes-wac")
+    assert r.exit_code == 2
+    assert f"row 2, column '{row_text}'" in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_wac_validator_refuses_name_state_order_and_header(tmp_path: Path) -> None:
+    good = [_good_wac_row("420010301011013"), _good_wac_row("420010301011016")]
+    cases = {
+        "pa_wac_S000_JT00_15.csv.gz": (good, "LODES naming"),
+        "ri_wac_S000_JT00_2015.csv.gz": (good, "state of the file name"),
+        "pa_wac_S000_JT00_2016.csv.gz": (good[::-1], "ascending order"),
+        "pa_wac_SA01_JT01_2014.csv.gz": ([["4200103010110", *good[0][1:]]], "15-digit"),
+    }
+    for name, (rows, words) in cases.items():
+        f = tmp_path / name
+        f.write_bytes(_wac_text(rows))
+        r = _check(f, "lodes-wac")
+        assert r.exit_code == 2 and words in r.output, (name, r.output)
+    f = tmp_path / "pa_rac_S000_JT00_2015.csv.gz"
+    f.write_bytes(_wac_text(good))  # a WAC header under a RAC name
+    r = _check(f, "lodes-rac")
+    assert r.exit_code == 2 and "column 'h_geocode'" in r.output
+    # the RAC layout: h_geocode, no firm age or size
+    keep = [i for i, c in enumerate(LODES_WAC_FIELDS) if not c.startswith(("CFA", "CFS"))]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["h_geocode", *(LODES_WAC_FIELDS[i] for i in keep[1:])])
+    w.writerows([[row[i] for i in keep] for row in good])
+    f.write_bytes(gzip.compress(out.getvalue().encode()))
+    assert _check(f, "lodes-rac").exit_code == 0
+
+
+def _qcew_line(fields: list[str], quoted: set[int]) -> str:
+    return ",".join(f'"{v}"' if i in quoted else v for i, v in enumerate(fields))
+
+
+def test_qcew_validator_quoting_and_average_weekly_wage(tmp_path: Path) -> None:
+    n = len(QCEW_FIELDS)
+    text_idx = {i for i, c in enumerate(QCEW_FIELDS) if c.endswith("_code") or c in
+                ("area_fips", "industry_code", "year", "qtr")}  # fmt: skip
+    # 13,219 average employment, $129,796,826: 129796826 / 13219 / 13 = 755.3 → 755
+    row = ["44001", "0", "10", "70", "0", "2016", "1", "", "1418", "12898", "13313", "13446",
+           "129796826", "72775673", "2439298", "755"] + [""] * (n - 16)  # fmt: skip
+    header = ",".join(f'"{c}"' for c in QCEW_FIELDS)
+    f = tmp_path / "44001.csv"
+    f.write_text(header + "\n" + _qcew_line(row, text_idx) + "\n")
+    assert _check(f, "qcew-by-area").exit_code == 0
+    assert read_qcew(f)[0]["avg_wkly_wage"] == 755
+    own5 = [row[0], "5", "10", "71", *row[4:]]  # another cell: private ownership, level 71
+    for broken, words in [
+        (_qcew_line(own5, text_idx - {0}), "not quoted"),
+        (_qcew_line(own5, text_idx | {9}), "number is quoted"),
+        (_qcew_line([*own5[:15], "800", *own5[16:]], text_idx), "avg_wkly_wage"),
+        (_qcew_line([*own5[:7], "N", *own5[8:]], text_idx), "suppressed"),
+        (_qcew_line([*own5[:9], "-5", *own5[10:]], text_idx), "non-negative"),
+        (_qcew_line(row, text_idx), "appears twice"),
+    ]:
+        f.write_text(header + "\n" + _qcew_line(row, text_idx) + "\n" + broken + "\n")
+        r = _check(f, "qcew-by-area")
+        assert r.exit_code == 2 and words in r.output and "row 2" in r.output, r.output
+    x0 = [row[0], "5", *row[2:]]
+    f.write_text(header + "\n" + _qcew_line(x0, text_idx) + "\n")
+    assert "x0 level" in _check(f, "qcew-by-area").output  # own 5 at level 70
+    two_areas = [*row]
+    two_areas[0] = "44003"
+    f.write_text(header + "\n" + _qcew_line(row, text_idx) + "\n" +
+                 _qcew_line(two_areas, text_idx) + "\n")  # fmt: skip
+    assert "more than one area" in _check(f, "qcew-by-area").output
+    assert _check(f, "qcew-singlefile").exit_code == 0
+
+
+# --------------------------------------------------------------------------------------
+# the LODES WAC product
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wac_release(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One county of the real PA WAC file → synthetic job tables → the WAC product."""
+    root = tmp_path_factory.mktemp("wac")
+    real = pl.read_csv(shared_data / _WAC, infer_schema_length=0)
+    county = real.filter(pl.col("w_geocode").str.starts_with("42001"))  # Adams County
+    src = root / "pa_wac_S000_JT00_2015.csv.gz"
+    src.write_bytes(gzip.compress(county.write_csv().encode()))
+    r = runner.invoke(app, ["synth", "lodes", "--wac", str(src), "--out", str(root / "pa"),
+                            "--seed", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert (root / "pa" / "product.toml").is_file()
+    r = runner.invoke(app, ["protect", str(root / "pa" / "product.toml"), "--out",
+                            str(root / "rel"), "--seed", "2"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return {"root": root, "real": county, "rel": root / "rel"}
+
+
+def test_wac_product_passes_the_layout_and_has_the_real_blocks(wac_release: dict) -> None:
+    agency = wac_release["rel"] / "agency"
+    f = agency / "pa_wac_S000_JT00_2015.csv.gz"
+    assert sorted(p.name for p in agency.iterdir()) == [f.name, "pa_wac_S000_JT00_2015_moe.csv.gz"]
+    r = _check(f, "lodes-wac")
+    assert r.exit_code == 0, r.output
+    rows = read_lodes_wac(f)
+    real = wac_release["real"]
+    assert [row["w_geocode"] for row in rows] == real.get_column("w_geocode").to_list()
+    with gzip.open(f, "rt") as fp:
+        assert fp.readline().strip().split(",") == real.columns
+    for row in rows:
+        for fam, cols in _TO_C000.items():
+            assert sum(row[c] for c in cols) == row["C000"], fam  # type: ignore[misc]
+        assert sum(row[f"CD0{i}"] for i in range(1, 5)) == row["CA02"] + row["CA03"]  # type: ignore[misc]
+        assert all(row[f"CF{k}0{i}"] == 0 for k in "AS" for i in range(1, 6))
+    moe = agency / "pa_wac_S000_JT00_2015_moe.csv.gz"
+    assert _check(moe, "lodes-wac", "--moe").exit_code == 0
+    moe_rows = read_lodes_wac(moe)
+    assert len(moe_rows) == len(rows) and all(m["C000"] >= 0 for m in moe_rows)  # type: ignore[operator]
+
+
+def test_wac_file_is_the_published_tables(wac_release: dict) -> None:
+    """Every number comes from the published tables: C000 is the published block total,
+    CNS the published block × sector cells (0 where the frame has no establishment)."""
+    rel = wac_release["rel"]
+    rows = {
+        r["w_geocode"]: r for r in read_lodes_wac(rel / "agency" / "pa_wac_S000_JT00_2015.csv.gz")
+    }
+    c000 = pl.read_parquet(rel / "tables" / "wac_c000.parquet")
+    assert {b: rows[b]["C000"] for b in c000["block"]} == dict(
+        zip(c000["block"], c000["jobs"], strict=True)
+    )
+    cns = pl.read_parquet(rel / "tables" / "wac_cns.parquet")
+    sectors = ["11", "21", "22", "23", "31-33", "42", "44-45", "48-49", "51", "52", "53",
+               "54", "55", "56", "61", "62", "71", "72", "81", "92"]  # fmt: skip
+    published = {(b, s): v for b, s, v in cns.select("block", "naics_sector", "jobs").iter_rows()}
+    for b, row in rows.items():
+        for i, s in enumerate(sectors, start=1):
+            assert row[f"CNS{i:02d}"] == published.get((b, s), 0)
+    manifest = json.loads((rel / "manifest.json").read_text())
+    assert manifest["agency_files"]["format"] == "lodes-wac"
+    assert manifest["privacy"]["total"]["epsilon"] == 30.0  # 1 + 3 + 3 + 1 + 6 + 2 + 12 + 2
+
+
+# --------------------------------------------------------------------------------------
+# the QCEW county product
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ri_area(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("ri_area")
+    for f in (shared_data / "qcew_2016_by_area").glob("*Rhode_Island*.csv.gz"):
+        (d / f.name).symlink_to(f)
+    return d
+
+
+@pytest.fixture(scope="module")
+def ri_synth(ri_area: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ri") / "ri"
+    r = runner.invoke(app, ["synth", "qcew", "--qcew-area", str(ri_area), "--out", str(out),
+                            "--seed", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def _real_cells(ri_area: Path) -> pl.DataFrame:
+    frames = [pl.read_csv(f, infer_schema_length=0) for f in sorted(ri_area.iterdir())]
+    return pl.concat(frames).filter(
+        (pl.col("qtr") == "1") & pl.col("agglvl_code").is_in([str(i) for i in range(70, 79)])
+    )
+
+
+def _protect(spec: Path, out: Path) -> None:
+    r = runner.invoke(app, ["protect", str(spec), "--out", str(out), "--seed", "3"])
+    assert r.exit_code == 0, r.output
+
+
+def test_qcew_product_has_the_real_rhode_island_cells(ri_area: Path, ri_synth: Path) -> None:
+    spec = ri_synth / "by_area.toml"  # [output] is the product spec's last section
+    spec.write_text((ri_synth / "product.toml").read_text() + f'cells_from = "{ri_area}"\n')
+    _protect(spec, ri_synth.parent / "rel")
+    files = sorted((ri_synth.parent / "rel" / "agency" / "2016" / "1" / "area").glob("*.csv"))
+    values = [f for f in files if not f.name.endswith("_moe.csv")]
+    assert [f.stem for f in values] == ["44001", "44003", "44005", "44007", "44009", "44999"]
+    rows = []
+    for f in files:
+        assert _check(f, "qcew-by-area", *(["--moe"] if "moe" in f.name else [])).exit_code == 0
+        loaded = read_qcew(f)
+        if f in values:
+            rows += loaded
+    ours = pl.DataFrame(rows, infer_schema_length=None)
+    real = _real_cells(ri_area)
+    key = list(_QCEW_KEY)
+    assert ours.height == real.height
+    assert ours.select(key).join(real.select(key), on=key, how="anti").height == 0
+    assert real.select(key).join(ours.select(key), on=key, how="anti").height == 0
+    # no suppression: every cell published, except those with no establishment ("-")
+    merged = ours.join(real.select(*key, pl.col("disclosure_code").alias("bls")), on=key)
+    assert set(merged.filter(pl.col("bls") == "-")["disclosure_code"]) == {"-"}
+    assert set(merged.filter(pl.col("bls") != "-")["disclosure_code"]) == {""}
+    # the average weekly wage is BLS's formula on the published values
+    for r in rows:
+        emp = (r["month1_emplvl"] + r["month2_emplvl"] + r["month3_emplvl"]) / 3
+        if r["disclosure_code"] == "" and emp > 0:
+            assert r["avg_wkly_wage"] == int(r["total_qtrly_wages"] / emp / 13 + 0.5)
+
+
+def test_qcew_without_cells_from_lacks_only_the_empty_cells(ri_area: Path, ri_synth: Path) -> None:
+    spec = ri_synth.parent / "single.toml"
+    text = (ri_synth / "product.toml").read_text().replace('path = "', f'path = "{ri_synth}/')
+    spec.write_text(text.replace('"qcew-by-area"', '"qcew-singlefile"'))
+    _protect(spec, ri_synth.parent / "single")
+    f = ri_synth.parent / "single" / "agency" / "2016.q1-q1.singlefile.csv"
+    assert _check(f, "qcew-singlefile").exit_code == 0
+    ours = pl.DataFrame(read_qcew(f), infer_schema_length=None)
+    real = _real_cells(ri_area)
+    key = list(_QCEW_KEY)
+    missing = real.join(ours.select(key), on=key, how="anti")
+    assert set(missing["disclosure_code"]) == {"-"} and set(missing["qtrly_estabs_count"]) == {"0"}
+    assert ours.join(real.select(key), on=key, how="anti").height == 0
+    # level 70 (county total) employment is the published county sum rounded, clamped at 0
+    county = pl.read_parquet(ri_synth.parent / "single" / "tables" / "agglvl_70.parquet")
+    for cnty, m1 in county.select("cnty", "m1emp").iter_rows():
+        cell = ours.filter((pl.col("agglvl_code") == "70") &
+                           (pl.col("area_fips") == f"44{int(cnty):03d}"))  # fmt: skip
+        assert cell["month1_emplvl"].item() == max(0, round(m1))
+
+
+# --------------------------------------------------------------------------------------
+# spec keys and presets
+# --------------------------------------------------------------------------------------
+
+
+def _spec_error(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "spec.toml"
+    p.write_text(text)
+    r = runner.invoke(app, ["explain", str(p)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    return r.output
+
+
+def _preset(name: str, year: str = "2015") -> str:
+    r = runner.invoke(app, ["spec", "preset", name, "--year", year])
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_presets_parse_and_cost_what_they_say(tmp_path: Path) -> None:
+    p = tmp_path / "wac.toml"
+    p.write_text(_preset("lodes-wac"))
+    r = runner.invoke(app, ["explain", str(p), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["privacy"]["total"]["epsilon"] == 30.0
+    q = tmp_path / "qcew.toml"
+    q.write_text(_preset("qcew-county", "2016"))
+    r = runner.invoke(app, ["explain", str(q), "--json"])
+    assert r.exit_code == 0, r.output
+    # μ = √(4·0.7² + 8 levels · 4 · 0.3²) (Webb et al. Thm 5.7)
+    assert json.loads(r.output)["privacy"]["total"]["mu"] == pytest.approx(
+        (4 * 0.49 + 32 * 0.09) ** 0.5
+    )
+    assert runner.invoke(app, ["spec", "preset", "nope", "--year", "2015"]).exit_code == 2
+
+
+def test_output_format_keys_are_checked_before_any_data(tmp_path: Path) -> None:
+    wac = _preset("lodes-wac")
+    assert "[output].year" in _spec_error(tmp_path, wac.replace("year = 2015\n", ""))
+    assert "residence" in _spec_error(tmp_path, wac.replace('"lodes-wac"', '"lodes-rac"'))
+    assert "[output].format must be one of" in _spec_error(
+        tmp_path, wac.replace('"lodes-wac"', '"wac"')
+    )
+    no_cr = wac.replace('by = ["block", "race"]', 'by = ["block", "race", "sex"]')
+    assert 'CR: by = ["block", "race"]' in _spec_error(tmp_path, no_cr)
+    assert "integer = true" in _spec_error(
+        tmp_path, wac.replace("integer = true", "integer = false")
+    )
+    assert "[output].quarter" in _spec_error(
+        tmp_path, wac.replace("job_type", "quarter = 5\njob_type")
+    )
+    plain = wac.split("[output]")[0] + "[output]\nyear = 2015\n"
+    assert "only with [output].format" in _spec_error(tmp_path, plain)
+    qcew = _preset("qcew-county", "2016")
+    assert "[output].quarter" in _spec_error(tmp_path, qcew.replace("quarter = 1\n", ""))
+    assert "76: by" in _spec_error(tmp_path, qcew.replace('"naics4"]', '"naics3", "naics4"]'))
