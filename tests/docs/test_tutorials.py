@@ -35,6 +35,15 @@ def test_tutorial_qcew_runs_as_written(tmp_path, shared_data):
     assert abs(manifest["privacy"]["total"]["mu"] - 2.3065) < 1e-3  # Table 7
 
 
+def test_planning_page_runs_as_written(tmp_path):
+    repo = fresh_clone(tmp_path)
+    results = run_document(_doc("planning.md"), repo)
+    assert "target: within 10% at 100 jobs, 90% of the time — met" in results[0].stdout
+    assert "of [plan] 20" in results[1].stdout
+    planned = (repo / "planning" / "planned.toml").read_text(encoding="utf-8")
+    assert "planned by eree plan" in planned
+
+
 def test_choosing_parameters_snippet_runs(tmp_path):
     results = run_document(_doc("choosing-parameters.md"), tmp_path)
     out = results[-1].stdout

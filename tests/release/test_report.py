@@ -195,8 +195,16 @@ def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
     assert f"Warnings ({len(warns)})" in text
     # not also repeated as a note
     assert not any("warning" in n for q in manifest["queries"] for n in q["notes"])
-    # a chart for the table with published CIs; a plain statement for the others
-    assert page.count("<svg") == 2
+    # a chart for the table with published CIs; a plain statement for the others; and one
+    # budget-against-error chart per query (public parameters only), the release's ε marked
+    trade = manifest["accuracy_tradeoff"]
+    assert [t["query"] for t in trade] == [q["name"] for q in manifest["queries"]]
+    for t in trade:
+        assert any(abs(x - t["value"]) < 1e-12 for x, _ in t["points"])
+        errs = [y for _, y in sorted(t["points"])]
+        assert all(a > b for a, b in zip(errs, errs[1:])), t  # more budget, less error
+    assert "Budget and accuracy" in text
+    assert page.count("<svg") == 2 + len(trade)
     assert text.count("no uncertainty to summarise or chart") == 2
     # no raw dataframe printout, explanations said once
     assert "shape: (" not in text and "dtype" not in text

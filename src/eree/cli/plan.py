@@ -23,7 +23,7 @@ def _pct(x: float | None) -> str:
 
 def unit_of(s: Any) -> str:
     """The representative size's unit: jobs for a count, the attribute's own otherwise."""
-    return "jobs" if s.x_v is not None else f"({s.statistic}'s unit)"
+    return "jobs" if s.statistic == "jobs" else f"({s.statistic}'s unit)"
 
 
 def _achieved(s: Any) -> str:

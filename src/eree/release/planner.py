@@ -36,7 +36,7 @@ import numpy as np
 
 from eree.errors import EreeError, SpecError
 from eree.mechanisms.base import ExpectedError, Mechanism
-from eree.mechanisms.gedp import GedpMechanism, PncBounded
+from eree.mechanisms.gedp import PncBounded
 from eree.mechanisms.registry import entries_for
 from eree.release.build import BuiltPlan, build
 from eree.release.preview import (
@@ -529,7 +529,7 @@ def _describe(
                 curve.append((v * f, math.inf))
         out.append(PlannedStatistic(
             s.query.name, s.statistic, m.name, s.parameter, s.given, v, s.target, s.at,
-            None if isinstance(m, GedpMechanism) else max(s.share * s.at, 1.0), e, achieved,
+            max(s.share * s.at, 1.0) if "x_v" in m.needs else None, e, achieved,
             s.loss(m), tuple(curve),
             _alternatives(plan, s) if alternatives and s.target is not None else (),
             split,

@@ -41,6 +41,7 @@ __all__ = [
     "GEDP_ASSUMED_ESTABLISHMENTS",
     "GEDP_WARN_BELOW",
     "VALUE_SIZES",
+    "accuracy_tradeoffs",
     "delta_warning",
     "plan_warnings",
     "preview",
@@ -411,6 +412,31 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
         + "or use log_laplace or smooth_gamma, which have no delta"
     )
     return warning("delta-per-cell-large", q.name, message, remedy)
+
+
+def accuracy_tradeoffs(
+    built: BuiltPlan, n_establishments: int | None = None
+) -> list[dict[str, Any]]:
+    """Per query and statistic: relative E|error| at its representative cell against budget.
+
+    The manifest's ``accuracy_tradeoff`` (the release report draws it): the spec's ε or μ
+    and multiples of it, the target when the query has one and whether it is met.
+    """
+    n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
+    out = []
+    for q in built.queries:
+        for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
+            if isinstance(mech, NoiseInfusion):
+                continue
+            curve = tradeoff(mech, stat, q.spec, n_est, built.plan)
+            if not curve or not curve["points"]:
+                continue
+            entry = {"query": q.name, "statistic": stat, "mechanism": mech.name, **curve}
+            t = (q.spec.target or {}).get(stat)
+            if t is not None:
+                entry["target"] = target_check(mech, t, n_est)
+            out.append(entry)
+    return out
 
 
 def plan_warnings(built: BuiltPlan, n_establishments: int | None = None) -> list[dict[str, Any]]:

@@ -376,11 +376,12 @@ def _run(
             if charge.notes:
                 manifest["ledger"]["notes"] = list(charge.notes)
         manifest.update(extra_manifest)
-        from eree.release.preview import plan_warnings
+        from eree.release.preview import accuracy_tradeoffs, plan_warnings
 
         # the one place a release's plan warnings join the manifest's list
-        warnings = plan_warnings(built, family.n_establishments(data, engine))
-        manifest.setdefault("warnings", []).extend(warnings)
+        n_est = family.n_establishments(data, engine)
+        manifest.setdefault("warnings", []).extend(plan_warnings(built, n_est))
+        manifest["accuracy_tradeoff"] = accuracy_tradeoffs(built, n_est)
         frames = _TableFrames(tables, writer)
         _agency_files(plan, frames, tables, family.frame_counts(data, engine), writer, manifest)
         report_html = release_report(manifest, frames, extra_files)

@@ -43,6 +43,7 @@ from eree.htmlpage import (
     svg_scatter,
     table,
 )
+from eree.release.report_tradeoff import tradeoff_html
 from eree.release.report_words import (
     FPR,
     ODDS_DELTA,
@@ -844,6 +845,7 @@ def release_section(
         if isinstance(entry, Mapping) and entry:
             parts.append(f"<h3>{'Post-processing' if key == 'postprocess' else 'Microdata'}</h3>")
             parts.append(_entry_html(key, entry))
+    parts.append(tradeoff_html(manifest, prefix))
     parts.append(f'<h3 id="{prefix}tables">Published tables</h3>')
     for q in manifest["queries"]:
         parts.append(_table_section(q, tables.get(q["name"]), notes, prefix, units))
