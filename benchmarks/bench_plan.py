@@ -10,8 +10,9 @@
   same total (``[plan] epsilon`` or ``mu`` = the spec's own total; weights 1; ``at`` 100
   jobs, or 100 employees and 1,000 of the wage unit for GEDP). Both are released with the
   same seeds (experiments: NOT FOR PUBLICATION). The measure is the planner's objective,
-  realised: for each query and statistic, the mean over cells of |published − true| / at,
-  and their sum (the weighted error, weights 1).
+  realised over the released cells: for each query and statistic, the mean over cells of
+  the relative error |published − true| / max(true, at) (a cell smaller than ``at`` is
+  measured against ``at``), and their sum (the weighted error, weights 1).
 * ``targets``: a spec of targets on a synthetic state (``eree synth lodes``-like
   parametric data, 50,000 jobs): the share of released cells within their target among
   the cells the promise covers (cells of at least ``at`` jobs whose largest establishment
@@ -40,6 +41,8 @@ import polars as pl
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
+#: [plan] largest_share of the ER-EE splits (``--largest-share``; None: the default, 1)
+SHARE: float | None = None
 
 
 # ------------------------------------------------------------------ truth
@@ -64,20 +67,23 @@ def _sum_truth(est: pl.DataFrame, id_col: str, by: list[str] | str, attr: str) -
     return est.group_by(by).agg(pl.col(attr).cast(pl.Float64).sum().alias("true"))
 
 
-def _errors(
-    plan, table: pl.DataFrame, truth: pl.DataFrame, keys: list[str], stat: str
+def _relative_errors(
+    table: pl.DataFrame, truth: pl.DataFrame, keys: list[str], stat: str, at: float
 ) -> np.ndarray:
-    if not keys:
-        return np.abs(table[stat].to_numpy() - truth["true"].to_numpy())
-    t = truth.with_columns(pl.col(k).cast(table.schema[k]) for k in keys)
-    got = table.join(t, on=keys, how="left").with_columns(pl.col("true").fill_null(0.0))
-    return np.abs(got[stat].to_numpy() - got["true"].to_numpy())
+    """|published − true| / max(true, at) per cell: the relative error, small cells at ``at``."""
+    if keys:
+        t = truth.with_columns(pl.col(k).cast(table.schema[k]) for k in keys)
+        table = table.join(t, on=keys, how="left").with_columns(pl.col("true").fill_null(0.0))
+    else:
+        table = table.with_columns(true=truth["true"])
+    true = table["true"].to_numpy()
+    return np.abs(table[stat].to_numpy() - true) / np.maximum(true, at)
 
 
 # ------------------------------------------------------------------ allocation
 
 
-def _specs(tmp: Path) -> list[tuple[str, Path, dict]]:
+def _specs(tmp: Path, only: str | None = None) -> list[tuple[str, Path, dict]]:
     from eree.cli.demo import GEDP_SPEC, LODES_SPEC
     from eree.synth.lodes import synth_parametric
     from eree.synth.qcew import synth_qcew_from_area, synth_qcew_parametric
@@ -93,14 +99,14 @@ def _specs(tmp: Path) -> list[tuple[str, Path, dict]]:
     gedp.write_text(GEDP_SPEC, encoding="utf-8")
     out = [("demo-lodes", lodes, {"at": 100}), ("demo-qcew", gedp, {})]
     area = SHARED / "qcew_2016_by_area"
-    if area.is_dir():
+    if area.is_dir() and only in (None, "qcew-table7"):
         t7 = tmp / "t7"
         synth = synth_qcew_from_area(area, seed=1)
         synth.write(t7 / "qcew" / "establishments.csv.gz")
         text = (ROOT / "examples" / "qcew-table7.toml").read_text(encoding="utf-8")
         (t7 / "table7.toml").write_text(text, encoding="utf-8")
         out.append(("qcew-table7", t7 / "table7.toml", {}))
-    return out
+    return [o for o in out if only in (None, o[0])]
 
 
 def _with_split(spec: Path, extra: dict, gedp: bool, total: float) -> Path:
@@ -110,6 +116,8 @@ def _with_split(spec: Path, extra: dict, gedp: bool, total: float) -> Path:
         plan = f"\n[plan]\nmu = {total!r}\nat = {at}\n"
     else:
         plan = f"\n[plan]\nepsilon = {total!r}\nat = {extra.get('at', 100)}\n"
+        if SHARE is not None:
+            plan += f"largest_share = {SHARE}\n"
     head, sep, tail = text.partition("[[query]]")
     p = spec.with_name(spec.stem + "-split.toml")
     p.write_text(head + plan + "\n" + sep + tail, encoding="utf-8")
@@ -135,23 +143,23 @@ def _measure(plan, seeds: int, tmp: Path, at_of) -> dict[tuple[str, str], float]
                     truth = _sum_truth(est, plan.data.id, q.by, a)
                     if q.by == "identity":
                         table = table.with_columns(pl.col(plan.data.id).cast(pl.String))
-                    e = _errors(plan, table, truth, keys, a)
-                    sums.setdefault((q.name, a), []).append(float(e.mean()) / at_of(a))
+                    e = _relative_errors(table, truth, keys, a, at_of(a))
+                    sums.setdefault((q.name, a), []).append(float(e.mean()))
             else:
                 truth = _count_truth(Path(plan.data.workplace).parent, list(q.by))
-                e = _errors(plan, table, truth, list(q.by), "jobs")
-                sums.setdefault((q.name, "jobs"), []).append(float(e.mean()) / at_of("jobs"))
+                e = _relative_errors(table, truth, list(q.by), "jobs", at_of("jobs"))
+                sums.setdefault((q.name, "jobs"), []).append(float(e.mean()))
     return {k: float(np.mean(v)) for k, v in sums.items()}
 
 
-def allocation(seeds: int) -> None:
+def allocation(seeds: int, only: str | None = None) -> None:
     from eree.release.build import build
     from eree.release.planner import plan_budget
     from eree.release.spec import load_spec
 
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for name, spec, extra in _specs(tmp):
+        for name, spec, extra in _specs(tmp, only):
             hand = load_spec(spec)
             gedp = hand.kind == "establishments"
             total = build(hand).report().total
@@ -169,7 +177,7 @@ def allocation(seeds: int) -> None:
             unit = "μ" if gedp else "ε"
             print(f"\n### {name} (total {unit} = {tot:g}; {seeds} seeded releases each)\n")
             print(
-                f"| query | statistic | {unit} hand | {unit} planned | mean |err|/at, hand "
+                f"| query | statistic | {unit} hand | {unit} planned | mean relative error, hand "
                 "| planned | planned / hand |"
             )
             print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
@@ -308,9 +316,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--largest-share", type=float, help="allocation: [plan] largest_share")
+    ap.add_argument("--only", help="allocation: one spec (demo-lodes, demo-qcew, qcew-table7)")
     a = ap.parse_args()
+    global SHARE
+    SHARE = a.largest_share
     if a.what == "allocation":
-        allocation(a.seeds)
+        allocation(a.seeds, a.only)
     elif a.what == "targets":
         targets(a.seeds)
     else:

@@ -202,7 +202,8 @@ target = { relative_error = 0.1, at = 80, confidence = 0.9, largest_share = 0.5 
 # ------------------------------------------------------------------ a total split
 
 
-def test_split_of_epsilon_is_the_lagrange_solution(tmp_path):
+@pytest.mark.parametrize("share", [None, 0.5, 0.02])
+def test_split_of_epsilon_is_the_lagrange_solution(tmp_path, share):
     """Two Smooth Laplace queries: relative E|error| = aᵢ/εᵢ with aᵢ = 2·S·dᵢ/at."""
     spec = _lodes_spec(tmp_path, """[[query]]
 name = "a"
@@ -215,9 +216,10 @@ name = "b"
 by = ["county", "age", "sex"]
 mechanism = "smooth_laplace"
 epsilon = 1.0
-""", extra="[plan]\nepsilon = 40\nat = 200")  # fmt: skip
+""", extra="[plan]\nepsilon = 40\nat = 200" + f"\nlargest_share = {share}" * bool(share))  # fmt: skip
     r = plan_budget(load_spec(spec))
-    a = {"a": 3.0 * 2 * 20 * 1 / 200, "b": 1.0 * 2 * 20 * 6 / 200}  # w·2S·d/at, S = 0.1·200
+    sens = max(0.1 * (share or 1.0) * 200, 1.0)  # S = max(α·x_v, 1), x_v = share·at
+    a = {"a": 3.0 * 2 * sens * 1 / 200, "b": 1.0 * 2 * sens * 6 / 200}  # w·2S·d/at
     root = {k: math.sqrt(v) for k, v in a.items()}
     want = {k: 40 * v / sum(root.values()) for k, v in root.items()}
     got = {s.query: s.chosen for s in r.statistics}
@@ -400,6 +402,8 @@ target = {target}
         ("[plan]\nepsilon = 0", "[plan].epsilon must be a number > 0"),
         ("[plan]\nepsilon = 5\nshare = 1", "unknown key 'share'"),
         ("[plan]\nepsilon = 5\nat = { wage = 5 }", "[plan].at must be a number > 0"),
+        ("[plan]\nepsilon = 5\nlargest_share = 0", "[plan].largest_share must be a number > 0"),
+        ("[plan]\nepsilon = 5\nlargest_share = 1.5", "[plan].largest_share must lie in (0, 1]"),
     ],
 )
 def test_a_malformed_plan_section_is_one_line(tmp_path, extra, message):

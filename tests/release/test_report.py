@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import html
+import itertools
 import json
 import math
 import re
@@ -202,7 +203,7 @@ def test_eree_report_states_cost_warnings_and_remedies(tmp_path):
     for t in trade:
         assert any(abs(x - t["value"]) < 1e-12 for x, _ in t["points"])
         errs = [y for _, y in sorted(t["points"])]
-        assert all(a > b for a, b in zip(errs, errs[1:])), t  # more budget, less error
+        assert all(a > b for a, b in itertools.pairwise(errs)), t  # more budget, less error
     assert "Budget and accuracy" in text
     assert page.count("<svg") == 2 + len(trade)
     assert text.count("no uncertainty to summarise or chart") == 2

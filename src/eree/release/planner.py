@@ -318,7 +318,8 @@ def _slots(plan: Plan, built: BuiltPlan) -> list[_Slot]:
             original = plan.query(q.name)
             given = (original.mu or {}).get(stat) if gedp else original.epsilon
             out.append(_Slot(q, j, stat, mech, "mu" if gedp else "epsilon", given, t, at,
-                             t.largest_share if t is not None else 1.0, q.weight))  # fmt: skip
+                             t.largest_share if t is not None else
+                             (bp.largest_share if bp is not None else 1.0), q.weight))  # fmt: skip
     return out
 
 

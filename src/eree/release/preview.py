@@ -268,9 +268,10 @@ def _representative(
     if isinstance(mech, GedpMechanism):
         at_table = bp.at if bp is not None and isinstance(bp.at, dict) else {}
         at = at_table.get(stat, 10_000.0)
-    else:
-        at = bp.at if bp is not None and isinstance(bp.at, float) else DEFAULT_PLAN_AT
-    return at, at
+        return at, at
+    at = bp.at if bp is not None and isinstance(bp.at, float) else DEFAULT_PLAN_AT
+    share = bp.largest_share if bp is not None else 1.0
+    return at, max(share * at, 1.0)
 
 
 def target_check(mech: Mechanism, t: Target, n_est: int) -> dict[str, Any]:

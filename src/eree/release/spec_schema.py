@@ -597,6 +597,14 @@ SECTIONS: tuple[Section, ...] = (
                 "The representative cell size of a query without a target: jobs (ER-EE) or "
                 "per confidential attribute in its unit (GEDP).",
             ),
+            Key(
+                "largest_share",
+                "number in (0, 1]",
+                1.0,
+                "ER-EE: the share of a representative cell held by its largest establishment, "
+                "for queries without a target (smooth-sensitivity mechanisms' noise grows "
+                "with it); 1 plans for cells held by one establishment.",
+            ),
         ),
     ),
     Section(

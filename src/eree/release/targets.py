@@ -100,11 +100,14 @@ class BudgetPlan:
         mu: GEDP's total μ (√Σμ²), or None.
         at: the representative size of a query without a target: one number (ER-EE, jobs)
             or a table per confidential attribute (GEDP, the attribute's unit).
+        largest_share: x_v / at of a count query without a target (smooth-sensitivity
+            mechanisms): 1, the default, plans for cells held by one establishment.
     """
 
     epsilon: float | None = None
     mu: float | None = None
     at: float | dict[str, float] | None = None
+    largest_share: float = 1.0
 
 
 def _positive(value: Any, where: str) -> float:
@@ -201,8 +204,15 @@ def parse_plan_section(raw: Any, family: str, confidential: tuple[str, ...] | No
     total_key = "mu" if family == "establishments" else "epsilon"
     other = "epsilon" if total_key == "mu" else "mu"
     for k in raw:
-        if k not in ("epsilon", "mu", "at"):
-            raise SpecError(f"[plan]: unknown key {k!r}; [plan] has {total_key} and at")
+        if k not in ("epsilon", "mu", "at", "largest_share"):
+            raise SpecError(
+                f"[plan]: unknown key {k!r}; [plan] has {total_key}, at and largest_share"
+            )
+    share = 1.0
+    if "largest_share" in raw:
+        if confidential is not None:
+            raise SpecError("[plan].largest_share applies to ER-EE count queries only")
+        share = _fraction(raw["largest_share"], "[plan].largest_share", closed=True)
     if other in raw:
         fam = "GEDP" if family == "establishments" else "the ER-EE family"
         raise SpecError(f"[plan].{other} does not apply to {fam}: give [plan].{total_key}")
@@ -227,7 +237,7 @@ def parse_plan_section(raw: Any, family: str, confidential: tuple[str, ...] | No
                 at[str(a)] = _positive(v, f"[plan].at.{a}")
     if total_key == "mu":
         return BudgetPlan(mu=total, at=at)
-    return BudgetPlan(epsilon=total, at=at)
+    return BudgetPlan(epsilon=total, at=at, largest_share=share)
 
 
 def target_met(target: Target, e: ExpectedError | None) -> tuple[bool, float | None]:
