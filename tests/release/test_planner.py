@@ -205,6 +205,7 @@ target = { relative_error = 0.1, at = 80, confidence = 0.9, largest_share = 0.5 
 @pytest.mark.parametrize("share", [None, 0.5, 0.02])
 def test_split_of_epsilon_is_the_lagrange_solution(tmp_path, share):
     """Two Smooth Laplace queries: relative E|error| = aᵢ/εᵢ with aᵢ = 2·S·dᵢ/at."""
+    plan = "[plan]\nepsilon = 40\nat = 200" + (f"\nlargest_share = {share}" if share else "")
     spec = _lodes_spec(tmp_path, """[[query]]
 name = "a"
 by = ["county"]
@@ -216,7 +217,7 @@ name = "b"
 by = ["county", "age", "sex"]
 mechanism = "smooth_laplace"
 epsilon = 1.0
-""", extra="[plan]\nepsilon = 40\nat = 200" + f"\nlargest_share = {share}" * bool(share))  # fmt: skip
+""", extra=plan)  # fmt: skip
     r = plan_budget(load_spec(spec))
     sens = max(0.1 * (share or 1.0) * 200, 1.0)  # S = max(α·x_v, 1), x_v = share·at
     a = {"a": 3.0 * 2 * sens * 1 / 200, "b": 1.0 * 2 * sens * 6 / 200}  # w·2S·d/at
