@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -297,16 +299,20 @@ def speed(queries: int, runs: int) -> None:
         for f in ("workplace", "worker", "job"):
             (Path(t) / "data").mkdir(exist_ok=True)
             (Path(t) / "data" / f"{f}.parquet").touch()
-        times = []
+        times, cpus = [], []
         for _ in range(runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-m", "eree.cli", "plan", str(spec)], check=True,
                            capture_output=True)  # fmt: skip
             times.append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         print(
-            f"eree plan, {k} queries with targets (whole process): median "
-            f"{statistics.median(times):.2f} s over {runs} runs (min {min(times):.2f}, "
-            f"max {max(times):.2f})"
+            f"eree plan, {k} queries with targets (whole process): median wall "
+            f"{statistics.median(times):.2f} s, median CPU {statistics.median(cpus):.2f} s "
+            f"over {runs} runs (wall min {min(times):.2f}, max {max(times):.2f}; load "
+            f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
         )
 
 
