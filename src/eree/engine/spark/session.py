@@ -57,6 +57,8 @@ def spark_session(
       Local: Spark UI off, driver bound to 127.0.0.1, ``spark.sql.shuffle.partitions =
       2·cores`` (Spark's default of 200 is meant for clusters; adaptive query execution
       stays on and coalesces further). A cluster: Spark's defaults and ``conf``.
+      ``spark.pyspark.python`` in ``conf`` names the executors' Python (as spark-submit
+      reads it: this process's ``PYSPARK_PYTHON`` is set to it).
 
     Always: console progress bars off, Arrow transfers on, UTC session time zone, the
     log level OFF (Spark's logs of a failed task quote input values; eree turns every
@@ -119,6 +121,10 @@ def spark_session(
                 "spark.default.parallelism": str(2 * cores),
             })  # fmt: skip
         settings.update(conf)
+        if "spark.pyspark.python" in conf:
+            # PySpark reads the executors' Python from the environment, as spark-submit
+            # sets it from this setting; a session started here does the same
+            os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
         builder = SparkSession.builder.master(url).appName(app)
         for k, v in settings.items():
             builder = builder.config(k, v)
