@@ -62,6 +62,14 @@ class LedgerError(EreeError):
     """
 
 
+class EngineError(EreeError):
+    """The engine cannot run as asked, or a result of it cannot be trusted.
+
+    For example: a Spark master or setting that cannot be used, executors that cannot run
+    the code the release sends them, a result that did not reach the driver whole.
+    """
+
+
 class ReleaseWarning(UserWarning):
     """A warning of a release (``eree validate``/``protect``), as a Python warning.
 

@@ -37,6 +37,7 @@ PROTECT = [
     ["--out=o", "spec.toml", "--seed", "7", "--force"],
     ["spec.toml", "--out", "o", "--ledger", "b.sqlite", "--engine", "spark", "--new-version",
      "--random", "exact", "--seed", "0"],
+    ["spec.toml", "--out", "o", "--master", "yarn", "--conf", "spark.a=1", "--conf=spark.b=2"],
 ]  # fmt: skip
 
 
@@ -73,7 +74,7 @@ def test_anything_unusual_is_left_to_typer(argv: list[str]) -> None:
 def _example_argv(params: Any) -> list[str]:
     argv: list[str] = []
     for i, p in enumerate(params):
-        value = {int: str(i + 2), Path: f"dir/p{i}", str: f"text{i}"}.get(p.kind)
+        value = {int: str(i + 2), Path: f"dir/p{i}", str: f"text{i}", list: f"k{i}=v"}.get(p.kind)
         if not p.names:
             argv.append(value)
         elif p.kind is bool:
@@ -100,7 +101,7 @@ def test_commands_with_other_parameters_are_not_plain() -> None:
 
     def ctx(c: typer.Context) -> None: ...
 
-    def lst(x: Annotated[list[str] | None, typer.Option()] = None) -> None: ...
+    def lst(x: Annotated[list[int] | None, typer.Option()] = None) -> None: ...
 
     for f in (opt, ctx, lst):
         assert _plain_params(f) is None

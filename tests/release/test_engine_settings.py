@@ -22,8 +22,45 @@ BAD = {
     'driver_memory = "4 g"': "[engine].driver_memory",
     'driver_memory = "-1g"': "[engine].driver_memory",
     'driver_memory = "0g"': "[engine].driver_memory",
+    # the master: Spark's URL forms only
+    'master = "spark//host:7077"': "[engine].master",
+    'master = "spark://host"': "[engine].master",
+    'master = "local[0]"': "[engine].master",
+    "master = 7077": "[engine].master",
+    'master = "yarn; rm -rf /"': "[engine].master",
+    # Spark settings: a table of spark.* keys; sizes, counts and booleans checked
+    'conf = "spark.executor.memory=2g"': "[engine.conf]",
+    'conf = { "executor.memory" = "2g" }': '[engine.conf] "executor.memory"',
+    'conf = { "spark.executor.memory" = "lots" }': '[engine.conf] "spark.executor.memory"',
+    'conf = { "spark.executor.memory" = "2 g" }': '[engine.conf] "spark.executor.memory"',
+    'conf = { "spark.executor.memory" = 2.5 }': '[engine.conf] "spark.executor.memory"',
+    'conf = { "spark.driver.maxResultSize" = "-1g" }': '[engine.conf] "spark.driver.maxResultSize"',
+    'conf = { "spark.executor.memoryOverhead" = "1x" }': (
+        '[engine.conf] "spark.executor.memoryOverhead"'
+    ),
+    'conf = { "spark.executor.cores" = 0 }': '[engine.conf] "spark.executor.cores"',
+    'conf = { "spark.executor.cores" = "two" }': '[engine.conf] "spark.executor.cores"',
+    'conf = { "spark.sql.shuffle.partitions" = 1.5 }': (
+        '[engine.conf] "spark.sql.shuffle.partitions"'
+    ),
+    'conf = { "spark.dynamicAllocation.enabled" = "yes" }': (
+        '[engine.conf] "spark.dynamicAllocation.enabled"'
+    ),
+    'conf = { "spark.eventLog.dir" = ["/a"] }': '[engine.conf] "spark.eventLog.dir"',
+    'conf = { "spark.master" = "yarn" }': '[engine.conf] "spark.master"',
+    'conf = { "spark.driver.memory" = "2g" }': '[engine.conf] "spark.driver.memory"',
+    'conf = { "spark.remote" = "sc://h" }': '[engine.conf] "spark.remote"',
 }
-GOOD = ['driver_memory = "512m"', 'driver_memory = "4g"', 'driver_memory = "2G"', "cores = 3"]
+GOOD = [
+    'driver_memory = "512m"', 'driver_memory = "4g"', 'driver_memory = "2G"', "cores = 3",
+    'master = "local[4]"', 'master = "local[*]"', 'master = "local"', 'master = "yarn"',
+    'master = "spark://10.0.0.5:7077"', 'master = "spark://m1:7077,m2:7077"',
+    'master = "k8s://https://kube.example.org:6443"',
+    'conf = { "spark.executor.memory" = "2g", "spark.executor.cores" = 4 }',
+    'conf = { "spark.executor.memoryOverhead" = "512mb", "spark.driver.maxResultSize" = "0" }',
+    'conf = { "spark.dynamicAllocation.enabled" = true, "spark.memory.fraction" = 0.6 }',
+    'conf = { "spark.sql.shuffle.partitions" = "400", "spark.eventLog.dir" = "/logs" }',
+]  # fmt: skip
 
 
 def _validate(tmp_path, setting: str) -> subprocess.CompletedProcess:

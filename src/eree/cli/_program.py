@@ -330,7 +330,7 @@ class _Plain(NamedTuple):
     """A plain parameter of a command (:func:`_plain_params`)."""
 
     name: str
-    kind: type  # bool (a flag), str, int or Path
+    kind: type  # bool (a flag), str, int, Path or list (a repeatable text option)
     default: Any  # ``...``: required
     names: dict[str, Any]  # option names -> the flag's value (None: takes a value); {} positional
 
@@ -338,9 +338,10 @@ class _Plain(NamedTuple):
 def _plain_params(callback: Any) -> list[_Plain] | None:
     """The parameters of a Typer command, or None if one is not plain.
 
-    Plain: text, an integer or a path (optionally ``None`` by default), or a boolean
-    flag; declared without settings beyond those that change ``--help`` (no callback,
-    environment variable, prompt, range, parser, ...). Read with Typer's own reader
+    Plain: text, an integer or a path (optionally ``None`` by default), a boolean flag,
+    or a repeatable text option (``list[str] | None``, ``None`` by default); declared
+    without settings beyond those that change ``--help`` (no callback, environment
+    variable, prompt, range, parser, ...). Read with Typer's own reader
     (:func:`typer.utils.get_params_from_function`), as Typer reads them.
     """
     import types
@@ -362,7 +363,9 @@ def _plain_params(callback: Any) -> list[_Plain] | None:
             if len(args) != 1 or info.default is not None:
                 return None
             kind = args[0]
-        if kind not in (str, int, Path) and (kind is not bool or isinstance(info, ArgumentInfo)):
+        if kind == list[str] and isinstance(info, OptionInfo) and info.default is None:
+            kind = list  # a repeatable text option (None when not given)
+        elif kind not in (str, int, Path) and (kind is not bool or isinstance(info, ArgumentInfo)):
             return None
         names: dict[str, Any] = {}
         if isinstance(info, OptionInfo):
@@ -394,7 +397,7 @@ def _plain_values(params: list[_Plain], argv: Sequence[str]) -> dict[str, Any] |
             continue
         key, eq, value = a.partition("=")
         p = by_name.get(key)
-        if p is None or p.name in given:
+        if p is None or (p.name in given and p.kind is not list):
             return None
         if p.kind is bool:
             if eq:
@@ -406,6 +409,9 @@ def _plain_values(params: list[_Plain], argv: Sequence[str]) -> dict[str, Any] |
             if nxt is None or nxt.startswith("-"):
                 return None
             value = nxt
+        if p.kind is list:
+            given.setdefault(p.name, []).append(value)
+            continue
         given[p.name] = value
     kwargs: dict[str, Any] = {}
     for p in params:

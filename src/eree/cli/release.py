@@ -224,6 +224,20 @@ def protect(
         str | None,
         typer.Option(help="polars | spark (default: the spec's [engine] kind, else polars)"),
     ] = None,
+    master: Annotated[
+        str | None,
+        typer.Option(
+            help="Spark master URL (local[N], spark://host:port, yarn, k8s://…); overrides "
+            "the spec's [engine] master"
+        ),
+    ] = None,
+    conf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--conf",
+            help="a Spark setting KEY=VALUE (repeatable), added to the spec's [engine.conf]",
+        ),
+    ] = None,
     new_version: Annotated[
         bool,
         typer.Option("--new-version", help="the data under this name changed on purpose"),
@@ -264,6 +278,8 @@ def protect(
             if engine not in ENGINES:
                 fail(ValueError(f"--engine must be one of {', '.join(ENGINES)}"))
             plan = replace(plan, engine=replace(plan.engine, kind=engine))
+        if master is not None or conf:
+            plan = replace(plan, engine=_spark_options(plan.engine, master, conf or []))
         with err_console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error;
             # the release's own warnings are printed below, not as Python warnings
@@ -275,6 +291,25 @@ def protect(
     except EreeError as e:
         fail(e)
     print_release(result.manifest, result.out_dir)
+
+
+def _spark_options(spec: Any, master: str | None, conf: list[str]) -> Any:
+    """The spec's ``[engine]`` with ``--master`` and ``--conf`` applied (checked as the spec's)."""
+    from dataclasses import replace
+
+    from eree.engine.spark.settings import check_conf, check_master
+
+    pairs: dict[str, str] = {}
+    for item in conf:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise EreeError(f"--conf {key}: give a Spark setting as KEY=VALUE")
+        pairs[key.strip()] = value
+    return replace(
+        spec,
+        master=spec.master if master is None else check_master(master, "--master"),
+        conf={**spec.conf, **check_conf(pairs, "--conf")},
+    )
 
 
 def print_release(manifest: dict[str, Any], out_dir: Path) -> None:

@@ -26,6 +26,9 @@ method                     data           gives
 ``fingerprints``           either         the content and structure fingerprints
                                           (:mod:`eree.data.fingerprint`): the same
                                           values whichever engine loaded the data
+``describe``               —              what the manifest records about the
+                                          engine: its kind and version; Spark: the
+                                          master and Spark's version (public only)
 =========================  =============  =============================================
 
 Cell statistics are computed for a marginal over any mix of public workplace attributes
@@ -213,4 +216,8 @@ class Engine(Protocol):
         The values of :func:`eree.data.fingerprint.fingerprints` for the same rows
         loaded by Polars, whichever engine computes them.
         """
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The engine as the manifest records it (public settings and versions only)."""
         ...

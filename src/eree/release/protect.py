@@ -92,8 +92,17 @@ NO_LEDGER_FINGERPRINT = (
 
 
 def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
-    """The plan as given, with noise infusion's confidential s and t withheld."""
+    """The plan as given, with the values it must not show withheld.
+
+    Noise infusion's confidential s and t, and the values of the ``[engine.conf]``
+    settings Spark itself treats as secret.
+    """
     out = dict(raw)
+    eng = raw.get("engine")
+    if isinstance(eng, dict) and isinstance(eng.get("conf"), dict):
+        from eree.engine.spark.settings import redacted_conf
+
+        out["engine"] = {**eng, "conf": redacted_conf(eng["conf"])}
     queries = []
     for q in raw.get("query", []):
         q = dict(q)
@@ -113,13 +122,16 @@ def build_manifest(
     source: NoiseSource,
     fingerprint: str | None,
     policy: SitePolicy | None = None,
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
     """The manifest. Contains public information only (no data-dependent scale).
 
     See docs/design.md#release-outputs.
 
     ``fingerprint`` is the keyed content fingerprint of a release charged to a ledger, or
-    ``None`` without one (see :func:`protect`).
+    ``None`` without one (see :func:`protect`). ``engine``: the engine that scanned the
+    data, recorded by :meth:`~eree.engine.base.Engine.describe` (for Spark: the master
+    and Spark's version).
     """
     m = base_manifest()
     m["random"] = source.describe()
@@ -132,6 +144,8 @@ def build_manifest(
     if fingerprint is None:
         m["dataset"]["fingerprint_note"] = NO_LEDGER_FINGERPRINT
     m["spec"] = _redacted_spec(plan.raw)
+    if engine is not None:
+        m["engine"] = engine.describe()
     priv = report.to_dict()
     m["privacy"] = {
         "definition": report.definition,
@@ -242,7 +256,9 @@ def protect(
         from eree.engine.select import make_engine
 
         e = plan.engine
-        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
+        engine = make_engine(
+            e.kind, cores=e.cores, driver_memory=e.driver_memory, master=e.master, conf=e.conf
+        )
     # without a ledger nothing identifies the data (see NO_LEDGER_FINGERPRINT), so only
     # the columns the queries use need to be read, and no fingerprint is computed
     data = family.load(plan, engine, narrow=book is None)
@@ -369,7 +385,7 @@ def _run(
             for qt in family.answer_queries(built, data, engine, source, streaming=True):
                 tables.append(writer.write_table(qt))
                 del qt
-        manifest = build_manifest(plan, report, tables, source, fingerprint, policy)
+        manifest = build_manifest(plan, report, tables, source, fingerprint, policy, engine)
         if charge is not None:
             manifest["ledger"] = charge.manifest_entry()
             manifest["dataset"]["ledger_name"] = charge.dataset

@@ -19,6 +19,7 @@ from typing import Any
 from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
+from eree.engine.spark.settings import check_conf, check_master
 from eree.errors import SpecError
 from eree.mechanisms import registry
 from eree.privacy.composition import float_down
@@ -220,11 +221,15 @@ class EngineSpec:
             validates the data; for data that outgrow one machine).
         cores: Spark's local worker threads when eree starts the session.
         driver_memory: Spark driver heap when eree starts the session.
+        master: Spark master URL of the session eree starts (``None``: ``local[cores]``).
+        conf: further Spark settings, as text (checked).
     """
 
     kind: str = schema.default("[engine]", "kind")
     cores: int = schema.default("[engine]", "cores")
     driver_memory: str = schema.default("[engine]", "driver_memory")
+    master: str | None = schema.default("[engine]", "master")
+    conf: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -594,6 +599,10 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         raise SpecError("[output].confidence must lie in (0, 1)")
     eng_raw = raw.get("engine", {})
     _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
+    eng_raw = dict(eng_raw)
+    if eng_raw.get("master") is not None:
+        check_master(eng_raw["master"])
+    eng_raw["conf"] = check_conf(eng_raw.get("conf", {}))
     engine = EngineSpec(**eng_raw)
     if engine.kind not in ENGINES:
         kinds = " or ".join(f'"{k}"' for k in ENGINES)

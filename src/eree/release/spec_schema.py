@@ -633,6 +633,26 @@ SECTIONS: tuple[Section, ...] = (
                 "4g",
                 "Spark: driver heap when eree starts the session (a JVM size, e.g. 4g).",
             ),
+            Key(
+                "master",
+                "string",
+                None,
+                "Spark: the master URL of the session eree starts: local[N], "
+                "spark://host:port, yarn or k8s://https://host:port; absent: local[cores]. "
+                "Under spark-submit the submitted session is used (a different master is "
+                "refused). `eree protect --master` overrides it (docs/spark-cluster.md).",
+            ),
+            Key(
+                "conf",
+                "table",
+                None,
+                "Spark: further Spark settings for the session eree starts, "
+                '`"spark.key" = value` (text, number or boolean); sizes such as '
+                '`"spark.executor.memory" = "2g"` are checked, as are core, partition and '
+                "task counts; the master and driver heap have keys of their own. Values of "
+                "keys Spark treats as secret are withheld from the manifest. "
+                "`eree protect --conf KEY=VALUE` adds to it.",
+            ),
         ),
     ),
 )

@@ -86,7 +86,9 @@ def validate_plan(spec: str | Path, *, read_data: bool = True) -> dict[str, Any]
         from eree.engine.select import make_engine
 
         e = plan.engine
-        engine = make_engine(e.kind, cores=e.cores, driver_memory=e.driver_memory)
+        engine = make_engine(
+            e.kind, cores=e.cores, driver_memory=e.driver_memory, master=e.master, conf=e.conf
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             data = family.load(plan, engine, narrow=False)

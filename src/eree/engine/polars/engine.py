@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -87,6 +87,10 @@ class PolarsEngine:
 
     def __init__(self) -> None:
         self._cache: tuple[JobTables, pl.DataFrame] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The engine as the manifest records it: its kind and Polars's version."""
+        return {"kind": self.name, "polars": pl.__version__}
 
     def _check(
         self, data: JobTables, workplace_by: Sequence[str], worker_by: Sequence[str]

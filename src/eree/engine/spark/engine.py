@@ -130,6 +130,11 @@ class SparkEngine:
             self._spark = SparkSession.getActiveSession() or spark_session()
         return self._spark
 
+    def describe(self) -> dict[str, Any]:
+        """The engine as the manifest records it: the session's master and Spark's version."""
+        return {"kind": self.name, "master": self.spark.sparkContext.master,
+                "spark": self.spark.version}  # fmt: skip
+
     def read_parquet(
         self,
         workplace_path: str | Path,

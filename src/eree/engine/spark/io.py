@@ -3,13 +3,12 @@
 Reading a table's columns as text (:func:`read_text_columns`, CSV or Parquet, file or
 partitioned directory), handing a Polars frame to Spark through Arrow
 (:func:`polars_to_spark`) and bringing a Spark result to the driver as a Polars frame
-(:func:`to_polars`). PySpark is imported inside the functions.
+(:func:`to_polars`, through Spark's result channel, checked against Spark's row count).
+PySpark is imported inside the functions.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +23,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "CHUNK_ROWS",
     "OPEN_COST_BYTES",
+    "check_rows",
+    "partition_groups",
     "polars_to_spark",
     "read_text_columns",
     "split_small_files",
@@ -70,28 +72,88 @@ def _spark_major() -> int:
     return int(pyspark.__version__.split(".")[0])
 
 
+#: rows brought to the driver per Spark job by :func:`to_polars` (partitions are grouped
+#: up to this many rows; a larger partition comes alone)
+CHUNK_ROWS = 1 << 20
+
+_PARTITION = "__eree_partition"
+
+
 def to_polars(sdf: SparkDataFrame) -> pl.DataFrame:
-    """A Spark DataFrame's rows on the driver, as a Polars frame.
+    """A Spark DataFrame's rows on the driver, as a Polars frame, checked against Spark's count.
 
-    Spark writes the rows as Parquet into a temporary local directory, each task its own
-    partition, and Polars reads the files: no result is gathered in the JVM's heap (a
-    collect holds every row there at once and is capped by
-    ``spark.driver.maxResultSize``), so results as large as a national table's cells
-    arrive in bounded JVM memory. Local mode (the driver reads what the tasks wrote).
+    Correct on any cluster: nothing is written to a file system (no driver-local path that
+    executors would have to share), and the rows reach the driver through Spark's own
+    result channel as Arrow batches. Memory is bounded: the result is kept by Spark
+    (``persist``, memory then Spark's own local disk, dropped before returning); one Spark
+    job counts its rows per partition; then consecutive partitions are fetched a group
+    of up to :data:`CHUNK_ROWS` rows at a time (``toArrow``), so the driver's JVM holds
+    one group, never the whole result (a single collect is capped by
+    ``spark.driver.maxResultSize`` and held whole in the JVM's heap).
+
+    Every group's rows are checked against Spark's count of its partitions, and the
+    total against Spark's count of the result: a mismatch raises, so a partial result is
+    never used.
+
+    Raises:
+        EngineError: fewer or more rows reached the driver than Spark counted.
     """
-    tmp = Path(tempfile.mkdtemp(prefix="eree-spark-result-"))
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as sf
+
+    kept = sdf.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        sdf.write.mode("overwrite").parquet(str(tmp))
-        files = sorted(tmp.glob("*.parquet"))
-        if files:
-            return pl.read_parquet(files)
+        tagged = kept.withColumn(_PARTITION, sf.spark_partition_id())
+        counts = {
+            int(r[0]): int(r[1]) for r in tagged.groupBy(_PARTITION).count().collect()
+        }  # Spark's own count, per partition of the kept result
+        total = sum(counts.values())
+        pieces = []
+        for lo, hi, expected in partition_groups(counts, CHUNK_ROWS):
+            part = tagged.filter(sf.col(_PARTITION).between(lo, hi)).drop(_PARTITION)
+            pieces.append(_arrow_frame(part))
+            check_rows(pieces[-1].height, expected)
+        out = pl.concat(pieces, rechunk=False) if pieces else _arrow_frame(kept.limit(0))
+        check_rows(out.height, total)
+        return out
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return _collect(sdf)  # no part file (no rows): the schema through Arrow
+        kept.unpersist()
 
 
-def _collect(sdf: SparkDataFrame) -> pl.DataFrame:
-    """Collect a (small) Spark DataFrame through Arrow."""
+def partition_groups(counts: dict[int, int], limit: int) -> list[tuple[int, int, int]]:
+    """Consecutive partitions grouped up to ``limit`` rows: (first, last, rows) each.
+
+    ``counts`` holds the rows of each non-empty partition; a partition with more than
+    ``limit`` rows is a group of its own.
+    """
+    groups: list[tuple[int, int, int]] = []
+    for p in sorted(counts):
+        n = counts[p]
+        if groups and groups[-1][2] + n <= limit:
+            lo, _, rows = groups[-1]
+            groups[-1] = (lo, p, rows + n)
+        else:
+            groups.append((p, p, n))
+    return groups
+
+
+def check_rows(received: int, counted: int) -> None:
+    """Refuse a result whose rows on the driver differ from Spark's count of them.
+
+    The message holds only the two row counts of an intermediate result (cells or
+    groups), not of any cell; it never reaches a published file.
+    """
+    if received != counted:
+        from eree.errors import EngineError
+
+        raise EngineError(
+            f"a Spark result did not reach the driver whole ({received} rows received, Spark "
+            f"counted {counted}); nothing was released: run again, and report it if it recurs"
+        )
+
+
+def _arrow_frame(sdf: SparkDataFrame) -> pl.DataFrame:
+    """A (bounded) Spark DataFrame collected through Arrow, as a Polars frame."""
     if hasattr(sdf, "toArrow"):
         table: pa.Table = sdf.toArrow()
         out = pl.from_arrow(table)

@@ -1,17 +1,41 @@
-"""A local Spark session for a small machine, and what a Spark failure becomes."""
+"""The Spark session eree runs on (local, a cluster, or spark-submit's); Spark failures.
+
+:func:`spark_session` gives the session; :func:`is_spark_failure` and
+:func:`spark_input_error` turn a Spark failure into eree's one-line error.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eree.errors import DataValidationError
+from eree.errors import DataValidationError, EngineError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["is_spark_failure", "spark_input_error", "spark_session"]
+__all__ = [
+    "is_local",
+    "is_spark_failure",
+    "refuse_spark_connect",
+    "spark_input_error",
+    "spark_session",
+]
+
+#: settings eree gives every session it starts (the SQL ones also to a session it reuses)
+_ALWAYS = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def is_local(master: str) -> bool:
+    """Whether ``master`` runs the executors inside the driver's process (``local…``)."""
+    return master == "local" or master.startswith("local[")
 
 
 def spark_session(
@@ -21,56 +45,112 @@ def spark_session(
     driver_memory: str = "2g",
     shuffle_partitions: int | None = None,
     conf: Mapping[str, str] | None = None,
+    master: str | None = None,
 ) -> SparkSession:
-    """A local SparkSession with settings for a small machine.
+    """The session a release runs on: spark-submit's or the active one, else a new one.
 
-    ``local[cores]`` master, Spark UI and console progress bars off, driver bound to
-    127.0.0.1, ``spark.sql.shuffle.partitions = 2·cores`` (Spark's default of 200 is
-    meant for clusters; adaptive query execution stays on and coalesces further),
-    Arrow transfers on, UTC session time zone, log level ERROR.
+    * Under ``spark-submit`` (the production path on a cluster) or when this process has
+      an active session, that session is used: its master and settings are the ones it
+      was started with. A ``master`` that differs from it is refused; of ``conf``, only
+      settings Spark lets a running session change are applied, the others refused.
+    * Otherwise a new session is started with ``master`` (default ``local[cores]``).
+      Local: Spark UI off, driver bound to 127.0.0.1, ``spark.sql.shuffle.partitions =
+      2·cores`` (Spark's default of 200 is meant for clusters; adaptive query execution
+      stays on and coalesces further). A cluster: Spark's defaults and ``conf``.
+      ``spark.pyspark.python`` in ``conf`` names the executors' Python (as spark-submit
+      reads it: this process's ``PYSPARK_PYTHON`` is set to it).
 
-    If a session already exists in this process, Spark returns it (``getOrCreate``) and
-    settings fixed at JVM start (master, driver memory) keep their old values.
+    Always: console progress bars off, Arrow transfers on, UTC session time zone, the
+    log level OFF (Spark's logs of a failed task quote input values; eree turns every
+    failure into its own one-line error), ``conf`` applied last. On a cluster the
+    executors' Python is checked once (:func:`~eree.engine.spark.executors.check_executors`).
+    Spark Connect is refused (:func:`refuse_spark_connect`).
 
     Args:
         app: application name.
-        cores: local worker threads.
+        cores: local worker threads (local masters).
         driver_memory: JVM heap of the driver (which, in local mode, runs the tasks too).
-        shuffle_partitions: overrides ``2·cores``.
-        conf: further Spark settings, applied last.
+        shuffle_partitions: overrides ``2·cores`` (local masters).
+        conf: further Spark settings (checked by
+            :func:`~eree.engine.spark.settings.check_conf`), applied last.
+        master: Spark master URL (:func:`~eree.engine.spark.settings.check_master`).
 
     Returns:
         The session.
+
+    Raises:
+        EngineError: Spark Connect; a master or setting the running session cannot take;
+            executors that cannot run eree's code.
     """
     from pyspark.sql import SparkSession
 
+    from eree.engine.spark.executors import check_executors
+
     if cores < 1:
         raise ValueError("cores must be at least 1")
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": driver_memory,
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.sql.shuffle.partitions": str(shuffle_partitions or 2 * cores),
-        "spark.default.parallelism": str(2 * cores),
-        "spark.sql.adaptive.enabled": "true",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.session.timeZone": "UTC",
-        **(conf or {}),
-    }
-    builder = SparkSession.builder.master(f"local[{cores}]").appName(app)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    # Spark's own logs of a failed task quote the offending input value (e.g. a wage
-    # that does not parse): eree turns every such failure into its own one-line error
-    # (:func:`spark_input_error`), so the JVM's and PySpark's error logs stay silent
+    refuse_spark_connect()
+    conf = dict(conf or {})
+    active = SparkSession.getActiveSession()
+    if active is not None or "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM
+        spark = active or SparkSession.builder.appName(app).getOrCreate()
+        refuse_spark_connect(spark)
+        running = str(spark.sparkContext.master)
+        if master is not None and master != running:
+            raise EngineError(
+                f"the master is {master} but this process already runs Spark with master "
+                f"{running} (spark-submit or an earlier session): drop the master setting "
+                "or make it equal"
+            )
+        for key, value in {**_ALWAYS, **conf}.items():
+            if spark.conf.isModifiable(key):
+                spark.conf.set(key, value)
+            elif key in conf and spark.conf.get(key, None) != value:
+                raise EngineError(
+                    f'the Spark setting "{key}" cannot change in the running session '
+                    "(spark-submit or an earlier session): give it to spark-submit --conf"
+                )
+    else:
+        url = master or f"local[{cores}]"
+        settings = {"spark.driver.memory": driver_memory, **_ALWAYS}
+        if is_local(url):
+            settings.update({
+                "spark.ui.enabled": "false",
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.sql.shuffle.partitions": str(shuffle_partitions or 2 * cores),
+                "spark.default.parallelism": str(2 * cores),
+            })  # fmt: skip
+        settings.update(conf)
+        if "spark.pyspark.python" in conf:
+            # PySpark reads the executors' Python from the environment, as spark-submit
+            # sets it from this setting; a session started here does the same
+            os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+        builder = SparkSession.builder.master(url).appName(app)
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("OFF")
     import logging
 
     logging.getLogger("DataFrameQueryContextLogger").disabled = True
+    if not is_local(str(spark.sparkContext.master)):
+        check_executors(spark)
     return spark
+
+
+def refuse_spark_connect(spark: SparkSession | None = None) -> None:
+    """Refuse Spark Connect (``SPARK_REMOTE``, or a Connect session), in one line.
+
+    eree's engine drives Spark through the classic API (its own session, the executors'
+    check, Spark's result channel); a Connect client has none of these.
+    """
+    connect = spark is not None and type(spark).__module__.startswith("pyspark.sql.connect")
+    if connect or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
+        raise EngineError(
+            "Spark Connect (SPARK_REMOTE) is not supported by eree's Spark engine: unset "
+            "SPARK_REMOTE and give the cluster's master ([engine].master or --master), or "
+            "run eree under spark-submit"
+        )
 
 
 def is_spark_failure(e: BaseException) -> bool:
