@@ -441,3 +441,21 @@ mu = { wage = 1 }
 """, extra="[plan]\nmu = 2")  # fmt: skip
     r = RUNNER.invoke(app, ["plan", str(spec)])
     assert r.exit_code == 2 and "[plan].at.wage" in r.output, r.output
+
+
+def test_noise_infusion_has_no_budget_to_plan(tmp_path):
+    spec = (
+        _lodes_spec(
+            tmp_path,
+            """[[query]]
+name = "a"
+by = ["county"]
+mechanism = "noise_infusion"
+""",
+        )
+        .read_text(encoding="utf-8")
+        .replace('definition = "eree-weak"\nalpha = 0.1', 'definition = "none"')
+    )
+    (tmp_path / "spec.toml").write_text(spec, encoding="utf-8")
+    r = RUNNER.invoke(app, ["plan", str(tmp_path / "spec.toml")])
+    assert r.exit_code == 2 and "noise infusion has no formal budget" in r.output, r.output

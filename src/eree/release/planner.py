@@ -30,6 +30,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 import numpy as np
@@ -396,8 +397,9 @@ def _split(
 
 
 def _round_down3(x: float) -> float:
-    scale = 10.0 ** (math.floor(math.log10(x)) - 2)
-    return math.floor(x / scale * (1 + 1e-12)) * scale
+    """``x`` rounded down to three significant digits, as the decimal a spec writes."""
+    d = Decimal(repr(x))
+    return float(d.quantize(Decimal(1).scaleb(d.adjusted() - 2), rounding=ROUND_FLOOR))
 
 
 # ------------------------------------------------------------------ the plan
@@ -415,7 +417,7 @@ def plan_budget(plan: Plan, *, alternatives: bool = True) -> PlanResult:
         PlanError: an unreachable target, a total too small for the targets, or a query
             with neither a value, a target nor a total to split.
     """
-    if plan.privacy.definition == "dp-noise-infusion" or any(
+    if plan.privacy.definition == "none" or any(
         q.mechanism == "noise_infusion" for q in plan.queries
     ):
         raise PlanError("noise infusion has no formal budget to plan (no epsilon or mu)")
