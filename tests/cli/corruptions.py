@@ -218,11 +218,53 @@ def run_corruption(c: Corruption, root: Path, engine: str = "polars") -> Judged:
         verdict = "wrongly accepted" if c.expect == "reject" else "clean"
     elif o.clean_error and not o.partial:
         named = f"{c.file}.{c.ext}" in line and (not c.column or c.column in line)
-        if c.expect == "accept":
-            verdict = "wrongly refused"
-        else:
-            verdict = "clean" if named else "unnamed"
+        verdict = "wrongly refused" if c.expect == "accept" else "clean" if named else "unnamed"
     else:
         verdict = "unclean"
     shutil.rmtree(root, ignore_errors=True)
     return Judged(verdict, line)
+
+
+# ------------------------------------------------------------- the random fuzz, both engines
+
+#: the verdicts counted per engine (the issue's four, then the rest)
+VERDICTS = ("clean", "traceback", "wrongly accepted", "leak", "wrongly refused", "unclean",
+            "unnamed", "different error")  # fmt: skip
+
+
+def fuzz_pair(base: Path, work: Path, seed: int, i: int) -> dict[str, Judged]:
+    """Fuzz case ``i`` of ``seed`` (:mod:`tests.cli.test_fuzz`) on both engines.
+
+    The same case is built twice from its seed, in two directories, and run by
+    ``eree protect`` on each engine. Polars' verdict: ``clean`` (a clean refusal, or a
+    success: the random changes have no oracle of their own), ``traceback``, ``leak`` or
+    ``unclean``. Spark's: the same, and ``wrongly accepted`` / ``wrongly refused`` where
+    it succeeds and Polars refuses or the reverse. Each verdict's line is the run's
+    stderr, paths as ``CASE``.
+    """
+    import random
+
+    from tests.cli.test_fuzz import Tally, run_case
+
+    out: dict[str, Judged] = {}
+    for engine in ("polars", "spark"):
+        tally = Tally()
+        where = work / engine
+        where.mkdir(parents=True, exist_ok=True)
+        lines = run_case(base, where, i, random.Random(f"{seed}:{i}"), tally, engine, False)
+        if tally.leaks:
+            verdict = "leak"
+        elif tally.tracebacks:
+            verdict = "traceback"
+        elif tally.unclean or tally.partial_outputs:
+            verdict = "unclean"
+        else:
+            verdict = "clean"
+        out[engine] = Judged(verdict, "\n".join(lines))
+    polars, spark = out["polars"], out["spark"]
+    if spark.verdict == "clean" and polars.verdict == "clean" and spark.line != polars.line:
+        verdict = "wrongly accepted" if not spark.line else "wrongly refused"
+        if spark.line and polars.line:
+            verdict = "different error"  # both refuse, with different lines
+        out["spark"] = Judged(verdict, spark.line)
+    return out

@@ -642,7 +642,7 @@ def run_case(
     return [ln.replace(str(root), "CASE") for ln in stderr.splitlines() if ln.strip()]
 
 
-def _bases(tmp: Path) -> Path:
+def build_bases(tmp: Path) -> Path:
     base = tmp / "base"
     for kind in KINDS:
         for ext in EXTS:
@@ -651,7 +651,7 @@ def _bases(tmp: Path) -> Path:
 
 
 def run_chunk(tmp: Path, seed: int, n_cases: int) -> Tally:
-    base = _bases(tmp)
+    base = build_bases(tmp)
     work = tmp / "work"
     work.mkdir()
     tally = Tally()
@@ -689,7 +689,7 @@ def test_fuzz_larger_batch(tmp_path: Path, chunk: int) -> None:
 
 def test_fuzz_valid_bases_succeed_without_leaks(tmp_path: Path) -> None:
     """The starting points are valid releases: every malformation is then the fuzz's doing."""
-    base = _bases(tmp_path)
+    base = build_bases(tmp_path)
     tally = Tally()
     for kind in KINDS:
         for ext in EXTS:
