@@ -19,7 +19,7 @@ from tests.cli.corruptions import Corruption, build, corruptions, subset
 from tests.cli.inputs import judge, run_cli
 
 CASES = corruptions()
-#: in the default suite: every 4th case and every file-level one (all: -m slow)
+#: in the default suite: every 4th case and the issue's named ones (all: -m slow)
 DEFAULT = subset(CASES, 4)
 
 
