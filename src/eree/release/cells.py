@@ -16,8 +16,8 @@ public attributes of establishments are not confidential (docs/design.md#er-ee-d
 Establishment (GEDP) queries publish at most one cell per establishment (group-by cells
 come from the public frame), so they are not counted here.
 
-The same counts bound the memory a query's cell table takes: :data:`BYTES_PER_CELL`
-times its cells (the largest query's table is the peak: tables are answered one at a
+The same counts bound the memory a query's cell table takes: at least
+:data:`BYTES_PER_CELL` times its cells (the largest query's table is the peak: tables are answered one at a
 time). A query whose table would not fit the memory limit (``[engine] memory``, else
 the memory available when the release starts: ``MemAvailable`` in ``/proc/meminfo``) is
 refused before any cell is allocated, instead of the process being killed while it
@@ -45,12 +45,13 @@ __all__ = [
     "plan_cells",
 ]
 
-#: peak bytes of memory per cell of an ER-EE count query: the cell statistics, the
-#: mechanism's noisy answers and the table written. Measured (BENCHMARKS.md, "Memory per
-#: cell"): 124 bytes per cell over the process's base for a 16M-cell query
-#: (benchmarks/bench_cell_memory.py), and the national four-marginal release's peak
-#: with its loaded data is 157 bytes per cell of its largest (82.8M-cell) query
-BYTES_PER_CELL = 160
+#: bytes of memory per cell of an ER-EE count query at the least: the cell statistics,
+#: the mechanism's noisy answers and the table written. Measured (BENCHMARKS.md, "Memory
+#: per cell", benchmarks/bench_cell_memory.py): 124-142 bytes per cell above the
+#: process's base for edge-DP Laplace over worker attributes (1M-16M cells), 285 for
+#: Smooth Gamma over county x sex; the estimate is a lower bound, so a refusal is never
+#: wrong (a query close to the limit may still exhaust memory)
+BYTES_PER_CELL = 128
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -202,7 +203,7 @@ def check_plan_memory(plan: Plan, counts: dict[str, QueryCells]) -> None:
         if need > limit:
             amount = f"{qc.at_least:,}" if qc.cells is not None else f"at least {qc.at_least:,}"
             raise SpecError(
-                f"query {qc.query!r} has {amount} cells, whose table needs about "
+                f"query {qc.query!r} has {amount} cells, whose table needs at least "
                 f"{_gib(need)} of memory, more than {_gib(limit)} ({source}); publish fewer "
                 "attributes or smaller domains, run on a machine with more memory, or set "
                 "[engine] memory to what the release may use"
