@@ -17,11 +17,11 @@ Establishment (GEDP) queries publish at most one cell per establishment (group-b
 come from the public frame), so they are not counted here.
 
 The same counts bound the memory a query's cell table takes: at least
-:data:`BYTES_PER_CELL` times its cells (the largest query's table is the peak: tables are answered one at a
-time). A query whose table would not fit the memory limit (``[engine] memory``, else
-the memory available when the release starts: ``MemAvailable`` in ``/proc/meminfo``) is
-refused before any cell is allocated, instead of the process being killed while it
-allocates.
+:data:`BYTES_PER_CELL` times its cells (the largest query's table is the peak: tables
+are answered one at a time). A query whose table would not fit the memory limit
+(``[engine] memory``, else the memory available when the release starts:
+``MemAvailable`` in ``/proc/meminfo``) is refused before any cell is allocated, instead
+of the process being killed while it allocates.
 """
 
 from __future__ import annotations
