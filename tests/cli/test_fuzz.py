@@ -541,7 +541,8 @@ def _snapshot(root: Path) -> dict[str, int]:
     return snap
 
 
-def _run_and_judge(args: list[str], root: Path, out: Path, tally: Tally, label: str) -> None:
+def _run_and_judge(args: list[str], root: Path, out: Path, tally: Tally, label: str) -> str:
+    """Run ``eree ARGS``, count its outcome in ``tally``; returns its stderr."""
     before = _snapshot(root)
     # a path that existed before the run (a file, a non-empty directory) is judged by the
     # snapshot: nothing under the case directory may change when the run fails
@@ -580,10 +581,23 @@ def _run_and_judge(args: list[str], root: Path, out: Path, tally: Tally, label: 
         problems.append(f"leak: {o.leak}")
     if problems:
         tally.failures.append(f"{label}: {problems}: {o.text[-300:]!r}")
+    return result.stderr
 
 
-def run_case(base: Path, work: Path, case_id: int, rng: random.Random, tally: Tally) -> None:
-    """Build, break and run one case."""
+def run_case(
+    base: Path,
+    work: Path,
+    case_id: int,
+    rng: random.Random,
+    tally: Tally,
+    engine: str = "polars",
+    explain: bool = True,
+) -> list[str]:
+    """Build, break and run one case on ``engine``; returns its stderr lines.
+
+    Paths under the case's directory read ``CASE`` in what is returned, so that the
+    same case run in two directories (on two engines) can be compared.
+    """
     kind = rng.choice(KINDS)
     ext = rng.choice(EXTS)
     root = work / f"case{case_id}"
@@ -618,13 +632,17 @@ def run_case(base: Path, work: Path, case_id: int, rng: random.Random, tally: Ta
     tally.cases += 1
     tally.by_category[category] += 1
     label = f"case {case_id} {kind}/{ext} {category}:{op}"
-    _run_and_judge(["protect", str(spec), "--out", str(out), *extra], root, out, tally, label)
-    if category == "spec":
+    args = ["protect", str(spec), "--out", str(out), *extra]
+    if engine != "polars":
+        args += ["--engine", engine]
+    stderr = _run_and_judge(args, root, out, tally, label)
+    if category == "spec" and explain:
         _run_and_judge(["explain", str(spec)], root, root / "never", tally, label + " (explain)")
     shutil.rmtree(root, ignore_errors=True)
+    return [ln.replace(str(root), "CASE") for ln in stderr.splitlines() if ln.strip()]
 
 
-def _bases(tmp: Path) -> Path:
+def build_bases(tmp: Path) -> Path:
     base = tmp / "base"
     for kind in KINDS:
         for ext in EXTS:
@@ -633,7 +651,7 @@ def _bases(tmp: Path) -> Path:
 
 
 def run_chunk(tmp: Path, seed: int, n_cases: int) -> Tally:
-    base = _bases(tmp)
+    base = build_bases(tmp)
     work = tmp / "work"
     work.mkdir()
     tally = Tally()
@@ -671,7 +689,7 @@ def test_fuzz_larger_batch(tmp_path: Path, chunk: int) -> None:
 
 def test_fuzz_valid_bases_succeed_without_leaks(tmp_path: Path) -> None:
     """The starting points are valid releases: every malformation is then the fuzz's doing."""
-    base = _bases(tmp_path)
+    base = build_bases(tmp_path)
     tally = Tally()
     for kind in KINDS:
         for ext in EXTS:

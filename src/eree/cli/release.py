@@ -177,12 +177,22 @@ def validate(
     no_data: Annotated[
         bool, typer.Option("--no-data", help="check the spec and its paths, read no data")
     ] = False,
+    all_columns: Annotated[
+        bool,
+        typer.Option(
+            "--all-columns",
+            help="check every configured column, as `protect --ledger` reads them "
+            "(default: the columns the queries read, as `protect` without a ledger)",
+        ),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Check a spec, its paths and its data; print the accuracy preview. Spends nothing.
 
-    Reads the data through the same loader as `eree protect` (every check of a release),
-    writes nothing and touches no ledger. Prints no value of the data: only whether it
+    Reads the data through the same loader as `eree protect` and the same columns (every
+    check of a release: it accepts and refuses what `eree protect` does, with the same
+    message; --all-columns: what `eree protect --ledger` does), writes nothing and touches
+    no ledger. Prints no value of the data: only whether it
     passed, and the file, row and column of a problem. Exit code 0 when valid (warnings
     allowed), 2 on any problem.
 
@@ -191,7 +201,7 @@ def validate(
     from eree.release.validate import validate_plan
 
     try:
-        result = validate_plan(spec, read_data=not no_data)
+        result = validate_plan(spec, read_data=not no_data, all_columns=all_columns)
     except OSError as e:  # the file system's message names paths, never data values
         fail(EreeError(f"cannot read the input: {e.strerror or type(e).__name__} "
                        f"({getattr(e, 'filename', '') or spec})"))  # fmt: skip

@@ -37,6 +37,7 @@ __all__ = [
     "check_nonnegative_finite",
     "check_not_missing",
     "check_unique",
+    "csv_records",
     "first_repeat",
     "first_true",
     "read_header",
@@ -301,6 +302,26 @@ def _scan_csv(path: Path, width: int) -> int:
             path, exc, row=row + 1 if isinstance(exc, csv.Error) else None
         ) from None
     return row
+
+
+def csv_records(path: str | Path, header: Sequence[str]) -> int:
+    """The number of data records :func:`read_table` reads from a CSV, checked as it checks them.
+
+    For a reader other than Polars' (the Spark engine's), which must accept exactly the
+    files :func:`read_table` accepts: every record has the header's width, the file is
+    UTF-8 and parses, with the same one-line errors. A plain file (no quote, NUL or
+    stray carriage return) is checked in bounded memory; any other file is read here as
+    :func:`read_table` reads it (one column). A blank line counts as a record, as it
+    does for :func:`read_table` (which then refuses it as a row of missing values).
+
+    Raises:
+        DataValidationError: ``rule`` ``field-count`` or ``unparseable``.
+    """
+    p = Path(path)
+    fast = _records_fast(p, len(header))
+    if fast is not None:
+        return fast
+    return _read_raw(p, [header[0]], list(header)).height
 
 
 def _read_raw(path: Path, columns: list[str], header: list[str]) -> pl.DataFrame:

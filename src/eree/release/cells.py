@@ -15,6 +15,13 @@ public attributes of establishments are not confidential (docs/design.md#er-ee-d
 
 Establishment (GEDP) queries publish at most one cell per establishment (group-by cells
 come from the public frame), so they are not counted here.
+
+The same counts bound the memory a query's cell table takes: at least
+:data:`BYTES_PER_CELL` times its cells (the largest query's table is the peak: tables
+are answered one at a time). A query whose table would not fit the memory limit
+(``[engine] memory``, else the memory available when the release starts:
+``MemAvailable`` in ``/proc/meminfo``) is refused before any cell is allocated, instead
+of the process being killed while it allocates.
 """
 
 from __future__ import annotations
@@ -28,7 +35,25 @@ from eree.data.config import JobTablesConfig
 from eree.errors import SpecError
 from eree.release.spec import Plan, QuerySpec
 
-__all__ = ["QueryCells", "check_plan_cells", "plan_cells"]
+__all__ = [
+    "BYTES_PER_CELL",
+    "QueryCells",
+    "available_memory",
+    "check_plan_cells",
+    "check_plan_memory",
+    "parse_size",
+    "plan_cells",
+]
+
+#: bytes of memory per cell of an ER-EE count query at the least: the cell statistics,
+#: the mechanism's noisy answers and the table written. Measured (BENCHMARKS.md, "Memory
+#: per cell", benchmarks/bench_cell_memory.py): 124-142 bytes per cell above the
+#: process's base for edge-DP Laplace over worker attributes (1M-16M cells), 285 for
+#: Smooth Gamma over county x sex; the estimate is a lower bound, so a refusal is never
+#: wrong (a query close to the limit may still exhaust memory)
+BYTES_PER_CELL = 128
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 @dataclass(frozen=True)
@@ -127,4 +152,59 @@ def check_plan_cells(plan: Plan, workplaces: pl.DataFrame | None = None) -> dict
                 f"query {qc.query!r} has {amount} cells ({qc.how}), more than "
                 f"[output] max_cells = {limit:,}; publish fewer attributes or raise the limit"
             )
+    check_plan_memory(plan, counts)
     return counts
+
+
+def parse_size(size: str) -> int:
+    """Bytes of a JVM-style size: a whole number with an optional k, m, g or t (powers of 1024)."""
+    unit = size[-1].lower() if size[-1].isalpha() else ""
+    return int(size[: len(size) - len(unit)]) * _UNITS[unit]
+
+
+def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
+    """The memory available to a new allocation now (``MemAvailable``), or None if unknown."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    kib = line.split()[1]
+                    return int(kib) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):,.1f} GiB"
+
+
+def check_plan_memory(plan: Plan, counts: dict[str, QueryCells]) -> None:
+    """Refuse a query whose cell table would not fit in memory, before it is allocated.
+
+    The estimate is :data:`BYTES_PER_CELL` times the query's cells (or their lower bound
+    before the data are read); the limit is ``[engine] memory``, else
+    :func:`available_memory` (no check when neither is known).
+
+    Raises:
+        SpecError: naming the query, the estimate, the limit and its source, and the
+            remedies.
+    """
+    if plan.engine.memory is not None:
+        limit: int | None = parse_size(plan.engine.memory)
+        source = f"[engine] memory = {plan.engine.memory!r}"
+    else:
+        limit = available_memory()
+        source = "the memory available now (MemAvailable in /proc/meminfo)"
+    if limit is None:
+        return
+    for qc in counts.values():
+        need = qc.at_least * BYTES_PER_CELL
+        if need > limit:
+            amount = f"{qc.at_least:,}" if qc.cells is not None else f"at least {qc.at_least:,}"
+            raise SpecError(
+                f"query {qc.query!r} has {amount} cells, whose table needs at least "
+                f"{_gib(need)} of memory, more than {_gib(limit)} ({source}); publish fewer "
+                "attributes or smaller domains, run on a machine with more memory, or set "
+                "[engine] memory to what the release may use"
+            )

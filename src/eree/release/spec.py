@@ -223,6 +223,8 @@ class EngineSpec:
         driver_memory: Spark driver heap when eree starts the session.
         master: Spark master URL of the session eree starts (``None``: ``local[cores]``).
         conf: further Spark settings, as text (checked).
+        memory: the memory a query's cell table may take (a JVM-style size), or None
+            for the memory available when the release starts (release/cells.py).
     """
 
     kind: str = schema.default("[engine]", "kind")
@@ -230,6 +232,7 @@ class EngineSpec:
     driver_memory: str = schema.default("[engine]", "driver_memory")
     master: str | None = schema.default("[engine]", "master")
     conf: dict[str, str] = field(default_factory=dict)
+    memory: str | None = schema.default("[engine]", "memory")
 
 
 @dataclass(frozen=True)
@@ -613,6 +616,13 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         raise SpecError(
             "[engine].driver_memory must be a JVM heap size in quotes, a whole number with "
             'an optional unit k, m, g or t (e.g. "4g" or "512m")'
+        )
+    if engine.memory is not None and not (
+        isinstance(engine.memory, str) and _JVM_SIZE.fullmatch(engine.memory)
+    ):
+        raise SpecError(
+            "[engine].memory must be a size in quotes, a whole number with an optional unit "
+            'k, m, g or t (e.g. "8g" or "512m")'
         )
     csv = out_raw.get("csv", OutputSpec.csv)
     if not isinstance(csv, bool):

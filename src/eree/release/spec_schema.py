@@ -653,6 +653,17 @@ SECTIONS: tuple[Section, ...] = (
                 "keys Spark treats as secret are withheld from the manifest. "
                 "`eree protect --conf KEY=VALUE` adds to it.",
             ),
+            Key(
+                "memory",
+                "string",
+                None,
+                "The memory a query's cell table may take (a size like driver_memory, e.g. "
+                "8g). A query whose estimated cell table (from its cell count) exceeds it is "
+                "refused before any cell is allocated, naming the query and this key. Absent: "
+                "the memory available when the release starts (MemAvailable in /proc/meminfo; "
+                "no check where the system does not say).",
+                units="bytes (k, m, g, t: powers of 1024)",
+            ),
         ),
     ),
 )

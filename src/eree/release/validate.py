@@ -2,7 +2,11 @@
 
 The data are read through the same family loader and engine as
 :func:`eree.release.protect.protect` (every check of docs/design.md#validation, the same one-line
-errors naming file, row and column). Nothing is written, no ledger is opened and no
+errors naming file, row and column), and exactly the columns it reads: a release without a
+ledger reads the columns its queries use, a release with a ledger every configured column
+(its fingerprint covers them), so ``all_columns`` (``eree validate --all-columns``) checks
+what ``eree protect --ledger`` checks. Both accept and refuse the same inputs, with the
+same message. Nothing is written, no ledger is opened and no
 noise is drawn. What is returned holds public information only: which checks passed,
 the plan's cost, semantics and accuracy preview (:mod:`eree.release.preview`), where
 the number of establishments (public: the workplace frame) sharpens the warnings.
@@ -46,12 +50,16 @@ def check_paths(plan: Plan) -> list[str]:
     return checked
 
 
-def validate_plan(spec: str | Path, *, read_data: bool = True) -> dict[str, Any]:
+def validate_plan(
+    spec: str | Path, *, read_data: bool = True, all_columns: bool = False
+) -> dict[str, Any]:
     """Check ``spec`` as a release would, without spending or writing anything.
 
     Args:
         spec: the TOML spec file.
         read_data: also load and validate the data (False: the spec and its paths only).
+        all_columns: check every configured column, as a release with a ledger reads
+            them (default: the columns the queries use, as a release without one).
 
     Returns:
         ``{"spec", "checks", "data_checked", "explain"}``: the checks passed (in words),
@@ -91,12 +99,15 @@ def validate_plan(spec: str | Path, *, read_data: bool = True) -> dict[str, Any]
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            data = family.load(plan, engine, narrow=False)
+            data = family.load(plan, engine, narrow=not all_columns)
         n_establishments = family.n_establishments(data, engine)
-        checks.append(
-            "data: every configured column against the spec (ids, links, domains, values; "
-            "the checks of a release)"
+        read = (
+            "every configured column, as `eree protect --ledger` reads them"
+            if all_columns
+            else "the columns the release reads, as `eree protect` without --ledger reads "
+            "them (--all-columns: every configured column, as with --ledger)"
         )
+        checks.append(f"data: {read} (ids, links, domains, values; the checks of a release)")
     return {
         "spec": str(spec),
         "checks": checks,

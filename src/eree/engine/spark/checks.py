@@ -20,7 +20,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkDataFrame
 
-__all__ = ["ID_MISSING", "Check", "attr_checks", "missing", "outside", "run_checks"]
+__all__ = [
+    "ID_MISSING",
+    "Check",
+    "attr_checks",
+    "missing",
+    "number_from_text",
+    "outside",
+    "parquet_rows",
+    "run_checks",
+]
 
 #: the message of a missing id
 ID_MISSING = "missing id (null or blank)"
@@ -38,6 +47,58 @@ def outside(c: str, domain: Sequence[str]) -> Column:
     from pyspark.sql import functions as sf
 
     return sf.col(c).isNull() | ~sf.col(c).isin(list(domain))
+
+
+#: the numbers the Polars loader parses from text (Polars' float syntax: no blanks, no
+#: Java suffix such as ``1d``, no hexadecimal), as a Java regular expression
+_NUMBER_SYNTAX = r"(?i)^[+-]?(([0-9]+[.]?[0-9]*|[.][0-9]+)(e[+-]?[0-9]+)?|inf(inity)?|nan)$"
+
+
+def number_from_text(c: str) -> tuple[Column, Column]:
+    """Column ``c`` (text) as a number, and whether it is text that does not parse.
+
+    Exactly the Polars loader's parse (:func:`eree.data.io.read_table`): Spark's own cast
+    also accepts surrounding blanks, ``1d``/``1f`` and hexadecimal numbers and reads
+    ``+nan`` as missing, so it is gated by Polars' syntax. A value that does not parse is
+    null in the number; a blank or missing value is null in both (a missing value).
+    """
+    from pyspark.sql import functions as sf
+
+    v = sf.col(c)
+    parses = v.rlike(_NUMBER_SYNTAX)
+    is_nan = sf.lower(v).rlike(r"^[+-]?nan$")
+    number = (
+        sf.when(~parses, sf.lit(None).cast("double"))
+        .when(is_nan, sf.lit(float("nan")))
+        .otherwise(sf.expr(f"try_cast(`{c}` as double)"))
+    )
+    bad = v.isNotNull() & (v != "") & ~parses
+    return number, bad
+
+
+def parquet_rows(path: Path) -> int:
+    """The rows of a Parquet file, from its footer, read as the Polars loader reads it.
+
+    Spark reads some files the Polars loader refuses (a footer whose key-value metadata
+    is corrupt); both engines must refuse the same inputs, with the same errors, so the
+    footer is read here (:func:`eree.data.io.read_header`).
+
+    Raises:
+        DataValidationError: the Polars loader's error for the file.
+    """
+    import polars as pl
+
+    from eree.data.io import read_header
+
+    read_header(path)
+    try:
+        return int(pl.scan_parquet(path).select(pl.len()).collect().item())
+    except Exception as exc:  # polars raises various types
+        raise DataValidationError(
+            f"not a readable Parquet file ({type(exc).__name__})",
+            file=str(path),
+            rule="unparseable",
+        ) from None
 
 
 @dataclass(frozen=True)

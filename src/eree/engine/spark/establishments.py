@@ -28,7 +28,14 @@ from eree.data.establishments import NAICS_DERIVED, EstablishmentData
 from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.engine.base import ESTABLISHMENTS, bound_column, result_order
 from eree.engine.exact_sums import FRACTION_BITS, MAX_EXACT_TOTAL, exact_sums
-from eree.engine.spark.checks import Check, missing, outside, run_checks
+from eree.engine.spark.checks import (
+    Check,
+    missing,
+    number_from_text,
+    outside,
+    parquet_rows,
+    run_checks,
+)
 from eree.engine.spark.io import polars_to_spark, read_text_columns, to_polars
 from eree.errors import DataValidationError
 
@@ -84,6 +91,10 @@ def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
 
         header = [c for c in read_header(path) if c != ""]
         return read_text_columns(spark, path, header, [], "csv")
+    if path.is_file() and parquet_rows(path) == 0:  # the Polars loader's checks of the file
+        raise DataValidationError(
+            "file has a header but no data rows", file=str(path), rule="no-rows"
+        )
     try:
         return spark.read.parquet(str(path))
     except Exception as exc:
@@ -154,10 +165,11 @@ def load_establishments_spark(
             cols.append(sf.col(c).cast("double").alias(c))
         elif isinstance(t, StringType):
             raw_c = f"__raw_{c}"
-            cols += [sf.col(c).alias(raw_c), sf.trim(sf.col(c)).cast("double").alias(c)]
+            number, _ = number_from_text(c)
+            cols += [sf.col(c).alias(raw_c), number.alias(c)]
             parse_checks.append(
                 Check(
-                    sf.col(raw_c).isNotNull() & (sf.trim(sf.col(raw_c)) != "") & sf.col(c).isNull(),
+                    number_from_text(raw_c)[1],
                     c,
                     "type",
                     "value does not parse as a number at id {id!r}",

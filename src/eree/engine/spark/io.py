@@ -176,9 +176,11 @@ def read_text_columns(
     fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
     split_small_files(spark)
     if fmt == "csv":
-        from eree.data.io import read_header
+        from eree.data.io import csv_records, read_header
 
         header = read_header(path, expected=[*required, *optional])  # the Polars path's check
+        # a file (not a partitioned directory): the Polars reader's checks of its records
+        records = csv_records(path, header) if path.is_file() else None
         schema = StructType(
             [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
         )
@@ -191,14 +193,30 @@ def read_text_columns(
             .csv(str(path))
         )
         # the parser only sees a ragged row when it parses every column: check them all
-        counts = df.agg(sf.count(sf.col(_CORRUPT)), *[sf.count(sf.col(c)) for c in header]).first()
-        if counts is not None and counts[0]:
+        counts = df.agg(
+            sf.count(sf.col(_CORRUPT)),
+            sf.count(sf.lit(1)),
+            *[sf.count(sf.col(c)) for c in header],
+        ).first()
+        assert counts is not None
+        if records == 0:
             raise DataValidationError(
-                "a row has a different number of fields than the header",
+                "file has a header but no data rows", file=str(path), rule="no-rows"
+            )
+        # Spark skips blank lines, which the Polars reader reads as rows of missing values
+        if counts[0] or (records is not None and counts[1] != records):
+            raise DataValidationError(
+                "a row has a different number of fields than the header, or is blank",
                 file=str(path),
                 rule="unparseable",
             )
     elif fmt == "parquet":
+        from eree.engine.spark.checks import parquet_rows
+
+        if path.is_file() and parquet_rows(path) == 0:  # the Polars loader's checks of the file
+            raise DataValidationError(
+                "file has a header but no data rows", file=str(path), rule="no-rows"
+            )
         try:
             df = spark.read.parquet(str(path))
         except Exception as exc:
