@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 #: [plan] largest_share of the ER-EE splits (``--largest-share``; None: the default, 1)
 SHARE: float | None = None
+#: each query's at = its mean cell size from public totals (``--at-from-cells``)
+AT_FROM_CELLS = False
 
 
 # ------------------------------------------------------------------ truth
@@ -121,9 +123,38 @@ def _with_split(spec: Path, extra: dict, gedp: bool, total: float) -> Path:
         if SHARE is not None:
             plan += f"largest_share = {SHARE}\n"
     head, sep, tail = text.partition("[[query]]")
+    text = head + plan + "\n" + sep + tail
+    if AT_FROM_CELLS:
+        import tomlkit
+
+        doc = tomlkit.parse(text)
+        for q in doc["query"]:
+            q["at"] = _mean_cell(spec, q, gedp)
+        text = tomlkit.dumps(doc)
     p = spec.with_name(spec.stem + "-split.toml")
-    p.write_text(head + plan + "\n" + sep + tail, encoding="utf-8")
+    p.write_text(text, encoding="utf-8")
     return p
+
+
+def _mean_cell(spec: Path, q, gedp: bool):
+    """A query's mean cell size from public information: the total (published by the
+    agency anyway, e.g. QCEW employment; here the synthetic data's own) over the number of
+    cells its table publishes (from a seeded release of the hand-written spec)."""
+    from eree.mechanisms.noise import make_noise_source
+    from eree.release.protect import protect
+    from eree.release.spec import load_spec
+
+    plan = load_spec(spec)
+    out = spec.parent / f"cells-{spec.stem}"
+    if not out.exists():
+        protect(plan, out, make_noise_source(seed=999))
+    cells = pl.read_parquet(out / "tables" / f"{q['name']}.parquet").height
+    if gedp:
+        d = plan.data
+        est = pl.read_parquet(d.path) if str(d.path).endswith(".parquet") else pl.read_csv(d.path)
+        return {a: max(float(est[a].sum()) / cells, 1.0) for a in q["mu"]}
+    jobs = pl.read_parquet(Path(plan.data.workplace).parent / "job.parquet").height
+    return max(jobs / cells, 1.0)
 
 
 def _measure(plan, seeds: int, tmp: Path, at_of) -> dict[tuple[str, str], float]:
@@ -323,10 +354,16 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--largest-share", type=float, help="allocation: [plan] largest_share")
+    ap.add_argument(
+        "--at-from-cells",
+        action="store_true",
+        help="allocation: each query's at = public total / its number of cells",
+    )
     ap.add_argument("--only", help="allocation: one spec (demo-lodes, demo-qcew, qcew-table7)")
     a = ap.parse_args()
-    global SHARE
+    global SHARE, AT_FROM_CELLS
     SHARE = a.largest_share
+    AT_FROM_CELLS = a.at_from_cells
     if a.what == "allocation":
         allocation(a.seeds, a.only)
     elif a.what == "targets":

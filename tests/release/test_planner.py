@@ -459,3 +459,55 @@ mechanism = "noise_infusion"
     (tmp_path / "spec.toml").write_text(spec, encoding="utf-8")
     r = RUNNER.invoke(app, ["plan", str(tmp_path / "spec.toml")])
     assert r.exit_code == 2 and "noise infusion has no formal budget" in r.output, r.output
+
+
+def test_a_query_own_at_sets_its_representative_cell_in_a_split(tmp_path):
+    """Smooth Laplace with S = 1 (x_v small): relative E|error| = 2·d/(ε·at); εᵢ ∝ √(dᵢ/atᵢ)."""
+    spec = _lodes_spec(tmp_path, """[[query]]
+name = "a"
+by = ["county"]
+mechanism = "smooth_laplace"
+epsilon = 1.0
+at = 20
+[[query]]
+name = "b"
+by = ["county", "age", "sex"]
+mechanism = "smooth_laplace"
+epsilon = 1.0
+at = 2000
+""", extra="[plan]\nepsilon = 30\nlargest_share = 0.001")  # fmt: skip
+    r = plan_budget(load_spec(spec))
+    root = {"a": math.sqrt(2 * 1 / 20), "b": math.sqrt(2 * 6 / 2000)}
+    got = {s.query: s.chosen for s in r.statistics}
+    for k, v in root.items():
+        assert got[k] == pytest.approx(30 * v / sum(root.values()), rel=0.01), got
+    assert {s.query: s.at for s in r.statistics} == {"a": 20.0, "b": 2000.0}
+
+
+@pytest.mark.parametrize(("at", "jpe"), [(5000, None), (5000, 50.0), (100, None)])
+def test_split_share_defaults_to_the_public_variance_model(tmp_path, at, jpe):
+    """Without largest_share, x_v = min(5.05·k^−0.585, 1)·at with k = at / jobs per
+    establishment (16 by default): the split follows εᵢ ∝ √(wᵢ·2Sᵢdᵢ/at)."""
+    extra = f"[plan]\nepsilon = 30\nat = {at}" + (
+        f"\njobs_per_establishment = {jpe}" if jpe else ""
+    )
+    spec = _lodes_spec(tmp_path, """[[query]]
+name = "a"
+by = ["county"]
+mechanism = "smooth_laplace"
+epsilon = 1.0
+[[query]]
+name = "b"
+by = ["county", "sex"]
+mechanism = "log_laplace"
+epsilon = 1.0
+""", extra=extra)  # fmt: skip
+    r = plan_budget(load_spec(spec))
+    k = at / (jpe or 16.0)
+    share = min(5.05 * k**-0.585, 1.0)
+    sens = max(0.1 * share * at, 1.0)
+    got = {s.query: s for s in r.statistics}
+    assert got["a"].x_v == pytest.approx(max(share * at, 1.0), rel=1e-9)
+    assert got["b"].x_v is None  # Log-Laplace does not read x_v
+    # the planned Smooth Laplace error is the law at that x_v: E|error|/at = 2S/(ε·at)
+    assert got["a"].relative_error == pytest.approx(2 * sens / (got["a"].chosen * at), rel=1e-9)

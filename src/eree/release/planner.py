@@ -47,7 +47,7 @@ from eree.release.preview import (
     statistics_at,
 )
 from eree.release.spec import Plan, QuerySpec
-from eree.release.targets import DEFAULT_PLAN_AT, Target, target_met
+from eree.release.targets import Target, representative_at, split_share, target_met
 
 __all__ = [
     "PlanError",
@@ -309,18 +309,12 @@ def _slots(plan: Plan, built: BuiltPlan) -> list[_Slot]:
         q = qp.spec
         for j, (stat, mech) in enumerate(zip(qp.statistics, qp.mechanisms, strict=True)):
             t = (q.target or {}).get(stat)
-            if t is not None:
-                at = t.at
-            elif gedp:
-                at_table = bp.at if bp is not None and isinstance(bp.at, dict) else {}
-                at = at_table.get(stat, math.nan)
-            else:
-                at = bp.at if bp is not None and isinstance(bp.at, float) else DEFAULT_PLAN_AT
+            at = representative_at(q, stat, bp, gedp)
             original = plan.query(q.name)
             given = (original.mu or {}).get(stat) if gedp else original.epsilon
             out.append(_Slot(q, j, stat, mech, "mu" if gedp else "epsilon", given, t, at,
-                             t.largest_share if t is not None else
-                             (bp.largest_share if bp is not None else 1.0), q.weight))  # fmt: skip
+                             t.largest_share if t is not None else split_share(at, bp),
+                             q.weight))  # fmt: skip
     return out
 
 

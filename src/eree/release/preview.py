@@ -33,7 +33,7 @@ from eree.mechanisms.gedp import GedpMechanism, PncBounded
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.privacy.neighbors import SqrtShift
 from eree.release.build import BuiltPlan, QueryPlan
-from eree.release.targets import DEFAULT_PLAN_AT, Target, target_met
+from eree.release.targets import Target, representative_at, split_share, target_met
 
 __all__ = [
     "COUNT_SIZES",
@@ -258,19 +258,14 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
 TRADEOFF_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 
 
-def _representative(
-    mech: Mechanism, spec_target: Target | None, plan: Any, stat: str
-) -> tuple[float, float]:
-    """The cell a query's accuracy is read at: its target's, else [plan].at, else 100 jobs."""
-    if spec_target is not None:
-        return spec_target.at, max(spec_target.largest_share * spec_target.at, 1.0)
-    bp = plan.budget_plan
-    if isinstance(mech, GedpMechanism):
-        at_table = bp.at if bp is not None and isinstance(bp.at, dict) else {}
-        at = at_table.get(stat, 10_000.0)
-        return at, at
-    at = bp.at if bp is not None and isinstance(bp.at, float) else DEFAULT_PLAN_AT
-    share = bp.largest_share if bp is not None else 1.0
+def _representative(mech: Mechanism, spec: Any, plan: Any, stat: str) -> tuple[float, float]:
+    """The cell a query's accuracy is read at: its target's, its at, [plan].at, else 100 jobs."""
+    t = (spec.target or {}).get(stat)
+    gedp = isinstance(mech, GedpMechanism)
+    at = representative_at(spec, stat, plan.budget_plan, gedp)
+    if not math.isfinite(at):
+        at = 10_000.0  # GEDP without any stated size: the preview's middle value
+    share = t.largest_share if t is not None else split_share(at, plan.budget_plan)
     return at, max(share * at, 1.0)
 
 
@@ -288,7 +283,7 @@ def tradeoff(mech: Mechanism, stat: str, spec: Any, n_est: int, plan: Any) -> di
     name = "mu" if gedp else "epsilon"
     if not hasattr(mech, name):
         return {}
-    at, x_v = _representative(mech, (spec.target or {}).get(stat), plan, stat)
+    at, x_v = _representative(mech, spec, plan, stat)
     v0 = float(getattr(mech, name))
     points = []
     for k in TRADEOFF_FACTORS:

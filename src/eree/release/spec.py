@@ -26,7 +26,14 @@ from eree.privacy.composition import float_down
 from eree.privacy.definitions import ALPHA_DEFINITIONS, DEFINITION_NAMES
 from eree.release import spec_schema as schema
 from eree.release.spec_schema import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
-from eree.release.targets import BudgetPlan, Target, parse_plan_section, parse_targets, parse_weight
+from eree.release.targets import (
+    BudgetPlan,
+    Target,
+    parse_at,
+    parse_plan_section,
+    parse_targets,
+    parse_weight,
+)
 
 # every section's keys and defaults are declared once, in spec_schema (docs/spec-reference.md
 # is generated from the same table)
@@ -128,6 +135,7 @@ class QuerySpec:
         target: accuracy targets per statistic (``jobs`` for a count marginal, the
             attribute for GEDP), read by ``eree plan`` (:mod:`eree.release.targets`).
         weight: the query's weight when ``eree plan`` splits ``[plan]``'s total.
+        at: the query's representative cell size in that split (default ``[plan].at``).
     """
 
     name: str
@@ -140,6 +148,7 @@ class QuerySpec:
     complete: bool = False
     target: dict[str, Target] | None = None
     weight: float = 1.0
+    at: float | dict[str, float] | None = None
 
     @property
     def is_identity(self) -> bool:
@@ -164,6 +173,8 @@ class QuerySpec:
             d["target"] = t["jobs"] if list(t) == ["jobs"] else t
         if self.weight != 1.0:
             d["weight"] = self.weight
+        if self.at is not None:
+            d["at"] = self.at
         return d
 
 
@@ -429,7 +440,7 @@ def _parse_mu(value: Any, where: str) -> dict[str, float]:
 
 
 #: [[query]] keys every mechanism accepts
-_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete", "target", "weight")
+_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete", "target", "weight", "at")
 
 
 def _check_settings(q: dict[str, Any], mech: str, where: str) -> None:
@@ -509,7 +520,8 @@ def _parse_query(q: dict[str, Any], i: int, confidential: tuple[str, ...] | None
         raise SpecError(f"{where}: complete must be true or false")
     target = parse_targets(q["target"], where, confidential) if "target" in q else None
     weight = parse_weight(q["weight"], where) if "weight" in q else 1.0
-    return QuerySpec(name, by, str(mech), epsilon, delta, mu, params, complete, target, weight)
+    at = parse_at(q["at"], f"{where}: at", confidential) if "at" in q else None
+    return QuerySpec(name, by, str(mech), epsilon, delta, mu, params, complete, target, weight, at)
 
 
 def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) -> Plan:

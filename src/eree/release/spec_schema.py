@@ -348,6 +348,15 @@ SECTIONS: tuple[Section, ...] = (
                 "never the target; `eree validate` says whether it is met.",
             ),
             Key(
+                "at",
+                "number > 0, or table: attribute = number > 0",
+                "[plan].at",
+                "The query's representative cell size when `eree plan` splits [plan]'s total "
+                "(a query with a target uses the target's): jobs (ER-EE) or per confidential "
+                "attribute in its unit (GEDP). E.g. the table's mean cell size from public "
+                "totals.",
+            ),
+            Key(
                 "weight",
                 "number ≥ 0",
                 1.0,
@@ -600,10 +609,20 @@ SECTIONS: tuple[Section, ...] = (
             Key(
                 "largest_share",
                 "number in (0, 1]",
-                1.0,
+                "the public variance model's share",
                 "ER-EE: the share of a representative cell held by its largest establishment, "
                 "for queries without a target (smooth-sensitivity mechanisms' noise grows "
-                "with it); 1 plans for cells held by one establishment.",
+                "with it); 1 plans for cells held by one establishment. Absent: the public "
+                "variance model's share min(5.05·k^−0.585, 1) of a cell held by k = at / "
+                "jobs_per_establishment establishments (docs/planning.md).",
+            ),
+            Key(
+                "jobs_per_establishment",
+                "number > 0",
+                16.0,
+                "ER-EE: the mean establishment size that share model assumes (a public "
+                "figure: 16.1 in Pennsylvania's LODES WAC 2015).",
+                units="jobs",
             ),
         ),
     ),
