@@ -232,8 +232,9 @@ class EstablishmentRelease(ReleaseFamily):
             from eree.release.microdata import tabulated_tables
 
             checks: dict[str, Any] = {}
-            tables[:] = tabulated_tables(built.plan, tables, md.frame, data.id_column, checks,
-                                         md.unconstrained)
+            tables[:] = tabulated_tables(
+                built.plan, tables, md.frame, data.id_column, checks, md.unconstrained
+            )
             entry["postprocess"] = {
                 "consistent": True,
                 "nonnegative": built.plan.postprocess.nonnegative,
