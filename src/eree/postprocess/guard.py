@@ -24,6 +24,11 @@ their own noisy values (clamped at 0, rounded: still non-negative integers):
 
 The randomness is a fixed public seed: the decision is a deterministic function of the
 published values and public parameters.
+
+:func:`tabulation_check` is the never-worse rule for GEDP tables tabulated from
+non-negative least-squares microdata (``[postprocess] consistent = true`` on establishment
+data): a table whose tabulation's estimated squared bias exceeds its own values' published
+variance keeps its own values.
 """
 
 from __future__ import annotations

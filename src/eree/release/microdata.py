@@ -28,7 +28,10 @@ The microdata is a post-processing of the published tables: it costs no privacy 
 and :func:`build_microdata` never sees a confidential value (it takes the tables and a
 frame of public columns). Any grouping can then be tabulated from it
 (:func:`tabulate_levels`: QCEW aggregation levels, state / county × total, supersector,
-sector, NAICS-3 … NAICS-6).
+sector, NAICS-3 … NAICS-6). With ``consistent = true`` every released table is replaced
+by its tabulation (:func:`tabulated_tables`), except where the never-worse check finds the
+tabulation worse than the table's own values (the non-negative solve's bias summed over
+many establishments): those keep their own published values.
 
 A ψ without a published variance estimate (``combine``, ``heterogeneous``, user-defined
 ψ: no unbiased estimator is known, :mod:`eree.mechanisms.estimators`) cannot weight
