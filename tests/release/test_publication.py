@@ -90,9 +90,9 @@ def nested(tmp_path):
     return tmp_path
 
 
-def _release(root, post, seed=7, tag="a"):
+def _release(root, post, seed=7, tag="a", mechs=None):
     spec = root / "spec.toml"
-    spec.write_text(_spec(post))
+    spec.write_text(_spec(post, mechs=mechs))
     out = root / f"out{seed}{tag}"
     protect(load_spec(spec), out, SeededNoise(seed))
     tables = {n: pl.read_parquet(out / "tables" / f"{n}.parquet") for n in QUERIES}
@@ -252,19 +252,35 @@ def test_gedp_consistent_tables_are_tabulations_of_nonnegative_microdata(tmp_pat
     from tests.release.test_gedp import paper_spec, write_small
 
     raw = paper_spec(str(write_small(tmp_path / "e.csv", n=200)), wages=True)
+    protect(parse_spec(raw, tmp_path), tmp_path / "raw", SeededNoise(2))  # same noise
     raw["postprocess"] = {"microdata": True, "nonnegative": True, "consistent": True}
     protect(parse_spec(raw, tmp_path), tmp_path / "out", SeededNoise(2))
-    t = {n: pl.read_parquet(tmp_path / "out" / "tables" / f"{n}.parquet")
-         for n in ("identity", "state", "naics5", "county", "county_naics5")}  # fmt: skip
+    names = ("identity", "state", "naics5", "county", "county_naics5")
+    t = {n: pl.read_parquet(tmp_path / "out" / "tables" / f"{n}.parquet") for n in names}
+    own = {n: pl.read_parquet(tmp_path / "raw" / "tables" / f"{n}.parquet") for n in names}
     md = pl.read_parquet(tmp_path / "out" / "microdata.parquet")
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    kept = m["postprocess"].get("kept_own_values", {})
+    checks = m["postprocess"]["never_worse"]["checks"]
+    assert len(checks) == 4 * len(names)  # every (table, attribute) was checked
+    assert set(kept) == {k for k, c in checks.items() if c["bias_ratio"] > 1.0}
     attrs = ["m1emp", "m2emp", "m3emp", "wage"]
+    tabulated = 0
     for a in attrs:
         for name, table in t.items():
             assert table[a].min() >= 0, (name, a)
-            assert table[f"{a}_ci_low"].null_count() == table.height
-        ident = t["identity"].join(md.select("primary_key", pl.col(a).alias("md")),
-                                   on="primary_key")  # fmt: skip
-        np.testing.assert_array_equal(ident[a].to_numpy(), ident["md"].to_numpy())
+            if f"{name}.{a}" in kept:  # its own published values, with their std and CI
+                np.testing.assert_array_equal(
+                    table[a].to_numpy(), np.maximum(own[name][a].to_numpy(), 0.0)
+                )
+                assert table[f"{a}_ci_low"].null_count() == 0
+            else:
+                assert table[f"{a}_ci_low"].null_count() == table.height
+                tabulated += 1
+        if f"identity.{a}" not in kept:
+            ident = t["identity"].join(md.select("primary_key", pl.col(a).alias("md")),
+                                       on="primary_key")  # fmt: skip
+            np.testing.assert_array_equal(ident[a].to_numpy(), ident["md"].to_numpy())
         # every coarser table is the sum of the finer one (floating-point sums)
         pairs = (
             ("county_naics5", "county", ["cnty"]),
@@ -273,6 +289,8 @@ def test_gedp_consistent_tables_are_tabulations_of_nonnegative_microdata(tmp_pat
             ("identity", "state", []),
         )
         for child, parent, keys in pairs:
+            if f"{child}.{a}" in kept or f"{parent}.{a}" in kept:
+                continue
             src = t[child] if child != "identity" else md
             agg = (src.group_by(keys).agg(pl.col(a).sum().alias("s")) if keys
                    else src.select(pl.col(a).sum().alias("s")))  # fmt: skip
@@ -282,7 +300,7 @@ def test_gedp_consistent_tables_are_tabulations_of_nonnegative_microdata(tmp_pat
                 else pl.concat([t[parent], agg], how="horizontal")
             )
             np.testing.assert_allclose(j[a].to_numpy(), j["s"].to_numpy(), rtol=1e-9)
-    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert tabulated >= 10  # most tables are tabulations (the checks above are not vacuous)
     assert m["postprocess"]["consistent"] is True
 
 
@@ -300,10 +318,14 @@ def test_the_report_names_the_tables_left_unadjusted_and_why(nested):
     import html
     import re
 
-    _, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n")
+    # tract × industry × race far more precise per cell than anything that could inform it:
+    # post-processing cannot improve it, the guard keeps it
+    mechs = MECH | {"tract_industry_race": ("smooth_laplace", 60.0)}
+    _, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n",
+                           mechs=mechs)  # fmt: skip
     pp = manifest["postprocess"]
     kept = pp.get("kept_own_values", {})
-    assert kept  # this fixture's finest marginal is kept (not vacuous)
+    assert kept  # this fixture's most precise marginal is kept (not vacuous)
     page = (nested / "out7a" / "report.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "not adjusted" in text

@@ -254,7 +254,8 @@ def evaluate_gedp(
     microdata = true, consistent = true`` (and ``nonnegative``). For each seeded release
     and each (query, attribute): the mean absolute error per cell of the mechanism's
     published table (raw) and of the tabulation of the WLS microdata, against the true
-    sums of the establishment file (evaluation code: it reads the truth). One
+    sums of the establishment file (evaluation code: it reads the truth); tables the
+    never-worse check left as their own values count in ``own``. One
     :class:`MarginalResult` per (query, attribute), named ``query.attribute``; its
     workload is the spec's name, its mechanism the query's.
     """
@@ -275,11 +276,13 @@ def evaluate_gedp(
     cells: dict[str, int] = {}
     mech: dict[str, str] = {}
     truth: dict[str, np.ndarray] = {}
+    kept: dict[str, int] = {}
     t0 = time.perf_counter()
     for s in range(first_seed, first_seed + seeds):
         tables = list(family.answer_queries(built, data, engine, SeededNoise(s)))
         raws = {t.name: t.table for t in tables}
-        family.postprocess(built, data, engine, tables)
+        _, entry = family.postprocess(built, data, engine, tables)
+        kept_now = entry.get("postprocess", {}).get("kept_own_values", {})
         for t in tables:
             q = plan.query(t.name)
             keys = [data.id_column] if q.by == "identity" else list(q.by)
@@ -297,6 +300,8 @@ def evaluate_gedp(
                     truth[name] = j["__true"].fill_null(0.0).to_numpy().astype(np.float64)
                     cells[name], mech[name] = t.table.height, m.mechanism
                     raw[name], post[name] = [], []
+                if name in kept_now:
+                    kept[name] = kept.get(name, 0) + 1
                 n = truth[name]
                 r = raws[t.name][attr].to_numpy().astype(np.float64)
                 p = t.table[attr].to_numpy().astype(np.float64)
@@ -309,7 +314,8 @@ def evaluate_gedp(
         ra, pa = np.array(raw[name]), np.array(post[name])
         out.append(MarginalResult(
             plan.name, mech[name], name, cells[name], float(ra.mean()), _se(ra),
-            float(pa.mean()), _se(pa), _se(pa - ra), int((pa > ra).sum()), ra.size, 0,
+            float(pa.mean()), _se(pa), _se(pa - ra), int((pa > ra).sum()), ra.size,
+            kept.get(name, 0),
         ))  # fmt: skip
     if progress is not None:
         progress(f"{plan.name}: {seeds} releases in {time.perf_counter() - t0:.1f} s")

@@ -231,7 +231,10 @@ class EstablishmentRelease(ReleaseFamily):
         if built.plan.postprocess.consistent:
             from eree.release.microdata import tabulated_tables
 
-            tables[:] = tabulated_tables(built.plan, tables, md.frame, data.id_column)
+            checks: dict[str, Any] = {}
+            tables[:] = tabulated_tables(
+                built.plan, tables, md.frame, data.id_column, checks, md.unconstrained
+            )
             entry["postprocess"] = {
                 "consistent": True,
                 "nonnegative": built.plan.postprocess.nonnegative,
@@ -240,7 +243,22 @@ class EstablishmentRelease(ReleaseFamily):
                 "one; std and CI refer to the mechanisms' raw answers and are not published "
                 "for these values",
                 "privacy_cost": "none (post-processing of published values)",
+                "never_worse": {
+                    "method": "a (table, attribute) keeps its own published values when "
+                    "the estimated squared bias of its tabulation (non-negative minus "
+                    "unconstrained least squares) exceeds their published variance, summed "
+                    "over its cells (then worse in mean square)",
+                    "checks": {k: c.to_dict() for k, c in checks.items()},
+                },
             }
+            kept = {k: c for k, c in checks.items() if c.keep_own}
+            if kept:
+                entry["postprocess"]["kept_own_values"] = {
+                    k: f"estimated squared bias of the tabulation {c.bias_ratio:.3g} times the "
+                    "published variance: kept as its own published values (with the "
+                    "mechanism's std and CI), not constrained to add up"
+                    for k, c in kept.items()
+                }
         return {MICRODATA_FILE: md.frame}, entry
 
     @override

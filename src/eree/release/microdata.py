@@ -28,7 +28,10 @@ The microdata is a post-processing of the published tables: it costs no privacy 
 and :func:`build_microdata` never sees a confidential value (it takes the tables and a
 frame of public columns). Any grouping can then be tabulated from it
 (:func:`tabulate_levels`: QCEW aggregation levels, state / county × total, supersector,
-sector, NAICS-3 … NAICS-6).
+sector, NAICS-3 … NAICS-6). With ``consistent = true`` every released table is replaced
+by its tabulation (:func:`tabulated_tables`), except where the never-worse check finds the
+tabulation worse than the table's own values (the non-negative solve's bias summed over
+many establishments): those keep their own published values.
 
 A ψ without a published variance estimate (``combine``, ``heterogeneous``, user-defined
 ψ: no unbiased estimator is known, :mod:`eree.mechanisms.estimators`) cannot weight
@@ -50,6 +53,7 @@ from eree.errors import SpecError
 from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import psi_estimates
 from eree.mechanisms.gedp import PsiMechanism
+from eree.postprocess.guard import TabulationCheck, tabulation_check
 from eree.postprocess.sqrt_space import solve_sqrt_space
 from eree.postprocess.wls import (
     GroupSumObservation,
@@ -252,6 +256,9 @@ class MicrodataResult:
         nonnegative: whether x ≥ 0 was imposed.
         notes: attribute → how each measurement was weighted.
         fit: ``"eq1"`` or ``"sqrt-space"`` (``[postprocess] microdata_fit``).
+        unconstrained: with ``nonnegative``, the same columns solved by Eq. 1 without
+            the constraint (unbiased; the reference of the never-worse check of
+            :func:`tabulated_tables`), else None.
     """
 
     frame: pl.DataFrame
@@ -260,6 +267,7 @@ class MicrodataResult:
     nonnegative: bool
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     fit: str = "eq1"
+    unconstrained: pl.DataFrame | None = None
 
     def manifest_entry(self, file: str = MICRODATA_FILE) -> dict[str, Any]:
         """How the microdata was computed (public information only), for the manifest."""
@@ -339,9 +347,13 @@ def build_microdata(
         solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
     attrs = [a for a in plan.establishment_data.confidential if a in solved]
     frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
+    free = None
+    if nonneg and plan.postprocess.consistent:
+        plain = reconstruct_microdata(public.height, observations, nonnegative=False, **options)
+        free = public.with_columns([pl.Series(a, plain[a].x, dtype=pl.Float64) for a in attrs])
     return MicrodataResult(
         frame, {a: solved[a] for a in attrs}, observations, nonneg, notes,
-        plan.postprocess.microdata_fit,
+        plan.postprocess.microdata_fit, free,
     )  # fmt: skip
 
 
@@ -394,33 +406,74 @@ def level_title(level: int) -> str:
 
 
 def tabulated_tables(
-    plan: Any, tables: Sequence[QueryTable], microdata: pl.DataFrame, id_column: str
+    plan: Any,
+    tables: Sequence[QueryTable],
+    microdata: pl.DataFrame,
+    id_column: str,
+    checks: dict[str, TabulationCheck] | None = None,
+    unconstrained: pl.DataFrame | None = None,
 ) -> list[QueryTable]:
-    """Each released table replaced by the tabulation of the WLS microdata.
+    """Each released table replaced by the tabulation of the WLS microdata, never worse.
 
     The identity table gets the microdata values, a group-by table the microdata's group
     sums over its own groups: every table then adds up to every coarser one, and with
     ``nonnegative`` every value is ≥ 0. Std and CI columns are null (the mechanisms'
     intervals describe their raw answers, not these values).
+
+    Never worse (:func:`eree.postprocess.guard.tabulation_check`): with ``unconstrained``
+    (the same least squares without non-negativity, :attr:`MicrodataResult.unconstrained`),
+    a (table, attribute) whose estimated squared bias — the two tabulations' difference —
+    exceeds its own values' published variance (summed over its cells; the coarse wage
+    totals of a non-negative solve) keeps its own published values (≥ 0 with
+    ``nonnegative``) with the mechanism's std and CI; it then no longer adds up to the
+    finer tables. ``checks``, if given, receives each ``query.attribute``'s check.
     """
+    nonneg = bool(plan.postprocess.nonnegative)
     out = []
     for t in tables:
         q = plan.query(t.name)
         attrs = [m.statistic for m in t.measurements]
         keys = [id_column] if q.by == "identity" else list(q.by)
-        if keys:
-            agg = microdata.group_by(keys).agg([pl.col(a).sum() for a in attrs])
-            table = t.table.select(keys).join(agg, on=keys, how="left", maintain_order="left")
-        else:
-            table = microdata.select([pl.col(a).sum() for a in attrs])
+        table = _tabulate(t.table, microdata, keys, attrs)
+        ref = table if unconstrained is None else _tabulate(t.table, unconstrained, keys, attrs)
         cols = []
-        for a in attrs:
-            null = pl.lit(None, dtype=pl.Float64)
-            cols += [pl.col(a).fill_null(0.0), null.alias(f"{a}_std"),
+        how = {}
+        for m in t.measurements:
+            a = m.statistic
+            tab = table[a].fill_null(0.0).to_numpy().astype(np.float64)
+            own = t.table[a].to_numpy().astype(np.float64)
+            var = (np.full(own.shape, np.nan) if m.variance is None
+                   else np.asarray(m.variance, dtype=np.float64))  # fmt: skip
+            check = tabulation_check(var, tab, ref[a].fill_null(0.0).to_numpy())
+            if checks is not None:
+                checks[f"{t.name}.{a}"] = check
+            if check.keep_own:
+                value = np.maximum(own, 0.0) if nonneg else own
+                cols += [pl.Series(a, value, dtype=pl.Float64),
+                         *(t.table[f"{a}_{s}"] for s in ("std", "ci_low", "ci_high"))]  # fmt: skip
+                how[a] = (
+                    "its own published value (the tabulation of the non-negative WLS "
+                    f"microdata has an estimated squared bias {check.bias_ratio:.3g} times "
+                    "its published variance: worse); std/CI are the mechanism's; not "
+                    "constrained to add up"
+                )
+                continue
+            null = pl.Series([None] * len(tab), dtype=pl.Float64)
+            cols += [pl.Series(a, tab, dtype=pl.Float64), null.alias(f"{a}_std"),
                      null.alias(f"{a}_ci_low"), null.alias(f"{a}_ci_high")]  # fmt: skip
-        table = table.select(*keys, *cols)
-        how = {a: "tabulated from the WLS microdata (consistent = true); std/CI not "
-               "published for these values" for a in attrs}  # fmt: skip
+            how[a] = ("tabulated from the WLS microdata (consistent = true); std/CI not "
+                      "published for these values")  # fmt: skip
+        table = pl.concat([table.select(keys), pl.DataFrame(cols)], how="horizontal")
         out.append(QueryTable(t.name, table, how, (*t.notes, "tabulated from the WLS microdata"),
                               t.measurements))  # fmt: skip
     return out
+
+
+def _tabulate(
+    table: pl.DataFrame, microdata: pl.DataFrame, keys: list[str], attrs: list[str]
+) -> pl.DataFrame:
+    """The microdata's sums of ``attrs`` over the cells of ``table`` (its row order)."""
+    if not keys:
+        return microdata.select([pl.col(a).sum() for a in attrs])
+    agg = microdata.group_by(keys).agg([pl.col(a).sum() for a in attrs])
+    return table.select(keys).join(agg, on=keys, how="left", maintain_order="left")

@@ -10,7 +10,7 @@ cell statistics are never read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import polars as pl
 
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
+from eree.mechanisms.er_ee import log_laplace_sd_factor
 from eree.postprocess.guard import GuardInput, GuardResult, Solver, never_worse
 from eree.postprocess.hierarchy import (
     HierarchyError,
@@ -34,7 +35,13 @@ from eree.release.build import COUNT_STATISTIC, BuiltPlan
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
-__all__ = ["check_publication_plan", "publication_tables", "variance_proxy", "wanted"]
+__all__ = [
+    "check_publication_plan",
+    "publication_tables",
+    "variance_at_size",
+    "variance_proxy",
+    "wanted",
+]
 
 
 def wanted(plan: Plan) -> bool:
@@ -86,42 +93,87 @@ def smooth_model(mech: Mechanism) -> SmoothVarianceModel | None:
     return SmoothVarianceModel(alpha=float(alpha), v0=v0, v1=v1, s_min=s_min)
 
 
-def variance_proxy(
-    mech: Mechanism, m: Measurement, establishments: np.ndarray | None = None
-) -> tuple[np.ndarray, str]:
-    """The per-cell variance used as a least-squares weight, and where it comes from.
+#: a cell's variance as a function of its size (public: the mechanism's formula or model)
+VarianceAt = Callable[[np.ndarray], np.ndarray]
 
-    The published variance when there is one. Where it is withheld, a public prediction:
-    for the smooth mechanisms the variance model of :mod:`eree.postprocess.variance_model`
-    (the mechanism's public scale as a function of S = max(α·x_v, 1), x_v predicted from
-    the published value and the public frame's number of establishments in the cell);
-    without the frame's counts, their variance at the smallest sensitivity S = 1;
-    otherwise the published value's magnitude (a Poisson-like proxy, max(|estimate|, 1)).
+
+def variance_at_size(
+    mech: Mechanism, m: Measurement, establishments: np.ndarray | None = None
+) -> tuple[VarianceAt, str]:
+    """Each cell's noise variance as a public function of its size, and where it comes from.
+
+    Least squares needs a variance per cell. Where the mechanism's variance grows with the
+    cell's size (Log-Laplace's (n + γ)·f, the smooth mechanisms' S = max(α·x_v, 1) with x_v
+    modelled from the size), the size is not known: it is estimated. Evaluated at the
+    cell's *own* published value, the weight is correlated with the cell's own noise —
+    a cell that came out low gets a small variance and pulls every total it enters down
+    (on the LODES WAC product, −9% on C000). So the release evaluates these functions at
+    the consistent solution of a first pass (:func:`_solver`), which pools every
+    marginal's measurement of the cell.
+
+    * Log-Laplace (λ < 1/2; its std is published as a plug-in at the estimate): the
+      mechanism's own formula (max(size, 0) + γ)·f(λ) (Lemma 8.2);
+    * another published variance: the published variance (it does not depend on the size);
+    * the smooth mechanisms, with the frame's counts: the public variance model of
+      :mod:`eree.postprocess.variance_model` at x_v = min(c·k^−β, 1)·|size|;
+    * without the frame's counts: their variance at the smallest sensitivity S = 1;
+    * otherwise a Poisson-like proxy, max(|size|, 1).
     """
-    est = np.asarray(m.estimate, dtype=np.float64)
+    lam = getattr(mech, "lam", None)
+    gamma = getattr(mech, "gamma", None)
     if m.std is not None:
-        return np.asarray(m.std, dtype=np.float64) ** 2, f"published variance ({m.variance_kind})"
+        if isinstance(lam, float) and isinstance(gamma, float) and lam < 0.5:
+            f = log_laplace_sd_factor(lam)
+            g = gamma
+
+            def ll(size: np.ndarray) -> np.ndarray:
+                return ((np.maximum(np.asarray(size, dtype=np.float64), 0.0) + g) * f) ** 2
+
+            return ll, (
+                f"published variance ({m.variance_kind}) by its formula, the {mech.name} "
+                f"variance ((max(n, 0) + gamma) * {f:.6g})^2 (Lemma 8.2), re-evaluated at "
+                "n = the cell's value in a first consistent "
+                "solution of every released marginal (not the cell's own published value, "
+                "whose noise the weight would then follow)"
+            )
+        fixed = np.asarray(m.std, dtype=np.float64) ** 2
+        return (lambda size: fixed), f"published variance ({m.variance_kind})"
     model = smooth_model(mech)
     if model is not None and establishments is not None:
-        var = model.variance(est, establishments)
-        how = (
+        k = establishments
+        sm = model
+        return (lambda size: sm.variance(size, k)), (
             f"public variance model: the {mech.name} noise variance at S = max(alpha * x_v, 1) "
-            f"with x_v predicted as min({model.scale:g} * k^-{model.beta:g}, 1) * |published "
-            "value|, k the public frame's establishments in the cell (the true x_v is "
-            "confidential)"
+            f"with x_v predicted as min({model.scale:g} * k^-{model.beta:g}, 1) * |n|, k the "
+            "public frame's establishments in the cell (the true x_v is confidential) and n "
+            "the cell's value in a first consistent solution of every released marginal"
         )
-        return var, how
     floor = mech.variance_floor()
     if floor is not None:
-        var = np.full(est.shape, floor)
-        how = (
+        v = float(floor)
+        return (lambda size: np.full(np.shape(size), v)), (
             f"public proxy: the {mech.name} noise variance at its smallest sensitivity, "
             f"{floor:.6g} (the true scale depends on the confidential x_v)"
         )
-    else:
-        var = np.maximum(np.abs(est), 1.0)
-        how = "public proxy: max(|published value|, 1) (the mechanism withholds its variance)"
-    return var, how
+    return (lambda size: np.maximum(np.abs(np.asarray(size, dtype=np.float64)), 1.0)), (
+        "public proxy: max(|n|, 1) (the mechanism withholds its variance), n the cell's "
+        "value in a first consistent solution"
+    )
+
+
+def variance_proxy(
+    mech: Mechanism, m: Measurement, establishments: np.ndarray | None = None
+) -> tuple[np.ndarray, str]:
+    """The per-cell variance at the cell's own published value, and where it comes from.
+
+    :func:`variance_at_size` evaluated at the published estimate (for the published
+    variances: the published variance itself). What the first pass of the consistent
+    solve and the accuracy calibration use.
+    """
+    if m.std is not None:
+        return np.asarray(m.std, dtype=np.float64) ** 2, f"published variance ({m.variance_kind})"
+    fn, how = variance_at_size(mech, m, establishments)
+    return fn(np.asarray(m.estimate, dtype=np.float64)), how
 
 
 def establishments_per_cell(keys: pl.DataFrame, frame: pl.DataFrame | None) -> np.ndarray | None:
@@ -158,7 +210,7 @@ def _exact_cells(m: Measurement) -> np.ndarray:
 
 def _guard_input(
     mech: Mechanism, m: Measurement, name: str, est: np.ndarray, exact: np.ndarray,
-    var: np.ndarray, k: np.ndarray | None,
+    at_size: VarianceAt, k: np.ndarray | None,
 ) -> GuardInput:  # fmt: skip
     """How the guard simulates this marginal: its noise shape, weights and their model."""
     model = smooth_model(mech) if m.std is None else None
@@ -168,39 +220,43 @@ def _guard_input(
         shape = NoiseShape("quartic" if "gamma" in mech.name else "laplace")
         return GuardInput(
             name, est, exact, shape,
-            weight=lambda pub: sm.variance(pub, kk),
+            weight=at_size,
             true_variance=lambda t, rng: sm.variance_at(sm.draw_largest(t, kk, rng)),
         )  # fmt: skip
     lam = getattr(mech, "lam", None)
     gamma = getattr(mech, "gamma", None)
     if m.std is not None and isinstance(lam, float) and isinstance(gamma, float) and lam < 0.5:
-        f = float(np.sqrt((1.0 - lam * lam) ** 2 / (1.0 - 4.0 * lam * lam) - 1.0))
-
-        def ll_weight(pub: np.ndarray) -> np.ndarray:
-            return ((np.maximum(pub, 0.0) + gamma) * f) ** 2  # the published plug-in std²
-
         return GuardInput(name, est, exact, NoiseShape("log_laplace", lam, gamma),
-                          weight=ll_weight, true_variance=lambda t, rng: ll_weight(t))  # fmt: skip
+                          weight=at_size, true_variance=lambda t, rng: at_size(t))  # fmt: skip
     shape = NoiseShape("laplace" if "laplace" in mech.name else "gaussian")
-    fixed = var.copy()
-    return GuardInput(name, est, exact, shape, weight=lambda pub: fixed,
-                      true_variance=lambda t, rng: fixed)  # fmt: skip
+    return GuardInput(name, est, exact, shape, weight=at_size,
+                      true_variance=lambda t, rng: at_size(t))  # fmt: skip
 
 
 def _solver(
     marg: dict[str, tuple[str, ...]],
     pairs: dict[tuple[str, str], np.ndarray],
     exact: dict[str, np.ndarray],
+    at_size: Mapping[str, VarianceAt],
     *,
     nonnegative: bool,
     integer: bool,
     methods: dict[str, str],
 ) -> Solver:
-    """A post-processing run over a chosen set of marginals: tree or lattice."""
+    """A post-processing run over a chosen set of marginals: tree or lattice.
 
-    def solve(
-        est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str]
-    ) -> dict[str, np.ndarray]:
+    Two passes (feasible generalised least squares): the first, consistent only (no
+    non-negativity, no rounding), with the variances at the published values it is given;
+    the second with every size-dependent variance re-evaluated at the first pass's
+    solution (``at_size``), which pools all the marginals' measurements of a cell, so that
+    a cell's weight no longer follows its own noise (the source of a downward bias of
+    every total; docs/publication-grade.md, "Weights that follow the noise").
+    """
+
+    def run(
+        est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str],
+        nonneg: bool, rounded: bool,
+    ) -> dict[str, np.ndarray]:  # fmt: skip
         sub = {n: marg[n] for n in names}
         try:
             parents = marginal_forest(sub)
@@ -213,20 +269,27 @@ def _solver(
                 par = parents[n]
                 idx = None if par is None else pairs[(n, par)]
                 inputs.append(MarginalInput(n, est[n], np.where(exact[n], 0.0, var[n]), par, idx))
-            return publication_grade(inputs, consistent=True, nonnegative=nonnegative,
-                                     integer=integer)  # fmt: skip
+            return publication_grade(inputs, consistent=True, nonnegative=nonneg,
+                                     integer=rounded)  # fmt: skip
         methods["solver"] = "lattice"
         ps = [Pair(c, p, idx) for (c, p), idx in pairs.items() if c in sub and p in sub]
         values = lattice_least_squares(
             {n: np.where(exact[n], 0.0, est[n]) for n in names},
             {n: np.where(exact[n], 0.0, var[n]) for n in names},
             ps,
-            nonnegative=nonnegative,
+            nonnegative=nonneg,
         )
-        if integer:
+        if rounded:
             values, how = lattice_round(values, ps, {n: exact[n] for n in names})
             methods["rounding"] = how
         return values
+
+    def solve(
+        est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        first = run(est, var, names, False, False)
+        again = {n: np.where(exact[n], 0.0, at_size[n](first[n])) for n in names}
+        return run(est, again, names, nonnegative, integer)
 
     return solve
 
@@ -252,12 +315,15 @@ def publication_tables(
     var: dict[str, np.ndarray] = {}
     exact: dict[str, np.ndarray] = {}
     guard_inputs: list[GuardInput] = []
+    at_size: dict[str, VarianceAt] = {}
     for n in names:
         t = by_name[n]
         m = t.measurements[0]
         mech = built.query(n).mechanisms[0]
         k = establishments_per_cell(t.table.select(list(marg[n])), frame)
-        v, how = variance_proxy(mech, m, k)
+        v, _ = variance_proxy(mech, m, k)
+        fn, how = variance_at_size(mech, m, k)
+        at_size[n] = fn
         zero = _exact_cells(m)
         if k is not None:
             zero = zero | (k == 0)  # no establishment in the public frame: a public zero
@@ -265,7 +331,7 @@ def publication_tables(
         var[n] = np.where(zero, 0.0, v)
         exact[n] = zero
         weights[n] = how
-        guard_inputs.append(_guard_input(mech, m, n, est[n], zero, var[n], k))
+        guard_inputs.append(_guard_input(mech, m, n, est[n], zero, fn, k))
     own_values = {
         n: _own_values(est[n], nonnegative=pp.nonnegative, integer=pp.integer) for n in names
     }
@@ -283,8 +349,8 @@ def publication_tables(
                                                      frame)  # fmt: skip
                     except HierarchyError as e:
                         raise SpecError(f"[postprocess] consistent = true: {e}") from None
-        solve = _solver(marg, pairs, exact, nonnegative=pp.nonnegative, integer=pp.integer,
-                        methods=methods)  # fmt: skip
+        solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
+                        integer=pp.integer, methods=methods)  # fmt: skip
         related = [n for n in names if any(n in pr for pr in pairs)]
         guard = never_worse(
             [g for g in guard_inputs if g.name in related], var, solve,
