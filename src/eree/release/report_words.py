@@ -114,8 +114,12 @@ def epsilon_of_mu(mu: float, delta: float = ODDS_DELTA) -> float:
     solved for ε by bisection (δ(ε) decreases in ε).
     """
 
+    from scipy.special import log_ndtr
+
     def d(eps: float) -> float:
-        return _ND.cdf(-eps / mu + mu / 2) - math.exp(eps) * _ND.cdf(-eps / mu - mu / 2)
+        # e^ε·Φ(x) as exp(ε + log Φ(x)): e^ε alone overflows for ε > 709 (a large μ)
+        tail = math.exp(eps + float(log_ndtr(-eps / mu - mu / 2)))
+        return _ND.cdf(-eps / mu + mu / 2) - tail
 
     lo, hi = 0.0, max(1.0, 10 * mu + 10 * mu * mu)
     if d(lo) <= delta:
