@@ -113,7 +113,6 @@ def epsilon_of_mu(mu: float, delta: float = ODDS_DELTA) -> float:
     δ(ε) = Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Corollary 2.13),
     solved for ε by bisection (δ(ε) decreases in ε).
     """
-
     from scipy.special import log_ndtr
 
     def d(eps: float) -> float:
