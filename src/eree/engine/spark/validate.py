@@ -39,6 +39,7 @@ from eree.engine.spark.coding import (
 )
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
 from eree.engine.spark.id_order import id_lanes, ids_in_order, lane_halves, lane_sums
+from eree.engine.spark.session import is_spark_failure
 from eree.errors import DataValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,7 +301,12 @@ def _validate_and_code_by_order(
     try:
         if not ids_in_order(wk, kid):
             return None
-    except Exception:  # no PyArrow/pandas for the Python workers: take the join
+    except Exception as e:  # a failure inside Spark only (eree's own errors propagate)
+        if not is_spark_failure(e):
+            raise
+        # the Python workers could not run the Arrow batch function (executors are
+        # checked for PyArrow and NumPy before a cluster release: this is local mode
+        # without pandas): the join proves the same rules
         return None
     keys = [secrets.randbits(63)]  # one 64-bit lane under a fresh secret key
     [(n_workers, missing_workers, lanes_workers)] = id_lanes([wk], kid, keys)
