@@ -96,6 +96,12 @@ def test_preview_rows_follow_the_formulas(tmp_path):
     assert math.isclose(rows[(1000, 1000)][2], 200 * math.sqrt(2))
     assert math.isclose(rows[(1000, 1000)][3], 200.0)
     assert math.isclose(rows[(1000, 1)][3], 2.0)
+    # the row between: the public variance model's x_v = min(5.05·k^−0.585, 1)·n, k = n/16
+    for n in (1000, 10_000):
+        x_v = round(min(5.05 * (n / 16) ** -0.585, 1.0) * n)
+        assert 1 < x_v < n
+        assert math.isclose(rows[(n, x_v)][3], 2 * max(0.1 * x_v, 1.0) / 1.0)  # b = 2S/ε
+    assert sorted(x for (m, x) in rows if m == 10) == [1, 10]  # ≤ 16 establishments: x_v = n
     assert json.dumps(pv)  # JSON-serialisable
 
 

@@ -163,10 +163,12 @@ def _fmt(v: float | None) -> float | None:
     return None if v is None else float(v)
 
 
-def _count_rows(mech: Mechanism, n_est: int) -> list[list[Any]]:
+def _count_rows(mech: Mechanism, n_est: int, plan: Any = None) -> list[list[Any]]:
     rows: list[list[Any]] = []
+    bp = None if plan is None else plan.budget_plan
     for n in COUNT_SIZES:
-        for x_v in dict.fromkeys((1, n)) if _uses_x_v(mech) else (None,):
+        modelled = max(1, round(split_share(float(n), bp) * n))  # the public variance model
+        for x_v in dict.fromkeys((1, modelled, n)) if _uses_x_v(mech) else (None,):
             e = _error(mech, float(n), float(x_v or n), n_est)
             if e is None:
                 continue
@@ -195,7 +197,10 @@ def _notes(mech: Mechanism, n_est: int, known: bool) -> list[str]:
     if isinstance(mech, CountMechanism) and _uses_x_v(mech):
         notes.append(
             "x_v: jobs of the cell in its largest establishment (x_v = 1: spread over many "
-            "establishments, the least noise; x_v = n: one establishment, the most)"
+            "establishments, the least noise; x_v = n: one establishment, the most; the row "
+            "between: the public variance model's typical x_v for a cell of n jobs held by "
+            "n/16 establishments, min(5.05·k^-0.585, 1)·n, the share post-processing and "
+            "eree plan use)"
         )
     if isinstance(mech, PncBounded):
         assumed = f"an assumed {GEDP_ASSUMED_ESTABLISHMENTS:,} establishments (no data read)"
@@ -227,7 +232,7 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
     for q in built.queries:
         for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
             gedp = isinstance(mech, GedpMechanism)
-            rows = _value_rows(mech, n_est) if gedp else _count_rows(mech, n_est)
+            rows = _value_rows(mech, n_est) if gedp else _count_rows(mech, n_est, built.plan)
             if not rows:
                 continue
             conf = f"{getattr(mech, 'confidence', 0.95):.0%}"
