@@ -482,6 +482,10 @@ at = 2000
     for k, v in root.items():
         assert got[k] == pytest.approx(30 * v / sum(root.values()), rel=0.01), got
     assert {s.query: s.at for s in r.statistics} == {"a": 20.0, "b": 2000.0}
+    assert not any("split at [plan].at" in n for n in r.notes)  # each query has its own at
+    spec.write_text(spec.read_text(encoding="utf-8").replace("at = 2000\n", ""), "utf-8")
+    r = plan_budget(load_spec(spec))
+    assert any(n.startswith("split at [plan].at for b:") for n in r.notes), r.notes
 
 
 @pytest.mark.parametrize(("at", "jpe"), [(5000, None), (5000, 50.0), (100, None)])

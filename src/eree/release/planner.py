@@ -475,6 +475,15 @@ def plan_budget(plan: Plan, *, alternatives: bool = True) -> PlanResult:
             f"pnc rows assume {GEDP_ASSUMED_ESTABLISHMENTS:,} establishments (tau-hat); "
             "no data were read"
         )
+    at_plan = [s.query.name for s in slots
+               if total is not None and s.target is None and s.query.at is None]  # fmt: skip
+    if at_plan:
+        names = ", ".join(dict.fromkeys(at_plan))
+        notes.append(
+            f"split at [plan].at for {names}: a split serves cells of the size it is planned "
+            "at; give each query its typical cell size as at (e.g. a published total over "
+            "the number of cells; docs/planning.md)"
+        )
     return PlanResult(done, built, tuple(stats), "mu" if gedp else "epsilon",
                       float(got or 0.0), total, tuple(notes))  # fmt: skip
 
