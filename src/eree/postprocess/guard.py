@@ -46,6 +46,7 @@ __all__ = [
     "Prediction",
     "TabulationCheck",
     "never_worse",
+    "own_values",
     "tabulation_check",
 ]
 
@@ -102,7 +103,8 @@ class GuardResult:
     solution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def _own(x: np.ndarray, nonnegative: bool, integer: bool) -> np.ndarray:
+def own_values(x: np.ndarray, *, nonnegative: bool, integer: bool) -> np.ndarray:
+    """A marginal's own noisy values as it publishes them when kept: rounded, then ≥ 0."""
     out = np.asarray(x, dtype=np.float64)
     if integer:
         out = np.rint(out)
@@ -153,7 +155,11 @@ def never_worse(
         post = solve(sim, w, names)
         for n in names:
             e_post = float(np.mean(np.abs(post[n] - clean[n])))
-            e_own = float(np.mean(np.abs(_own(sim[n], nonnegative, integer) - clean[n])))
+            e_own = float(
+                np.mean(
+                    np.abs(own_values(sim[n], nonnegative=nonnegative, integer=integer) - clean[n])
+                )
+            )
             errors[n].append((e_post, e_own))
     result = GuardResult(consistent=[], own=[], solution=truth)
     for n in names:

@@ -19,7 +19,7 @@ import polars as pl
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
 from eree.mechanisms.er_ee import log_laplace_sd_factor
-from eree.postprocess.guard import GuardInput, GuardResult, Solver, never_worse
+from eree.postprocess.guard import GuardInput, GuardResult, Solver, never_worse, own_values
 from eree.postprocess.hierarchy import (
     HierarchyError,
     MarginalInput,
@@ -332,12 +332,12 @@ def publication_tables(
         exact[n] = zero
         weights[n] = how
         guard_inputs.append(_guard_input(mech, m, n, est[n], zero, fn, k))
-    own_values = {
-        n: _own_values(est[n], nonnegative=pp.nonnegative, integer=pp.integer) for n in names
+    own_by_name = {
+        n: own_values(est[n], nonnegative=pp.nonnegative, integer=pp.integer) for n in names
     }
     methods: dict[str, str] = {}
     guard: GuardResult | None = None
-    values = dict(own_values)
+    values = dict(own_by_name)
     pairs: dict[tuple[str, str], np.ndarray] = {}
     if pp.consistent:
         for c in names:
@@ -381,7 +381,7 @@ def publication_tables(
     kept = set(guard.own) if guard is not None else set()
     out: list[QueryTable] = []
     for t in tables:
-        x = values.get(t.name, own_values.get(t.name))
+        x = values.get(t.name, own_by_name.get(t.name))
         assert x is not None
         own = t.name in kept or (pp.consistent and t.name not in (guard.consistent if guard
                                                                   else []))  # fmt: skip
@@ -473,12 +473,3 @@ def publication_tables(
     if not pp.consistent and not done:
         raise SpecError("no publication-grade post-processing was asked for")
     return out, entry
-
-
-def _own_values(x: np.ndarray, *, nonnegative: bool, integer: bool) -> np.ndarray:
-    out = np.asarray(x, dtype=np.float64)
-    if integer:
-        out = np.rint(out)
-    if nonnegative:
-        out = np.maximum(out, 0.0)
-    return out + 0.0

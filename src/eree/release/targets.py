@@ -179,19 +179,27 @@ def parse_targets(
     """
     if confidential is None:
         return {"jobs": _one_target(value, f"{where}: target")}
+    return _per_attribute(
+        value, f"{where}: target", confidential, _one_target,
+        "is per confidential attribute, e.g. "
+        "target = { wage = { relative_error = 0.1, at = 5000 } }",
+    )  # fmt: skip
+
+
+def _per_attribute(
+    value: Any, where: str, confidential: tuple[str, ...], parse: Any, example: str
+) -> dict[str, Any]:
+    """A GEDP table ``attribute = …`` whose keys are confidential columns, each parsed."""
     if not isinstance(value, dict) or not value:
-        raise SpecError(
-            f"{where}: target is per confidential attribute, e.g. "
-            "target = { wage = { relative_error = 0.1, at = 5000 } }"
-        )
+        raise SpecError(f"{where} {example}")
     out = {}
-    for attr, t in value.items():
+    for attr, v in value.items():
         if attr not in confidential:
             raise SpecError(
-                f"{where}: target names {attr!r}, which is not a confidential column "
+                f"{where} names {attr!r}, which is not a confidential column "
                 f"([data].confidential = {list(confidential)})"
             )
-        out[str(attr)] = _one_target(t, f"{where}: target.{attr}")
+        out[str(attr)] = parse(v, f"{where}.{attr}")
     return out
 
 
@@ -210,20 +218,9 @@ def parse_at(
     """A representative cell size: jobs (ER-EE), or a table per confidential attribute (GEDP)."""
     if confidential is None:
         return _positive(value, where)
-    if not isinstance(value, dict):
-        raise SpecError(
-            f"{where} is per confidential attribute for GEDP, e.g. "
-            "at = { wage = 5000, m1emp = 50 }"
-        )
-    at = {}
-    for a, v in value.items():
-        if a not in confidential:
-            raise SpecError(
-                f"{where} names {a!r}, which is not a confidential column "
-                f"([data].confidential = {list(confidential)})"
-            )
-        at[str(a)] = _positive(v, f"{where}.{a}")
-    return at
+    return _per_attribute(value, where, confidential, _positive,
+                          "is per confidential attribute for GEDP, e.g. "
+                          "at = { wage = 5000, m1emp = 50 }")  # fmt: skip
 
 
 def parse_plan_section(raw: Any, family: str, confidential: tuple[str, ...] | None) -> BudgetPlan:
