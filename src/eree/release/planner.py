@@ -47,7 +47,7 @@ from eree.release.preview import (
     statistics_at,
 )
 from eree.release.spec import Plan, QuerySpec
-from eree.release.targets import Target, representative_at, split_share, target_met
+from eree.release.targets import Target, relative_error, representative_cell, target_met
 
 __all__ = [
     "PlanError",
@@ -197,11 +197,7 @@ class _Slot:
 
     def loss(self, m: Mechanism) -> float:
         """Relative E|error| (or std) at the representative cell; inf where invalid."""
-        e = self.error(m)
-        if e is None:
-            return math.nan
-        v = e.mean_abs if e.mean_abs is not None else e.std
-        return math.nan if v is None else v / self.at
+        return relative_error(self.error(m), self.at)
 
 
 def _where(s: _Slot) -> str:
@@ -309,12 +305,11 @@ def _slots(plan: Plan, built: BuiltPlan) -> list[_Slot]:
         q = qp.spec
         for j, (stat, mech) in enumerate(zip(qp.statistics, qp.mechanisms, strict=True)):
             t = (q.target or {}).get(stat)
-            at = representative_at(q, stat, bp, gedp)
+            at, share = representative_cell(q, stat, bp, gedp)
             original = plan.query(q.name)
             given = (original.mu or {}).get(stat) if gedp else original.epsilon
             out.append(_Slot(q, j, stat, mech, "mu" if gedp else "epsilon", given, t, at,
-                             t.largest_share if t is not None else split_share(at, bp),
-                             q.weight))  # fmt: skip
+                             share, q.weight))  # fmt: skip
     return out
 
 

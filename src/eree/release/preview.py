@@ -33,7 +33,13 @@ from eree.mechanisms.gedp import GedpMechanism, PncBounded
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.privacy.neighbors import SqrtShift
 from eree.release.build import BuiltPlan, QueryPlan
-from eree.release.targets import Target, representative_at, split_share, target_met
+from eree.release.targets import (
+    Target,
+    relative_error,
+    representative_cell,
+    split_share,
+    target_met,
+)
 
 __all__ = [
     "COUNT_SIZES",
@@ -265,12 +271,9 @@ TRADEOFF_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 
 def _representative(mech: Mechanism, spec: Any, plan: Any, stat: str) -> tuple[float, float]:
     """The cell a query's accuracy is read at: its target's, its at, [plan].at, else 100 jobs."""
-    t = (spec.target or {}).get(stat)
-    gedp = isinstance(mech, GedpMechanism)
-    at = representative_at(spec, stat, plan.budget_plan, gedp)
-    if not math.isfinite(at):
-        at = 10_000.0  # GEDP without any stated size: the preview's middle value
-    share = t.largest_share if t is not None else split_share(at, plan.budget_plan)
+    at, share = representative_cell(spec, stat, plan.budget_plan, isinstance(mech, GedpMechanism))
+    if not math.isfinite(at):  # GEDP without any stated size: the preview's middle value
+        at, share = 10_000.0, 1.0
     return at, max(share * at, 1.0)
 
 
@@ -297,9 +300,9 @@ def tradeoff(mech: Mechanism, stat: str, spec: Any, n_est: int, plan: Any) -> di
             e = m.expected_error(statistics_at(m, at, x_v, n_est))
         except EreeError:
             continue
-        v = None if e is None else (e.mean_abs if e.mean_abs is not None else e.std)
-        if v is not None and math.isfinite(v):
-            points.append([v0 * k, v / at])
+        rel = relative_error(e, at)
+        if math.isfinite(rel):
+            points.append([v0 * k, rel])
     return {"parameter": name, "value": v0, "at": at, "x_v": None if gedp else x_v,
             "points": points}  # fmt: skip
 

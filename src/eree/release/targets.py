@@ -45,7 +45,9 @@ __all__ = [
     "parse_plan_section",
     "parse_targets",
     "parse_weight",
+    "relative_error",
     "representative_at",
+    "representative_cell",
     "split_share",
     "target_met",
 ]
@@ -310,3 +312,24 @@ def split_share(at: float, plan: BudgetPlan | None) -> float:
         return plan.largest_share
     jpe = plan.jobs_per_establishment if plan is not None else DEFAULT_JOBS_PER_ESTABLISHMENT
     return float(largest_share(np.array([at / jpe]))[0])
+
+
+def representative_cell(
+    query: Any, stat: str, plan: BudgetPlan | None, gedp: bool
+) -> tuple[float, float]:
+    """(at, largest share) of the cell a statistic is planned and previewed at.
+
+    The size from :func:`representative_at`; the share the target's (a promise, default
+    1) or, without a target, :func:`split_share`.
+    """
+    at = representative_at(query, stat, plan, gedp)
+    t = (query.target or {}).get(stat)
+    return at, t.largest_share if t is not None else split_share(at, plan)
+
+
+def relative_error(e: ExpectedError | None, at: float) -> float:
+    """E|error| / at — the std where E|error| has no closed form; NaN where neither is known."""
+    if e is None:
+        return math.nan
+    v = e.mean_abs if e.mean_abs is not None else e.std
+    return math.nan if v is None else v / at
