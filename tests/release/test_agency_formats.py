@@ -376,3 +376,21 @@ def test_output_format_keys_are_checked_before_any_data(tmp_path: Path) -> None:
     qcew = _preset("qcew-county", "2016")
     assert "[output].quarter" in _spec_error(tmp_path, qcew.replace("quarter = 1\n", ""))
     assert "76: by" in _spec_error(tmp_path, qcew.replace('"naics4"]', '"naics3", "naics4"]'))
+
+
+def test_output_job_type_names_the_wac_file_and_is_checked(tmp_path: Path) -> None:
+    """LODES file names carry the job type JT00–JT05 (LODES technical documentation)."""
+    from eree.release.layouts import lodes_file_name
+    from eree.release.spec import load_spec
+
+    wac = _preset("lodes-wac")
+    assert "[output].job_type must be one of" in _spec_error(
+        tmp_path, wac.replace('job_type = "JT00"', 'job_type = "JT9"')
+    )
+    p = tmp_path / "jt01.toml"
+    p.write_text(wac.replace('job_type = "JT00"', 'job_type = "JT01"'))
+    out = load_spec(p).output
+    assert out.job_type == "JT01"
+    assert lodes_file_name("wac", "42", "S000", out.job_type, out.year) == (
+        "pa_wac_S000_JT01_2015.csv.gz"
+    )

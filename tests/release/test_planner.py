@@ -515,3 +515,29 @@ epsilon = 1.0
     assert got["b"].x_v is None  # Log-Laplace does not read x_v
     # the planned Smooth Laplace error is the law at that x_v: E|error|/at = 2S/(ε·at)
     assert got["a"].relative_error == pytest.approx(2 * sens / (got["a"].chosen * at), rel=1e-9)
+
+
+@pytest.mark.parametrize(("half", "at"), [(20.0, 100), (5.0, 30)])
+def test_log_laplace_ci_half_width_target_solves_its_interval(tmp_path, half, at):
+    """The published 95% interval (ñ+γ)e^{±q} − γ, q = λ ln 20 (Alg 1): its expected
+    half-width at n is (n+γ)·sinh(q)/(1−λ²) (E[ñ+γ] = (n+γ)/(1−λ²), Lemma 8.2)."""
+    spec = _lodes_spec(
+        tmp_path,
+        f"""[[query]]
+name = "q"
+by = ["county"]
+mechanism = "log_laplace"
+target = {{ ci_half_width = {half}, at = {at} }}
+""",
+    )
+    got = plan_budget(load_spec(spec)).statistics[0].chosen
+    gamma = 10.0
+
+    def width(lam: float) -> float:
+        return (at + gamma) * math.sinh(lam * math.log(20.0)) / (1 - lam**2)
+
+    lo, hi = 1e-9, 0.999
+    for _ in range(200):  # the half-width grows with λ: the largest λ meeting it
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if width(mid) <= half else (lo, mid)
+    assert got == pytest.approx(_up3(2 * math.log(1.1) / lo), rel=1e-6)
