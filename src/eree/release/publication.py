@@ -340,9 +340,15 @@ def publication_tables(
     values = dict(own_by_name)
     pairs: dict[tuple[str, str], np.ndarray] = {}
     if pp.consistent:
+        try:  # a tree needs each marginal's parent only: additivity along the edges of a
+            # tree implies it for every (finer, coarser) pair, so the other pairs' maps
+            # (one integer per cell of the finer marginal each) are not built
+            forest = marginal_forest({n: marg[n] for n in names})
+        except HierarchyError:
+            forest = None
         for c in names:
             for p in names:
-                if refines(marg[c], marg[p]):
+                if (forest[c] == p) if forest is not None else refines(marg[c], marg[p]):
                     try:
                         pairs[(c, p)] = cell_parents(by_name[c].table.select(list(marg[c])),
                                                      by_name[p].table.select(list(marg[p])),
