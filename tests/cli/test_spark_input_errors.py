@@ -54,3 +54,28 @@ def test_spark_input_errors_are_the_polars_ones(tmp_path, case):
         assert o.leak is None, (engine, o.leak)
         lines[engine] = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert lines["spark"] == lines["polars"]
+
+
+#: the one line the JVM itself prints when Spark adds its incubator module (not log4j's)
+JVM_INCUBATOR = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def test_spark_start_up_prints_nothing_before_the_error(tmp_path):
+    """A fresh process (its own JVM): stderr is the error line, and no line of Spark's."""
+    import os
+    import subprocess
+    import sys
+
+    spec = _no_header(tmp_path)
+    out = tmp_path / "rel"
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    r = subprocess.run(
+        [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out),
+         "--seed", "1", "--engine", "spark"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and ln != JVM_INCUBATOR]
+    assert r.returncode == 2, r.stderr
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    assert not out.exists()

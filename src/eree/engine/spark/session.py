@@ -24,6 +24,9 @@ __all__ = [
     "spark_session",
 ]
 
+#: log4j's configuration for a session eree starts: nothing from Spark on the console
+QUIET_LOGGING = Path(__file__).with_name("log4j2-quiet.properties")
+
 #: settings eree gives every session it starts (the SQL ones also to a session it reuses)
 _ALWAYS = {
     "spark.ui.showConsoleProgress": "false",
@@ -58,7 +61,10 @@ def spark_session(
       2·cores`` (Spark's default of 200 is meant for clusters; adaptive query execution
       stays on and coalesces further). A cluster: Spark's defaults and ``conf``.
       ``spark.pyspark.python`` in ``conf`` names the executors' Python (as spark-submit
-      reads it: this process's ``PYSPARK_PYTHON`` is set to it).
+      reads it: this process's ``PYSPARK_PYTHON`` is set to it). Its log4j configuration
+      (``log4j2-quiet.properties`` beside this module) prints nothing from the JVM's first
+      line on, so a failed release's stderr is eree's one line (the JVM's own notice of
+      its incubator module aside).
 
     Always: console progress bars off, Arrow transfers on, UTC session time zone, the
     log level OFF (Spark's logs of a failed task quote input values; eree turns every
@@ -128,7 +134,21 @@ def spark_session(
         builder = SparkSession.builder.master(url).appName(app)
         for k, v in settings.items():
             builder = builder.config(k, v)
-        spark = builder.getOrCreate()
+        # quiet from the JVM's first line: without a configuration of its own, log4j prints
+        # Spark's start-up warnings before setLogLevel below can act. Given through the
+        # launcher's environment (spark.driver.extraJavaOptions would make the JVM warn
+        # about its incubator modules); a user's own -Dlog4j2.configurationFile in
+        # spark.driver.extraJavaOptions comes later on the command line and wins.
+        before = os.environ.get("SPARK_SUBMIT_OPTS")
+        quiet = f"-Dlog4j2.configurationFile={QUIET_LOGGING.as_uri()}"
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{before} {quiet}" if before else quiet
+        try:
+            spark = builder.getOrCreate()
+        finally:
+            if before is None:
+                os.environ.pop("SPARK_SUBMIT_OPTS", None)
+            else:
+                os.environ["SPARK_SUBMIT_OPTS"] = before
     spark.sparkContext.setLogLevel("OFF")
     import logging
 
