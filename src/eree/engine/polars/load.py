@@ -164,7 +164,10 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
         SpecError, DataValidationError: as :func:`~eree.data.job_tables.load_job_tables`.
     """
     check_config(config)
-    fast = _scan_three(config, lazy_jobs) if config.jobs is None else None
+    if config.jobs is None:
+        fast = _scan_three(config, lazy_jobs)
+    else:
+        fast = _scan_joined(config, config.jobs, lazy_jobs)
     if fast is not None:
         return fast
     dirs = [p for p in config.input_files() if Path(p).is_dir()]
@@ -312,5 +315,147 @@ def _scan_three(config: JobTablesConfig, lazy_jobs: bool) -> JobTables | None:
                 rule="input-changed",
             )
         return canonical_ids(config, jobs)
+
+    return JobTables(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
+
+
+def _columns_everywhere(path: Path, column: str) -> bool | None:
+    """Whether every Parquet file of ``path`` has ``column`` (``None``: only some have it)."""
+    files = parquet_files(path)
+    if files is None:
+        return False
+    try:
+        present = {column in pl.read_parquet_schema(f) for f in files}
+    except Exception:
+        return False
+    return None if len(present) > 1 else present.pop()
+
+
+def _streamed(frame: pl.LazyFrame) -> pl.DataFrame | None:
+    """``frame`` collected by the streaming engine, or ``None`` if Polars fails.
+
+    A value outside an Enum's categories, an unreadable Parquet page or a Rust panic
+    (a ``BaseException``) all hand the input to the eager loader, which names the file,
+    row and column.
+    """
+    try:
+        return frame.collect(engine="streaming")
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        return None
+
+
+def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTables | None:
+    """The fast path for one joined ``jobs`` table (docs/design.md#validation).
+
+    One streaming group-by over the needed columns counts the jobs per workplace id,
+    workplace attributes and worker attributes (coded as Enums over their declared
+    domains, which refuses a value outside them) and notes each group's first row.
+    Every other rule is then proven on that small frame: ids and attributes filled,
+    workplace attributes in their domains, one set of workplace attributes per id (as
+    many distinct (id, attributes) as distinct ids). A ``worker_id`` column, when the
+    table has one, is proven filled and unique in a second pass over that column alone.
+    Workplaces come out in order of first occurrence, as the eager loader gives them.
+    """
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs, kattrs = config.workplace_attributes, config.worker_attributes
+    has_kid = _columns_everywhere(path, kid)
+    if has_kid is None:
+        return None
+    jobs = _scan(path, [wid, *wattrs, *kattrs, *([kid] if has_kid else [])])
+    if jobs is None:
+        return None
+    first = "__eree_first_row"
+    attr_codes = [pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs]
+    # with a per-job frame to come, the worker attributes are checked when it is read
+    by = [wid, *wattrs, *(kattrs if lazy_jobs else [])]
+    groups = _streamed(
+        jobs.with_row_index(first)
+        .select(first, wid, *wattrs, *(attr_codes if lazy_jobs else []))
+        .group_by(by)
+        .agg(pl.len().cast(pl.UInt32).alias(JOBS), pl.col(first).min())
+    )
+    if (
+        groups is None
+        or groups.height == 0
+        or any(groups.get_column(a).null_count() for a in kattrs if a in by)
+    ):
+        return None
+    workplaces = (
+        groups.lazy()
+        .group_by(wid, *wattrs)
+        .agg(pl.col(first).min())
+        .sort(first)
+        .drop(first)
+        .collect()
+    )
+    wp_cols = [wid, *wattrs]
+    checks = workplaces.select(
+        pl.col(wid).n_unique().alias("distinct"),
+        *[e for i, c in enumerate(wp_cols) for e in _filled_stats(c, i)],
+        *[
+            _outside(a, config.domains[a]).alias(f"outside_{a}")
+            for a in wattrs
+            if a in config.domains
+        ],
+    ).row(0, named=True)
+    if checks["distinct"] != workplaces.height:  # an id with two sets of attributes
+        return None
+    if any(v for k, v in checks.items() if k.startswith("outside_")):
+        return None
+    if not all(_filled(workplaces, c, i, checks) for i, c in enumerate(wp_cols)):
+        return None
+    if has_kid:
+        # filled and unique: strictly increasing ids (the usual layout) need no hash set
+        ids = jobs.select(kid)
+        st = _streamed(
+            ids.select(
+                pl.len().alias("n"),
+                *_filled_stats(kid, 0),
+                (pl.col(kid) > pl.col(kid).shift(1)).fill_null(True).all().alias("increasing"),
+            )
+        )
+        if st is None:
+            return None
+        stats = st.row(0, named=True)
+        if not _filled(ids, kid, 0, stats) or not _unique(ids, kid, stats):
+            return None
+    domains = {a: tuple(config.domains[a]) for a in kattrs}
+    for a in wattrs:
+        if a in config.domains:
+            domains[a] = tuple(config.domains[a])
+    ids_in_order = workplaces.get_column(wid)
+    workplaces = canonical_ids(config, workplaces)
+
+    def read_jobs() -> pl.DataFrame | None:
+        # streaming: each job's workplace id coded by its establishment's row, each
+        # worker attribute by its index in the declared domain
+        frame = _streamed(jobs.select(pl.col(wid).cast(pl.Enum(ids_in_order)), *attr_codes))
+        if frame is None or any(frame.get_column(c).null_count() for c in frame.columns):
+            return None
+        return canonical_ids(config, frame)
+
+    if not lazy_jobs:
+        frame = read_jobs()
+        return None if frame is None else JobTables(workplaces, frame, domains)
+    row = workplaces.lazy().select(pl.col(WORKPLACE_ID).alias(wid)).with_row_index(ROW)
+    # one set of attributes per workplace: the groups are (workplace, worker attributes)
+    counts = (
+        groups.lazy()
+        .join(row, on=wid, how="left")
+        .select(pl.col(ROW).cast(pl.UInt32), *kattrs, JOBS)
+        .collect()
+    )
+
+    def jobs_when_asked() -> pl.DataFrame:
+        frame = read_jobs()
+        if frame is None:
+            raise DataValidationError(
+                "the jobs table changed while the release read it; run again",
+                file=str(path),
+                rule="input-changed",
+            )
+        return frame
 
     return JobTables(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
