@@ -225,8 +225,16 @@ def guard(proc: subprocess.Popen[bytes], limit_gib: float | None) -> list[float]
 
     peak = [0.0]
 
+    def running() -> bool:
+        # without reaping the child (``proc.poll()`` would, racing ``os.wait4`` in
+        # :func:`timed` and losing the child's resource usage)
+        try:
+            return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        except ChildProcessError:
+            return False
+
     def watch() -> None:
-        while proc.poll() is None:
+        while running():
             rss = tree_rss_gib(proc.pid)
             peak[0] = max(peak[0], rss)
             if limit_gib is not None and rss > limit_gib:
