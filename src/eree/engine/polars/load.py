@@ -382,14 +382,11 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
         or any(groups.get_column(a).null_count() for a in kattrs if a in by)
     ):
         return None
-    workplaces = (
-        groups.lazy()
-        .group_by(wid, *wattrs)
-        .agg(pl.col(first).min())
-        .sort(first)
-        .drop(first)
-        .collect()
-    )
+    # one row per distinct (workplace id, attributes), in order of first occurrence
+    distinct = groups.lazy()
+    if len(by) > 1 + len(wattrs):  # grouped by worker attributes too
+        distinct = distinct.group_by(wid, *wattrs).agg(pl.col(first).min())
+    workplaces = distinct.sort(first).select(wid, *wattrs).collect()
     wp_cols = [wid, *wattrs]
     checks = workplaces.select(
         pl.col(wid).n_unique().alias("distinct"),
