@@ -349,14 +349,18 @@ def _streamed(frame: pl.LazyFrame) -> pl.DataFrame | None:
 def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTables | None:
     """The fast path for one joined ``jobs`` table (docs/design.md#validation).
 
-    One streaming group-by over the needed columns counts the jobs per workplace id,
-    workplace attributes and worker attributes (coded as Enums over their declared
-    domains, which refuses a value outside them) and notes each group's first row.
-    Every other rule is then proven on that small frame: ids and attributes filled,
-    workplace attributes in their domains, one set of workplace attributes per id (as
-    many distinct (id, attributes) as distinct ids). A ``worker_id`` column, when the
-    table has one, is proven filled and unique in a second pass over that column alone.
-    Workplaces come out in order of first occurrence, as the eager loader gives them.
+    1. One streaming group-by over the workplace id and attributes counts the jobs of
+       each distinct (id, attributes) and notes its first row. Every workplace rule is
+       proven on that small frame: ids and attributes filled, attributes in their
+       domains, one set of attributes per id (as many distinct ids as rows). It is the
+       workplace frame, in order of first occurrence (as the eager loader gives it), and,
+       without worker attributes, already the jobs counted per establishment.
+    2. A ``worker_id`` column, when the table has one, is proven filled and unique in a
+       pass over that column alone.
+    3. With worker attributes, one more streaming group-by counts the jobs per
+       establishment row (the workplace id coded by its row in the workplace frame) and
+       worker attributes (coded as Enums over their declared domains, which refuses a
+       value outside them).
     """
     wid, kid = config.workplace_id, config.worker_id
     wattrs, kattrs = config.workplace_attributes, config.worker_attributes
@@ -367,28 +371,17 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
     if jobs is None:
         return None
     first = "__eree_first_row"
-    attr_codes = [pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs]
-    # with a per-job frame to come, the worker attributes are checked when it is read
-    by = [wid, *wattrs, *(kattrs if lazy_jobs else [])]
     groups = _streamed(
         jobs.with_row_index(first)
-        .select(first, wid, *wattrs, *(attr_codes if lazy_jobs else []))
-        .group_by(by)
+        .select(first, wid, *wattrs)
+        .group_by(wid, *wattrs)
         .agg(pl.len().cast(pl.UInt32).alias(JOBS), pl.col(first).min())
     )
-    if (
-        groups is None
-        or groups.height == 0
-        or any(groups.get_column(a).null_count() for a in kattrs if a in by)
-    ):
+    if groups is None or groups.height == 0:
         return None
-    # one row per distinct (workplace id, attributes), in order of first occurrence
-    distinct = groups.lazy()
-    if len(by) > 1 + len(wattrs):  # grouped by worker attributes too
-        distinct = distinct.group_by(wid, *wattrs).agg(pl.col(first).min())
-    workplaces = distinct.sort(first).select(wid, *wattrs).collect()
+    groups = groups.sort(first)
     wp_cols = [wid, *wattrs]
-    checks = workplaces.select(
+    checks = groups.select(
         pl.col(wid).n_unique().alias("distinct"),
         *[e for i, c in enumerate(wp_cols) for e in _filled_stats(c, i)],
         *[
@@ -397,11 +390,11 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
             if a in config.domains
         ],
     ).row(0, named=True)
-    if checks["distinct"] != workplaces.height:  # an id with two sets of attributes
+    if checks["distinct"] != groups.height:  # an id with two sets of attributes
         return None
     if any(v for k, v in checks.items() if k.startswith("outside_")):
         return None
-    if not all(_filled(workplaces, c, i, checks) for i, c in enumerate(wp_cols)):
+    if not all(_filled(groups, c, i, checks) for i, c in enumerate(wp_cols)):
         return None
     if has_kid:
         # filled and unique: strictly increasing ids (the usual layout) need no hash set
@@ -422,13 +415,17 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
     for a in wattrs:
         if a in config.domains:
             domains[a] = tuple(config.domains[a])
-    ids_in_order = workplaces.get_column(wid)
-    workplaces = canonical_ids(config, workplaces)
+    ids_in_order = groups.get_column(wid)
+    workplaces = canonical_ids(config, groups.select(wp_cols))
+    # each job's workplace id coded by its establishment's row, each worker attribute by
+    # its index in the declared domain (a value outside it fails the cast)
+    coded = jobs.select(
+        pl.col(wid).cast(pl.Enum(ids_in_order)),
+        *[pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs],
+    )
 
     def read_jobs() -> pl.DataFrame | None:
-        # streaming: each job's workplace id coded by its establishment's row, each
-        # worker attribute by its index in the declared domain
-        frame = _streamed(jobs.select(pl.col(wid).cast(pl.Enum(ids_in_order)), *attr_codes))
+        frame = _streamed(coded)
         if frame is None or any(frame.get_column(c).null_count() for c in frame.columns):
             return None
         return canonical_ids(config, frame)
@@ -436,14 +433,16 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
     if not lazy_jobs:
         frame = read_jobs()
         return None if frame is None else JobTables(workplaces, frame, domains)
-    row = workplaces.lazy().select(pl.col(WORKPLACE_ID).alias(wid)).with_row_index(ROW)
-    # one set of attributes per workplace: the groups are (workplace, worker attributes)
-    counts = (
-        groups.lazy()
-        .join(row, on=wid, how="left")
-        .select(pl.col(ROW).cast(pl.UInt32), *kattrs, JOBS)
-        .collect()
-    )
+    if kattrs:
+        counts = _streamed(
+            coded.group_by(wid, *kattrs)
+            .agg(pl.len().cast(pl.UInt32).alias(JOBS))
+            .select(pl.col(wid).to_physical().cast(pl.UInt32).alias(ROW), *kattrs, JOBS)
+        )
+        if counts is None or any(counts.get_column(c).null_count() for c in counts.columns):
+            return None
+    else:  # the jobs of each establishment, counted in the first pass
+        counts = groups.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(ROW), JOBS)
 
     def jobs_when_asked() -> pl.DataFrame:
         frame = read_jobs()
