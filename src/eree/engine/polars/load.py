@@ -417,15 +417,17 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
             domains[a] = tuple(config.domains[a])
     ids_in_order = groups.get_column(wid)
     workplaces = canonical_ids(config, groups.select(wp_cols))
-    # each job's workplace id coded by its establishment's row, each worker attribute by
-    # its index in the declared domain (a value outside it fails the cast)
-    coded = jobs.select(
-        pl.col(wid).cast(pl.Enum(ids_in_order)),
-        *[pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs],
-    )
+
+    def coded() -> pl.LazyFrame:
+        # each job's workplace id coded by its establishment's row, each worker attribute
+        # by its index in the declared domain (a value outside it fails the cast)
+        return jobs.select(
+            pl.col(wid).cast(pl.Enum(ids_in_order)),
+            *[pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs],
+        )
 
     def read_jobs() -> pl.DataFrame | None:
-        frame = _streamed(coded)
+        frame = _streamed(coded())
         if frame is None or any(frame.get_column(c).null_count() for c in frame.columns):
             return None
         return canonical_ids(config, frame)
@@ -435,7 +437,8 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
         return None if frame is None else JobTables(workplaces, frame, domains)
     if kattrs:
         counts = _streamed(
-            coded.group_by(wid, *kattrs)
+            coded()
+            .group_by(wid, *kattrs)
             .agg(pl.len().cast(pl.UInt32).alias(JOBS))
             .select(pl.col(wid).to_physical().cast(pl.UInt32).alias(ROW), *kattrs, JOBS)
         )
