@@ -156,3 +156,21 @@ def test_every_input_rule_still_holds_on_a_joined_table(
     assert (e.rule, e.row, e.column) == (rule, row + 1, column)
     assert e.file == str(tmp_path / "jobs.parquet")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_partitioned_joined_table_releases_what_one_file_releases(tmp_path, three) -> None:
+    jobs = joined(three)
+    jobs.write_parquet(tmp_path / "jobs.parquet")
+    parts = tmp_path / "jobs"
+    parts.mkdir()
+    for i, lo in enumerate(range(0, jobs.height, 1_500)):
+        jobs.slice(lo, 1_500).write_parquet(parts / f"part-{i}.parquet")
+    one = release(tmp_path, 'jobs = "jobs.parquet"', tmp_path / "one")
+    split = release(tmp_path, 'jobs = "jobs"', tmp_path / "split")
+    assert one.keys() == split.keys() and all(one[k].equals(split[k]) for k in one)
+    # a duplicated worker across two parts is refused (never loaded)
+    dup = jobs.slice(0, 1).with_columns(pl.lit("w-other").alias("workplace_id"))
+    dup.write_parquet(parts / "part-9.parquet")
+    with pytest.raises(DataValidationError) as err:
+        release(tmp_path, 'jobs = "jobs"', tmp_path / "bad")
+    assert err.value.rule == "invalid-partitioned-input"

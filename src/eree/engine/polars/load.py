@@ -10,13 +10,18 @@ almost always are. :func:`scan_job_tables` therefore
 1. narrows the configuration to the attributes the release uses;
 2. proves, with lazy aggregations over the Parquet files (counts of missing values,
    distinct ids, values outside the declared domains, jobs whose workplace or worker is
-   unknown), that the narrowed input satisfies every rule of docs/design.md#validation that
-   :func:`~eree.data.job_tables.load_job_tables` checks; nothing proportional to the
-   microdata is kept by these checks but hash sets of ids;
+   unknown; for one joined ``jobs`` table, workplace ids with more than one set of
+   workplace attributes), that the narrowed input satisfies every rule of
+   docs/design.md#validation that :func:`~eree.data.job_tables.load_job_tables` checks;
+   nothing proportional to the microdata is kept by these checks but hash sets of ids;
 3. reads only the needed columns: either the per-job frame (workplace ids and worker
    attributes coded as Enums), or, for a release, only the jobs counted per
    establishment and combination of worker attributes (one streaming group-by: all
    the engine needs; the per-job frame is then read only if asked for).
+
+A joined table is read in at most three streaming passes over its needed columns
+(:func:`_scan_joined`): its workplaces, grouped and checked; its worker ids, if it has
+them; with worker attributes, the jobs counted per establishment and attributes.
 
 Tables may be Parquet files or directories of Parquet files (a partitioned table, read
 in sorted file order). When a check fails, or the input is not Parquet with text or
