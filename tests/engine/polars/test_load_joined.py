@@ -23,10 +23,15 @@ from eree.release.protect import protect
 from eree.release.spec import load_spec
 from eree.synth.lodes import synth_parametric
 
-QUERIES = """
+PRIVACY = """
 [privacy]
 definition = "eree-weak"
 alpha = 0.1
+"""
+#: worker attributes read: the jobs are counted per establishment and attributes
+QUERIES = (
+    PRIVACY
+    + """
 [[query]]
 name = "county_industry"
 by = ["county", "naics_sector"]
@@ -43,6 +48,23 @@ by = ["county", "ownership", "age", "sex"]
 mechanism = "smooth_laplace"
 epsilon = 6.0
 """
+)
+#: workplace attributes only: the jobs per establishment come from the workplace pass
+WORKPLACE_QUERIES = (
+    PRIVACY
+    + """
+[[query]]
+name = "tract_industry_ownership"
+by = ["tract", "naics_sector", "ownership"]
+mechanism = "smooth_laplace"
+epsilon = 1.0
+[[query]]
+name = "county"
+by = ["county"]
+mechanism = "log_laplace"
+epsilon = 1.0
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +83,21 @@ def joined(t: dict[str, pl.DataFrame]) -> pl.DataFrame:
     )
 
 
-def release(spec_dir: Path, data_lines: str, out: Path) -> dict[str, pl.DataFrame]:
+def release(
+    spec_dir: Path, data_lines: str, out: Path, queries: str = QUERIES
+) -> dict[str, pl.DataFrame]:
     spec = spec_dir / "spec.toml"
-    spec.write_text(f'name = "joined"\n[data]\n{data_lines}\n{QUERIES}')
+    spec.write_text(f'name = "joined"\n[data]\n{data_lines}\n{queries}')
     protect(load_spec(spec), out, SeededNoise(7))
     return {p.name: pl.read_parquet(p) for p in sorted((out / "tables").glob("*.parquet"))}
 
 
-def test_a_joined_table_releases_what_the_three_tables_release(tmp_path, three) -> None:
+@pytest.mark.parametrize(
+    ("queries", "n"),
+    [(QUERIES, 3), (WORKPLACE_QUERIES, 2)],
+    ids=["worker-attributes", "workplace-attributes-only"],
+)
+def test_a_joined_table_releases_what_the_three_tables_release(tmp_path, three, queries, n) -> None:
     for name, df in three.items():
         df.write_parquet(tmp_path / f"{name}.parquet")
     joined(three).write_parquet(tmp_path / "jobs.parquet", row_group_size=500)
@@ -76,9 +105,10 @@ def test_a_joined_table_releases_what_the_three_tables_release(tmp_path, three) 
         tmp_path,
         'workplace = "workplace.parquet"\nworker = "worker.parquet"\njob = "job.parquet"',
         tmp_path / "three",
+        queries,
     )
-    by_joined = release(tmp_path, 'jobs = "jobs.parquet"', tmp_path / "joined")
-    assert len(by_three) == 3 and by_three.keys() == by_joined.keys()
+    by_joined = release(tmp_path, 'jobs = "jobs.parquet"', tmp_path / "joined", queries)
+    assert len(by_three) == n and by_three.keys() == by_joined.keys()
     for name, table in by_three.items():
         assert table.equals(by_joined[name]), name
 
@@ -103,6 +133,12 @@ def test_the_fast_path_counts_the_jobs_and_keeps_first_occurrence_order(tmp_path
     assert got == Counter(jobs.select("workplace_id", "age", "sex").iter_rows())
     # the per-job frame, when asked for: the table's own rows, in order
     assert data.jobs.cast(pl.Utf8).equals(jobs.select("workplace_id", "age", "sex"))
+    # no worker attribute: the jobs per establishment, from the workplace pass
+    only = PolarsEngine().load_job_tables(cfg, ["county"])
+    assert only.job_counts is not None and only.job_counts.columns == ["workplace_row", "n"]
+    assert only.workplaces.equals(want.select("workplace_id", "county"))
+    per = dict(only.job_counts.iter_rows())
+    assert {ids[r]: n for r, n in per.items()} == Counter(jobs.get_column("workplace_id"))
 
 
 def _set(column: str, row: int, value: str | None) -> Callable[[pl.DataFrame], pl.DataFrame]:

@@ -324,7 +324,7 @@ def _scan_three(config: JobTablesConfig, lazy_jobs: bool) -> JobTables | None:
     return JobTables(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
 
 
-def _columns_everywhere(path: Path, column: str) -> bool | None:
+def _column_in_every_file(path: Path, column: str) -> bool | None:
     """Whether every Parquet file of ``path`` has ``column`` (``None``: only some have it)."""
     files = parquet_files(path)
     if files is None:
@@ -369,7 +369,7 @@ def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTab
     """
     wid, kid = config.workplace_id, config.worker_id
     wattrs, kattrs = config.workplace_attributes, config.worker_attributes
-    has_kid = _columns_everywhere(path, kid)
+    has_kid = _column_in_every_file(path, kid)
     if has_kid is None:
         return None
     jobs = _scan(path, [wid, *wattrs, *kattrs, *([kid] if has_kid else [])])
