@@ -19,6 +19,15 @@ Spark run's JVM is a child); ``--rss-limit-gib`` stops a run whose tree passes t
 
     python benchmarks/bench_release.py --data /tmp/eree-bench/pa --runs 5 [--four] [--ledger]
 
+With ``--joined`` the release reads one joined table instead of the three
+(``[data] jobs``): ``WORKDIR/jobs.parquet`` is built first from the three tables in
+``--data`` (:func:`write_joined`: one row per job, in job-table order, with the
+workplace id, the worker id, every workplace attribute and every worker attribute, all
+text columns, as an agency's job-level extract has them), and the floor is the same
+group-by on that one table:
+
+    python benchmarks/bench_release.py --data examples/pa --joined --runs 7
+
 With ``--ledger`` the release is charged to a budget ledger made for the run: it then
 reads every configured column and computes the content and structure fingerprints.
 
@@ -59,22 +68,50 @@ FOUR = {
 DOMAIN_SIZE = {"age": 3, "sex": 2, "race": 6}
 
 
+def write_joined(data: Path, out: Path) -> None:
+    """The three tables of ``data`` joined into one Parquet table ``out``.
+
+    One row per job, in job-table order: ``workplace_id``, ``worker_id``, the workplace
+    attributes, then the worker attributes, all text (Utf8) columns. Written by a child
+    process, so that this one stays small (a child's peak memory as measured includes
+    its parent's resident memory at the fork).
+    """
+
+    def src(t: str) -> str:
+        return str(data / t) if (data / t).is_dir() else str(data / f"{t}.parquet")
+
+    code = textwrap.dedent(f"""
+        import polars as pl
+        job = pl.scan_parquet({src("job")!r}).select("workplace_id", "worker_id")
+        worker = pl.scan_parquet({src("worker")!r})
+        workplace = pl.scan_parquet({src("workplace")!r})
+        joined = job.join(worker, on="worker_id", how="left", maintain_order="left").join(
+            workplace, on="workplace_id", how="left", maintain_order="left"
+        )
+        wk = [c for c in worker.collect_schema().names() if c != "worker_id"]
+        wp = [c for c in workplace.collect_schema().names() if c != "workplace_id"]
+        cols = ["workplace_id", "worker_id", *wp, *wk]
+        joined.select(pl.col(c).cast(pl.Utf8) for c in cols).sink_parquet({str(out)!r})
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def spec_text(
     data: Path,
     marginals: dict[str, list[str]],
     engine: str,
     max_cells: int | None = None,
     driver_memory: str | None = None,
+    joined: Path | None = None,
     publication_grade: bool = False,
 ) -> str:
+    def table(t: str) -> str:
+        return f'{t} = "{data / t}"' if (data / t).is_dir() else f'{t} = "{data / t}.parquet"'
+
     lines = [
         'name = "bench"',
         "[data]",
-        f'workplace = "{data / "workplace"}"' if (data / "workplace").is_dir()
-        else f'workplace = "{data / "workplace.parquet"}"',
-        f'worker = "{data / "worker"}"' if (data / "worker").is_dir()
-        else f'worker = "{data / "worker.parquet"}"',
-        f'job = "{data / "job"}"' if (data / "job").is_dir() else f'job = "{data / "job.parquet"}"',
+        *([f'jobs = "{joined}"'] if joined else [table(t) for t in ("workplace", "worker", "job")]),
         "[privacy]",
         'definition = "eree-weak"',
         "alpha = 0.1",
@@ -100,6 +137,26 @@ def spec_text(
             f"epsilon = {float(d)}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def joined_floor_code(jobs: Path, marginals: dict[str, list[str]]) -> str:
+    """The floor on one joined table: the same cell statistics from its columns alone."""
+    return textwrap.dedent(f"""
+        import polars as pl
+        marginals = {json.dumps(marginals)}
+        workplace = {sorted(WORKPLACE)!r}
+        for name, by in marginals.items():
+            wp_by = [a for a in by if a in workplace]
+            jobs = pl.scan_parquet({str(jobs)!r}).select("workplace_id", *by)
+            per = jobs.group_by("workplace_id", *by).agg(pl.len().alias("n"))
+            est = (per.select("workplace_id", *wp_by).unique()
+                   .group_by(wp_by).agg(pl.len().alias("establishments")))
+            cells = (per.group_by(by).agg(pl.col("n").sum().alias("count"),
+                                          pl.col("n").max().alias("x_v"))
+                     .join(est, on=wp_by, how="left")
+                     .sort(by).collect())
+            print(name, cells.height)
+    """)
 
 
 def floor_code(data: Path, marginals: dict[str, list[str]]) -> str:
@@ -170,8 +227,16 @@ def guard(proc: subprocess.Popen[bytes], limit_gib: float | None) -> list[float]
 
     peak = [0.0]
 
+    def running() -> bool:
+        # without reaping the child (``proc.poll()`` would, racing ``os.wait4`` in
+        # :func:`timed` and losing the child's resource usage)
+        try:
+            return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        except ChildProcessError:
+            return False
+
     def watch() -> None:
-        while proc.poll() is None:
+        while running():
             rss = tree_rss_gib(proc.pid)
             peak[0] = max(peak[0], rss)
             if limit_gib is not None and rss > limit_gib:
@@ -212,24 +277,36 @@ def main() -> None:
         action="store_true",
         help="[postprocess] consistent, nonnegative and integer (with the never-worse guard)",
     )
+    ap.add_argument(
+        "--joined",
+        action="store_true",
+        help="release from one joined jobs table (WORKDIR/jobs.parquet, built from --data)",
+    )
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-bench-release"))
     args = ap.parse_args()
     n_marginals = args.marginals or (4 if args.four else 1)
     marginals = dict(list(FOUR.items())[:n_marginals])
     args.workdir.mkdir(parents=True, exist_ok=True)
+    data = args.data.resolve()
+    joined = (args.workdir / "jobs.parquet").resolve() if args.joined else None
+    if joined is not None:
+        write_joined(data, joined)
     spec = args.workdir / "spec.toml"
     spec.write_text(
         spec_text(
-            args.data.resolve(),
+            data,
             marginals,
             args.engine,
             args.max_cells,
             args.driver_memory,
+            joined,
             args.publication_grade,
         )
     )
     floor = args.workdir / "floor.py"
-    floor.write_text(floor_code(args.data.resolve(), marginals))
+    floor.write_text(
+        joined_floor_code(joined, marginals) if joined else floor_code(data, marginals)
+    )
     env = dict(os.environ)
     src = Path(__file__).resolve().parent.parent / "src"
     env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
@@ -274,7 +351,8 @@ def main() -> None:
         med["memory_ratio"] = med["eree_mib"] / med["floor_mib"]
         med["cpu_ratio"] = med["eree_cpu_s"] / med["floor_cpu_s"]
     print(json.dumps({"median": med, "engine": args.engine, "marginals": list(marginals),
-                      "ledger": args.ledger, "machine": machine()}, indent=2))  # fmt: skip
+                      "joined": args.joined, "ledger": args.ledger, "machine": machine()},
+                     indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

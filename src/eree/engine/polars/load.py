@@ -10,13 +10,18 @@ almost always are. :func:`scan_job_tables` therefore
 1. narrows the configuration to the attributes the release uses;
 2. proves, with lazy aggregations over the Parquet files (counts of missing values,
    distinct ids, values outside the declared domains, jobs whose workplace or worker is
-   unknown), that the narrowed input satisfies every rule of docs/design.md#validation that
-   :func:`~eree.data.job_tables.load_job_tables` checks; nothing proportional to the
-   microdata is kept by these checks but hash sets of ids;
+   unknown; for one joined ``jobs`` table, workplace ids with more than one set of
+   workplace attributes), that the narrowed input satisfies every rule of
+   docs/design.md#validation that :func:`~eree.data.job_tables.load_job_tables` checks;
+   nothing proportional to the microdata is kept by these checks but hash sets of ids;
 3. reads only the needed columns: either the per-job frame (workplace ids and worker
    attributes coded as Enums), or, for a release, only the jobs counted per
    establishment and combination of worker attributes (one streaming group-by: all
    the engine needs; the per-job frame is then read only if asked for).
+
+A joined table is read in at most three streaming passes over its needed columns
+(:func:`_scan_joined`): its workplaces, grouped and checked; its worker ids, if it has
+them; with worker attributes, the jobs counted per establishment and attributes.
 
 Tables may be Parquet files or directories of Parquet files (a partitioned table, read
 in sorted file order). When a check fails, or the input is not Parquet with text or
@@ -164,7 +169,10 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
         SpecError, DataValidationError: as :func:`~eree.data.job_tables.load_job_tables`.
     """
     check_config(config)
-    fast = _scan_three(config, lazy_jobs) if config.jobs is None else None
+    if config.jobs is None:
+        fast = _scan_three(config, lazy_jobs)
+    else:
+        fast = _scan_joined(config, config.jobs, lazy_jobs)
     if fast is not None:
         return fast
     dirs = [p for p in config.input_files() if Path(p).is_dir()]
@@ -312,5 +320,146 @@ def _scan_three(config: JobTablesConfig, lazy_jobs: bool) -> JobTables | None:
                 rule="input-changed",
             )
         return canonical_ids(config, jobs)
+
+    return JobTables(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
+
+
+def _column_in_every_file(path: Path, column: str) -> bool | None:
+    """Whether every Parquet file of ``path`` has ``column`` (``None``: only some have it)."""
+    files = parquet_files(path)
+    if files is None:
+        return False
+    try:
+        present = {column in pl.read_parquet_schema(f) for f in files}
+    except Exception:
+        return False
+    return None if len(present) > 1 else present.pop()
+
+
+def _streamed(frame: pl.LazyFrame) -> pl.DataFrame | None:
+    """``frame`` collected by the streaming engine, or ``None`` if Polars fails.
+
+    A value outside an Enum's categories, an unreadable Parquet page or a Rust panic
+    (a ``BaseException``) all hand the input to the eager loader, which names the file,
+    row and column.
+    """
+    try:
+        return frame.collect(engine="streaming")
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        return None
+
+
+def _scan_joined(config: JobTablesConfig, path: Path, lazy_jobs: bool) -> JobTables | None:
+    """The fast path for one joined ``jobs`` table (docs/design.md#validation).
+
+    1. One streaming group-by over the workplace id and attributes counts the jobs of
+       each distinct (id, attributes) and notes its first row. Every workplace rule is
+       proven on that small frame: ids and attributes filled, attributes in their
+       domains, one set of attributes per id (as many distinct ids as rows). It is the
+       workplace frame, in order of first occurrence (as the eager loader gives it), and,
+       without worker attributes, already the jobs counted per establishment.
+    2. A ``worker_id`` column, when the table has one, is proven filled and unique in a
+       pass over that column alone.
+    3. With worker attributes, one more streaming group-by counts the jobs per
+       establishment row (the workplace id coded by its row in the workplace frame) and
+       worker attributes (coded as Enums over their declared domains, which refuses a
+       value outside them).
+    """
+    wid, kid = config.workplace_id, config.worker_id
+    wattrs, kattrs = config.workplace_attributes, config.worker_attributes
+    has_kid = _column_in_every_file(path, kid)
+    if has_kid is None:
+        return None
+    jobs = _scan(path, [wid, *wattrs, *kattrs, *([kid] if has_kid else [])])
+    if jobs is None:
+        return None
+    first = "__eree_first_row"
+    groups = _streamed(
+        jobs.with_row_index(first)
+        .select(first, wid, *wattrs)
+        .group_by(wid, *wattrs)
+        .agg(pl.len().cast(pl.UInt32).alias(JOBS), pl.col(first).min())
+    )
+    if groups is None or groups.height == 0:
+        return None
+    groups = groups.sort(first)
+    wp_cols = [wid, *wattrs]
+    checks = groups.select(
+        pl.col(wid).n_unique().alias("distinct"),
+        *[e for i, c in enumerate(wp_cols) for e in _filled_stats(c, i)],
+        *[
+            _outside(a, config.domains[a]).alias(f"outside_{a}")
+            for a in wattrs
+            if a in config.domains
+        ],
+    ).row(0, named=True)
+    if checks["distinct"] != groups.height:  # an id with two sets of attributes
+        return None
+    if any(v for k, v in checks.items() if k.startswith("outside_")):
+        return None
+    if not all(_filled(groups, c, i, checks) for i, c in enumerate(wp_cols)):
+        return None
+    if has_kid:
+        # filled and unique: strictly increasing ids (the usual layout) need no hash set
+        ids = jobs.select(kid)
+        st = _streamed(
+            ids.select(
+                pl.len().alias("n"),
+                *_filled_stats(kid, 0),
+                (pl.col(kid) > pl.col(kid).shift(1)).fill_null(True).all().alias("increasing"),
+            )
+        )
+        if st is None:
+            return None
+        stats = st.row(0, named=True)
+        if not _filled(ids, kid, 0, stats) or not _unique(ids, kid, stats):
+            return None
+    domains = {a: tuple(config.domains[a]) for a in kattrs}
+    for a in wattrs:
+        if a in config.domains:
+            domains[a] = tuple(config.domains[a])
+    ids_in_order = groups.get_column(wid)
+    workplaces = canonical_ids(config, groups.select(wp_cols))
+
+    def coded() -> pl.LazyFrame:
+        # each job's workplace id coded by its establishment's row, each worker attribute
+        # by its index in the declared domain (a value outside it fails the cast)
+        return jobs.select(
+            pl.col(wid).cast(pl.Enum(ids_in_order)),
+            *[pl.col(a).cast(pl.Enum(list(config.domains[a]))) for a in kattrs],
+        )
+
+    def read_jobs() -> pl.DataFrame | None:
+        frame = _streamed(coded())
+        if frame is None or any(frame.get_column(c).null_count() for c in frame.columns):
+            return None
+        return canonical_ids(config, frame)
+
+    if not lazy_jobs:
+        frame = read_jobs()
+        return None if frame is None else JobTables(workplaces, frame, domains)
+    if kattrs:
+        counts = _streamed(
+            coded()
+            .group_by(wid, *kattrs)
+            .agg(pl.len().cast(pl.UInt32).alias(JOBS))
+            .select(pl.col(wid).to_physical().cast(pl.UInt32).alias(ROW), *kattrs, JOBS)
+        )
+        if counts is None or any(counts.get_column(c).null_count() for c in counts.columns):
+            return None
+    else:  # the jobs of each establishment, counted in the first pass
+        counts = groups.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(ROW), JOBS)
+
+    def jobs_when_asked() -> pl.DataFrame:
+        frame = read_jobs()
+        if frame is None:
+            raise DataValidationError(
+                "the jobs table changed while the release read it; run again",
+                file=str(path),
+                rule="input-changed",
+            )
+        return frame
 
     return JobTables(workplaces, jobs_when_asked, domains, job_counts=counts)  # type: ignore[arg-type]
