@@ -147,9 +147,12 @@ def _se(x: np.ndarray) -> float:
 
 def workload_plan(
     data_dir: Path, workload: Sequence[tuple[str, list[str], float]], mechanism: str,
-    *, alpha: float = 0.1, consistent: bool = True,
+    *, alpha: float = 0.1, consistent: bool = True, variance_calibration: bool = False,
 ) -> Plan:  # fmt: skip
     """A weak ER-EE plan over ``data_dir``'s LODES-like tables for one workload."""
+    pp: dict[str, bool] = {"consistent": consistent, "nonnegative": True, "integer": True}
+    if consistent:
+        pp["variance_calibration"] = variance_calibration
     raw = {
         "name": "publication-eval",
         "data": {"kind": "eree", "workplace": "workplace.parquet",
@@ -157,7 +160,7 @@ def workload_plan(
         "privacy": {"definition": "eree-weak", "alpha": alpha},
         "query": [{"name": n, "by": list(b), "mechanism": mechanism, "epsilon": float(e)}
                   for n, b, e in workload],
-        "postprocess": {"consistent": consistent, "nonnegative": True, "integer": True},
+        "postprocess": pp,
     }  # fmt: skip
     return parse_spec(raw, Path(data_dir))
 
@@ -179,6 +182,7 @@ def evaluate(
     first_seed: int = 0,
     progress: Any = None,
     interrupted: list[str] | None = None,
+    variance_calibration: bool = False,
 ) -> list[MarginalResult]:
     """Seeded releases raw vs post-processed (module docstring) for each shape × mechanism.
 
@@ -202,7 +206,8 @@ def evaluate(
     for done, (w, mech) in enumerate(todo):
         try:
             t0 = time.perf_counter()
-            plan = workload_plan(data_dir, WORKLOADS[w], mech)
+            plan = workload_plan(data_dir, WORKLOADS[w], mech,
+                                 variance_calibration=variance_calibration)  # fmt: skip
             if data is None:
                 data = load_job_tables(plan.data)  # type: ignore[arg-type]
             built = build(plan)

@@ -1,0 +1,151 @@
+r"""Per-release calibration of a public variance model from published values only.
+
+See docs/design.md#post-processing.
+
+The public variance model (:mod:`eree.postprocess.variance_model`) predicts each cell's
+noise variance from public information; its constants were fitted on synthetic data, and
+on other data its level can be off by a factor (2–5× on a small synthetic state). The
+release itself carries the information to correct the level: wherever two released
+marginals nest, a parent cell's published value and the sum of its published child cells
+measure the same number with independent noise, so their discrepancy
+
+.. math:: d_j = \tilde y_{p,j} - \sum_{i \to j} \tilde y_{c,i}
+
+has mean 0 and :math:`E[d_j^2] = \mathrm{Var}\,\tilde y_{p,j} + \sum_{i \to j}
+\mathrm{Var}\,\tilde y_{c,i}`. With one multiplier :math:`c_m` per modelled marginal m
+(the true variance taken as :math:`c_m` times the model's), each parent cell j of each
+released pair is one moment condition
+
+.. math:: r_j = d_j^2 / P_j \approx \sum_m c_m\, a_{jm}, \qquad
+   a_{jm} = V_{jm} / P_j,
+
+where :math:`V_{jm}` is the model variance marginal m contributes to :math:`d_j` and
+:math:`P_j = \sum_m V_{jm}` (dividing by the prediction gives every row about the same
+variance, so that large cells do not drown the small). A marginal whose variance is
+published (Log-Laplace's formula, the DP baselines) has :math:`c_m = 1` fixed and its
+part is subtracted. The multipliers are the least-squares solution of these rows,
+bounded to :data:`BOUNDS`, with one extra row per modelled marginal, :math:`(c_m - 1)\,w`
+(``prior_weight`` w: about one parent cell's worth of evidence that the model is right).
+That row keeps the system solvable where the data cannot tell two multipliers apart —
+a single pair whose parent-to-child variance share is the same in every row identifies
+only one combination of its two multipliers; the regularisation then splits the
+difference toward 1 instead of failing — and keeps a marginal with few parent cells
+close to the model. A modelled marginal that is in no released pair has no row and
+keeps :math:`c_m = 1`.
+
+Inputs are the raw published values (before any clamping or rounding: these would bias
+:math:`d^2`) and model variances at public sizes; nothing confidential is read, so the
+calibration is post-processing of published values and costs no privacy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+__all__ = ["BOUNDS", "VarianceCalibration", "calibrate_variances"]
+
+#: the range a multiplier may take: the model is trusted to within a factor of 20
+BOUNDS = (0.05, 20.0)
+
+
+@dataclass(frozen=True)
+class VarianceCalibration:
+    """The multiplier of each modelled marginal's variance, and the evidence behind it.
+
+    Attributes:
+        multipliers: marginal → c_m (1.0 for a marginal in no released pair).
+        parent_cells: marginal → the parent cells (moment conditions) it enters.
+        pairs: the released pairs used, as (child, parent).
+    """
+
+    multipliers: dict[str, float]
+    parent_cells: dict[str, int] = field(default_factory=dict)
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready (rounded)."""
+        return {
+            "multipliers": {n: round(c, 4) for n, c in self.multipliers.items()},
+            "parent_cells": dict(self.parent_cells),
+        }
+
+
+def calibrate_variances(
+    estimates: Mapping[str, np.ndarray],
+    variances: Mapping[str, np.ndarray],
+    pairs: Mapping[tuple[str, str], np.ndarray],
+    modelled: Mapping[str, float],
+    exact: Mapping[str, np.ndarray] | None = None,
+    *,
+    prior_weight: float = 1.0,
+) -> VarianceCalibration:
+    """Fit one variance multiplier per modelled marginal (module docstring).
+
+    Args:
+        estimates: marginal → its raw published values.
+        variances: marginal → each cell's variance under the model (or the published
+            variance, for a marginal not in ``modelled``).
+        pairs: (child, parent) → for each child cell the row of its parent cell.
+        modelled: the marginals whose variance comes from the model (a multiplier each),
+            each with its floor: the part of every cell's variance that is known exactly
+            (the noise variance at the smallest sensitivity); the multiplier scales only
+            the modelled part above it.
+        exact: marginal → cells published exactly (no noise: no variance, no
+            discrepancy); None: none.
+        prior_weight: the weight w of the rows (c_m − 1)·w pulling each multiplier to 1.
+    """
+    free = [n for n in estimates if n in modelled]
+    col = {n: i for i, n in enumerate(free)}
+    rows_a: list[np.ndarray] = []
+    rows_b: list[np.ndarray] = []
+    entered = dict.fromkeys(free, 0)
+    used: list[tuple[str, str]] = []
+
+    def clean(n: str, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, dtype=np.float64)
+        return v if exact is None else np.where(exact[n], 0.0, v)
+
+    for (c, p), idx in pairs.items():
+        if c not in estimates or p not in estimates or (c not in col and p not in col):
+            continue
+        idx = np.asarray(idx, dtype=np.int64)
+        m = np.asarray(estimates[p]).shape[0]
+        child_sum = np.bincount(idx, weights=clean(c, estimates[c]), minlength=m)
+        d = clean(p, estimates[p]) - child_sum
+        total = np.zeros(m)
+        known = np.zeros(m)
+        free_part: dict[str, np.ndarray] = {}
+        for n, to_parent in ((p, None), (c, idx)):
+            v = clean(n, variances[n])
+            floor = clean(n, np.full(v.shape, modelled.get(n, 0.0))) if n in col else v
+            fixed = np.minimum(floor, v)
+            if to_parent is not None:
+                v = np.bincount(to_parent, weights=v, minlength=m)
+                fixed = np.bincount(to_parent, weights=fixed, minlength=m)
+            total += v
+            known += fixed
+            if n in col:
+                free_part[n] = v - fixed
+        live = np.isfinite(d) & np.isfinite(total) & (total > 0)
+        if not live.any():
+            continue
+        a = np.zeros((int(live.sum()), len(free)))
+        for n, v in free_part.items():
+            a[:, col[n]] += v[live] / total[live]
+            entered[n] += int(live.sum())
+        known = known[live] / total[live]
+        rows_a.append(a)
+        rows_b.append(d[live] ** 2 / total[live] - known)
+        used.append((c, p))
+    if not free:
+        return VarianceCalibration({}, {}, tuple(used))
+    prior = np.eye(len(free)) * prior_weight
+    a_all = np.vstack([*rows_a, prior])
+    b_all = np.concatenate([*rows_b, np.full(len(free), prior_weight)])
+    fit = lsq_linear(a_all, b_all, bounds=BOUNDS)
+    mult = {n: (float(fit.x[col[n]]) if entered[n] else 1.0) for n in free}
+    return VarianceCalibration(mult, {n: entered[n] for n in free}, tuple(used))
