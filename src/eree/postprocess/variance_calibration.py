@@ -44,12 +44,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import lsq_linear
+from scipy.optimize import least_squares
 
 __all__ = ["BOUNDS", "VarianceCalibration", "calibrate_variances"]
 
 #: the range a multiplier may take: the model is trusted to within a factor of 20
 BOUNDS = (0.05, 20.0)
+#: E|Z| of a unit-variance Gaussian, √(2/π): the sum of many comparable noises
+MEAN_ABS_GAUSSIAN = float(np.sqrt(2.0 / np.pi))
+#: E|Z| of one unit-variance Laplace noise, 1/√2 — and of Smooth Gamma's density
+#: (√2/π)/(1 + z⁴), also 1/√2
+MEAN_ABS_ONE = float(1.0 / np.sqrt(2.0))
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,8 @@ def calibrate_variances(
     free = [n for n in estimates if n in modelled]
     col = {n: i for i, n in enumerate(free)}
     rows_a: list[np.ndarray] = []
-    rows_b: list[np.ndarray] = []
+    rows_known: list[np.ndarray] = []
+    rows_y: list[np.ndarray] = []
     entered = dict.fromkeys(free, 0)
     used: list[tuple[str, str]] = []
 
@@ -118,16 +124,20 @@ def calibrate_variances(
         d = clean(p, estimates[p]) - child_sum
         total = np.zeros(m)
         known = np.zeros(m)
+        squares = np.zeros(m)  # Σ of squared variances of the terms of d (their spread)
         free_part: dict[str, np.ndarray] = {}
         for n, to_parent in ((p, None), (c, idx)):
             v = clean(n, variances[n])
             floor = clean(n, np.full(v.shape, modelled.get(n, 0.0))) if n in col else v
             fixed = np.minimum(floor, v)
+            sq = v * v
             if to_parent is not None:
                 v = np.bincount(to_parent, weights=v, minlength=m)
                 fixed = np.bincount(to_parent, weights=fixed, minlength=m)
+                sq = np.bincount(to_parent, weights=sq, minlength=m)
             total += v
             known += fixed
+            squares += sq
             if n in col:
                 free_part[n] = v - fixed
         live = np.isfinite(d) & np.isfinite(total) & (total > 0)
@@ -137,15 +147,29 @@ def calibrate_variances(
         for n, v in free_part.items():
             a[:, col[n]] += v[live] / total[live]
             entered[n] += int(live.sum())
-        known = known[live] / total[live]
+        kappa = MEAN_ABS_GAUSSIAN - (MEAN_ABS_GAUSSIAN - MEAN_ABS_ONE) * (
+            squares[live] / total[live] ** 2
+        )
         rows_a.append(a)
-        rows_b.append(d[live] ** 2 / total[live] - known)
+        rows_known.append(known[live] / total[live])
+        rows_y.append(np.abs(d[live]) / (kappa * np.sqrt(total[live])))
         used.append((c, p))
     if not free:
         return VarianceCalibration({}, {}, tuple(used))
-    prior = np.eye(len(free)) * prior_weight
-    a_all = np.vstack([*rows_a, prior])
-    b_all = np.concatenate([*rows_b, np.full(len(free), prior_weight)])
-    fit = lsq_linear(a_all, b_all, bounds=BOUNDS)
+    if not rows_a:
+        return VarianceCalibration(dict.fromkeys(free, 1.0), entered, tuple(used))
+    a_all = np.vstack(rows_a)
+    k_all = np.concatenate(rows_known)
+    y_all = np.concatenate(rows_y)
+
+    def residuals(c: np.ndarray) -> np.ndarray:
+        q = np.sqrt(np.maximum(k_all + a_all @ c, 1e-12))
+        return np.concatenate([y_all - q, prior_weight * (c - 1.0)])
+
+    def jacobian(c: np.ndarray) -> np.ndarray:
+        q = np.sqrt(np.maximum(k_all + a_all @ c, 1e-12))
+        return np.vstack([-a_all / (2.0 * q[:, None]), prior_weight * np.eye(len(free))])
+
+    fit = least_squares(residuals, np.ones(len(free)), jac=jacobian, bounds=BOUNDS)
     mult = {n: (float(fit.x[col[n]]) if entered[n] else 1.0) for n in free}
     return VarianceCalibration(mult, {n: entered[n] for n in free}, tuple(used))
