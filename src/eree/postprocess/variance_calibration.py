@@ -5,36 +5,46 @@ See docs/design.md#post-processing.
 The public variance model (:mod:`eree.postprocess.variance_model`) predicts each cell's
 noise variance from public information; its constants were fitted on synthetic data, and
 on other data its level can be off by a factor (2–5× on a small synthetic state). The
-release itself carries the information to correct the level: wherever two released
-marginals nest, a parent cell's published value and the sum of its published child cells
-measure the same number with independent noise, so their discrepancy
+release itself carries information on the level: wherever two released marginals nest, a
+parent cell's published value and the sum of its published child cells measure the same
+number with independent noise, so their discrepancy
 
 .. math:: d_j = \tilde y_{p,j} - \sum_{i \to j} \tilde y_{c,i}
 
 has mean 0 and :math:`E[d_j^2] = \mathrm{Var}\,\tilde y_{p,j} + \sum_{i \to j}
-\mathrm{Var}\,\tilde y_{c,i}`. With one multiplier :math:`c_m` per modelled marginal m
-(the true variance taken as :math:`c_m` times the model's), each parent cell j of each
-released pair is one moment condition
+\mathrm{Var}\,\tilde y_{c,i}`.
 
-.. math:: r_j = d_j^2 / P_j \approx \sum_m c_m\, a_{jm}, \qquad
-   a_{jm} = V_{jm} / P_j,
+**What is fitted.** A modelled cell's variance is :math:`F + (V - F)`: the floor
+:math:`F = V_0 + V_1 S_{\min}^2` (the noise variance at the smallest sensitivity, known
+exactly: public parameters) plus the part the model predicts from the modelled x_v. One
+multiplier :math:`c_m` per modelled marginal m scales only that part,
+:math:`F + c_m (V - F)`; a marginal whose variance is published (Log-Laplace's formula,
+the DP baselines) is known (no multiplier). Each parent cell j of each released pair is
+then one condition
 
-where :math:`V_{jm}` is the model variance marginal m contributes to :math:`d_j` and
-:math:`P_j = \sum_m V_{jm}` (dividing by the prediction gives every row about the same
-variance, so that large cells do not drown the small). A marginal whose variance is
-published (Log-Laplace's formula, the DP baselines) has :math:`c_m = 1` fixed and its
-part is subtracted. The multipliers are the least-squares solution of these rows,
-bounded to :data:`BOUNDS`, with one extra row per modelled marginal, :math:`(c_m - 1)\,w`
-(``prior_weight`` w: about one parent cell's worth of evidence that the model is right).
-That row keeps the system solvable where the data cannot tell two multipliers apart —
-a single pair whose parent-to-child variance share is the same in every row identifies
-only one combination of its two multipliers; the regularisation then splits the
-difference toward 1 instead of failing — and keeps a marginal with few parent cells
-close to the model. A modelled marginal that is in no released pair has no row and
-keeps :math:`c_m = 1`.
+.. math:: E[d_j^2] / P_j = K_j + \sum_m c_m\, a_{jm}, \qquad a_{jm} = E_{jm} / P_j,
+
+with :math:`P_j` the model's variance of :math:`d_j`, :math:`K_j P_j` its known part and
+:math:`E_{jm}` the modelled part marginal m contributes (dividing by :math:`P_j` gives the
+rows comparable weight, so that a few large cells do not decide the fit).
+
+**How.** Smooth Gamma's noise has no fourth moment, so :math:`d_j^2` has no variance; the
+fit uses :math:`|d_j|` instead: :math:`E|d_j| = \kappa_j \sqrt{E d_j^2}`, with
+:math:`\kappa = 1/\sqrt 2` for one Laplace or Smooth Gamma noise (both have
+:math:`E|Z| = 1/\sqrt 2` at unit variance) and :math:`\sqrt{2/\pi}` for a sum of many;
+:math:`\kappa_j` is interpolated between the two by :math:`\sum w^2`, w the terms'
+variance shares. The multipliers minimise
+:math:`\sum_j (|d_j| / (\kappa_j \sqrt{P_j}) - \sqrt{K_j + \sum_m c_m a_{jm}})^2 +
+w^2 \sum_m (c_m - 1)^2`, bounded to :data:`BOUNDS`. The last term (``prior_weight`` w,
+about one parent cell's worth of evidence that the model is right) keeps the problem
+solvable where the data cannot separate two multipliers — one pair whose parent-to-child
+variance share is the same in every row identifies only one combination of its two
+multipliers; the difference is then split toward 1 instead of failing — and keeps a
+marginal with few parent cells near the model. A modelled marginal in no released pair
+has no row and keeps :math:`c_m = 1`.
 
 Inputs are the raw published values (before any clamping or rounding: these would bias
-:math:`d^2`) and model variances at public sizes; nothing confidential is read, so the
+:math:`d`) and model variances at public sizes; nothing confidential is read, so the
 calibration is post-processing of published values and costs no privacy.
 """
 
@@ -144,15 +154,16 @@ def calibrate_variances(
         if not live.any():
             continue
         a = np.zeros((int(live.sum()), len(free)))
+        scale = total[live]
         for n, v in free_part.items():
-            a[:, col[n]] += v[live] / total[live]
+            a[:, col[n]] += v[live] / scale
             entered[n] += int(live.sum())
         kappa = MEAN_ABS_GAUSSIAN - (MEAN_ABS_GAUSSIAN - MEAN_ABS_ONE) * (
             squares[live] / total[live] ** 2
         )
         rows_a.append(a)
-        rows_known.append(known[live] / total[live])
-        rows_y.append(np.abs(d[live]) / (kappa * np.sqrt(total[live])))
+        rows_known.append(known[live] / scale)
+        rows_y.append(np.abs(d[live]) / (kappa * np.sqrt(scale)))
         used.append((c, p))
     if not free:
         return VarianceCalibration({}, {}, tuple(used))

@@ -417,8 +417,9 @@ def publication_tables(
                     "discrepancies between released parent cells and the sums of their "
                     "child cells)"
                 )
+            mult = calibration.multipliers
             guard_inputs = [
-                _scaled_guard(g, calibration.multipliers.get(g.name, 1.0), modelled.get(g.name, 0.0))
+                _scaled_guard(g, mult.get(g.name, 1.0), modelled.get(g.name, 0.0))
                 for g in guard_inputs
             ]
         solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
