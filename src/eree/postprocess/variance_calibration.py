@@ -89,6 +89,11 @@ class VarianceCalibration:
         }
 
 
+def _sum_to(x: np.ndarray, parent: np.ndarray | None, cells: int) -> np.ndarray:
+    """``x`` per parent cell: summed over each parent's child cells (parent None: as is)."""
+    return x if parent is None else np.bincount(parent, weights=x, minlength=cells)
+
+
 def calibrate_variances(
     estimates: Mapping[str, np.ndarray],
     variances: Mapping[str, np.ndarray],
@@ -115,9 +120,7 @@ def calibrate_variances(
     """
     free = [n for n in estimates if n in modelled]
     col = {n: i for i, n in enumerate(free)}
-    rows_a: list[np.ndarray] = []
-    rows_known: list[np.ndarray] = []
-    rows_y: list[np.ndarray] = []
+    rows: list[tuple[np.ndarray, ...]] = []
     entered = dict.fromkeys(free, 0)
     used: list[tuple[str, str]] = []
 
@@ -130,57 +133,46 @@ def calibrate_variances(
             continue
         idx = np.asarray(idx, dtype=np.int64)
         m = np.asarray(estimates[p]).shape[0]
-        child_sum = np.bincount(idx, weights=clean(c, estimates[c]), minlength=m)
-        d = clean(p, estimates[p]) - child_sum
-        total = np.zeros(m)
-        known = np.zeros(m)
-        squares = np.zeros(m)  # Σ of squared variances of the terms of d (their spread)
-        free_part: dict[str, np.ndarray] = {}
+        d = clean(p, estimates[p]) - np.bincount(idx, weights=clean(c, estimates[c]), minlength=m)
+        # per parent cell, the variance of d is known + Σ_m c_m·free_m, and the sum of its
+        # terms' squared variances sq0 + Σ_m (c_m·sq1_m + c_m²·sq2_m) (for κ)
+        known, sq0 = np.zeros(m), np.zeros(m)
+        free_part = np.zeros((m, len(free)))
+        sq1, sq2 = np.zeros((m, len(free))), np.zeros((m, len(free)))
         for n, to_parent in ((p, None), (c, idx)):
             v = clean(n, variances[n])
-            floor = clean(n, np.full(v.shape, modelled.get(n, 0.0))) if n in col else v
-            fixed = np.minimum(floor, v)
-            sq = v * v
-            if to_parent is not None:
-                v = np.bincount(to_parent, weights=v, minlength=m)
-                fixed = np.bincount(to_parent, weights=fixed, minlength=m)
-                sq = np.bincount(to_parent, weights=sq, minlength=m)
-            total += v
-            known += fixed
-            squares += sq
+            fixed = np.minimum(clean(n, np.full(v.shape, modelled[n])), v) if n in col else v
+            extra = v - fixed
+
+            known += _sum_to(fixed, to_parent, m)
+            sq0 += _sum_to(fixed * fixed, to_parent, m)
             if n in col:
-                free_part[n] = v - fixed
+                free_part[:, col[n]] += _sum_to(extra, to_parent, m)
+                sq1[:, col[n]] += _sum_to(2.0 * fixed * extra, to_parent, m)
+                sq2[:, col[n]] += _sum_to(extra * extra, to_parent, m)
+        total = known + free_part.sum(axis=1)
         live = np.isfinite(d) & np.isfinite(total) & (total > 0)
         if not live.any():
             continue
-        a = np.zeros((int(live.sum()), len(free)))
-        scale = total[live]
-        for n, v in free_part.items():
-            a[:, col[n]] += v[live] / scale
-            entered[n] += int(live.sum())
-        kappa = MEAN_ABS_GAUSSIAN - (MEAN_ABS_GAUSSIAN - MEAN_ABS_ONE) * (
-            squares[live] / total[live] ** 2
-        )
-        rows_a.append(a)
-        rows_known.append(known[live] / scale)
-        rows_y.append(np.abs(d[live]) / (kappa * np.sqrt(scale)))
+        t = total[live]
+        t2 = (t * t)[:, None]
+        rows.append((np.abs(d[live]) / np.sqrt(t), known[live] / t, free_part[live] / t[:, None],
+                     sq0[live] / t2[:, 0], sq1[live] / t2, sq2[live] / t2))  # fmt: skip
+        for n in col:
+            entered[n] += int(live.sum()) if n in (c, p) else 0
         used.append((c, p))
     if not free:
         return VarianceCalibration({}, {}, tuple(used))
-    if not rows_a:
+    if not rows:
         return VarianceCalibration(dict.fromkeys(free, 1.0), entered, tuple(used))
-    a_all = np.vstack(rows_a)
-    k_all = np.concatenate(rows_known)
-    y_all = np.concatenate(rows_y)
+    y, k, a, s0, s1, s2 = (np.concatenate([r[i] for r in rows]) for i in range(6))
 
-    def residuals(c: np.ndarray) -> np.ndarray:
-        q = np.sqrt(np.maximum(k_all + a_all @ c, 1e-12))
-        return np.concatenate([y_all - q, prior_weight * (c - 1.0)])
+    def residuals(cm: np.ndarray) -> np.ndarray:
+        q = np.maximum(k + a @ cm, 1e-12)  # Var d / the model's, under the multipliers
+        spread = (s0 + s1 @ cm + s2 @ (cm * cm)) / (q * q)  # Σ w² of d's terms
+        kappa = MEAN_ABS_GAUSSIAN - (MEAN_ABS_GAUSSIAN - MEAN_ABS_ONE) * np.clip(spread, 0, 1)
+        return np.concatenate([y - kappa * np.sqrt(q), prior_weight * (cm - 1.0)])
 
-    def jacobian(c: np.ndarray) -> np.ndarray:
-        q = np.sqrt(np.maximum(k_all + a_all @ c, 1e-12))
-        return np.vstack([-a_all / (2.0 * q[:, None]), prior_weight * np.eye(len(free))])
-
-    fit = least_squares(residuals, np.ones(len(free)), jac=jacobian, bounds=BOUNDS)
+    fit = least_squares(residuals, np.ones(len(free)), bounds=BOUNDS)
     mult = {n: (float(fit.x[col[n]]) if entered[n] else 1.0) for n in free}
     return VarianceCalibration(mult, {n: entered[n] for n in free}, tuple(used))
