@@ -410,7 +410,7 @@ def publication_tables(
             for n, cn in calibration.multipliers.items():
                 f = modelled[n]
                 at_size[n] = _scaled(at_size[n], cn, f)
-                var[n] = np.where(exact[n], 0.0, f + cn * (var[n] - f))
+                var[n] = np.where(exact[n], 0.0, f + cn * np.maximum(var[n] - f, 0.0))
                 weights[n] += (
                     f"; its part above the smallest sensitivity's variance ({f:.6g}) times "
                     f"{cn:.4g}: the model calibrated on this release's published values (the "
