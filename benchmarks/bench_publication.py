@@ -11,6 +11,7 @@
    against the synthetic truth (a benchmark on synthetic data: the truth is shareable).
 
     python benchmarks/bench_publication.py --data /tmp/pa [--workdir /tmp/eree-pub] [--seed 1]
+        [--variance-calibration]
 
 Make the data with ``eree synth lodes --wac ../shared/data/lodes/pa_wac_S000_JT00_2015.csv.gz
 --out /tmp/pa --seed 1``.
@@ -36,6 +37,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/eree-pub"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--variance-calibration", action="store_true",
+                    help="[postprocess] variance_calibration = true")  # fmt: skip
     ap.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "publication.json"
     )
@@ -72,8 +75,9 @@ def main() -> None:
         from eree.mechanisms.base import Measurement
         from eree.release.publication import publication_tables
         plan = load_spec({str(spec)!r})
-        plan = replace(plan, postprocess=PostprocessSpec(nonnegative=True, integer=True,
-                                                         consistent=True))
+        plan = replace(plan, postprocess=PostprocessSpec(
+            nonnegative=True, integer=True, consistent=True,
+            variance_calibration={args.variance_calibration!r}))
         built = build(plan)
         tables = []
         for q in plan.queries:   # the published files, nothing else
@@ -91,7 +95,8 @@ def main() -> None:
         for t_ in out:
             t_.table.write_parquet({str(work)!r} + f"/post_{{t_.name}}.parquet")
         print(json.dumps({{"postprocess_s": dt, "peak_rss_before_mib": rss0,
-                           "peak_rss_after_mib": rss1, "tree": entry["tree"]}}))
+                           "peak_rss_after_mib": rss1, "tree": entry["tree"],
+                           "variance_calibration": entry.get("variance_calibration")}}))
     """)
     runs = []
     for _ in range(args.runs):

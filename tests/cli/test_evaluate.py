@@ -217,3 +217,34 @@ def test_publication_grade_gedp_tables_tabulated_from_the_microdata_vs_raw(tmp_p
                                      "--gedp-spec", str(lodes / "release.toml")])  # fmt: skip
     assert lodes_spec.exit_code == 2 and "not an establishment" in lodes_spec.output
     assert not (tmp_path / "bad").exists()
+
+
+def test_publication_grade_reports_oracle_bias_and_variance_calibration(tmp_path):
+    from eree.cli import app as eree_app
+    from eree.cli.evaluate import publication_grade
+
+    data = tmp_path / "synth"
+    made = CliRunner().invoke(eree_app, ["synth", "lodes", "--out", str(data), "--jobs", "3000"])
+    assert made.exit_code == 0, made.output
+    app = _app("publication-grade", publication_grade)
+    runs = {}
+    for flag in ([], ["--variance-calibration"]):
+        out = tmp_path / f"pub{len(flag)}"
+        args = ["publication-grade", "--data", str(data), "--out", str(out), "--seeds", "2",
+                "--workloads", "chain-county", "--mechanisms", "smooth_laplace",
+                "--calibration-seeds", "0", *flag]  # fmt: skip
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        runs[bool(flag)] = json.loads((out / "publication_eval.json").read_text())
+        md = (out / "publication_eval.md").read_text()
+        assert "oracle L1" in md and "not publishable" in md and "bias of each marginal" in md
+    for cal, doc in runs.items():
+        assert doc["meta"]["variance_calibration"] is cal
+        for r in doc["marginals"]:
+            assert r["oracle"] > 0 and r["oracle_ratio"] == pytest.approx(r["raw"] / r["oracle"])
+            assert r["raw_bias_se"] > 0 and isinstance(r["post_bias_beyond_3se"], bool)
+    # the same seeds: raw identical, oracle identical (it does not use the public model)
+    off, on = (sorted(runs[c]["marginals"], key=lambda r: r["marginal"]) for c in (False, True))
+    assert [r["raw"] for r in off] == [r["raw"] for r in on]
+    assert [r["oracle"] for r in off] == [r["oracle"] for r in on]
+    assert [r["post"] for r in off] != [r["post"] for r in on]  # the option took effect

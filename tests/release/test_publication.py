@@ -336,3 +336,64 @@ def test_the_report_names_the_tables_left_unadjusted_and_why(nested):
     for name in QUERIES:
         if name not in kept:
             assert f"{name}: published as its own values" not in text
+
+
+POST = "consistent = true\nnonnegative = true\ninteger = true\n"
+
+
+def test_variance_calibration_fits_one_multiplier_per_modelled_marginal(nested):
+    # [postprocess] variance_calibration: each marginal weighted by the public model
+    # (Smooth Laplace, Smooth Gamma) gets a multiplier fitted to the release's own
+    # parent/child discrepancies; a published variance (Log-Laplace's county) gets none
+    tables, manifest = _release(nested, POST + "variance_calibration = true\n", tag="cal")
+    pp = manifest["postprocess"]
+    cal = pp["variance_calibration"]
+    modelled = {n for n, (mech, _) in MECH.items() if n in QUERIES and mech != "log_laplace"}
+    assert set(cal["multipliers"]) == modelled
+    assert all(0.05 <= c <= 20 for c in cal["multipliers"].values())
+    assert all(cal["parent_cells"][n] > 0 for n in modelled)
+    assert "no privacy cost" in cal["method"]
+    assert "calibrated on this release's published values" in pp["weights"]["tract_industry"]
+    assert "calibrated" not in pp["weights"]["county"]
+    kept = pp.get("kept_own_values", {})
+    _check_pairs(nested, tables, QUERIES, [n for n in QUERIES if n not in kept])
+    _, default = _release(nested, POST, tag="nocal")
+    assert "variance_calibration" not in default["postprocess"]  # off by default
+
+
+def test_a_model_that_underpredicts_gets_larger_multipliers(nested, monkeypatch):
+    # the same published values (same seed) weighted by a model whose largest-share
+    # constant is 20 times smaller: its modelled variance above the floor is smaller
+    # everywhere, so the multipliers fitted to the same discrepancies can only grow
+    import functools
+
+    from eree.postprocess.variance_model import SmoothVarianceModel
+
+    post = POST + "variance_calibration = true\n"
+    _, base = _release(nested, post, tag="m1")
+    monkeypatch.setattr("eree.release.publication.SmoothVarianceModel",
+                        functools.partial(SmoothVarianceModel, scale=5.05 / 20))  # fmt: skip
+    _, small = _release(nested, post, tag="m2")
+    a = base["postprocess"]["variance_calibration"]["multipliers"]
+    b = small["postprocess"]["variance_calibration"]["multipliers"]
+    assert all(b[n] >= a[n] for n in a)
+    assert sum(b[n] > 1.5 * a[n] for n in a) >= 2  # not vacuous: the fit moved
+
+
+def test_variance_calibration_needs_consistency_and_er_ee(tmp_path):
+    raw = tomllib.loads(_spec("variance_calibration = true\n"))
+    with pytest.raises(SpecError, match="needs consistent = true"):
+        parse_spec(raw, tmp_path)
+    est = {
+        "name": "e",
+        "data": {"kind": "establishments", "path": "x.csv", "confidential": ["m1emp"]},
+        "privacy": {"definition": "gedp", "neighbor": "sqrt", "distance": {"m1emp": 0.5}},
+        "query": [{"name": "identity", "by": "identity", "mechanism": "psi",
+                   "mu": {"m1emp": 0.5}}],
+        "postprocess": {"variance_calibration": True},
+    }  # fmt: skip
+    with pytest.raises(SpecError, match="variance_calibration applies to ER-EE"):
+        parse_spec(est, tmp_path)
+    with pytest.raises(SpecError, match="true or false"):
+        parse_spec(tomllib.loads(_spec('consistent = true\nvariance_calibration = "yes"\n')),
+                   tmp_path)  # fmt: skip

@@ -327,6 +327,14 @@ def publication_grade(
             "(consistent = true, nonnegative = true) vs the raw tables"
         ),
     ] = None,
+    variance_calibration: Annotated[
+        bool,
+        typer.Option(
+            "--variance-calibration",
+            help="release with [postprocess] variance_calibration = true (the variance "
+            "model's level fitted per marginal to each release's parent/child discrepancies)",
+        ),
+    ] = False,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
@@ -336,8 +344,11 @@ def publication_grade(
     attributes, the LODES WAC shape, Haney Workloads 1 and 3) and each mechanism (Smooth
     Laplace, Smooth Gamma, Log-Laplace; weak ER-EE, α = 0.1): SEEDS seeded releases with
     [postprocess] consistent, nonnegative and integer; the mean L1 error per cell of every
-    marginal raw and post-processed with its Monte Carlo standard error, and the public
-    variance model's calibration (predicted against realised variance by size class).
+    marginal raw and post-processed with its Monte Carlo standard error, next to an
+    oracle (the same least squares weighted by the true noise variances: evaluation
+    only, not publishable); the mean bias of every marginal's total; and the public
+    variance model's calibration (predicted against realised variance by size class,
+    before and after the per-release calibration).
     With --gedp-spec, the same for an establishment (GEDP) release: every table
     tabulated from the WLS microdata against the mechanism's raw table.
     Writes publication_eval.md, publication_eval.json and calibration.csv to OUT. Ctrl-C
@@ -386,6 +397,7 @@ def publication_grade(
                 seeds=seeds,
                 progress=lambda m: bar.update(task, advance=1, description=escape(m)),
                 interrupted=stopped,
+                variance_calibration=variance_calibration,
             )
             cals = {}
             for m in cal_mechs if not stopped else []:
@@ -407,6 +419,7 @@ def publication_grade(
         meta: dict[str, Any] = {
             "data": str(data), "seeds": seeds, "workloads": list(ws), "mechanisms": list(ms),
             "calibration_seeds": calibration_seeds,
+            "variance_calibration": variance_calibration,
             "gedp_spec": None if gedp_spec is None else str(gedp_spec),
             "random": "seeded (numpy PCG64, seeds 0 … SEEDS − 1): NOT FOR PUBLICATION",
             "seconds": round(time.perf_counter() - t0, 1),

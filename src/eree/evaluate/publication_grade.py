@@ -33,7 +33,7 @@ from eree.mechanisms.noise import SeededNoise
 from eree.release.build import build, split_by
 from eree.release.counts import count_tables
 from eree.release.publication import establishments_per_cell, smooth_model, variance_proxy
-from eree.release.spec import Plan, PostprocessSpec, parse_spec
+from eree.release.spec import Plan, parse_spec
 
 __all__ = [
     "CALIBRATED",
@@ -114,6 +114,13 @@ class MarginalResult:
         worse: seeds where post-processing was worse.
         seeds: releases.
         own: seeds where the marginal kept its own values (the never-worse guard).
+        oracle, oracle_se: mean L1 of the same least squares (consistent, non-negative,
+            integer; every marginal, no guard) weighted by each cell's *true* noise
+            variance — evaluation only, it reads the confidential x_v and n: the best any
+            weighting can do, never publishable (nan where not computed).
+        raw_bias, raw_bias_se: mean over the seeds of the marginal's raw total minus its
+            true total, and its Monte Carlo SE.
+        post_bias, post_bias_se: the same for the post-processed total.
     """
 
     workload: str
@@ -128,11 +135,32 @@ class MarginalResult:
     worse: int
     seeds: int
     own: int
+    oracle: float = math.nan
+    oracle_se: float = math.nan
+    raw_bias: float = math.nan
+    raw_bias_se: float = math.nan
+    post_bias: float = math.nan
+    post_bias_se: float = math.nan
 
     @property
     def ratio(self) -> float:
         """Raw / post (> 1: post-processing helps)."""
         return self.raw / self.post if self.post > 0 else math.inf
+
+    @property
+    def oracle_ratio(self) -> float:
+        """Raw / oracle: the gain of the true-variance weighting (nan if not computed)."""
+        return self.raw / self.oracle if self.oracle > 0 else math.nan
+
+    @property
+    def raw_biased(self) -> bool:
+        """The raw total's mean bias exceeds three Monte Carlo SE."""
+        return abs(self.raw_bias) > 3.0 * self.raw_bias_se
+
+    @property
+    def post_biased(self) -> bool:
+        """The post-processed total's mean bias exceeds three Monte Carlo SE."""
+        return abs(self.post_bias) > 3.0 * self.post_bias_se
 
     @property
     def worse_beyond_2se(self) -> bool:
@@ -147,9 +175,12 @@ def _se(x: np.ndarray) -> float:
 
 def workload_plan(
     data_dir: Path, workload: Sequence[tuple[str, list[str], float]], mechanism: str,
-    *, alpha: float = 0.1, consistent: bool = True,
+    *, alpha: float = 0.1, consistent: bool = True, variance_calibration: bool = False,
 ) -> Plan:  # fmt: skip
     """A weak ER-EE plan over ``data_dir``'s LODES-like tables for one workload."""
+    pp: dict[str, bool] = {"consistent": consistent, "nonnegative": True, "integer": True}
+    if consistent:
+        pp["variance_calibration"] = variance_calibration
     raw = {
         "name": "publication-eval",
         "data": {"kind": "eree", "workplace": "workplace.parquet",
@@ -157,7 +188,7 @@ def workload_plan(
         "privacy": {"definition": "eree-weak", "alpha": alpha},
         "query": [{"name": n, "by": list(b), "mechanism": mechanism, "epsilon": float(e)}
                   for n, b, e in workload],
-        "postprocess": {"consistent": consistent, "nonnegative": True, "integer": True},
+        "postprocess": pp,
     }  # fmt: skip
     return parse_spec(raw, Path(data_dir))
 
@@ -179,6 +210,7 @@ def evaluate(
     first_seed: int = 0,
     progress: Any = None,
     interrupted: list[str] | None = None,
+    variance_calibration: bool = False,
 ) -> list[MarginalResult]:
     """Seeded releases raw vs post-processed (module docstring) for each shape × mechanism.
 
@@ -193,6 +225,7 @@ def evaluate(
             appended to this list and the results so far are returned. Otherwise Ctrl-C
             propagates.
     """
+    from eree.evaluate.publication_oracle import oracle_solution
     from eree.release.publication import publication_tables
 
     engine = PolarsEngine()
@@ -202,29 +235,45 @@ def evaluate(
     for done, (w, mech) in enumerate(todo):
         try:
             t0 = time.perf_counter()
-            plan = workload_plan(data_dir, WORKLOADS[w], mech)
+            plan = workload_plan(data_dir, WORKLOADS[w], mech,
+                                 variance_calibration=variance_calibration)  # fmt: skip
             if data is None:
                 data = load_job_tables(plan.data)  # type: ignore[arg-type]
             built = build(plan)
             truth = _truth(plan, data, engine)
-            raw: dict[str, list[float]] = {q.name: [] for q in plan.queries}
-            post: dict[str, list[float]] = {q.name: [] for q in plan.queries}
-            own: dict[str, int] = {q.name: 0 for q in plan.queries}
+            names = [q.name for q in plan.queries]
+            raw: dict[str, list[float]] = {n: [] for n in names}
+            post: dict[str, list[float]] = {n: [] for n in names}
+            orc: dict[str, list[float]] = {n: [] for n in names}
+            raw_b: dict[str, list[float]] = {n: [] for n in names}
+            post_b: dict[str, list[float]] = {n: [] for n in names}
+            own: dict[str, int] = dict.fromkeys(names, 0)
             for s in range(first_seed, first_seed + seeds):
                 tables = list(count_tables(built, data, engine, SeededNoise(s)))
                 out, entry = publication_tables(built, tables, data.workplaces)
+                best = oracle_solution(built, tables, truth, data.workplaces)
                 for t, p in zip(tables, out, strict=True):
                     n = truth[t.name]["count"].to_numpy().astype(np.float64)
-                    raw[t.name].append(float(np.abs(t.table["jobs"].to_numpy() - n).mean()))
-                    post[t.name].append(float(np.abs(p.table["jobs"].to_numpy() - n).mean()))
+                    r = t.table["jobs"].to_numpy().astype(np.float64)
+                    x = p.table["jobs"].to_numpy().astype(np.float64)
+                    raw[t.name].append(float(np.abs(r - n).mean()))
+                    post[t.name].append(float(np.abs(x - n).mean()))
+                    raw_b[t.name].append(float(r.sum() - n.sum()))
+                    post_b[t.name].append(float(x.sum() - n.sum()))
+                    if t.name in best:
+                        orc[t.name].append(float(np.abs(best[t.name] - n).mean()))
                     if t.name in entry.get("kept_own_values", {}):
                         own[t.name] += 1
             rows = []
             for q in plan.queries:
                 a, b = np.array(raw[q.name]), np.array(post[q.name])
+                o = np.array(orc[q.name])
+                ra, pb = np.array(raw_b[q.name]), np.array(post_b[q.name])
                 rows.append(MarginalResult(
                     w, mech, q.name, truth[q.name].height, float(a.mean()), _se(a),
                     float(b.mean()), _se(b), _se(b - a), int((b > a).sum()), a.size, own[q.name],
+                    float(o.mean()) if o.size else math.nan, _se(o) if o.size else math.nan,
+                    float(ra.mean()), _se(ra), float(pb.mean()), _se(pb),
                 ))  # fmt: skip
             results.extend(rows)
             if progress is not None:
@@ -273,6 +322,7 @@ def evaluate_gedp(
     frame: pl.DataFrame = data.frame
     raw: dict[str, list[float]] = {}
     post: dict[str, list[float]] = {}
+    bias: dict[str, list[tuple[float, float]]] = {}
     cells: dict[str, int] = {}
     mech: dict[str, str] = {}
     truth: dict[str, np.ndarray] = {}
@@ -307,39 +357,76 @@ def evaluate_gedp(
                 p = t.table[attr].to_numpy().astype(np.float64)
                 raw[name].append(float(np.abs(r - n).mean()))
                 post[name].append(float(np.abs(p - n).mean()))
+                bias.setdefault(name, []).append((float(r.sum() - n.sum()),
+                                                  float(p.sum() - n.sum())))  # fmt: skip
         if progress is not None:
             progress(f"{plan.name}: release {s - first_seed + 1} of {seeds}")
     out = []
     for name in raw:
         ra, pa = np.array(raw[name]), np.array(post[name])
+        b = np.array(bias[name])
         out.append(MarginalResult(
             plan.name, mech[name], name, cells[name], float(ra.mean()), _se(ra),
             float(pa.mean()), _se(pa), _se(pa - ra), int((pa > ra).sum()), ra.size,
-            kept.get(name, 0),
+            kept.get(name, 0), raw_bias=float(b[:, 0].mean()), raw_bias_se=_se(b[:, 0]),
+            post_bias=float(b[:, 1].mean()), post_bias_se=_se(b[:, 1]),
         ))  # fmt: skip
     if progress is not None:
         progress(f"{plan.name}: {seeds} releases in {time.perf_counter() - t0:.1f} s")
     return out
 
 
+def _cell(x: float, se: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.3g} ± {se:.2g}"
+
+
 def results_markdown(results: Sequence[MarginalResult]) -> str:
-    """One Markdown table per workload: mean L1 per marginal, raw vs post-processed ± SE."""
+    """One Markdown table per workload: mean L1 per marginal, raw vs post-processed ± SE.
+
+    With the oracle computed, two more columns: the oracle's mean L1 and raw / oracle
+    (the gain of the true-variance weighting: evaluation only, not publishable). Then a
+    second table per workload: the mean bias of each marginal's total, raw and
+    post-processed, ± Monte Carlo SE, flagged where it exceeds 3 SE.
+    """
     lines: list[str] = []
     for w in dict.fromkeys(r.workload for r in results):
-        lines += [f"#### {w}", "",
-                  "| mechanism | marginal | cells | raw L1 ± SE | post L1 ± SE | raw / post "
-                  "| post worse (seeds) | kept own values (seeds) |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-        for r in results:
-            if r.workload != w:
-                continue
+        rows = [r for r in results if r.workload == w]
+        oracle = any(not math.isnan(r.oracle) for r in rows)
+        head = ("| mechanism | marginal | cells | raw L1 ± SE | post L1 ± SE | raw / post "
+                "| post worse (seeds) | kept own values (seeds) |")  # fmt: skip
+        rule = "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        if oracle:
+            head += " oracle L1 ± SE (true variances, not publishable) | raw / oracle |"
+            rule += " ---: | ---: |"
+        lines += [f"#### {w}", "", head, rule]
+        for r in rows:
             flag = " **worse > 2 SE**" if r.worse_beyond_2se else ""
-            lines.append(
+            line = (
                 f"| {r.mechanism} | {r.marginal} | {r.cells:,} | {r.raw:.3g} ± {r.raw_se:.2g} "
                 f"| {r.post:.3g} ± {r.post_se:.2g} | {r.ratio:.2f}{flag} | {r.worse}/{r.seeds} "
                 f"| {r.own}/{r.seeds} |"
             )
+            if oracle:
+                ratio = "—" if math.isnan(r.oracle_ratio) else f"{r.oracle_ratio:.2f}"
+                line += f" {_cell(r.oracle, r.oracle_se)} | {ratio} |"
+            lines.append(line)
         lines.append("")
+        if any(not math.isnan(r.raw_bias) for r in rows):
+            lines += [
+                f"##### {w}: bias of each marginal's total (mean over the seeds of total − "
+                "true total ± SE; **> 3 SE** flagged)",
+                "",
+                "| mechanism | marginal | raw bias ± SE | post bias ± SE |",
+                "| --- | --- | ---: | ---: |",
+            ]
+            for r in rows:
+                rb = " **> 3 SE**" if r.raw_biased else ""
+                pb = " **> 3 SE**" if r.post_biased else ""
+                lines.append(
+                    f"| {r.mechanism} | {r.marginal} | {_cell(r.raw_bias, r.raw_bias_se)}{rb} "
+                    f"| {_cell(r.post_bias, r.post_bias_se)}{pb} |"
+                )
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -376,17 +463,25 @@ def calibration(
 
     Per marginal of ``workload`` and class of cell size — by the public published value
     (what the model sees) and by the true count — the mean predicted variance (public
-    model), the mean variance at the true x_v (the mechanism's formula) and the realised
-    mean squared error of the published value, over ``seeds`` releases.
+    model), the same after the release's own calibration
+    (:mod:`eree.postprocess.variance_calibration`: the multipliers the release with
+    ``variance_calibration = true`` fits to its parent/child discrepancies, applied to the
+    part above the floor), the mean variance at the true x_v (the mechanism's formula) and
+    the realised mean squared error of the published value, over ``seeds`` releases.
     """
+    from eree.release.publication import publication_tables
+
     engine = PolarsEngine()
-    plan = workload_plan(data_dir, WORKLOADS[workload], mechanism, consistent=False)
+    plan = workload_plan(data_dir, WORKLOADS[workload], mechanism, variance_calibration=True)
     data = load_job_tables(plan.data)  # type: ignore[arg-type]
-    built = build(dataclasses.replace(plan, postprocess=PostprocessSpec()))
+    built = build(plan)
     truth = _truth(plan, data, engine)
     frames = []
     for s in range(seeds):
-        for t in count_tables(built, data, engine, SeededNoise(s)):
+        tables = list(count_tables(built, data, engine, SeededNoise(s)))
+        _, entry = publication_tables(built, tables, data.workplaces)
+        mult = entry.get("variance_calibration", {}).get("multipliers", {})
+        for t in tables:
             m = t.measurements[0]
             mech = built.query(t.name).mechanisms[0]
             keys = t.table.select([c for c in t.table.columns if not c.startswith("jobs")])
@@ -397,11 +492,15 @@ def calibration(
             n = truth[t.name]["count"].to_numpy().astype(np.float64)
             xv = truth[t.name]["x_v"].to_numpy().astype(np.float64)
             at_truth = model.variance_at(xv) if model is not None else pred
+            floor = float(model.variance_at(np.zeros(1))[0]) if model is not None else 0.0
+            c = float(mult.get(t.name, 1.0))
+            calibrated = floor + c * np.maximum(pred - floor, 0.0) if c != 1.0 else pred
             pub = np.asarray(m.estimate, dtype=np.float64)
             live = k > 0  # public zeros are exact
             frames.append(pl.DataFrame({
                 "marginal": t.name, "published_class": _size_class(np.abs(pub[live])),
                 "true_class": _size_class(n[live]), "predicted": pred[live],
+                "calibrated": calibrated[live],
                 "at_true_x_v": at_truth[live], "squared_error": (pub[live] - n[live]) ** 2,
             }))  # fmt: skip
     df = pl.concat(frames)
@@ -412,6 +511,7 @@ def calibration(
             .agg(
                 pl.len().alias("cell_releases"),
                 pl.col("predicted").mean(),
+                pl.col("calibrated").mean(),
                 pl.col("at_true_x_v").mean(),
                 pl.col("squared_error").mean().alias("realised"),
             )
@@ -423,6 +523,7 @@ def calibration(
     labels = pl.Series([f"≥ {SIZE_CLASSES[c]}" for c in res["size_class"].to_list()])
     return res.with_columns(
         (pl.col("predicted") / pl.col("realised")).alias("predicted_over_realised"),
+        (pl.col("calibrated") / pl.col("realised")).alias("calibrated_over_realised"),
         labels.alias("size_class"),
     )
 
@@ -431,14 +532,14 @@ def calibration_markdown(df: pl.DataFrame) -> str:
     """The calibration table as Markdown."""
     lines = [
         "| size by | marginal | size class | cell-releases | predicted var | var at true x_v "
-        "| realised MSE | predicted / realised |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| realised MSE | predicted / realised | calibrated / realised |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in df.iter_rows(named=True):
         lines.append(
             f"| {r['class_by']} | {r['marginal']} | {r['size_class']} | {r['cell_releases']:,} "
             f"| {r['predicted']:.3g} | {r['at_true_x_v']:.3g} | {r['realised']:.3g} "
-            f"| {r['predicted_over_realised']:.2f} |"
+            f"| {r['predicted_over_realised']:.2f} | {r['calibrated_over_realised']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -464,7 +565,10 @@ def write_outputs(
         "",
         "Mean L1 error per cell, raw (the mechanism's published estimate) vs "
         "post-processed (consistent, non-negative, integer), ± Monte Carlo SE over the "
-        "seeded releases (NOT FOR PUBLICATION).",
+        "seeded releases (NOT FOR PUBLICATION). The oracle columns solve the same least "
+        "squares weighted by each cell's true noise variance (read from the confidential "
+        "x_v and n: evaluation only, never publishable); the bias tables give the mean "
+        "error of each marginal's total.",
         "",
         results_markdown(results),
     ]
@@ -478,8 +582,14 @@ def write_outputs(
         "calibration": folder / "calibration.csv",
     }
     paths["report"].write_text("\n".join(md) + "\n", encoding="utf-8")
-    rows = [dataclasses.asdict(r) | {"ratio": r.ratio, "worse_beyond_2se": r.worse_beyond_2se}
-            for r in results]  # fmt: skip
+    rows = [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v)
+         for k, v in dataclasses.asdict(r).items()}
+        | {"ratio": r.ratio, "worse_beyond_2se": r.worse_beyond_2se,
+           "oracle_ratio": None if math.isnan(r.oracle_ratio) else r.oracle_ratio,
+           "raw_bias_beyond_3se": r.raw_biased, "post_bias_beyond_3se": r.post_biased}
+        for r in results
+    ]  # fmt: skip
     paths["results"].write_text(
         json.dumps({"meta": meta, "marginals": rows}, indent=1), encoding="utf-8"
     )

@@ -10,6 +10,7 @@ cell statistics are never read.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from eree.postprocess.hierarchy import (
     publication_grade,
     refines,
 )
+from eree.postprocess.variance_calibration import VarianceCalibration, calibrate_variances
 from eree.postprocess.variance_model import NoiseShape, SmoothVarianceModel
 from eree.release.build import COUNT_STATISTIC, BuiltPlan
 from eree.release.spec import Plan
@@ -241,6 +243,7 @@ def _solver(
     nonnegative: bool,
     integer: bool,
     methods: dict[str, str],
+    first_only: bool = False,
 ) -> Solver:
     """A post-processing run over a chosen set of marginals: tree or lattice.
 
@@ -250,6 +253,7 @@ def _solver(
     solution (``at_size``), which pools all the marginals' measurements of a cell, so that
     a cell's weight no longer follows its own noise (the source of a downward bias of
     every total; docs/publication-grade.md, "Weights that follow the noise").
+    ``first_only``: the first pass alone (what the variance calibration is fitted at).
     """
 
     def run(
@@ -290,10 +294,56 @@ def _solver(
         est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str]
     ) -> dict[str, np.ndarray]:
         first = run(est, var, names, False, False)
+        if first_only:
+            return first
         again = {n: np.where(exact[n], 0.0, at_size[n](first[n])) for n in names}
         return run(est, again, names, nonnegative, integer)
 
     return solve
+
+
+def _scaled(fn: VarianceAt, c: float, floor: float) -> VarianceAt:
+    """The variance with its part above ``floor`` multiplied by ``c``."""
+    if c == 1.0:
+        return fn
+    return lambda size: floor + c * np.maximum(fn(size) - floor, 0.0)
+
+
+def _scaled_guard(g: GuardInput, c: float, floor: float) -> GuardInput:
+    """The guard's simulations and weights with the calibrated variance."""
+    if c == 1.0:
+        return g
+    true_variance = g.true_variance
+    return dataclasses.replace(
+        g, weight=_scaled(g.weight, c, floor),
+        true_variance=lambda t, rng: floor + c * np.maximum(true_variance(t, rng) - floor, 0.0),
+    )  # fmt: skip
+
+
+def _calibrate(
+    marg: dict[str, tuple[str, ...]],
+    pairs: dict[tuple[str, str], np.ndarray],
+    exact: dict[str, np.ndarray],
+    at_size: Mapping[str, VarianceAt],
+    est: Mapping[str, np.ndarray],
+    var: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    modelled: Mapping[str, float],
+) -> VarianceCalibration:
+    """The model's multipliers, fitted at the sizes of a first consistent solution.
+
+    The variances entering the moment conditions are the model's at each cell's value in
+    the first pass (as the second pass's weights are), so that they do not follow the
+    cell's own noise; the discrepancies are those of the raw published values.
+    """
+    first = _solver(marg, pairs, exact, at_size, nonnegative=False, integer=False,
+                    methods={}, first_only=True)(est, var, names)  # fmt: skip
+    sizes = {n: np.where(exact[n], 0.0, at_size[n](first[n])) for n in names}
+    return calibrate_variances(
+        {n: est[n] for n in names}, sizes,
+        {pr: idx for pr, idx in pairs.items() if pr[0] in names and pr[1] in names},
+        modelled, exact,
+    )  # fmt: skip
 
 
 def publication_tables(
@@ -318,6 +368,7 @@ def publication_tables(
     exact: dict[str, np.ndarray] = {}
     guard_inputs: list[GuardInput] = []
     at_size: dict[str, VarianceAt] = {}
+    modelled: dict[str, float] = {}  # variance from the public model → its exact floor
     for n in names:
         t = by_name[n]
         m = t.measurements[0]
@@ -333,12 +384,16 @@ def publication_tables(
         var[n] = np.where(zero, 0.0, v)
         exact[n] = zero
         weights[n] = how
+        sm = smooth_model(mech) if m.std is None and k is not None else None
+        if sm is not None:
+            modelled[n] = float(sm.variance_at(np.zeros(1))[0])
         guard_inputs.append(_guard_input(mech, m, n, est[n], zero, fn, k))
     own_by_name = {
         n: own_values(est[n], nonnegative=pp.nonnegative, integer=pp.integer) for n in names
     }
     methods: dict[str, str] = {}
     guard: GuardResult | None = None
+    calibration: VarianceCalibration | None = None
     values = dict(own_by_name)
     pairs: dict[tuple[str, str], np.ndarray] = {}
     if pp.consistent:
@@ -357,9 +412,26 @@ def publication_tables(
                                                      frame)  # fmt: skip
                     except HierarchyError as e:
                         raise SpecError(f"[postprocess] consistent = true: {e}") from None
+        related = [n for n in names if any(n in pr for pr in pairs)]
+        if pp.variance_calibration and set(modelled).intersection(related):
+            calibration = _calibrate(marg, pairs, exact, at_size, est, var, related, modelled)
+            for n, cn in calibration.multipliers.items():
+                f = modelled[n]
+                at_size[n] = _scaled(at_size[n], cn, f)
+                var[n] = np.where(exact[n], 0.0, f + cn * np.maximum(var[n] - f, 0.0))
+                weights[n] += (
+                    f"; its part above the smallest sensitivity's variance ({f:.6g}) times "
+                    f"{cn:.4g}: the model calibrated on this release's published values (the "
+                    "discrepancies between released parent cells and the sums of their "
+                    "child cells)"
+                )
+            mult = calibration.multipliers
+            guard_inputs = [
+                _scaled_guard(g, mult.get(g.name, 1.0), modelled.get(g.name, 0.0))
+                for g in guard_inputs
+            ]
         solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
                         integer=pp.integer, methods=methods)  # fmt: skip
-        related = [n for n in names if any(n in pr for pr in pairs)]
         guard = never_worse(
             [g for g in guard_inputs if g.name in related], var, solve,
             nonnegative=pp.nonnegative, integer=pp.integer,
@@ -441,6 +513,16 @@ def publication_tables(
             entry["lattice"] = sorted([c, p] for (c, p) in pairs)
         if "rounding" in methods and final:
             entry["rounding"] = methods["rounding"]
+        if calibration is not None:
+            entry["variance_calibration"] = {
+                "method": "one multiplier per marginal whose variance is the public model, "
+                "fitted to the squared discrepancies between every released parent cell "
+                "and the sum of its released child cells (raw published values; moment "
+                "conditions divided by their predicted variance, least squares bounded to "
+                "[0.05, 20], one row per marginal pulling its multiplier to 1); "
+                "post-processing of published values, no privacy cost",
+                **calibration.to_dict(),
+            }
         entry["constraints"] = (
             "each marginal's cells equal the sums of their cells in every finer released "
             "marginal it is consistent with (geography by the workplace frame's nesting "
