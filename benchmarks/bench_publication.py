@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--variance-calibration", action="store_true",
-                    help="[postprocess] variance_calibration = true")  # fmt: skip
+                    help="per-release variance calibration (an experiment)")  # fmt: skip
     ap.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "publication.json"
     )

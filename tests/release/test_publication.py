@@ -341,11 +341,28 @@ def test_the_report_names_the_tables_left_unadjusted_and_why(nested):
 POST = "consistent = true\nnonnegative = true\ninteger = true\n"
 
 
+def _calibrated_release(root, post, tag):
+    """The release of ``post`` with the evaluation's per-release variance calibration (an
+    experiment of ``eree evaluate publication-grade``, not a spec key)."""
+    import dataclasses
+
+    spec = root / "spec.toml"
+    spec.write_text(_spec(post))
+    plan = load_spec(spec)
+    plan = dataclasses.replace(
+        plan, postprocess=dataclasses.replace(plan.postprocess, variance_calibration=True)
+    )
+    out = root / f"out7{tag}"
+    protect(plan, out, SeededNoise(7))
+    tables = {n: pl.read_parquet(out / "tables" / f"{n}.parquet") for n in QUERIES}
+    return tables, json.loads((out / "manifest.json").read_text())
+
+
 def test_variance_calibration_fits_one_multiplier_per_modelled_marginal(nested):
-    # [postprocess] variance_calibration: each marginal weighted by the public model
-    # (Smooth Laplace, Smooth Gamma) gets a multiplier fitted to the release's own
-    # parent/child discrepancies; a published variance (Log-Laplace's county) gets none
-    tables, manifest = _release(nested, POST + "variance_calibration = true\n", tag="cal")
+    # each marginal weighted by the public model (Smooth Laplace, Smooth Gamma) gets a
+    # multiplier fitted to the release's own parent/child discrepancies; a published
+    # variance (Log-Laplace's county) gets none
+    tables, manifest = _calibrated_release(nested, POST, tag="cal")
     pp = manifest["postprocess"]
     cal = pp["variance_calibration"]
     modelled = {n for n, (mech, _) in MECH.items() if n in QUERIES and mech != "log_laplace"}
@@ -358,7 +375,7 @@ def test_variance_calibration_fits_one_multiplier_per_modelled_marginal(nested):
     kept = pp.get("kept_own_values", {})
     _check_pairs(nested, tables, QUERIES, [n for n in QUERIES if n not in kept])
     _, default = _release(nested, POST, tag="nocal")
-    assert "variance_calibration" not in default["postprocess"]  # off by default
+    assert "variance_calibration" not in default["postprocess"]  # releases never calibrate
 
 
 def test_a_model_that_underpredicts_gets_larger_multipliers(nested, monkeypatch):
@@ -369,31 +386,17 @@ def test_a_model_that_underpredicts_gets_larger_multipliers(nested, monkeypatch)
 
     from eree.postprocess.variance_model import SmoothVarianceModel
 
-    post = POST + "variance_calibration = true\n"
-    _, base = _release(nested, post, tag="m1")
+    _, base = _calibrated_release(nested, POST, tag="m1")
     monkeypatch.setattr("eree.release.publication.SmoothVarianceModel",
                         functools.partial(SmoothVarianceModel, scale=5.05 / 20))  # fmt: skip
-    _, small = _release(nested, post, tag="m2")
+    _, small = _calibrated_release(nested, POST, tag="m2")
     a = base["postprocess"]["variance_calibration"]["multipliers"]
     b = small["postprocess"]["variance_calibration"]["multipliers"]
     assert all(b[n] >= a[n] for n in a)
     assert sum(b[n] > 1.5 * a[n] for n in a) >= 2  # not vacuous: the fit moved
 
 
-def test_variance_calibration_needs_consistency_and_er_ee(tmp_path):
-    raw = tomllib.loads(_spec("variance_calibration = true\n"))
-    with pytest.raises(SpecError, match="needs consistent = true"):
-        parse_spec(raw, tmp_path)
-    est = {
-        "name": "e",
-        "data": {"kind": "establishments", "path": "x.csv", "confidential": ["m1emp"]},
-        "privacy": {"definition": "gedp", "neighbor": "sqrt", "distance": {"m1emp": 0.5}},
-        "query": [{"name": "identity", "by": "identity", "mechanism": "psi",
-                   "mu": {"m1emp": 0.5}}],
-        "postprocess": {"variance_calibration": True},
-    }  # fmt: skip
-    with pytest.raises(SpecError, match="variance_calibration applies to ER-EE"):
-        parse_spec(est, tmp_path)
-    with pytest.raises(SpecError, match="true or false"):
-        parse_spec(tomllib.loads(_spec('consistent = true\nvariance_calibration = "yes"\n')),
-                   tmp_path)  # fmt: skip
+def test_variance_calibration_is_not_a_spec_key(tmp_path):
+    # not offered to releases: it made some marginals worse than raw (publication-grade.md)
+    with pytest.raises(SpecError, match="variance_calibration"):
+        parse_spec(tomllib.loads(_spec(POST + "variance_calibration = true\n")), tmp_path)

@@ -179,8 +179,6 @@ def workload_plan(
 ) -> Plan:  # fmt: skip
     """A weak ER-EE plan over ``data_dir``'s LODES-like tables for one workload."""
     pp: dict[str, bool] = {"consistent": consistent, "nonnegative": True, "integer": True}
-    if consistent:
-        pp["variance_calibration"] = variance_calibration
     raw = {
         "name": "publication-eval",
         "data": {"kind": "eree", "workplace": "workplace.parquet",
@@ -190,7 +188,12 @@ def workload_plan(
                   for n, b, e in workload],
         "postprocess": pp,
     }  # fmt: skip
-    return parse_spec(raw, Path(data_dir))
+    plan = parse_spec(raw, Path(data_dir))
+    if variance_calibration and consistent:  # an experiment, not a spec key
+        plan = dataclasses.replace(
+            plan, postprocess=dataclasses.replace(plan.postprocess, variance_calibration=True)
+        )
+    return plan
 
 
 def _truth(plan: Plan, data: Any, engine: PolarsEngine) -> dict[str, pl.DataFrame]:

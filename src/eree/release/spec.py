@@ -214,9 +214,13 @@ class PostprocessSpec:
         microdata_fit: GEDP microdata: ``"eq1"`` (Eq. 1 of the QCEW paper, the default)
             or ``"sqrt-space"`` (√-ψ answers fitted in √-space, the total anchored;
             :mod:`eree.postprocess.sqrt_space`).
-        variance_calibration: ER-EE with ``consistent``: the public variance model's
-            level fitted per marginal to the release's own parent/child discrepancies
-            (:mod:`eree.postprocess.variance_calibration`).
+        variance_calibration: not a spec key: an experiment of ``eree evaluate
+            publication-grade --variance-calibration`` (ER-EE with ``consistent``): the
+            public variance model's level fitted per marginal to the release's own
+            parent/child discrepancies (:mod:`eree.postprocess.variance_calibration`).
+            Not offered to releases: measured, it made some marginals worse than their
+            raw values, which the never-worse guard (simulating under the calibrated
+            model) did not prevent (docs/publication-grade.md).
     """
 
     microdata: bool = schema.default("[postprocess]", "microdata")
@@ -224,7 +228,7 @@ class PostprocessSpec:
     integer: bool = schema.default("[postprocess]", "integer")
     consistent: bool = schema.default("[postprocess]", "consistent")
     microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
-    variance_calibration: bool = schema.default("[postprocess]", "variance_calibration")
+    variance_calibration: bool = False
 
 
 @dataclass(frozen=True)
@@ -677,11 +681,6 @@ def _check_postprocess(
             "microdata = true"
         )
     if not isinstance(data, JobTablesConfig):
-        if pp.variance_calibration:
-            raise SpecError(
-                "[postprocess] variance_calibration applies to ER-EE count releases (the "
-                "public variance model of Smooth Laplace and Smooth Gamma)"
-            )
         if pp.integer:
             raise SpecError(
                 "[postprocess] integer applies to ER-EE count releases (establishment sums "
@@ -693,11 +692,6 @@ def _check_postprocess(
                 "as a tabulation of the WLS microdata: it needs microdata = true"
             )
         return
-    if pp.variance_calibration and not pp.consistent:
-        raise SpecError(
-            "[postprocess] variance_calibration is fitted to the discrepancies between "
-            "released marginals: it needs consistent = true"
-        )
     if pp.consistent:
         from eree.postprocess.hierarchy import HierarchyError, check_distinct
 

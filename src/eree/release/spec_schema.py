@@ -499,16 +499,6 @@ SECTIONS: tuple[Section, ...] = (
                 "tabulations of the microdata).",
             ),
             Key(
-                "variance_calibration",
-                "boolean",
-                False,
-                "ER-EE, with consistent = true: scale each marginal's public variance model "
-                "(Smooth Laplace, Smooth Gamma) by a multiplier fitted to this release's "
-                "discrepancies between released parent cells and the sums of their child "
-                "cells ([publication-grade.md](publication-grade.md)). Refused for "
-                "establishment data.",
-            ),
-            Key(
                 "microdata_fit",
                 "string",
                 "eq1",
