@@ -187,16 +187,22 @@ class SparkJobTables:
         hashed = None
         coded: CodedData | None = None
         if config.jobs is not None:
-            df = read_text_columns(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
+            df = read_text_columns(
+                spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format, "[data].jobs"
+            )
             if validate:
                 validate_joined(df, config, doms)
             workplaces = df.select(wid, *wattrs).dropDuplicates([wid])
             jobs = df.select(wid, *kattrs)
         else:
             assert config.workplace and config.worker and config.job  # _check_config
-            wp = read_text_columns(spark, config.workplace, [wid, *wattrs], [], format)
-            wk = read_text_columns(spark, config.worker, [kid, *kattrs], [], format)
-            jb = read_text_columns(spark, config.job, [kid, wid], [], format)
+            wp = read_text_columns(
+                spark, config.workplace, [wid, *wattrs], [], format, "[data].workplace"
+            )
+            wk = read_text_columns(
+                spark, config.worker, [kid, *kattrs], [], format, "[data].worker"
+            )
+            jb = read_text_columns(spark, config.job, [kid, wid], [], format, "[data].job")
             workplaces = wp.select(wid, *wattrs)
             # left join: a job with an unknown worker is kept (and refused), never dropped;
             # lazy: only establishment_cells and a ledger's fingerprint read it
