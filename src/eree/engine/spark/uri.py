@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from eree.data.location import uri_name
+from eree.data.location import uri_name, uri_scheme
 from eree.errors import DataValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,7 +46,11 @@ _REMEDY = {
 _REMEDY["abfs"] = _REMEDY["wasbs"] = _REMEDY["wasb"] = _REMEDY["abfss"]
 _REMEDY["s3n"] = _REMEDY["s3"]
 
+#: Hadoop's errors for a scheme it has no file system for: no class configured for the
+#: scheme, or the configured class (Hadoop's defaults name S3A's, GCS's, …) not on the
+#: classpath
 _NO_FILESYSTEM = re.compile(r'No FileSystem for scheme "?([A-Za-z0-9+.\-]+)"?')
+_FILESYSTEM_CLASS = re.compile(r"ClassNotFoundException: Class [\w.$]+FileSystem not found")
 
 
 def is_csv_name(uri: str) -> bool:
@@ -78,8 +82,9 @@ def uri_read_error(exc: BaseException, uri: str, key: str | None) -> DataValidat
     text = _java_text(exc)
     where = f"{key}: " if key else ""
     m = _NO_FILESYSTEM.search(text)
-    if m:
-        scheme = m.group(1).lower()
+    missing_class = _FILESYSTEM_CLASS.search(text)
+    if m or missing_class:
+        scheme = m.group(1).lower() if m else (uri_scheme(uri) or "?")
         remedy = _REMEDY.get(scheme, f"add the Hadoop file system of {scheme}:// to Spark's "
                              'classpath ([engine.conf] "spark.jars.packages")')  # fmt: skip
         why = f"{where}Spark has no file system for {scheme}:// on its classpath: {remedy}"
