@@ -40,8 +40,11 @@ def _parquet_case(root: Path) -> tuple[Path, Path]:
     text = spec.read_text().replace("data/workplace.parquet", "data/workplace_parts")
     spec.write_text(text)
     uri = text
-    for rel, p in (("data/workplace_parts", parts), ("data/worker.parquet", data / "worker.parquet"),
-                   ("data/job.parquet", data / "job.parquet")):  # fmt: skip
+    for rel, p in (
+        ("data/workplace_parts", parts),
+        ("data/worker.parquet", data / "worker.parquet"),
+        ("data/job.parquet", data / "job.parquet"),
+    ):
         uri = uri.replace(f'"{rel}"', f'"{p.as_uri()}"')
     assert uri.count("file:///") == 3
     uspec = root / "uri.toml"
@@ -126,6 +129,20 @@ def test_polars_refuses_other_schemes_in_one_line(tmp_path, uri):
         line = assert_clean_failure(run_cli(cmd), out, "[data].worker", uri)
         assert 'kind = "spark"' in line
         assert not out.exists()
+
+
+@pytest.mark.parametrize("engine", ["polars", "spark"])
+def test_a_uri_with_a_password_is_refused(tmp_path, engine):
+    """The manifest records a URI as given: one carrying a password is refused, unshown."""
+    spec = write_eree_case(tmp_path)
+    secret = "zq9xSECRETKEY"
+    uri = f"s3a://AKIAEXAMPLE:{secret}@bucket/worker.csv"
+    spec.write_text(spec.read_text().replace('"data/worker.csv"', f'"{uri}"'))
+    out = tmp_path / "out"
+    r = run_cli(["protect", str(spec), "--out", str(out), "--seed", "1", "--engine", engine])
+    line = assert_clean_failure(r, out, "[data].worker", "must not carry a password")
+    assert secret not in line
+    assert not out.exists()
 
 
 def test_polars_ledger_fingerprint_is_the_contents_not_the_path(tmp_path):

@@ -20,7 +20,15 @@ from urllib.request import url2pathname
 
 from eree.errors import SpecError
 
-__all__ = ["DataPath", "input_label", "is_uri", "local_path", "uri_name", "uri_scheme"]
+__all__ = [
+    "DataPath",
+    "input_label",
+    "is_uri",
+    "local_path",
+    "uri_has_password",
+    "uri_name",
+    "uri_scheme",
+]
 
 #: a local path, or a URI (text with a scheme)
 DataPath = Path | str
@@ -40,6 +48,14 @@ def uri_scheme(p: DataPath | None) -> str | None:
 def is_uri(p: DataPath | None) -> bool:
     """Whether ``p`` is a URI (``scheme://…``) rather than a local path."""
     return uri_scheme(p) is not None
+
+
+def uri_has_password(uri: str) -> bool:
+    """Whether a URI carries a password (``scheme://user:password@host/…``)."""
+    try:
+        return urlsplit(uri).password is not None
+    except ValueError:  # a malformed authority: let the reader refuse it
+        return False
 
 
 def uri_name(uri: str) -> str:

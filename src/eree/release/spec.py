@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eree.data.config import EstablishmentDataConfig, JobTablesConfig
-from eree.data.location import DataPath, is_uri
+from eree.data.location import DataPath, is_uri, uri_has_password
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
 from eree.engine.spark.settings import check_conf, check_master
@@ -351,6 +351,11 @@ def _data_path(v: str, base: Path, key: str) -> DataPath:
     See docs/spec.md#input-files (:mod:`eree.data.location`).
     """
     if is_uri(v):
+        if uri_has_password(v):  # the manifest records the URI as given
+            raise SpecError(
+                f"{key}: a URI must not carry a password (it would be recorded in the "
+                "manifest): give credentials to the cluster's configuration (docs/spark-cluster.md)"
+            )
         return v
     return _resolved(base / v, key)
 
