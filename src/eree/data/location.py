@@ -1,6 +1,6 @@
 """Where an input table is: a local path, or a URI read by the engine that supports it.
 
-See docs/design.md#data-flow and docs/spark-cluster.md.
+See docs/design.md#input-locations and docs/spark-cluster.md#inputs-by-uri.
 
 A ``[data]`` path written ``scheme://…`` (``file://``, ``hdfs://``, ``s3a://``, ``s3://``,
 ``gs://``, ``abfss://``, …) is a URI: it is kept as the text given (a ``str``), never

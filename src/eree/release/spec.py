@@ -348,7 +348,7 @@ def _resolved(p: Path, key: str) -> Path:
 def _data_path(v: str, base: Path, key: str) -> DataPath:
     """A ``[data]`` path: a URI kept as given, else resolved against the spec's folder.
 
-    See docs/spec.md#input-files (:mod:`eree.data.location`).
+    See docs/design.md#input-locations (:mod:`eree.data.location`).
     """
     if is_uri(v):
         if uri_has_password(v):  # the manifest records the URI as given
