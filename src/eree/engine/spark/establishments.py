@@ -16,6 +16,7 @@ collected.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,7 @@ def _read_frame(spark: SparkSession, path: DataPath, expected: Sequence[str]) ->
         if not uri_name(uri).lower().endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
             return by_uri.read_uri_parquet(spark, uri, "[data].path")
         # the columns the release names, as text (the header is checked as a local one's)
-        return read_text_columns(spark, uri, [], expected, "csv", "[data].path")
+        return read_text_columns(spark, uri, [], expected, "csv", "[data].path", every_column=True)
     path = Path(path)
     name = path.name.lower()
     if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
@@ -151,8 +152,11 @@ def load_establishments_spark(
         text.append("naics")
     absent = [c for c in [*text, *config.confidential] if c not in present]
     if absent:
+        hint = difflib.get_close_matches(absent[0], raw.columns, n=1)  # as the Polars loader
         raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in absent)}",
+            f"required column(s) missing: {', '.join(repr(m) for m in absent)}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; the file has: {', '.join(repr(c) for c in raw.columns)}",
             file=file,
             column=absent[0],
             rule="missing-column",

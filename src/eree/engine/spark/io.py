@@ -170,11 +170,15 @@ def read_text_columns(
     optional: Sequence[str],
     format: str | None,
     key: str | None = None,
+    *,
+    every_column: bool = False,
 ) -> SparkDataFrame:
     """Read ``required`` (+ ``optional`` when present) columns of a table, as strings.
 
     ``path`` is a local path or a URI (read by Spark alone: :mod:`eree.engine.spark.uri`);
-    ``key`` is its ``[data]`` key, named when a URI cannot be reached.
+    ``key`` is its ``[data]`` key, named when a URI cannot be reached. With
+    ``every_column``, every named column of the table is read (``optional`` then only
+    tells a CSV header from a data row).
     """
     from pyspark.sql import functions as sf
     from pyspark.sql.types import IntegralType, StringType, StructField, StructType
@@ -263,6 +267,8 @@ def read_text_columns(
             rule="missing-column",
         )
     cols = [*required, *(c for c in optional if c in present and c not in required)]
+    if every_column:
+        cols = [*required, *(c for c in present if c and c not in required)]
     types = {f.name: f.dataType for f in df.schema.fields}
     out = []
     for c in cols:
