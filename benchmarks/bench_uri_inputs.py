@@ -88,7 +88,9 @@ def main() -> None:
             out = work / f"out-{name}-{i}"
             times[name].append(_eree("protect", str(work / f"{name}.toml"), "--out", str(out),
                                      "--seed", "1", "--engine", "spark"))  # fmt: skip
-            tables = {p.name: pl.read_parquet(p) for p in sorted((out / "tables").glob("*"))}
+            tables = {
+                p.name: pl.read_parquet(p) for p in sorted((out / "tables").glob("*.parquet"))
+            }
             if reference is None:
                 reference = tables
             assert tables.keys() == reference.keys()

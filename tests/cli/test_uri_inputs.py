@@ -131,6 +131,25 @@ def test_polars_refuses_other_schemes_in_one_line(tmp_path, uri):
         assert not out.exists()
 
 
+def test_explain_and_spark_validate_without_data_take_uris_as_given(tmp_path):
+    """No data read: `explain` and `validate --no-data` on Spark accept any scheme.
+
+    The URIs are not checked for existence by Python (Spark checks them when it reads);
+    the same spec on the Polars engine is refused for its hdfs:// input.
+    """
+    spec = write_eree_case(tmp_path)
+    text = spec.read_text().replace('"data/worker.csv"', '"hdfs://namenode:8020/lodes/worker"')
+    spec.write_text(text)
+    r = run_cli(["explain", str(spec)])
+    assert r.exit_code == 0, r.stderr
+    spark = tmp_path / "spark.toml"
+    spark.write_text(text + '\n[engine]\nkind = "spark"\n')
+    r = run_cli(["validate", str(spark), "--no-data"])
+    assert r.exit_code == 0, r.stderr
+    r = run_cli(["validate", str(spec), "--no-data"])
+    assert_clean_failure(r, None, "[data].worker", 'kind = "spark"')
+
+
 @pytest.mark.parametrize("engine", ["polars", "spark"])
 def test_a_uri_with_a_password_is_refused(tmp_path, engine):
     """The manifest records a URI as given: one carrying a password is refused, unshown."""
