@@ -7,8 +7,8 @@ loaders in this package consume them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from eree.data.location import DataPath
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ATTRIBUTES, WORKPLACE_ID
 
 
@@ -17,7 +17,9 @@ class JobTablesConfig:
     """ER-EE input: three tables (workplace, worker, job) or one joined ``jobs`` table.
 
     Attributes:
-        workplace, worker, job: paths of the three tables (CSV, CSV.gz or Parquet).
+        workplace, worker, job: paths of the three tables (CSV, CSV.gz or Parquet): a
+            local :class:`~pathlib.Path` or a URI (``scheme://…`` text,
+            :mod:`eree.data.location`).
         jobs: path of one already-joined table (one row per job) instead of the three.
         workplace_id, worker_id: id column names.
         workplace_attributes: public workplace attribute columns to load.
@@ -27,20 +29,25 @@ class JobTablesConfig:
             workplace attributes may have one.
     """
 
-    workplace: Path | None = None
-    worker: Path | None = None
-    job: Path | None = None
-    jobs: Path | None = None
+    workplace: DataPath | None = None
+    worker: DataPath | None = None
+    job: DataPath | None = None
+    jobs: DataPath | None = None
     workplace_id: str = WORKPLACE_ID
     worker_id: str = WORKER_ID
     workplace_attributes: tuple[str, ...] = WORKPLACE_ATTRIBUTES
     worker_attributes: tuple[str, ...] = tuple(WORKER_DOMAINS)
     domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(WORKER_DOMAINS))
 
-    def input_files(self) -> list[Path]:
+    def input_files(self) -> list[DataPath]:
         """The input files the spec names, in order."""
-        """The files that identify the dataset (hashed into the manifest and ledger)."""
-        return [p for p in (self.workplace, self.worker, self.job, self.jobs) if p is not None]
+        return list(self.inputs().values())
+
+    def inputs(self) -> dict[str, DataPath]:
+        """The input files by their spec key (``[data].workplace``, …), in order."""
+        named = {"workplace": self.workplace, "worker": self.worker, "job": self.job,
+                 "jobs": self.jobs}  # fmt: skip
+        return {f"[data].{k}": p for k, p in named.items() if p is not None}
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,8 @@ class EstablishmentDataConfig:
     See docs/design.md#establishment-data.
 
     Attributes:
-        path: CSV, CSV.gz or Parquet file.
+        path: CSV, CSV.gz or Parquet file: a local path or a URI
+            (:mod:`eree.data.location`).
         id: id column (``primary_key`` in QCEW files).
         public: public attribute columns (NAICS prefixes are derived from ``naics`` when
             requested but absent).
@@ -58,7 +66,7 @@ class EstablishmentDataConfig:
         domains: optional declared domains of public attributes.
     """
 
-    path: Path
+    path: DataPath
     id: str = "primary_key"
     public: tuple[str, ...] = (
         "cnty",
@@ -73,6 +81,10 @@ class EstablishmentDataConfig:
     confidential: tuple[str, ...] = ("m1emp", "m2emp", "m3emp", "wage")
     domains: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def input_files(self) -> list[Path]:
+    def input_files(self) -> list[DataPath]:
         """The establishment file."""
         return [self.path]
+
+    def inputs(self) -> dict[str, DataPath]:
+        """The establishment file by its spec key, ``[data].path``."""
+        return {"[data].path": self.path}

@@ -49,6 +49,7 @@ from eree.data.io import (
     read_header,
     read_table,
 )
+from eree.data.location import local_path
 from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.errors import DataValidationError
 
@@ -193,7 +194,7 @@ def load_establishments(config: EstablishmentDataConfig) -> EstablishmentData:
         DataValidationError: see the module docstring; the error names file, row
             (1-based, header excluded) and column, never a confidential value.
     """
-    path = Path(config.path)
+    path = local_path(config.path, "[data].path")  # a file:// URI: its local path
     parts = _parts(path)
     try:
         return _load(config, parts, str(path))

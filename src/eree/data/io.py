@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from eree.data.location import is_uri, uri_name
 from eree.errors import DataValidationError
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "check_nonnegative_finite",
     "check_not_missing",
     "check_unique",
+    "csv_header",
     "csv_records",
     "first_repeat",
     "first_true",
@@ -54,10 +56,12 @@ _CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".txt.gz")
 def table_format(path: str | Path) -> TableFormat:
     """The format of ``path`` from its name: ``.parquet``/``.pq`` or ``.csv``/``.csv.gz``.
 
+    A URI's name is the last segment of its path (:func:`eree.data.location.uri_name`).
+
     Raises:
         DataValidationError: the suffix is not one of the supported ones.
     """
-    name = Path(path).name.lower()
+    name = (uri_name(path) if isinstance(path, str) and is_uri(path) else Path(path).name).lower()
     if name.endswith(_PARQUET_SUFFIXES):
         return "parquet"
     if name.endswith(_CSV_SUFFIXES):
@@ -166,31 +170,52 @@ def read_header(path: str | Path, expected: Collection[str] | None = None) -> li
                 first = next(csv.reader(fh, strict=True), None)
         except _CSV_READ_ERRORS as exc:
             raise _unreadable_csv(p, exc) from None
-        if first is None:
-            raise DataValidationError("file is empty (no header)", file=str(p), rule="empty")
-        names = first
-        header_ok = _is_header(names, expected)
-        if expected is not None and not header_ok:
-            wanted = sorted(expected)
-            raise DataValidationError(
-                "the first line does not look like a header (it names none of the required "
-                f"columns {', '.join(repr(c) for c in wanted)}, or holds numbers); is the "
-                "header line missing? (its fields are not shown: it may be a data row)",
-                file=str(p),
-                row=None,
-                rule="no-header",
-            )
+        return csv_header(first, str(p), expected)
+    _check_unique_names(names, str(p), header_ok)
+    return names
+
+
+def csv_header(
+    first: Sequence[str] | None, file: str, expected: Collection[str] | None = None
+) -> list[str]:
+    """A CSV's first record checked as its header, as :func:`read_header` checks it.
+
+    For a reader that gets the first record itself (the Spark engine reading a URI);
+    ``file`` is what errors name.
+
+    Raises:
+        DataValidationError: no first record (``empty``), a first record that does not
+            look like a header (``no-header``), duplicated names (``duplicate-column``).
+    """
+    if first is None:
+        raise DataValidationError("file is empty (no header)", file=file, rule="empty")
+    names = list(first)
+    header_ok = _is_header(names, expected)
+    if expected is not None and not header_ok:
+        wanted = sorted(expected)
+        raise DataValidationError(
+            "the first line does not look like a header (it names none of the required "
+            f"columns {', '.join(repr(c) for c in wanted)}, or holds numbers); is the "
+            "header line missing? (its fields are not shown: it may be a data row)",
+            file=file,
+            row=None,
+            rule="no-header",
+        )
+    _check_unique_names(names, file, header_ok)
+    return names
+
+
+def _check_unique_names(names: Sequence[str], file: str, header_ok: bool) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
             raise DataValidationError(
                 "column name appears more than once in the header",
-                file=str(p),
+                file=file,
                 column=name if header_ok else None,
                 rule="duplicate-column",
             )
         seen.add(name)
-    return names
 
 
 def _missing_column_error(path: Path, missing: Sequence[str], present: Sequence[str]) -> None:

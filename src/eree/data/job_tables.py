@@ -31,6 +31,7 @@ from eree.data.io import (
     first_true,
     read_table,
 )
+from eree.data.location import local_path
 from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError, SpecError
 
@@ -134,12 +135,17 @@ def load_job_tables(config: JobTablesConfig) -> JobTables:
         if a in config.domains:
             domains[a] = tuple(config.domains[a])
     if config.jobs is not None:
-        workplaces, jobs = _load_joined(config, config.jobs)
+        workplaces, jobs = _load_joined(config, local_path(config.jobs, "[data].jobs"))
     else:
         wp, wk, jb = config.workplace, config.worker, config.job
         if wp is None or wk is None or jb is None:  # pragma: no cover - check_config
             raise SpecError("[data] needs workplace, worker and job tables")
-        workplaces, jobs = _load_three(config, wp, wk, jb)
+        workplaces, jobs = _load_three(
+            config,
+            local_path(wp, "[data].workplace"),
+            local_path(wk, "[data].worker"),
+            local_path(jb, "[data].job"),
+        )
     workplaces, jobs = canonical_ids(config, workplaces), canonical_ids(config, jobs)
     return JobTables(workplaces=workplaces, jobs=jobs, domains=domains)
 

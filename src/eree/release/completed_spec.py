@@ -16,6 +16,7 @@ from pathlib import Path
 
 import tomlkit
 
+from eree.data.location import is_uri
 from eree.errors import SpecError
 from eree.release.planner import PlanResult
 from eree.release.spec import parse_spec
@@ -44,7 +45,7 @@ def completed_spec_text(
     if data is not None and out_dir.resolve() != base_dir.resolve():
         for key in DATA_PATH_KEYS:
             v = data.get(key)
-            if isinstance(v, str) and not Path(v).is_absolute():
+            if isinstance(v, str) and not is_uri(v) and not Path(v).is_absolute():
                 data[key] = os.path.relpath((base_dir / v).resolve(), out_dir.resolve())
     queries = doc.get("query")
     if queries is None:  # pragma: no cover - a parsed plan has queries

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from eree.data.location import input_label
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
@@ -139,7 +140,7 @@ def build_manifest(
     m["dataset"] = {
         "name": plan.name,
         "fingerprint": fingerprint,
-        "files": [p.name for p in plan.data.input_files()],
+        "files": [input_label(p) for p in plan.data.input_files()],
     }
     if fingerprint is None:
         m["dataset"]["fingerprint_note"] = NO_LEDGER_FINGERPRINT

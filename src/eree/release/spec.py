@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.location import DataPath, is_uri, uri_has_password
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
 from eree.engine.spark.settings import check_conf, check_master
@@ -352,16 +353,31 @@ def _resolved(p: Path, key: str) -> Path:
         raise SpecError(f"{key}: {p} is a loop of symbolic links") from None
 
 
+def _data_path(v: str, base: Path, key: str) -> DataPath:
+    """A ``[data]`` path: a URI kept as given, else resolved against the spec's folder.
+
+    See docs/design.md#input-locations (:mod:`eree.data.location`).
+    """
+    if is_uri(v):
+        if uri_has_password(v):  # the manifest records the URI as given
+            raise SpecError(
+                f"{key}: a URI must not carry a password (it would be recorded in the "
+                "manifest): give credentials to the cluster's configuration (docs/spark-cluster.md)"
+            )
+        return v
+    return _resolved(base / v, key)
+
+
 def _parse_job_tables(d: dict[str, Any], base: Path) -> JobTablesConfig:
     _check_keys(d, _JOB_TABLES_KEYS, "[data]")
 
-    def path(key: str) -> Path | None:
+    def path(key: str) -> DataPath | None:
         v = d.get(key)
         if v is None:
             return None
         if not isinstance(v, str):
             raise SpecError(f"[data].{key} must be a path string")
-        return _resolved(base / v, f"[data].{key}")
+        return _data_path(v, base, f"[data].{key}")
 
     has_three = any(k in d for k in ("workplace", "worker", "job"))
     if "jobs" in d and has_three:
@@ -410,7 +426,7 @@ def _parse_estab_data(d: dict[str, Any], base: Path) -> EstablishmentDataConfig:
     _check_keys(d, _ESTAB_DATA_KEYS, "[data]")
     if not isinstance(d.get("path"), str):
         raise SpecError("[data].path (the establishment file) is required")
-    kwargs: dict[str, Any] = {"path": _resolved(base / d["path"], "[data].path")}
+    kwargs: dict[str, Any] = {"path": _data_path(d["path"], base, "[data].path")}
     if "id" in d:
         if not isinstance(d["id"], str):
             raise SpecError("[data].id must be a string")

@@ -122,7 +122,9 @@ SECTIONS: tuple[Section, ...] = (
         "eree",
         "ER-EE data (LODES/QWI-like): a workplace table, a worker table and a job table, "
         "or one joined jobs table. Paths are relative to the spec file; CSV (UTF-8, with "
-        "a header), CSV.gz or Parquet.",
+        "a header), CSV.gz or Parquet. A path written as a URI (`file:///…`, `hdfs://…`, "
+        "`s3a://…`, `gs://…`, `abfss://…`) is kept as given: the Spark engine reads it "
+        "(spark-cluster.md), the Polars engine reads only `file://` URIs.",
         (
             Key("kind", "string", "eree", "The data family.", ("eree", "establishments")),
             Key(
@@ -177,7 +179,9 @@ SECTIONS: tuple[Section, ...] = (
         "[data]",
         "establishments",
         "Establishment data (QCEW-like): one table, one row per establishment. The path "
-        "is relative to the spec file; CSV (UTF-8, with a header), CSV.gz or Parquet.",
+        "is relative to the spec file; CSV (UTF-8, with a header), CSV.gz or Parquet. A "
+        "URI (`file:///…`, `hdfs://…`, `s3a://…`, …) is kept as given: the Spark engine "
+        "reads it (spark-cluster.md), the Polars engine reads only `file://` URIs.",
         (
             Key(
                 "kind",

@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from eree.data.location import is_uri, local_path
 from eree.errors import SpecError
 from eree.release.spec import Plan, load_spec
 
@@ -29,7 +30,10 @@ _PATH_KEYS = ("workplace", "worker", "job", "jobs", "path")
 
 
 def check_paths(plan: Plan) -> list[str]:
-    """Every input file exists and is readable; returns the keys checked.
+    """Every local input file exists and is readable; returns the keys checked.
+
+    A URI is left to Spark with the Spark engine; with the Polars engine a ``file://``
+    URI is checked as its local path and any other scheme refused.
 
     Raises:
         SpecError: naming the ``[data]`` key and the path.
@@ -39,7 +43,9 @@ def check_paths(plan: Plan) -> list[str]:
         p = getattr(plan.data, key, None)
         if p is None:
             continue
-        path = Path(p)
+        if is_uri(p) and plan.engine.kind != "polars":
+            continue  # read by Spark, where it is checked (docs/spark-cluster.md)
+        path = local_path(p, f"[data].{key}")  # the Polars engine reads file:// URIs only
         if not path.exists():
             raise SpecError(f"[data].{key}: file not found: {path}")
         if path.is_dir():
@@ -88,7 +94,9 @@ def validate_plan(
     family.check_before_load(plan)
     checks.append("privacy parameters and mechanisms of every query")
     keys = check_paths(plan)
-    checks.append(f"input files exist and are readable ({', '.join(f'[data].{k}' for k in keys)})")
+    if keys:
+        listed = ", ".join(f"[data].{k}" for k in keys)
+        checks.append(f"input files exist and are readable ({listed})")
     n_establishments = None
     if read_data:
         from eree.engine.select import make_engine

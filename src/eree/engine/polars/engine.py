@@ -130,7 +130,8 @@ class PolarsEngine:
         """Load and validate ER-EE input for this engine (docs/design.md#validation).
 
         Args:
-            config: the ``[data]`` configuration.
+            config: the ``[data]`` configuration; a ``file://`` URI is read as the local
+                path it names, any other URI refused (:func:`~eree.data.location.local_path`).
             attributes: the workplace and worker attributes the release uses (``None``:
                 all configured ones). Only these columns are read and validated.
 
@@ -139,9 +140,10 @@ class PolarsEngine:
             establishment and combination of worker attributes in the validation pass
             (what the queries need) and the per-job frame is read only if asked for.
         """
-        from eree.engine.polars.load import narrow_config, scan_job_tables
+        from eree.engine.polars.load import local_inputs, narrow_config, scan_job_tables
 
-        return scan_job_tables(narrow_config(config, attributes), lazy_jobs=attributes is not None)
+        local = local_inputs(narrow_config(config, attributes))
+        return scan_job_tables(local, lazy_jobs=attributes is not None)
 
     def n_workplaces(self, data: JobTables) -> int:
         """The number of workplaces (public)."""
@@ -165,8 +167,9 @@ class PolarsEngine:
         See docs/design.md#establishment-data, #validation.
         """
         from eree.data.establishments import load_establishments
+        from eree.engine.polars.load import local_inputs
 
-        return load_establishments(config)
+        return load_establishments(local_inputs(config))
 
     def n_establishments(self, data: EstablishmentData) -> int:
         """The number of establishments (public)."""

@@ -35,16 +35,30 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
-from eree.data.config import JobTablesConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.io import table_format
 from eree.data.job_tables import JOBS, ROW, JobTables, canonical_ids, check_config, load_job_tables
+from eree.data.location import local_path
 from eree.data.schema import WORKPLACE_ID
 from eree.errors import DataValidationError
 
-__all__ = ["narrow_config", "scan_job_tables"]
+__all__ = ["local_inputs", "narrow_config", "scan_job_tables"]
+
+_Config = TypeVar("_Config", JobTablesConfig, EstablishmentDataConfig)
+
+
+def local_inputs(config: _Config) -> _Config:
+    """``config`` with every input as a local path: ``file://`` URIs mapped, others refused.
+
+    See :func:`eree.data.location.local_path` (a one-line :class:`SpecError` naming the
+    ``[data]`` key for a scheme only the Spark engine reads).
+    """
+    paths = {key.removeprefix("[data]."): local_path(p, key) for key, p in config.inputs().items()}
+    return dataclasses.replace(config, **paths)  # type: ignore[arg-type]
 
 
 def narrow_config(config: JobTablesConfig, attributes: Iterable[str] | None) -> JobTablesConfig:
@@ -195,9 +209,9 @@ def _scan_three(config: JobTablesConfig, lazy_jobs: bool) -> JobTables | None:
         return None
     wid, kid = config.workplace_id, config.worker_id
     wattrs, kattrs = config.workplace_attributes, config.worker_attributes
-    wp = _scan(config.workplace, [wid, *wattrs])
-    wk = _scan(config.worker, [kid, *kattrs])
-    jb = _scan(config.job, [kid, wid])
+    wp = _scan(Path(config.workplace), [wid, *wattrs])
+    wk = _scan(Path(config.worker), [kid, *kattrs])
+    jb = _scan(Path(config.job), [kid, wid])
     if wp is None or wk is None or jb is None:
         return None
     # the public workplace table is small: read it (it is part of the output anyway)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eree.data.location import DataPath
 from eree.errors import DataValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,7 +121,7 @@ class Check:
 
 def run_checks(
     df: SparkDataFrame,
-    file: Path,
+    file: DataPath,
     checks: Sequence[Check],
     *,
     unique: str | None = None,

@@ -19,6 +19,7 @@ import polars as pl
 
 from eree.data.config import JobTablesConfig
 from eree.data.job_tables import JobTables
+from eree.data.location import DataPath, is_uri
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.spark.coding import CodedData
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
@@ -107,8 +108,9 @@ class SparkJobTables:
     ) -> SparkJobTables:
         """Read the three tables (``workplace``, ``worker``, ``job``) with Spark.
 
-        Paths may be Parquet files or directories of Parquet files (Spark's usual
-        layout), e.g. the output of :meth:`eree.synth.lodes.SynthLodes.write`.
+        Paths (local, or URIs read by Spark: docs/spark-cluster.md#inputs-by-uri) may be
+        Parquet files or directories of Parquet files (Spark's usual layout), e.g. the
+        output of :meth:`eree.synth.lodes.SynthLodes.write`.
 
         Args:
             workplace_path, worker_path, job_path: the tables.
@@ -134,9 +136,9 @@ class SparkJobTables:
             cols = spark.read.parquet(str(worker_path)).columns
             worker_attributes = [c for c in cols if c != worker_id and c in doms]
         config = JobTablesConfig(
-            workplace=Path(workplace_path),
-            worker=Path(worker_path),
-            job=Path(job_path),
+            workplace=_data_path(workplace_path),
+            worker=_data_path(worker_path),
+            job=_data_path(job_path),
             workplace_id=workplace_id,
             worker_id=worker_id,
             workplace_attributes=tuple(workplace_attributes),
@@ -187,16 +189,22 @@ class SparkJobTables:
         hashed = None
         coded: CodedData | None = None
         if config.jobs is not None:
-            df = read_text_columns(spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format)
+            df = read_text_columns(
+                spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format, "[data].jobs"
+            )
             if validate:
                 validate_joined(df, config, doms)
             workplaces = df.select(wid, *wattrs).dropDuplicates([wid])
             jobs = df.select(wid, *kattrs)
         else:
             assert config.workplace and config.worker and config.job  # _check_config
-            wp = read_text_columns(spark, config.workplace, [wid, *wattrs], [], format)
-            wk = read_text_columns(spark, config.worker, [kid, *kattrs], [], format)
-            jb = read_text_columns(spark, config.job, [kid, wid], [], format)
+            wp = read_text_columns(
+                spark, config.workplace, [wid, *wattrs], [], format, "[data].workplace"
+            )
+            wk = read_text_columns(
+                spark, config.worker, [kid, *kattrs], [], format, "[data].worker"
+            )
+            jb = read_text_columns(spark, config.job, [kid, wid], [], format, "[data].job")
             workplaces = wp.select(wid, *wattrs)
             # left join: a job with an unknown worker is kept (and refused), never dropped;
             # lazy: only establishment_cells and a ledger's fingerprint read it
@@ -222,6 +230,11 @@ class SparkJobTables:
         return cls(
             workplaces=workplaces, jobs=jobs, domains=doms, hashed=hashed, coded=coded,
         )  # fmt: skip
+
+
+def _data_path(p: str | Path) -> DataPath:
+    """A URI kept as given (:mod:`eree.data.location`), anything else a local path."""
+    return p if isinstance(p, str) and is_uri(p) else Path(p)
 
 
 def _check_config(config: JobTablesConfig) -> None:

@@ -16,6 +16,7 @@ collected.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ import polars as pl
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import NAICS_DERIVED, EstablishmentData
+from eree.data.location import DataPath, is_uri, uri_name
 from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.engine.base import ESTABLISHMENTS, bound_column, result_order
 from eree.engine.exact_sums import FRACTION_BITS, MAX_EXACT_TOTAL, exact_sums
@@ -82,9 +84,18 @@ class SparkEstablishmentData:
         return cls(polars_to_spark(spark, data.frame), data.config)
 
 
-def _read_frame(spark: SparkSession, path: Path) -> SparkDataFrame:
+def _read_frame(spark: SparkSession, path: DataPath, expected: Sequence[str]) -> SparkDataFrame:
     from eree.errors import SpecError
 
+    if is_uri(path):  # read by Spark alone (docs/spark-cluster.md#inputs-by-uri)
+        from eree.engine.spark import uri as by_uri
+
+        uri = str(path)
+        if not uri_name(uri).lower().endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
+            return by_uri.read_uri_parquet(spark, uri, "[data].path")
+        # the columns the release names, as text (the header is checked as a local one's)
+        return read_text_columns(spark, uri, [], expected, "csv", "[data].path", every_column=True)
+    path = Path(path)
     name = path.name.lower()
     if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
         from eree.data.io import read_header
@@ -130,10 +141,10 @@ def load_establishments_spark(
 
     from eree.data.establishments import role_errors
 
-    path = Path(config.path)
+    path = config.path if is_uri(config.path) else Path(config.path)
     file = str(path)
     role_errors(config, file)
-    raw = _read_frame(spark, path)
+    raw = _read_frame(spark, path, [config.id, *config.public, *config.confidential])
     present = set(raw.columns)
     to_derive = tuple(c for c in config.public if c in NAICS_DERIVED and c not in present)
     text = [config.id, *(c for c in config.public if c not in to_derive)]
@@ -141,8 +152,11 @@ def load_establishments_spark(
         text.append("naics")
     absent = [c for c in [*text, *config.confidential] if c not in present]
     if absent:
+        hint = difflib.get_close_matches(absent[0], raw.columns, n=1)  # as the Polars loader
         raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in absent)}",
+            f"required column(s) missing: {', '.join(repr(m) for m in absent)}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; the file has: {', '.join(repr(c) for c in raw.columns)}",
             file=file,
             column=absent[0],
             rule="missing-column",

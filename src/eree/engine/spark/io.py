@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from eree.data.location import DataPath, is_uri
 from eree.errors import DataValidationError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,23 +165,44 @@ def _arrow_frame(sdf: SparkDataFrame) -> pl.DataFrame:
 
 def read_text_columns(
     spark: SparkSession,
-    path: Path,
+    path: DataPath,
     required: Sequence[str],
     optional: Sequence[str],
     format: str | None,
+    key: str | None = None,
+    *,
+    every_column: bool = False,
 ) -> SparkDataFrame:
-    """Read ``required`` (+ ``optional`` when present) columns of a table, as strings."""
+    """Read ``required`` (+ ``optional`` when present) columns of a table, as strings.
+
+    ``path`` is a local path or a URI (read by Spark alone: :mod:`eree.engine.spark.uri`);
+    ``key`` is its ``[data]`` key, named when a URI cannot be reached. With
+    ``every_column``, every named column of the table is read (``optional`` then only
+    tells a CSV header from a data row).
+    """
     from pyspark.sql import functions as sf
     from pyspark.sql.types import IntegralType, StringType, StructField, StructType
 
-    fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
+    from eree.engine.spark import uri as by_uri
+
+    uri = str(path) if is_uri(path) else None
+    if uri is not None:
+        fmt = format or ("csv" if by_uri.is_csv_name(uri) else "parquet")
+    else:
+        path = Path(path)
+        fmt = format or ("csv" if path.name.lower().endswith((".csv", ".csv.gz")) else "parquet")
     split_small_files(spark)
     if fmt == "csv":
         from eree.data.io import csv_records, read_header
 
-        header = read_header(path, expected=[*required, *optional])  # the Polars path's check
-        # a file (not a partitioned directory): the Polars reader's checks of its records
-        records = csv_records(path, header) if path.is_file() else None
+        records: int | None = None
+        if uri is not None:  # Spark reads the header and checks the lines
+            header = by_uri.uri_csv_header(spark, uri, [*required, *optional], key)
+        else:
+            assert isinstance(path, Path)
+            header = read_header(path, expected=[*required, *optional])  # the Polars path's
+            # a file (not a partitioned directory): the Polars reader's checks of its records
+            records = csv_records(path, header) if path.is_file() else None
         schema = StructType(
             [StructField(c, StringType()) for c in header] + [StructField(_CORRUPT, StringType())]
         )
@@ -199,7 +221,7 @@ def read_text_columns(
             *[sf.count(sf.col(c)) for c in header],
         ).first()
         assert counts is not None
-        if records == 0:
+        if records == 0 or (uri is not None and not counts[1]):
             raise DataValidationError(
                 "file has a header but no data rows", file=str(path), rule="no-rows"
             )
@@ -210,9 +232,12 @@ def read_text_columns(
                 file=str(path),
                 rule="unparseable",
             )
+    elif fmt == "parquet" and uri is not None:
+        df = by_uri.read_uri_parquet(spark, uri, key)
     elif fmt == "parquet":
         from eree.engine.spark.checks import parquet_rows
 
+        assert isinstance(path, Path)
         if path.is_file() and parquet_rows(path) == 0:  # the Polars loader's checks of the file
             raise DataValidationError(
                 "file has a header but no data rows", file=str(path), rule="no-rows"
@@ -230,14 +255,20 @@ def read_text_columns(
     present = [c for c in df.columns if c != _CORRUPT]
     missing = [c for c in required if c not in present]
     if missing:
+        import difflib
+
+        hint = difflib.get_close_matches(missing[0], present, n=1)  # as the Polars loader
         raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in missing)}; the file "
-            f"has: {', '.join(repr(c) for c in present)}",
+            f"required column(s) missing: {', '.join(repr(m) for m in missing)}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; the file has: {', '.join(repr(c) for c in present)}",
             file=str(path),
             column=missing[0],
             rule="missing-column",
         )
     cols = [*required, *(c for c in optional if c in present and c not in required)]
+    if every_column:
+        cols = [*required, *(c for c in present if c and c not in required)]
     types = {f.name: f.dataType for f in df.schema.fields}
     out = []
     for c in cols:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eree.data.location import DataPath, is_uri
 from eree.errors import DataValidationError, EngineError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,7 +180,7 @@ def is_spark_failure(e: BaseException) -> bool:
 
 
 def spark_input_error(
-    e: BaseException, exact_check: Callable[[], object], paths: Sequence[Path]
+    e: BaseException, exact_check: Callable[[], object], paths: Sequence[DataPath]
 ) -> Exception:
     """The error to raise when Spark fails, or finds a fault, reading and checking input.
 
@@ -187,11 +188,19 @@ def spark_input_error(
     The Polars loader checks the same input and names file, row and column without the
     value, so an input fault reads the same on both engines: its error is the one raised
     (only on this failure path; for partitioned directories, which it does not read, the
-    Spark check's own error stays). If it finds nothing, a generic line says so.
+    Spark check's own error stays). If it finds nothing, a generic line says so. Input
+    given by URI is never read by Python: the Spark check's own error stays, and a
+    failure of Spark's is translated by :func:`~eree.engine.spark.uri.uri_read_error`.
     """
     from eree.errors import EreeError
 
     files = ", ".join(str(p) for p in paths)
+    if any(is_uri(p) for p in paths):  # read by Spark alone: Python reads nothing of it
+        if isinstance(e, EreeError):
+            return e
+        from eree.engine.spark.uri import uri_read_error
+
+        return uri_read_error(e, files, None)
     if any(Path(p).is_dir() for p in paths):  # partitioned input: the Spark check's own
         if isinstance(e, DataValidationError):
             return e
