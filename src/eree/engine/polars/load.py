@@ -186,7 +186,7 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
     if config.jobs is None:
         fast = _scan_three(config, lazy_jobs)
     else:
-        fast = _scan_joined(config, config.jobs, lazy_jobs)
+        fast = _scan_joined(config, local_path(config.jobs, "[data].jobs"), lazy_jobs)
     if fast is not None:
         return fast
     dirs = [p for p in config.input_files() if Path(p).is_dir()]
