@@ -33,7 +33,7 @@ their messages live in one place and the fast path can only be stricter, never l
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -184,7 +184,9 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
     """
     check_config(config)
     if config.jobs is None:
-        fast = _scan_three(config, lazy_jobs)
+        # a Polars failure on the fast path (an unreadable Parquet page, a panic) hands the
+        # input to the eager loader, which names the file, row and column
+        fast = _or_eager(lambda: _scan_three(config, lazy_jobs))
     else:
         fast = _scan_joined(config, local_path(config.jobs, "[data].jobs"), lazy_jobs)
     if fast is not None:
@@ -348,6 +350,18 @@ def _column_in_every_file(path: Path, column: str) -> bool | None:
     except Exception:
         return False
     return None if len(present) > 1 else present.pop()
+
+
+def _or_eager(scan: Callable[[], JobTables | None]) -> JobTables | None:
+    """``scan()``, or ``None`` (the eager loader's turn) if Polars fails inside it."""
+    try:
+        return scan()
+    except pl.exceptions.PolarsError:
+        return None
+    except BaseException as exc:  # a Rust panic is a BaseException, not an Exception
+        if type(exc).__name__ == "PanicException":
+            return None
+        raise
 
 
 def _streamed(frame: pl.LazyFrame) -> pl.DataFrame | None:
