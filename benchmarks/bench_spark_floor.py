@@ -52,7 +52,9 @@ from bench_tumult import SPARK_START, _table, eree_code, run, tumult_code
 from common import machine
 
 
-def floor_code(data: Path, marginals: dict[str, list[str]], out: Path, args: argparse.Namespace) -> str:
+def floor_code(
+    data: Path, marginals: dict[str, list[str]], out: Path, args: argparse.Namespace
+) -> str:
     """The Spark floor: per marginal, the plain group-by of eree's cell statistics."""
     start = SPARK_START.format(
         cores=args.cores, mem=args.driver_memory, parts=2 * args.cores, local_dir=args.local_dir

@@ -314,7 +314,6 @@ def test_order_proof_pieces(spark):
     assert id_lanes([one.limit(0)], "k", [key]) == [(0, 0, [0])]
 
 
-
 def test_order_proof_from_the_files(spark, tmp_path):
     """The order proof read from the Parquet files by PyArrow (no row through Spark's JVM).
 

@@ -148,9 +148,7 @@ def ids_in_order(df: SparkDataFrame, col: str) -> bool:
     return all(x[1] < y[0] for x, y in pairwise(spans))
 
 
-def files_in_order(
-    spark: SparkSession, files: Sequence[str], col: str
-) -> tuple[bool, int] | None:
+def files_in_order(spark: SparkSession, files: Sequence[str], col: str) -> tuple[bool, int] | None:
     """Whether the ids of ``col`` in the Parquet ``files`` are present and distinct, by order.
 
     The proof of :func:`ids_in_order`, read from the files by PyArrow instead of from

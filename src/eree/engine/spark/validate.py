@@ -323,9 +323,9 @@ def _validate_and_code_by_order(
         return None
     keys = [secrets.randbits(63)]  # one 64-bit lane under a fresh secret key
     [(n_workers, missing_workers, lanes_workers)] = id_lanes([wk], kid, keys)
-    if by_files is not None and by_files[1] != n_workers:  # not the rows Spark reads
-        if not ids_in_order(wk, kid):
-            return None
+    # other rows than those Spark reads (not a plain read of the files): Spark proves it
+    if by_files is not None and by_files[1] != n_workers and not ids_in_order(wk, kid):
+        return None
     n_jobs = jb.count()  # Parquet: from the files' metadata
     spark = wp.sparkSession
     n_parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
