@@ -8,7 +8,8 @@ its phases (wall seconds; a phase nested in another is counted in both):
 * ``load``: reading and input validation, coding included
   (:meth:`SparkEngine.load_job_tables`), of which ``validate+code``
   (:func:`~eree.engine.spark.validate.validate_and_code_three`), of which the id-order
-  proof (``ids_in_order``) and the workers' lanes (``id_lanes``);
+  proof (from the Parquet files, ``files_in_order``, or from Spark's rows,
+  ``ids_in_order``) and the workers' lanes (``id_lanes``);
 * ``queries``: every query's cells and mechanism (``measure_marginal``), of which ``cells``
   (:meth:`SparkEngine.cell_statistics`), of which ``to_driver`` (Spark jobs bringing
   results to the driver, :func:`~eree.engine.spark.io.to_polars`) and ``assemble`` (the
@@ -46,7 +47,9 @@ import eree.release.report as rrep
 times = defaultdict(float)
 
 def timer(owner, attr, label):
-    fn = getattr(owner, attr)
+    fn = getattr(owner, attr, None)
+    if fn is None:  # a phase this version of eree does not have
+        return
     @functools.wraps(fn)
     def wrapped(*a, **k):
         t = time.perf_counter()
@@ -58,7 +61,8 @@ def timer(owner, attr, label):
 
 timer(seng.SparkEngine, "load_job_tables", "load")
 timer(sdata, "validate_and_code_three", "validate+code")
-timer(sval, "ids_in_order", "id_order_proof")
+timer(sval, "files_in_order", "id_order_proof_files")
+timer(sval, "ids_in_order", "id_order_proof_rows")
 timer(sval, "id_lanes", "worker_lanes")
 timer(seng.SparkEngine, "cell_statistics", "cells")
 timer(seng, "to_polars", "to_driver")
