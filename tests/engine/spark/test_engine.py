@@ -314,6 +314,50 @@ def test_order_proof_pieces(spark):
     assert id_lanes([one.limit(0)], "k", [key]) == [(0, 0, [0])]
 
 
+def test_order_proof_from_the_files(spark, tmp_path):
+    """The order proof read from the Parquet files by PyArrow (no row through Spark's JVM).
+
+    Distinct ids in increasing runs with disjoint ranges are proven, in any file order
+    and any row-group order; a repeated id (in one file or across two), a null id or
+    shuffled ids are not; a file PyArrow cannot read as Parquet leaves it to Spark's
+    proof (``None``). What Spark's own proof proves on the same files, it proves too.
+    """
+    from eree.engine.spark.id_order import files_in_order, ids_in_order
+
+    def table(name: str, **parts: list) -> tuple[bool, int] | None:
+        d = tmp_path / name
+        d.mkdir()
+        for part, ids in parts.items():  # small row groups: several per file
+            pl.DataFrame({"k": ids}).write_parquet(d / f"{part}.parquet", row_group_size=100)
+        df = spark.read.parquet(str(d))
+        got = files_in_order(spark, df.inputFiles(), "k")
+        if got is not None:
+            assert got[1] == sum(len(ids) for ids in parts.values())  # every row read
+            # what Spark's proof (runs of file blocks) proves, this one (runs of ids) does
+            assert got[0] or not ids_in_order(df, "k")
+        return got
+
+    ids = [f"k{i:05d}" for i in range(1_000)]
+    # files written highest ids first; a file whose row groups are out of order
+    assert table("sorted", a=ids[600:], b=ids[:300], c=ids[300:600]) == (True, 1_000)
+    assert table("groups", a=ids[500:] + ids[:500]) == (True, 1_000)
+    assert table("twice_across", a=ids[:500], b=ids[499:]) == (False, 1_001)
+    assert table("twice_within", a=[*ids[:10], ids[9], *ids[10:20]]) == (False, 21)
+    assert table("null", a=[*ids[:10], None, *ids[10:20]]) == (False, 21)
+    shuffled = pl.Series(ids).shuffle(seed=5).to_list()
+    assert table("shuffled", a=shuffled) == (False, 1_000)
+    # integer ids: their decimal text, as Spark casts them (10–12 and 20–21: in order)
+    assert table("ints", a=[20, 21], b=[10, 11, 12]) == (True, 5)
+    # not Parquet to PyArrow: no verdict here
+    csv = tmp_path / "t.csv"
+    csv.write_text("k\na\nb\n")
+    assert files_in_order(spark, [csv.as_uri()], "k") is None
+    fake = tmp_path / "fake.parquet"
+    fake.write_text("k\na\nb\n")
+    assert files_in_order(spark, [fake.as_uri()], "k") is None
+    assert files_in_order(spark, [], "k") is None
+
+
 # ---------------------------------------------------------------- heavier checks
 
 

@@ -1,7 +1,9 @@
 """Proofs about id columns without a join: order, and lanes of hashes (Spark).
 
 :func:`ids_in_order` proves the ids of a column present and distinct from their order in
-the files; :func:`id_lanes` sums keyed 64-bit hashes of a column's ids (its *lanes*):
+the files, as Spark reads the rows; :func:`files_in_order` proves the same from the
+Parquet files themselves, read by PyArrow in Spark tasks (no row passes through Spark's
+JVM); :func:`id_lanes` sums keyed 64-bit hashes of a column's ids (its *lanes*):
 two multisets of ids of the same size with equal lanes are equal but by chance (about
 2⁻⁶⁴ per key for ids not crafted against xxHash64 under a key they cannot know). The
 ordered-id validation of :mod:`eree.engine.spark.validate` rests on both.
@@ -16,10 +18,15 @@ from typing import TYPE_CHECKING, Any
 from eree.engine.spark.checks import missing
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column
+    from pyspark.sql import Column, SparkSession
     from pyspark.sql import DataFrame as SparkDataFrame
 
-__all__ = ["id_lanes", "ids_in_order", "lane_halves", "lane_sums"]
+__all__ = ["MAX_RUNS_PER_FILE", "files_in_order", "id_lanes", "ids_in_order", "lane_halves",
+           "lane_sums"]  # fmt: skip
+
+#: increasing runs of ids allowed in one file by :func:`files_in_order` (more: not in
+#: order, the caller matches the ids by a join)
+MAX_RUNS_PER_FILE = 10_000
 
 
 def lane_halves(col: str, keys: Sequence[int]) -> list[Column]:
@@ -139,3 +146,75 @@ def ids_in_order(df: SparkDataFrame, col: str) -> bool:
         return False
     spans = sorted((r["lo"].encode(), r["hi"].encode()) for r in rows if r["n"])
     return all(x[1] < y[0] for x, y in pairwise(spans))
+
+
+def files_in_order(spark: SparkSession, files: Sequence[str], col: str) -> tuple[bool, int] | None:
+    """Whether the ids of ``col`` in the Parquet ``files`` are present and distinct, by order.
+
+    The proof of :func:`ids_in_order`, read from the files by PyArrow instead of from
+    Spark's rows: one Spark task per file (up to four per core) reads the column a batch
+    at a time and cuts it into runs of strictly increasing ids (bytewise order of the
+    UTF-8 text; integer ids as their decimal text, as Spark casts them); no id may be
+    null; the runs' ranges, sorted by their first id, must not overlap. Then no id
+    repeats. Only the runs' first and last ids and row counts reach the driver.
+
+    Returns:
+        ``(proven, rows)``: whether the ids are proven distinct (``False``: not in
+        order, or a null id, or more than :data:`MAX_RUNS_PER_FILE` runs in a file),
+        and the rows read. ``None`` when a file is not Parquet that PyArrow can open
+        (its file system, its type of ``col``): prove it with :func:`ids_in_order`.
+
+    The caller checks that the rows are the ones Spark reads (``files`` from
+    ``DataFrame.inputFiles`` of a plain read, and ``rows`` equal to Spark's count).
+    """
+    if not files or not all(f.lower().endswith(".parquet") for f in files):
+        return None
+
+    def runs(uri: str) -> tuple[bool, int, list[list[bytes]]] | None:  # in a Spark task
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        try:
+            fs, path = pafs.FileSystem.from_uri(uri)
+            spans: list[list[bytes]] = []  # per run: first id, last id
+            n = 0
+            with fs.open_input_file(path) as fh:
+                for b in pq.ParquetFile(fh).iter_batches(columns=[col], batch_size=1 << 20):
+                    a = b.column(0)
+                    if pa.types.is_integer(a.type):
+                        a = pc.cast(a, pa.large_string())
+                    elif not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+                        return None
+                    m = len(a)
+                    if a.null_count:
+                        return (False, n + m, [])
+                    if m == 0:
+                        continue
+                    up = pc.less(a.slice(0, m - 1), a.slice(1)).to_numpy(zero_copy_only=False)
+                    cuts = (np.flatnonzero(~up) + 1).tolist()
+                    for s, e in pairwise([0, *cuts, m]):
+                        first, last = a[s].as_py().encode(), a[e - 1].as_py().encode()
+                        if s == 0 and spans and spans[-1][1] < first:  # the run goes on
+                            spans[-1][1] = last
+                        else:
+                            spans.append([first, last])
+                    if len(spans) > MAX_RUNS_PER_FILE:
+                        return (False, n + m, [])
+                    n += m
+        except Exception:  # not readable here (file system, format, column): Spark proves it
+            return None
+        return (True, n, spans)
+
+    sc = spark.sparkContext
+    slices = min(len(files), 4 * max(1, sc.defaultParallelism))
+    results = sc.parallelize(list(files), slices).map(runs).collect()
+    if any(r is None for r in results):
+        return None
+    rows = sum(r[1] for r in results if r is not None)
+    if not all(r[0] for r in results if r is not None):
+        return False, rows
+    spans = sorted(tuple(x) for r in results if r is not None for x in r[2])
+    return all(x[1] < y[0] for x, y in pairwise(spans)), rows

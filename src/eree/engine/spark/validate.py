@@ -38,7 +38,13 @@ from eree.engine.spark.coding import (
     domain_index,
 )
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
-from eree.engine.spark.id_order import id_lanes, ids_in_order, lane_halves, lane_sums
+from eree.engine.spark.id_order import (
+    files_in_order,
+    id_lanes,
+    ids_in_order,
+    lane_halves,
+    lane_sums,
+)
 from eree.engine.spark.session import is_spark_failure
 from eree.errors import DataValidationError
 
@@ -265,9 +271,10 @@ def _validate_and_code_by_order(
 
     The rules: docs/design.md#validation.
 
-    ``None`` when the worker table's ids are not in order
-    (:func:`~eree.engine.spark.id_order.ids_in_order`): the caller then matches jobs and
-    workers by a join. Otherwise:
+    ``None`` when the worker table's ids are not in order (proven from its Parquet files
+    by :func:`~eree.engine.spark.id_order.files_in_order` when PyArrow can read them,
+    else by :func:`~eree.engine.spark.id_order.ids_in_order`): the caller then matches
+    jobs and workers by a join. Otherwise:
 
     1. the worker table gives its rows, its missing ids and its lane (Σ xxHash64 under a
        fresh secret key modulo 2⁶⁴, :func:`~eree.engine.spark.id_order.id_lanes`);
@@ -299,17 +306,26 @@ def _validate_and_code_by_order(
     wid, kid = config.workplace_id, config.worker_id
     wattrs = list(config.workplace_attributes)
     try:
-        if not ids_in_order(wk, kid):
+        # from the Parquet files themselves when PyArrow can read them (no id passes
+        # through Spark's JVM), else from the rows as Spark reads them
+        by_files = files_in_order(wk.sparkSession, wk.inputFiles(), kid)
+        if by_files is None:
+            if not ids_in_order(wk, kid):
+                return None
+        elif not by_files[0]:
             return None
     except Exception as e:  # a failure inside Spark only (eree's own errors propagate)
         if not is_spark_failure(e):
             raise
-        # the Python workers could not run the Arrow batch function (executors are
-        # checked for PyArrow and NumPy before a cluster release: this is local mode
-        # without pandas): the join proves the same rules
+        # the Python workers could not run the batch function (executors are checked
+        # for PyArrow and NumPy before a cluster release: this is local mode without
+        # pandas): the join proves the same rules
         return None
     keys = [secrets.randbits(63)]  # one 64-bit lane under a fresh secret key
     [(n_workers, missing_workers, lanes_workers)] = id_lanes([wk], kid, keys)
+    # other rows than those Spark reads (not a plain read of the files): Spark proves it
+    if by_files is not None and by_files[1] != n_workers and not ids_in_order(wk, kid):
+        return None
     n_jobs = jb.count()  # Parquet: from the files' metadata
     spark = wp.sparkSession
     n_parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
