@@ -65,6 +65,7 @@ FOUR = {
     "plus_age_sex": ["tract", "naics_sector", "ownership", "age", "sex"],
     "plus_age_sex_race": ["tract", "naics_sector", "ownership", "age", "sex", "race"],
 }
+ONE = dict(list(FOUR.items())[:1])  # tract × industry × ownership
 DOMAIN_SIZE = {"age": 3, "sex": 2, "race": 6}
 
 
