@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_release import FOUR, ONE, WORKPLACE, spec_text
-from bench_tumult import SPARK_START, _table, eree_code, run, tumult_code
+from bench_tumult import eree_code, path_of, run, spark_start, tumult_code
 from common import machine
 
 
@@ -56,13 +56,11 @@ def floor_code(
     data: Path, marginals: dict[str, list[str]], out: Path, args: argparse.Namespace
 ) -> str:
     """The Spark floor: per marginal, the plain group-by of eree's cell statistics."""
-    start = SPARK_START.format(
-        cores=args.cores, mem=args.driver_memory, parts=2 * args.cores, local_dir=args.local_dir
-    )
+    start = spark_start(args)
     return textwrap.dedent(f"""
         import shutil
         from pyspark.sql import functions as sf
-        {start.strip().replace(chr(10), chr(10) + " " * 8)}
+        {start}
         t1 = time.perf_counter()
         shutil.rmtree({str(out)!r}, ignore_errors=True)
         marginals = {json.dumps(marginals)}
@@ -71,12 +69,12 @@ def floor_code(
         for name, by in marginals.items():
             wp_by = [a for a in by if a in workplace]
             wk_by = [a for a in by if a not in workplace]
-            jobs = spark.read.parquet({_table(data, "job")!r}).select("worker_id", "workplace_id")
+            jobs = spark.read.parquet({path_of(data, "job")!r}).select("worker_id", "workplace_id")
             if wk_by:
-                wk = spark.read.parquet({_table(data, "worker")!r}).select("worker_id", *wk_by)
+                wk = spark.read.parquet({path_of(data, "worker")!r}).select("worker_id", *wk_by)
                 jobs = jobs.join(wk, on="worker_id")
             per = jobs.groupBy("workplace_id", *wk_by).agg(sf.count(sf.lit(1)).alias("n"))
-            wp = spark.read.parquet({_table(data, "workplace")!r}).select("workplace_id", *wp_by)
+            wp = spark.read.parquet({path_of(data, "workplace")!r}).select("workplace_id", *wp_by)
             est = wp.groupBy(*wp_by).agg(sf.count(sf.lit(1)).alias("establishments"))
             result = (per.join(wp, on="workplace_id")
                       .groupBy(*by).agg(sf.sum("n").alias("count"), sf.max("n").alias("x_v"))

@@ -49,7 +49,16 @@ from common import machine
 BY = ONE["tract_industry_ownership"]
 
 
-def _table(data: Path, name: str) -> str:
+def spark_start(args: argparse.Namespace) -> str:
+    """The child's session start (:data:`SPARK_START` for ``args``), indented for a body
+    of ``textwrap.dedent`` code at 8 spaces."""
+    start = SPARK_START.format(
+        cores=args.cores, mem=args.driver_memory, parts=2 * args.cores, local_dir=args.local_dir
+    )
+    return start.strip().replace(chr(10), chr(10) + " " * 8)
+
+
+def path_of(data: Path, name: str) -> str:
     return str(data / name) if (data / name).is_dir() else str(data / f"{name}.parquet")
 
 
@@ -72,15 +81,13 @@ startup = time.perf_counter() - t0
 
 
 def tumult_code(data: Path, out: Path, args: argparse.Namespace) -> str:
-    start = SPARK_START.format(
-        cores=args.cores, mem=args.driver_memory, parts=2 * args.cores, local_dir=args.local_dir
-    )
+    start = spark_start(args)
     return textwrap.dedent(f"""
         from tmlt.analytics import (AddRowsWithID, KeySet, MaxRowsPerID, PureDPBudget,
                                     QueryBuilder, Session)
         from pyspark.sql import functions as sf
         from pyspark.sql.types import IntegralType
-        {start.strip().replace(chr(10), chr(10) + " " * 8)}
+        {start}
         t1 = time.perf_counter()
         by = {BY!r}
 
@@ -88,8 +95,8 @@ def tumult_code(data: Path, out: Path, args: argparse.Namespace) -> str:
             return df.select(*[sf.col(f.name).cast("long") if isinstance(f.dataType, IntegralType)
                                else sf.col(f.name) for f in df.schema.fields])
 
-        wp = longs(spark.read.parquet({_table(data, "workplace")!r}).select("workplace_id", *by))
-        job = longs(spark.read.parquet({_table(data, "job")!r}).select("workplace_id"))
+        wp = longs(spark.read.parquet({path_of(data, "workplace")!r}).select("workplace_id", *by))
+        job = longs(spark.read.parquet({path_of(data, "job")!r}).select("workplace_id"))
         jobs = job.join(wp, on="workplace_id", how="inner")
         keys = KeySet.from_dataframe(wp.select(*by).distinct())
         session = Session.from_dataframe(
@@ -105,16 +112,14 @@ def tumult_code(data: Path, out: Path, args: argparse.Namespace) -> str:
 
 
 def eree_code(spec: Path, out: Path, args: argparse.Namespace) -> str:
-    start = SPARK_START.format(
-        cores=args.cores, mem=args.driver_memory, parts=2 * args.cores, local_dir=args.local_dir
-    )
+    start = spark_start(args)
     return textwrap.dedent(f"""
         import shutil
         from eree.engine.spark.engine import SparkEngine
         from eree.mechanisms.noise import make_noise_source
         from eree.release.protect import protect
         from eree.release.spec import load_spec
-        {start.strip().replace(chr(10), chr(10) + " " * 8)}
+        {start}
         t1 = time.perf_counter()
         shutil.rmtree({str(out)!r}, ignore_errors=True)
         result = protect(load_spec({str(spec)!r}), {str(out)!r}, make_noise_source(),

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_release import FOUR, ONE, spec_text
-from bench_tumult import SPARK_START, run
+from bench_tumult import run, spark_start
 
 PHASES = """
 import functools
@@ -74,16 +74,14 @@ timer(rrep, "release_report", "report")
 
 
 def profile_code(spec: Path, out: Path, args: argparse.Namespace) -> str:
-    start = SPARK_START.format(
-        cores=args.cores, mem=args.driver_memory, parts=2 * args.cores, local_dir=args.local_dir
-    )
+    start = spark_start(args)
     return textwrap.dedent(f"""
         import shutil
         from eree.engine.spark.engine import SparkEngine
         from eree.mechanisms.noise import make_noise_source
         from eree.release.protect import protect
         from eree.release.spec import load_spec
-        {start.strip().replace(chr(10), chr(10) + " " * 8)}
+        {start}
         {PHASES.strip().replace(chr(10), chr(10) + " " * 8)}
         fam_cls = type(fam.family_of(load_spec({str(spec)!r})))
         timer(fam_cls, "n_establishments", "establishments")
