@@ -34,3 +34,16 @@ def test_top_level_help_imports_no_experiment_or_data_library() -> None:
 def test_experiment_group_help_loads_the_experiments() -> None:
     mods = _modules_after(["audit", "--help"])
     assert {"eree.cli.audit", "eree.cli.evaluate", "eree.cli.suppress"} <= mods
+
+
+def test_a_plain_count_release_imports_no_scipy(tmp_path) -> None:
+    # SciPy (~0.2 s) is for the lattice solver and the variance calibration only; an
+    # ER-EE release without post-processing reaches the publication module (its spec
+    # check) but none of them
+    from tests.cli.inputs import write_eree_case
+
+    spec = write_eree_case(tmp_path)
+    mods = _modules_after(["protect", str(spec), "--out", str(tmp_path / "rel"), "--seed", "1"])
+    assert (tmp_path / "rel" / "manifest.json").exists()
+    assert "eree.release.publication" in mods  # not vacuous: the module was imported
+    assert "scipy" not in mods

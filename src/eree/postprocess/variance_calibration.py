@@ -54,7 +54,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import least_squares
 
 __all__ = ["BOUNDS", "VarianceCalibration", "calibrate_variances"]
 
@@ -172,6 +171,8 @@ def calibrate_variances(
         spread = (s0 + s1 @ cm + s2 @ (cm * cm)) / (q * q)  # Σ w² of d's terms
         kappa = MEAN_ABS_GAUSSIAN - (MEAN_ABS_GAUSSIAN - MEAN_ABS_ONE) * np.clip(spread, 0, 1)
         return np.concatenate([y - kappa * np.sqrt(q), prior_weight * (cm - 1.0)])
+
+    from scipy.optimize import least_squares  # SciPy only when a calibration runs
 
     fit = least_squares(residuals, np.ones(len(free)), bounds=BOUNDS)
     mult = {n: (float(fit.x[col[n]]) if entered[n] else 1.0) for n in free}
