@@ -33,7 +33,7 @@ variance keeps its own values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,11 +41,13 @@ import numpy as np
 from eree.postprocess.variance_model import NoiseShape, simulate_noise
 
 __all__ = [
+    "GuardBlock",
     "GuardInput",
     "GuardResult",
     "Prediction",
     "TabulationCheck",
     "never_worse",
+    "never_worse_blocks",
     "own_values",
     "tabulation_check",
 ]
@@ -113,6 +115,29 @@ def own_values(x: np.ndarray, *, nonnegative: bool, integer: bool) -> np.ndarray
     return out + 0.0
 
 
+@dataclass(frozen=True)
+class GuardBlock:
+    """One part of the problem the guard can solve on its own (see :func:`never_worse_blocks`).
+
+    The released marginals decompose where no constraint joins two parts: a tree of
+    marginals by the cells of its roots (every cell's value depends only on the
+    measurements of its root cell's subtree). A block is every marginal's cells in some
+    root cells.
+
+    Attributes:
+        marginals: every released marginal restricted to the block's cells.
+        variances: the weights of the real run on those cells.
+        solve: the post-processing run on the block.
+        rows: per marginal, the block's cells' rows in the whole marginal (None: the
+            block is the whole problem).
+    """
+
+    marginals: Sequence[GuardInput]
+    variances: Mapping[str, np.ndarray]
+    solve: Solver
+    rows: Mapping[str, np.ndarray] | None = None
+
+
 def never_worse(
     marginals: Sequence[GuardInput],
     variances: Mapping[str, np.ndarray],
@@ -135,16 +160,81 @@ def never_worse(
         margin: a marginal stays only if predicted at least this much better.
         seed: the public seed of the what-if simulations.
     """
-    by = {m.name: m for m in marginals}
-    est = {m.name: np.asarray(m.estimate, dtype=np.float64) for m in marginals}
-    names = [m.name for m in marginals]
+    sizes = {m.name: int(np.shape(m.estimate)[0]) for m in marginals}
+    return never_worse_blocks([GuardBlock(marginals, variances, solve)], sizes,
+                              nonnegative=nonnegative, integer=integer, replicates=replicates,
+                              margin=margin, seed=seed)  # fmt: skip
+
+
+def never_worse_blocks(
+    blocks: Iterable[GuardBlock],
+    sizes: Mapping[str, int],
+    *,
+    nonnegative: bool,
+    integer: bool,
+    replicates: int = 6,
+    margin: float = 0.02,
+    seed: int = 20170514,
+) -> GuardResult:
+    """:func:`never_worse` over a problem given as independent blocks, one at a time.
+
+    The same decision: each replicate's mean L1 error of a marginal is its error summed
+    over the blocks divided by its cells, and one generator (the public seed) draws every
+    block's simulations in turn, so that one block is exactly :func:`never_worse`. Only
+    one block's simulations are in memory at a time (the solution is assembled whole).
+
+    Args:
+        blocks: the blocks (an iterable: each may be built when it is reached).
+        sizes: every marginal's number of cells (all blocks together).
+    """
+    names = list(sizes)
     if len(names) < 2:
         return GuardResult(consistent=[], own=list(names))
-    truth = solve(est, variances, names)
     rng = np.random.default_rng(seed)
-    errors: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    post_sum = np.zeros((replicates, len(names)))
+    own_sum = np.zeros((replicates, len(names)))
+    truth: dict[str, np.ndarray] = {}
+    for block in blocks:
+        solved = _block_errors(block, names, rng, post_sum, own_sum,
+                               nonnegative=nonnegative, integer=integer)  # fmt: skip
+        for n in names:
+            if block.rows is None:
+                truth[n] = solved[n]
+            else:
+                if n not in truth:
+                    truth[n] = np.zeros(sizes[n], dtype=np.float64)
+                truth[n][block.rows[n]] = solved[n]
+    result = GuardResult(consistent=[], own=[], solution=truth)
+    for j, n in enumerate(names):
+        cells = sizes[n]
+        post_r = post_sum[:, j] / cells if cells else post_sum[:, j]
+        own_r = own_sum[:, j] / cells if cells else own_sum[:, j]
+        post_m, own_m = float(post_r.mean()), float(own_r.mean())
+        ratio = post_m / own_m if own_m > 0 else (1.0 if post_m == 0 else np.inf)
+        r = post_r / np.where(own_r > 0, own_r, 1.0)
+        se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
+        result.predictions[n] = Prediction(post_m, own_m, float(ratio), se)
+        safe = ratio + 2.0 * se <= 1.0 - margin  # better by the margin, beyond 2 SE
+        (result.consistent if safe else result.own).append(n)
+    return result
+
+
+def _block_errors(
+    block: GuardBlock,
+    names: Sequence[str],
+    rng: np.random.Generator,
+    post_sum: np.ndarray,
+    own_sum: np.ndarray,
+    *,
+    nonnegative: bool,
+    integer: bool,
+) -> dict[str, np.ndarray]:
+    """One block: its solution, and its L1 errors added into ``post_sum``/``own_sum``."""
+    by = {m.name: m for m in block.marginals}
+    est = {n: np.asarray(by[n].estimate, dtype=np.float64) for n in names}
+    truth = block.solve(est, block.variances, names)
     clean = {n: np.where(by[n].exact, 0.0, np.maximum(truth[n], 0.0)) for n in names}
-    for _ in range(replicates):
+    for i in range(post_sum.shape[0]):
         sim: dict[str, np.ndarray] = {}
         w: dict[str, np.ndarray] = {}
         for n in names:
@@ -152,26 +242,13 @@ def never_worse(
             var = m.true_variance(clean[n], rng)
             sim[n] = np.where(m.exact, 0.0, simulate_noise(m.shape, clean[n], var, rng))
             w[n] = np.where(m.exact, 0.0, m.weight(sim[n]))
-        post = solve(sim, w, names)
-        for n in names:
-            e_post = float(np.mean(np.abs(post[n] - clean[n])))
-            e_own = float(
-                np.mean(
-                    np.abs(own_values(sim[n], nonnegative=nonnegative, integer=integer) - clean[n])
-                )
-            )
-            errors[n].append((e_post, e_own))
-    result = GuardResult(consistent=[], own=[], solution=truth)
-    for n in names:
-        a = np.array(errors[n])
-        post_m, own_m = float(a[:, 0].mean()), float(a[:, 1].mean())
-        ratio = post_m / own_m if own_m > 0 else (1.0 if post_m == 0 else np.inf)
-        r = a[:, 0] / np.where(a[:, 1] > 0, a[:, 1], 1.0)
-        se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
-        result.predictions[n] = Prediction(post_m, own_m, float(ratio), se)
-        safe = ratio + 2.0 * se <= 1.0 - margin  # better by the margin, beyond 2 SE
-        (result.consistent if safe else result.own).append(n)
-    return result
+        post = block.solve(sim, w, names)
+        for j, n in enumerate(names):
+            own = own_values(sim[n], nonnegative=nonnegative, integer=integer)
+            post_sum[i, j] += float(np.sum(np.abs(post[n] - clean[n])))
+            own_sum[i, j] += float(np.sum(np.abs(own - clean[n])))
+        del sim, w, post
+    return truth
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,9 @@ def cell_parents(
             counties) or a child cell without a parent cell.
     """
     cols = list(parent_keys.columns)
+    repeated = _repeated_rows(child_keys, parent_keys)
+    if repeated is not None:
+        return repeated
     child = child_keys.with_row_index("__child")
     for a in cols:
         if a in child_keys.columns:
@@ -181,11 +184,35 @@ def cell_parents(
         child = child.join(pairs, on=b, how="left")
     par = parent_keys.with_row_index("__parent")
     child = child.select("__child", *[pl.col(a).cast(par[a].dtype) for a in cols])
-    joined = child.join(par, on=cols, how="left").sort("__child")
+    joined = child.join(par, on=cols, how="left", maintain_order="left")
     idx = joined["__parent"]
     if idx.null_count() or joined.height != child_keys.height:
         raise HierarchyError("a cell of a finer marginal has no cell in its coarser marginal")
     return idx.to_numpy().astype(np.int64)
+
+
+def _repeated_rows(child_keys: pl.DataFrame, parent_keys: pl.DataFrame) -> np.ndarray | None:
+    """The parent rows when each parent cell's cells are the next r rows of the child.
+
+    A release lays out a finer marginal's cells with its extra attributes varying fastest
+    (every parent cell's r cells in a run, in the parent's order); then row i's parent is
+    row i // r, with no join over the child's (possibly tens of millions of) rows. Checked
+    exactly, column by column; None when the child's rows are laid out otherwise (the
+    caller joins).
+    """
+    cols = list(parent_keys.columns)
+    n, m = child_keys.height, parent_keys.height
+    if m == 0 or n % m or not set(cols) <= set(child_keys.columns):
+        return None
+    idx = np.repeat(np.arange(m, dtype=np.int64), n // m)
+    at = pl.Series(idx)
+    for c in cols:
+        a, b = child_keys[c], parent_keys[c]
+        if a.dtype != b.dtype or a.null_count() or b.null_count():
+            return None
+        if not bool((a == b.gather(at)).all()):
+            return None
+    return idx
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,16 @@ import polars as pl
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
 from eree.mechanisms.er_ee import log_laplace_sd_factor
-from eree.postprocess.guard import GuardInput, GuardResult, Solver, never_worse, own_values
+from eree.postprocess.blocks import block_rows, local_parent_index
+from eree.postprocess.guard import (
+    GuardBlock,
+    GuardInput,
+    GuardResult,
+    Solver,
+    never_worse,
+    never_worse_blocks,
+    own_values,
+)
 from eree.postprocess.hierarchy import (
     HierarchyError,
     MarginalInput,
@@ -49,6 +58,12 @@ def wanted(plan: Plan) -> bool:
     """Whether the plan asks for any publication-grade post-processing of its counts."""
     p = plan.postprocess
     return bool(p.consistent or p.nonnegative or p.integer)
+
+
+#: the most cells (all marginals together) post-processing solves at once on a tree of
+#: marginals; a larger tree is solved block by block of root cells, with the same result
+#: (:mod:`eree.postprocess.blocks`): memory follows the block, not the table
+BLOCK_CELLS = 4_000_000
 
 
 def _marginals(plan: Plan) -> dict[str, tuple[str, ...]]:
@@ -194,8 +209,8 @@ def establishments_per_cell(keys: pl.DataFrame, frame: pl.DataFrame | None) -> n
         .agg(pl.len().alias("__k"))
         .with_columns([pl.col(c).cast(pl.Utf8) for c in wp])
     )
-    left = keys.select([pl.col(c).cast(pl.Utf8) for c in wp]).with_row_index("__row")
-    joined = left.join(counts, on=wp, how="left").sort("__row")
+    left = keys.select([pl.col(c).cast(pl.Utf8) for c in wp])
+    joined = left.join(counts, on=wp, how="left", maintain_order="left")
     return joined["__k"].fill_null(0).to_numpy().astype(np.float64)
 
 
@@ -207,6 +222,18 @@ def _exact_cells(m: Measurement) -> np.ndarray:
     if m.ci_low is not None and m.ci_high is not None:
         return np.asarray(m.ci_low) == np.asarray(m.ci_high)
     return np.zeros(n, dtype=bool)
+
+
+def _measurement_rows(m: Measurement, rows: np.ndarray) -> Measurement:
+    """The Measurement of some of a table's cells."""
+
+    def part(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else np.asarray(a)[rows]
+
+    return dataclasses.replace(
+        m, noisy=np.asarray(m.noisy)[rows], estimate=np.asarray(m.estimate)[rows],
+        std=part(m.std), ci_low=part(m.ci_low), ci_high=part(m.ci_high),
+    )  # fmt: skip
 
 
 def _guard_input(
@@ -369,11 +396,15 @@ def publication_tables(
     guard_inputs: list[GuardInput] = []
     at_size: dict[str, VarianceAt] = {}
     modelled: dict[str, float] = {}  # variance from the public model → its exact floor
+    mechs: dict[str, Mechanism] = {}
+    meas: dict[str, Measurement] = {}
+    ks: dict[str, np.ndarray | None] = {}
     for n in names:
         t = by_name[n]
         m = t.measurements[0]
         mech = built.query(n).mechanisms[0]
         k = establishments_per_cell(t.table.select(list(marg[n])), frame)
+        mechs[n], meas[n], ks[n] = mech, m, k
         v, _ = variance_proxy(mech, m, k)
         fn, how = variance_at_size(mech, m, k)
         at_size[n] = fn
@@ -430,12 +461,48 @@ def publication_tables(
                 _scaled_guard(g, mult.get(g.name, 1.0), modelled.get(g.name, 0.0))
                 for g in guard_inputs
             ]
-        solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
-                        integer=pp.integer, methods=methods)  # fmt: skip
-        guard = never_worse(
-            [g for g in guard_inputs if g.name in related], var, solve,
-            nonnegative=pp.nonnegative, integer=pp.integer,
-        )  # fmt: skip
+        in_guard = [g for g in guard_inputs if g.name in related]
+        cells = sum(est[g.name].shape[0] for g in in_guard)
+        if forest is not None and calibration is None and cells > BLOCK_CELLS:
+            parent = {n: forest[n] for n in related}
+            blocks = block_rows(parent, {c: idx for (c, _), idx in pairs.items()},
+                                {n: est[n].shape[0] for n in related}, BLOCK_CELLS)  # fmt: skip
+            n_blocks = len(blocks)
+
+            def block_problem(rows: dict[str, np.ndarray]) -> GuardBlock:
+                sub_est = {n: est[n][rows[n]] for n in related}
+                sub_exact = {n: exact[n][rows[n]] for n in related}
+                sub_pairs = {(c, p): local_parent_index(rows[c], rows[p], idx)
+                             for (c, p), idx in pairs.items()}  # fmt: skip
+                sub_at: dict[str, VarianceAt] = {}
+                sub_guard = []
+                for g in in_guard:
+                    n = g.name
+                    k = ks[n]
+                    sub_k = None if k is None else k[rows[n]]
+                    sub_m = _measurement_rows(meas[n], rows[n])
+                    sub_at[n] = variance_at_size(mechs[n], sub_m, sub_k)[0]
+                    sub_guard.append(_guard_input(mechs[n], sub_m, n, sub_est[n], sub_exact[n],
+                                                  sub_at[n], sub_k))  # fmt: skip
+                return GuardBlock(
+                    sub_guard, {n: var[n][rows[n]] for n in related},
+                    _solver(marg, sub_pairs, sub_exact, sub_at, nonnegative=pp.nonnegative,
+                            integer=pp.integer, methods=methods),
+                    rows,
+                )  # fmt: skip
+
+            guard = never_worse_blocks(
+                (block_problem(rows) for rows in blocks),
+                {g.name: est[g.name].shape[0] for g in in_guard},
+                nonnegative=pp.nonnegative, integer=pp.integer,
+            )  # fmt: skip
+            del blocks
+        else:
+            n_blocks = 1
+            solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
+                            integer=pp.integer, methods=methods)  # fmt: skip
+            guard = never_worse(in_guard, var, solve, nonnegative=pp.nonnegative,
+                                integer=pp.integer)  # fmt: skip
         if guard.consistent:
             solution = guard.solution  # solved with every marginal: all inform it
             values.update({n: solution[n] for n in guard.consistent})
@@ -479,12 +546,16 @@ def publication_tables(
             col = pl.Series(COUNT_STATISTIC, x.astype(np.int64))
         else:
             col = pl.Series(COUNT_STATISTIC, x)
-        null = pl.Series([None] * t.table.height, dtype=pl.Float64)
         table = t.table.with_columns(
             col,
-            null.alias(f"{COUNT_STATISTIC}_std"),
-            null.alias(f"{COUNT_STATISTIC}_ci_low"),
-            null.alias(f"{COUNT_STATISTIC}_ci_high"),
+            *(
+                pl.lit(None, dtype=pl.Float64).alias(c)
+                for c in (f"{COUNT_STATISTIC}_{s}" for s in ("std", "ci_low", "ci_high"))
+                # a column already without values (a withheld variance) is kept as it is
+                if c not in t.table.columns
+                or t.table[c].dtype != pl.Float64
+                or t.table[c].null_count() != t.table.height
+            ),
         )
         notes = (*t.notes, f"published values {how}")
         out.append(QueryTable(t.name, table, {COUNT_STATISTIC: uncertainty}, notes,
@@ -507,6 +578,13 @@ def publication_tables(
         except HierarchyError:
             tree = None
         entry["solver"] = solver if final else "none"
+        if n_blocks > 1:
+            entry["blocks"] = (
+                f"solved in {n_blocks} independent blocks of root cells (at most "
+                f"{BLOCK_CELLS:,} cells each unless one root cell's subtree holds more): on a "
+                "tree every cell's value depends only on its root cell's subtree, so the "
+                "values are those of one solve over every cell"
+            )
         if tree is not None:
             entry["tree"] = dict(tree)
         else:
