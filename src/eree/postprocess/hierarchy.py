@@ -377,8 +377,14 @@ def publication_grade(
             children[m.parent].append(m.name)
 
     def depth(name: str) -> int:
+        # a loop, not a recursive closure: a closure that calls itself is a reference cycle
+        # holding ``by_name`` (every input's arrays) until the cyclic garbage collector
+        # happens to run, which a few large allocations never trigger
+        d = 0
         p = by_name[name].parent
-        return 0 if p is None else 1 + depth(p)
+        while p is not None:
+            d, p = d + 1, by_name[p].parent
+        return d
 
     order = sorted(by_name, key=depth)
     z: dict[str, np.ndarray] = {}
