@@ -431,3 +431,9 @@ def test_a_tree_solved_block_by_block_publishes_the_values_of_one_solve(nested, 
         a = m_whole["postprocess"]["never_worse"]["predicted"][n]
         b = m_parts["postprocess"]["never_worse"]["predicted"][n]
         assert abs(a["predicted_ratio"] - b["predicted_ratio"]) <= 4 * (a["se"] + b["se"]) + 0.02
+
+
+def test_the_never_worse_guard_is_not_a_spec_key(tmp_path):
+    # a release always runs the guard; only the evaluation switches it off
+    with pytest.raises(SpecError, match="never_worse"):
+        parse_spec(tomllib.loads(_spec(POST + "never_worse = false\n")), tmp_path)

@@ -121,6 +121,10 @@ class MarginalResult:
         raw_bias, raw_bias_se: mean over the seeds of the marginal's raw total minus its
             true total, and its Monte Carlo SE.
         post_bias, post_bias_se: the same for the post-processed total.
+        unguarded, unguarded_se: mean L1 of the consistent solution published for every
+            marginal without the never-worse guard (what the guard protects against;
+            evaluation only), and its SE; unguarded_diff_se: SE of the paired difference
+            unguarded − raw.
     """
 
     workload: str
@@ -141,6 +145,9 @@ class MarginalResult:
     raw_bias_se: float = math.nan
     post_bias: float = math.nan
     post_bias_se: float = math.nan
+    unguarded: float = math.nan
+    unguarded_se: float = math.nan
+    unguarded_diff_se: float = math.nan
 
     @property
     def ratio(self) -> float:
@@ -166,6 +173,11 @@ class MarginalResult:
     def worse_beyond_2se(self) -> bool:
         """Post-processed worse than raw by more than two SE of the paired difference."""
         return self.post - self.raw > 2.0 * self.diff_se
+
+    @property
+    def unguarded_worse_beyond_2se(self) -> bool:
+        """Without the guard, worse than raw by more than two SE (False if not computed)."""
+        return self.unguarded - self.raw > 2.0 * self.unguarded_diff_se
 
 
 def _se(x: np.ndarray) -> float:
@@ -251,9 +263,22 @@ def evaluate(
             raw_b: dict[str, list[float]] = {n: [] for n in names}
             post_b: dict[str, list[float]] = {n: [] for n in names}
             own: dict[str, int] = dict.fromkeys(names, 0)
+            ung: dict[str, list[float]] = {n: [] for n in names}
+            # the same tables with the guard switched off (not a spec key): its effect
+            no_guard = dataclasses.replace(
+                built,
+                plan=dataclasses.replace(
+                    plan, postprocess=dataclasses.replace(plan.postprocess, never_worse=False)
+                ),
+            )
             for s in range(first_seed, first_seed + seeds):
                 tables = list(count_tables(built, data, engine, SeededNoise(s)))
                 out, entry = publication_tables(built, tables, data.workplaces)
+                bare, _ = publication_tables(no_guard, tables, data.workplaces)
+                for t, u in zip(tables, bare, strict=True):
+                    n = truth[t.name]["count"].to_numpy().astype(np.float64)
+                    x = u.table["jobs"].to_numpy().astype(np.float64)
+                    ung[t.name].append(float(np.abs(x - n).mean()))
                 best = oracle_solution(built, tables, truth, data.workplaces)
                 for t, p in zip(tables, out, strict=True):
                     n = truth[t.name]["count"].to_numpy().astype(np.float64)
@@ -272,11 +297,13 @@ def evaluate(
                 a, b = np.array(raw[q.name]), np.array(post[q.name])
                 o = np.array(orc[q.name])
                 ra, pb = np.array(raw_b[q.name]), np.array(post_b[q.name])
+                u = np.array(ung[q.name])
                 rows.append(MarginalResult(
                     w, mech, q.name, truth[q.name].height, float(a.mean()), _se(a),
                     float(b.mean()), _se(b), _se(b - a), int((b > a).sum()), a.size, own[q.name],
                     float(o.mean()) if o.size else math.nan, _se(o) if o.size else math.nan,
                     float(ra.mean()), _se(ra), float(pb.mean()), _se(pb),
+                    float(u.mean()), _se(u), _se(u - a),
                 ))  # fmt: skip
             results.extend(rows)
             if progress is not None:
@@ -387,7 +414,9 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
     """One Markdown table per workload: mean L1 per marginal, raw vs post-processed ± SE.
 
     With the oracle computed, two more columns: the oracle's mean L1 and raw / oracle
-    (the gain of the true-variance weighting: evaluation only, not publishable). Then a
+    (the gain of the true-variance weighting: evaluation only, not publishable); with the
+    unguarded solution, two more: its mean L1 and raw / it, flagged where it is worse
+    than raw beyond 2 SE. Then a
     second table per workload: the mean bias of each marginal's total, raw and
     post-processed, ± Monte Carlo SE, flagged where it exceeds 3 SE.
     """
@@ -401,6 +430,10 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
         if oracle:
             head += " oracle L1 ± SE (true variances, not publishable) | raw / oracle |"
             rule += " ---: | ---: |"
+        unguarded = any(not math.isnan(r.unguarded) for r in rows)
+        if unguarded:
+            head += " no guard L1 ± SE | raw / no guard |"
+            rule += " ---: | ---: |"
         lines += [f"#### {w}", "", head, rule]
         for r in rows:
             flag = " **worse > 2 SE**" if r.worse_beyond_2se else ""
@@ -412,6 +445,10 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
             if oracle:
                 ratio = "—" if math.isnan(r.oracle_ratio) else f"{r.oracle_ratio:.2f}"
                 line += f" {_cell(r.oracle, r.oracle_se)} | {ratio} |"
+            if unguarded:
+                flag = " **worse > 2 SE**" if r.unguarded_worse_beyond_2se else ""
+                ratio = f"{r.raw / r.unguarded:.2f}" if r.unguarded > 0 else "—"
+                line += f" {_cell(r.unguarded, r.unguarded_se)} | {ratio}{flag} |"
             lines.append(line)
         lines.append("")
         if any(not math.isnan(r.raw_bias) for r in rows):
@@ -570,8 +607,10 @@ def write_outputs(
         "post-processed (consistent, non-negative, integer), ± Monte Carlo SE over the "
         "seeded releases (NOT FOR PUBLICATION). The oracle columns solve the same least "
         "squares weighted by each cell's true noise variance (read from the confidential "
-        "x_v and n: evaluation only, never publishable); the bias tables give the mean "
-        "error of each marginal's total.",
+        "x_v and n: evaluation only, never publishable); the no-guard columns publish the "
+        "consistent solution for every marginal without the never-worse guard (what the "
+        "guard protects against); the bias tables give the mean error of each marginal's "
+        "total.",
         "",
         results_markdown(results),
     ]
@@ -590,7 +629,8 @@ def write_outputs(
          for k, v in dataclasses.asdict(r).items()}
         | {"ratio": r.ratio, "worse_beyond_2se": r.worse_beyond_2se,
            "oracle_ratio": None if math.isnan(r.oracle_ratio) else r.oracle_ratio,
-           "raw_bias_beyond_3se": r.raw_biased, "post_bias_beyond_3se": r.post_biased}
+           "raw_bias_beyond_3se": r.raw_biased, "post_bias_beyond_3se": r.post_biased,
+           "unguarded_worse_beyond_2se": r.unguarded_worse_beyond_2se}
         for r in results
     ]  # fmt: skip
     paths["results"].write_text(

@@ -462,6 +462,9 @@ def publication_tables(
                 for g in guard_inputs
             ]
         in_guard = [g for g in guard_inputs if g.name in related]
+        # 6 bootstrap replicates; none (every marginal takes the solution) only where an
+        # evaluation switched the guard off to show its effect (not a spec key)
+        replicates = 6 if pp.never_worse else 0
         cells = sum(est[g.name].shape[0] for g in in_guard)
         if forest is not None and calibration is None and cells > BLOCK_CELLS:
             parent = {n: forest[n] for n in related}
@@ -494,7 +497,7 @@ def publication_tables(
             guard = never_worse_blocks(
                 (block_problem(rows) for rows in blocks),
                 {g.name: est[g.name].shape[0] for g in in_guard},
-                nonnegative=pp.nonnegative, integer=pp.integer,
+                nonnegative=pp.nonnegative, integer=pp.integer, replicates=replicates,
             )  # fmt: skip
             del blocks
         else:
@@ -502,7 +505,7 @@ def publication_tables(
             solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
                             integer=pp.integer, methods=methods)  # fmt: skip
             guard = never_worse(in_guard, var, solve, nonnegative=pp.nonnegative,
-                                integer=pp.integer)  # fmt: skip
+                                integer=pp.integer, replicates=replicates)  # fmt: skip
         if guard.consistent:
             solution = guard.solution  # solved with every marginal: all inform it
             values.update({n: solution[n] for n in guard.consistent})
@@ -614,6 +617,11 @@ def publication_tables(
             "their own values",
             "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
         }
+        if not pp.never_worse:
+            entry["never_worse"] = {
+                "method": "switched off by an evaluation (not a spec key): every marginal "
+                "publishes the consistent solution"
+            }
         if guard.own:
             entry["kept_own_values"] = {
                 n: (
