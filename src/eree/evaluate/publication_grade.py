@@ -275,9 +275,9 @@ def evaluate(
                 tables = list(count_tables(built, data, engine, SeededNoise(s)))
                 out, entry = publication_tables(built, tables, data.workplaces)
                 bare, _ = publication_tables(no_guard, tables, data.workplaces)
-                for t, u in zip(tables, bare, strict=True):
+                for t, t_bare in zip(tables, bare, strict=True):
                     n = truth[t.name]["count"].to_numpy().astype(np.float64)
-                    x = u.table["jobs"].to_numpy().astype(np.float64)
+                    x = t_bare.table["jobs"].to_numpy().astype(np.float64)
                     ung[t.name].append(float(np.abs(x - n).mean()))
                 best = oracle_solution(built, tables, truth, data.workplaces)
                 for t, p in zip(tables, out, strict=True):
