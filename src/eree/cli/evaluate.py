@@ -346,7 +346,9 @@ def publication_grade(
     [postprocess] consistent, nonnegative and integer; the mean L1 error per cell of every
     marginal raw and post-processed with its Monte Carlo standard error, next to an
     oracle (the same least squares weighted by the true noise variances: evaluation
-    only, not publishable); the mean bias of every marginal's total; and the public
+    only, not publishable) and to the solution without the never-worse guard (every
+    marginal consistent: what the guard protects against); the mean bias of every
+    marginal's total; and the public
     variance model's calibration (predicted against realised variance by size class,
     before and after the per-release calibration).
     With --gedp-spec, the same for an establishment (GEDP) release: every table
