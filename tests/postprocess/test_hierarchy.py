@@ -224,3 +224,33 @@ def test_a_solve_leaves_no_cycle_holding_its_inputs():
         assert set(out) == {"p", "c"}
     finally:
         gc.enable()
+
+
+def test_a_parent_rounds_its_children_the_same_wherever_it_lies():
+    # controlled rounding depends only on a parent's own children: solved alone or after
+    # a million large cells (a block of a national tree vs the whole), the same integers.
+    # Children 0.2499997, 0.25, 0.5000003 of a parent 1 (exact): the running sum after two
+    # is 0.4999997, just below the rounding boundary 0.5; taken as a difference of running
+    # totals near 1e10 (whose spacing is ~2e-6) it would land on 0.5 and round up
+    rng = np.random.default_rng(5)
+    groups = 200
+    small = np.tile([0.2499997, 0.25, 0.5000003], groups)
+    small_parent = np.ones(groups)
+    small_index = np.repeat(np.arange(groups), 3)
+
+    def solve(children, parents, index):
+        out = publication_grade(
+            [MarginalInput("p", parents, np.full(parents.shape, 1e-12)),
+             MarginalInput("c", children, np.ones(children.shape), "p", index)],
+            consistent=True, nonnegative=True, integer=True,
+        )  # fmt: skip
+        return out["c"]
+
+    alone = solve(small, small_parent, small_index)
+    big = rng.random(1_000_000) * 1e4 + 1e4 + 0.5  # running sums up to ~1.5e10
+    big_parents = np.array([big[:500_000].sum(), big[500_000:].sum()])
+    index = np.r_[np.repeat([0, 1], 500_000), small_index + 2].astype(np.int64)
+    behind = solve(np.r_[big, small], np.r_[big_parents, small_parent], index)
+    np.testing.assert_array_equal(behind[-3 * groups :], alone)
+    # each parent's children: running sums 0.2499997 → 0, 0.4999997 → 0, 1 → 1
+    np.testing.assert_array_equal(alone, np.tile([0.0, 0.0, 1.0], groups))
