@@ -37,6 +37,7 @@ from eree.engine.spark.coding import (
     code_type,
     domain_index,
 )
+from eree.engine.spark.file_counts import value_counts
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
 from eree.engine.spark.id_order import (
     id_lanes,
@@ -289,7 +290,9 @@ def _validate_and_code_by_order(
          lanes of the jobs' worker ids per workplace;
 
     2. one pass over the jobs counts them per workplace id (partially before the
-       shuffle, which partitions by workplace id);
+       shuffle, which partitions by workplace id): by twin files, PyArrow counts each
+       job file's rows per workplace id in Spark tasks
+       (:func:`~eree.engine.spark.file_counts.value_counts`), else Spark's own scan;
     3. the workplace rows, partitioned the same way, are joined with those counts (no
        further shuffle) and cached: each establishment with its attributes and size is
        the coded dataset, as a job count per establishment is all the queries need;
@@ -358,10 +361,13 @@ def _validate_and_code_by_order(
     halves = lane_halves(kid, keys)
     # a missing worker id of a job needs no check of its own: the workers' ids are all
     # present, so the jobs' multiset would differ from theirs (and so would the lanes)
-    sizes = jb.groupBy(sf.col(wid).alias(WORKPLACE_KEY)).agg(
-        sf.count(sf.lit(1)).alias(SIZE),
-        *[sf.sum(h).alias(f"__eree_h{i}") for i, h in enumerate(halves)],
-    )
+    if keys:
+        sizes = jb.groupBy(sf.col(wid).alias(WORKPLACE_KEY)).agg(
+            sf.count(sf.lit(1)).alias(SIZE),
+            *[sf.sum(h).alias(f"__eree_h{i}") for i, h in enumerate(halves)],
+        )
+    else:  # twin files: PyArrow read the job files; it counts them per workplace too
+        sizes = value_counts(spark, jb.inputFiles(), wid, WORKPLACE_KEY, SIZE)
     wbad: Column = missing(wid)
     for a in wattrs:
         wbad = wbad | (outside(a, doms[a]) if a in doms else missing(a))
