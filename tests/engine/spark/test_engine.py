@@ -695,3 +695,37 @@ def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) 
     sest = load_establishments_spark(engine.spark, cfg)
     assert spark_fingerprint(sest, structure=False) == content_fingerprint(est)
     assert spark_fingerprint(sest, structure=True) == structure_fingerprint(est)
+
+
+def test_value_counts_from_the_files(spark, tmp_path):
+    """Rows per value of a column, counted by PyArrow from the files, summed by Spark.
+
+    The expected counts are Polars' own count of the same values (as text); a value
+    repeated across row groups and files is summed, nulls are one value, integers count
+    as their decimal text, and a column not dictionary-encoded in the file counts the same.
+    """
+    from eree.engine.spark.file_counts import value_counts
+
+    rng = list(range(3_000))
+    words = [None if i % 97 == 0 else f"w{(i * 7919) % 211:03d}" for i in rng]
+    d = tmp_path / "text"
+    d.mkdir()
+    pl.DataFrame({"w": words[:1_000]}).write_parquet(d / "a.parquet", row_group_size=300)
+    pl.DataFrame({"w": words[1_000:]}).write_parquet(d / "b.parquet", use_pyarrow=True,
+                                                     pyarrow_options={"use_dictionary": False})  # fmt: skip
+    ints = [i % 13 for i in rng]
+    pl.DataFrame({"w": ints}).write_parquet(tmp_path / "ints.parquet", row_group_size=500)
+
+    def counted(path) -> dict:
+        files = spark.read.parquet(str(path)).inputFiles()
+        rows = value_counts(spark, files, "w", "v", "n").collect()
+        assert len({r["v"] for r in rows}) == len(rows)  # one row per value
+        return {r["v"]: r["n"] for r in rows}
+
+    def expected(values: list) -> dict:
+        frame = pl.DataFrame({"v": [None if v is None else str(v) for v in values]})
+        return dict(frame.group_by("v").len().iter_rows())
+
+    got = counted(d)
+    assert got == expected(words) and sum(got.values()) == len(words)
+    assert counted(tmp_path / "ints.parquet") == expected(ints)
