@@ -378,6 +378,7 @@ def test_order_proof_from_the_files(spark, tmp_path):
     assert table("shuffled", a=shuffled) == (False, 1_000)
     # integer ids: their decimal text, as Spark casts them (10–12 and 20–21: in order)
     assert table("ints", a=[20, 21], b=[10, 11, 12]) == (True, 5)
+
     # twins: each file beside the file of the same rank in the other table, by name
     def twins(name: str, files: dict, twin_files: dict):
         paths = []
@@ -711,8 +712,10 @@ def test_value_counts_from_the_files(spark, tmp_path):
     d = tmp_path / "text"
     d.mkdir()
     pl.DataFrame({"w": words[:1_000]}).write_parquet(d / "a.parquet", row_group_size=300)
-    pl.DataFrame({"w": words[1_000:]}).write_parquet(d / "b.parquet", use_pyarrow=True,
-                                                     pyarrow_options={"use_dictionary": False})  # fmt: skip
+    plain = {"use_dictionary": False}  # the values as they are, no dictionary in the file
+    pl.DataFrame({"w": words[1_000:]}).write_parquet(
+        d / "b.parquet", use_pyarrow=True, pyarrow_options=plain
+    )
     ints = [i % 13 for i in rng]
     pl.DataFrame({"w": ints}).write_parquet(tmp_path / "ints.parquet", row_group_size=500)
 
