@@ -3,10 +3,12 @@
 :func:`ids_in_order` proves the ids of a column present and distinct from their order in
 the files, as Spark reads the rows; :func:`files_in_order` proves the same from the
 Parquet files themselves, read by PyArrow in Spark tasks (no row passes through Spark's
-JVM); :func:`id_lanes` sums keyed 64-bit hashes of a column's ids (its *lanes*):
+JVM), and :func:`twin_files_in_order` compares in the same pass another table's files
+with them, id for id; :func:`id_lanes` sums keyed 64-bit hashes of a column's ids (its *lanes*):
 two multisets of ids of the same size with equal lanes are equal but by chance (about
 2⁻⁶⁴ per key for ids not crafted against xxHash64 under a key they cannot know). The
-ordered-id validation of :mod:`eree.engine.spark.validate` rests on both.
+ordered-id validation of :mod:`eree.engine.spark.validate` rests on the order, and on
+twin files or lanes.
 """
 
 from __future__ import annotations
