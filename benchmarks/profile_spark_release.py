@@ -8,8 +8,9 @@ its phases (wall seconds; a phase nested in another is counted in both):
 * ``load``: reading and input validation, coding included
   (:meth:`SparkEngine.load_job_tables`), of which ``validate+code``
   (:func:`~eree.engine.spark.validate.validate_and_code_three`), of which the id-order
-  proof (from the Parquet files, ``files_in_order``, or from Spark's rows,
-  ``ids_in_order``) and the workers' lanes (``id_lanes``);
+  proof (from the Parquet files, ``twin_files_in_order`` with the jobs' twin files
+  compared in the same pass, or from Spark's rows, ``ids_in_order``) and the workers'
+  lanes (``id_lanes``, when the files are not twins);
 * ``queries``: every query's cells and mechanism (``measure_marginal``), of which ``cells``
   (:meth:`SparkEngine.cell_statistics`), of which ``to_driver`` (Spark jobs bringing
   results to the driver, :func:`~eree.engine.spark.io.to_polars`) and ``assemble`` (the
@@ -62,6 +63,7 @@ def timer(owner, attr, label):
 timer(seng.SparkEngine, "load_job_tables", "load")
 timer(sdata, "validate_and_code_three", "validate+code")
 timer(sval, "files_in_order", "id_order_proof_files")
+timer(sval, "twin_files_in_order", "id_order_proof_files")
 timer(sval, "ids_in_order", "id_order_proof_rows")
 timer(sval, "id_lanes", "worker_lanes")
 timer(seng.SparkEngine, "cell_statistics", "cells")

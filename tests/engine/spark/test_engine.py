@@ -152,10 +152,11 @@ def test_spark_native_parquet_path(engine, synth_files, synth):
 
 def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_files, synth,
                                                         tmp_path):  # fmt: skip
-    """No worker attribute loaded: ids proven to match by order and lane sums, no join.
+    """No worker attribute loaded: ids proven to match by order and twin files or lanes.
 
     Same cell statistics as Polars; an invalid input found on that path is named by the
-    rule-by-rule checks, and a worker table out of order takes the join.
+    rule-by-rule checks, and a worker table out of order takes the join. Job files that
+    hold the worker files' ids row for row need no lane; others are matched by lanes.
     """
     import eree.engine.spark.validate as se
 
@@ -166,8 +167,11 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
     paths: list[str] = []  # per load: "order", "join" (the ids were not in order) or "error"
     named: list[int] = []
     real_order, real_named = se._validate_and_code_by_order, se._validate_three
+    real_lanes = se.id_lanes
+    lanes: list[int] = []  # per load by order: 1 when the worker ids were matched by lanes
 
     def by_order(*a, **k):
+        lanes.append(0)
         try:
             coded = real_order(*a, **k)
         except DataValidationError:
@@ -176,14 +180,20 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
         paths.append("join" if coded is None else "order")
         return coded
 
+    def id_lanes(*a, **k):
+        lanes[-1] = 1
+        return real_lanes(*a, **k)
+
     def rule_by_rule(*a, **k):  # runs only when the fused checks flag something
         named.append(1)
         return real_named(*a, **k)
 
     se._validate_and_code_by_order, se._validate_three = by_order, rule_by_rule
+    se.id_lanes = id_lanes
     try:
         sdata = engine.load(cfg)
         assert paths == ["order"] and not named  # proven by order: no join, no error
+        assert lanes == [0]  # the job file holds the worker file's ids row for row
         same(engine, sdata, synth, ["county", "naics_sector", "ownership"], [],
              truncate_below=25)  # fmt: skip
 
@@ -215,6 +225,7 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
             pl.when(pl.col("worker_id") == last).then(pl.lit(last + "z"))
             .otherwise(pl.col("worker_id")).alias("worker_id"))  # fmt: skip
         assert rule_of(job=bad) == "unknown-worker" and paths[-1] == "error"
+        assert lanes[-1] == 1  # one job's worker differs: not twins, matched by lanes
         # one worker with two jobs, another with none: same counts, jobs still sorted
         first = job["worker_id"][0]
         twice = job.with_columns(
@@ -226,6 +237,22 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
             pl.when(pl.col("worker_id") == last).then(pl.lit("nowhere"))
             .otherwise(pl.col("workplace_id")).alias("workplace_id"))  # fmt: skip
         assert rule_of(job=lost) == "unknown-workplace" and paths[-1] == "error"
+        assert lanes[-1] == 0  # twins: the workplace check refuses it
+        # a blank worker id, the same in both tables (first in order): a missing id
+        blank_worker = pl.concat([worker.head(1).with_columns(pl.lit(" ").alias("worker_id")),
+                                  worker])  # fmt: skip
+        blank_job = pl.concat([job.head(1).with_columns(pl.lit(" ").alias("worker_id")), job])
+        assert blank_worker["worker_id"].is_sorted()
+        assert rule_of(worker=blank_worker, job=blank_job) == "missing-id"
+        assert paths[-1] == "error"
+        # valid, the jobs in two files, the workers in one: not twins, matched by lanes
+        split = tmp_path / f"job_split_{len(paths)}"
+        split.mkdir()
+        job.head(5_000).write_parquet(split / "part-0.parquet")
+        job.slice(5_000).write_parquet(split / "part-1.parquet")
+        n = len(named)
+        engine.load(replace(cfg, job=split))
+        assert paths[-1] == "order" and lanes[-1] == 1 and len(named) == n
         # a repeated worker id (not strictly increasing), the last worker dropped
         rep = pl.concat([worker.head(1), worker.slice(0, worker.height - 1)])
         assert rule_of(worker=rep) == "duplicate-id" and paths[-1] == "join"
@@ -240,6 +267,7 @@ def test_workplace_only_load_matches_ids_without_a_join(engine, spark, synth_fil
         assert rule_of(worker=worker.head(10)) == "unknown-worker" and paths[-1] == "error"
     finally:
         se._validate_and_code_by_order, se._validate_three = real_order, real_named
+        se.id_lanes = real_lanes
 
 
 def test_order_proof_across_packed_files(spark, tmp_path):
@@ -321,8 +349,10 @@ def test_order_proof_from_the_files(spark, tmp_path):
     and any row-group order; a repeated id (in one file or across two), a null id or
     shuffled ids are not; a file PyArrow cannot read as Parquet leaves it to Spark's
     proof (``None``). What Spark's own proof proves on the same files, it proves too.
+    Twin files are the same only when every pair holds the same ids row for row, none
+    missing (null, empty or blank), integers as their decimal text.
     """
-    from eree.engine.spark.id_order import files_in_order, ids_in_order
+    from eree.engine.spark.id_order import files_in_order, ids_in_order, twin_files_in_order
 
     def table(name: str, **parts: list) -> tuple[bool, int] | None:
         d = tmp_path / name
@@ -348,6 +378,38 @@ def test_order_proof_from_the_files(spark, tmp_path):
     assert table("shuffled", a=shuffled) == (False, 1_000)
     # integer ids: their decimal text, as Spark casts them (10–12 and 20–21: in order)
     assert table("ints", a=[20, 21], b=[10, 11, 12]) == (True, 5)
+
+    # twins: each file beside the file of the same rank in the other table, by name
+    def twins(name: str, files: dict, twin_files: dict):
+        paths = []
+        for table, parts in (("a", files), ("b", twin_files)):
+            d = tmp_path / name / table
+            d.mkdir(parents=True)
+            for part, chunk in parts.items():
+                pl.DataFrame({"k": chunk}).write_parquet(d / f"{part}.parquet", row_group_size=70)
+            paths.append(spark.read.parquet(str(d)).inputFiles())
+        return twin_files_in_order(spark, paths[0], "k", paths[1], "k")
+
+    halves = {"p0": ids[:400], "p1": ids[400:]}
+    assert twins("same", halves, halves) == (True, 1_000, True)
+    other = [*ids[:399], "k00399z"]  # one id differs
+    assert twins("differs", halves, {"p0": other, "p1": ids[400:]}) == (True, 1_000, False)
+    swapped = [*ids[:398], ids[399], ids[398]]  # the same ids, not in the same order
+    assert twins("swapped", halves, {"p0": swapped, "p1": ids[400:]}) == (True, 1_000, False)
+    # the same ids, cut elsewhere: not twins (the lanes match them)
+    assert twins("cut", halves, {"p0": ids[:300], "p1": ids[300:]}) == (True, 1_000, False)
+    assert twins("longer", halves, {"p0": [*ids[:400], "k9"], "p1": ids[400:]}).same is False
+    assert twins("shorter", halves, {"p0": ids[:399], "p1": ids[400:]}).same is False
+    assert twins("fewer", halves, {"p0": ids}) == (True, 1_000, False)
+    nulls = {"p0": [*ids[:10], None, *ids[11:400]], "p1": ids[400:]}
+    assert twins("twin_null", halves, nulls) == (True, 1_000, False)
+    blank = {"p0": ["", *ids[:399]], "p1": ids[400:]}  # "" and " ": missing ids
+    assert twins("empty", blank, blank) == (True, 1_000, False)
+    blank = {"p0": [" ", *ids[:399]], "p1": ids[400:]}
+    assert twins("blank", blank, blank) == (True, 1_000, False)
+    ints = {"p0": [10, 11, 12], "p1": [20, 21]}
+    assert twins("ints", ints, {"p0": ["10", "11", "12"], "p1": ["20", "21"]}).same is True
+    assert twins("ints_text", ints, {"p0": ["10", "11", "012"], "p1": ["20", "21"]}).same is False
     # not Parquet to PyArrow: no verdict here
     csv = tmp_path / "t.csv"
     csv.write_text("k\na\nb\n")
@@ -634,3 +696,39 @@ def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) 
     sest = load_establishments_spark(engine.spark, cfg)
     assert spark_fingerprint(sest, structure=False) == content_fingerprint(est)
     assert spark_fingerprint(sest, structure=True) == structure_fingerprint(est)
+
+
+def test_value_counts_from_the_files(spark, tmp_path):
+    """Rows per value of a column, counted by PyArrow from the files, summed by Spark.
+
+    The expected counts are Polars' own count of the same values (as text); a value
+    repeated across row groups and files is summed, nulls are one value, integers count
+    as their decimal text, and a column not dictionary-encoded in the file counts the same.
+    """
+    from eree.engine.spark.file_counts import value_counts
+
+    rng = list(range(3_000))
+    words = [None if i % 97 == 0 else f"w{(i * 7919) % 211:03d}" for i in rng]
+    d = tmp_path / "text"
+    d.mkdir()
+    pl.DataFrame({"w": words[:1_000]}).write_parquet(d / "a.parquet", row_group_size=300)
+    plain = {"use_dictionary": False}  # the values as they are, no dictionary in the file
+    pl.DataFrame({"w": words[1_000:]}).write_parquet(
+        d / "b.parquet", use_pyarrow=True, pyarrow_options=plain
+    )
+    ints = [i % 13 for i in rng]
+    pl.DataFrame({"w": ints}).write_parquet(tmp_path / "ints.parquet", row_group_size=500)
+
+    def counted(path) -> dict:
+        files = spark.read.parquet(str(path)).inputFiles()
+        rows = value_counts(spark, files, "w", "v", "n").collect()
+        assert len({r["v"] for r in rows}) == len(rows)  # one row per value
+        return {r["v"]: r["n"] for r in rows}
+
+    def expected(values: list) -> dict:
+        frame = pl.DataFrame({"v": [None if v is None else str(v) for v in values]})
+        return dict(frame.group_by("v").len().iter_rows())
+
+    got = counted(d)
+    assert got == expected(words) and sum(got.values()) == len(words)
+    assert counted(tmp_path / "ints.parquet") == expected(ints)

@@ -3,17 +3,19 @@
 :func:`ids_in_order` proves the ids of a column present and distinct from their order in
 the files, as Spark reads the rows; :func:`files_in_order` proves the same from the
 Parquet files themselves, read by PyArrow in Spark tasks (no row passes through Spark's
-JVM); :func:`id_lanes` sums keyed 64-bit hashes of a column's ids (its *lanes*):
+JVM), and :func:`twin_files_in_order` compares in the same pass another table's files
+with them, id for id; :func:`id_lanes` sums keyed 64-bit hashes of a column's ids (its *lanes*):
 two multisets of ids of the same size with equal lanes are equal but by chance (about
 2⁻⁶⁴ per key for ids not crafted against xxHash64 under a key they cannot know). The
-ordered-id validation of :mod:`eree.engine.spark.validate` rests on both.
+ordered-id validation of :mod:`eree.engine.spark.validate` rests on the order, and on
+twin files or lanes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eree.engine.spark.checks import missing
 
@@ -21,8 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, SparkSession
     from pyspark.sql import DataFrame as SparkDataFrame
 
-__all__ = ["MAX_RUNS_PER_FILE", "files_in_order", "id_lanes", "ids_in_order", "lane_halves",
-           "lane_sums"]  # fmt: skip
+__all__ = ["MAX_RUNS_PER_FILE", "TwinProof", "files_in_order", "id_lanes", "ids_in_order",
+           "lane_halves", "lane_sums", "twin_files_in_order"]  # fmt: skip
 
 #: increasing runs of ids allowed in one file by :func:`files_in_order` (more: not in
 #: order, the caller matches the ids by a join)
@@ -167,30 +169,110 @@ def files_in_order(spark: SparkSession, files: Sequence[str], col: str) -> tuple
     The caller checks that the rows are the ones Spark reads (``files`` from
     ``DataFrame.inputFiles`` of a plain read, and ``rows`` equal to Spark's count).
     """
-    if not files or not all(f.lower().endswith(".parquet") for f in files):
-        return None
+    got = twin_files_in_order(spark, files, col, (), col)
+    return None if got is None else (got.proven, got.rows)
 
-    def runs(uri: str) -> tuple[bool, int, list[list[bytes]]] | None:  # in a Spark task
+
+class TwinProof(NamedTuple):
+    """What :func:`twin_files_in_order` proved."""
+
+    #: the ids of ``col`` are present and distinct (as :func:`files_in_order`)
+    proven: bool
+    #: the rows read from ``files``
+    rows: int
+    #: each twin file holds, in its column ``twin_col``, the ids of its file row for row
+    #: (every file has its twin, none blank); only meaningful when ``proven``
+    same: bool
+
+
+def twin_files_in_order(
+    spark: SparkSession,
+    files: Sequence[str],
+    col: str,
+    twins: Sequence[str],
+    twin_col: str,
+) -> TwinProof | None:
+    """:func:`files_in_order`, and whether the ``twins`` hold the same ids, in the same pass.
+
+    ``files`` and ``twins`` are paired in the order of their names (the ``i``-th of each
+    sorted list); each Spark task reads one file's column ``col`` and, when there are
+    as many twins as files, its twin's column ``twin_col``, both a batch at a time,
+    and compares them id for id (text, integers as their decimal text). ``same`` is
+    true when every pair holds the same ids in the same order, every twin ends where its
+    file ends, and no id is blank (empty or white space only: docs/design.md#validation
+    calls a blank id missing). Then, with ``proven``, the twins' ids (over all twin
+    files) are exactly the files' ids, each once. A twin that PyArrow cannot read, or
+    any difference, makes ``same`` false, never ``proven``.
+
+    ``None`` as for :func:`files_in_order` (the files, not the twins, unreadable).
+    """
+    if not files or not all(f.lower().endswith(".parquet") for f in [*files, *twins]):
+        return None
+    files = sorted(files)
+    pairs: list[tuple[str, str | None]] = (
+        list(zip(files, sorted(twins), strict=True))
+        if len(twins) == len(files)
+        else [(f, None) for f in files]
+    )
+
+    def runs(pair: tuple[str, str | None]) -> tuple[bool, int, list[list[bytes]], bool] | None:
+        # in a Spark task
+        from contextlib import ExitStack
+
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.fs as pafs
         import pyarrow.parquet as pq
 
-        try:
-            fs, path = pafs.FileSystem.from_uri(uri)
-            spans: list[list[bytes]] = []  # per run: first id, last id
-            n = 0
-            with fs.open_input_file(path) as fh:
-                for b in pq.ParquetFile(fh).iter_batches(columns=[col], batch_size=1 << 20):
-                    a = b.column(0)
-                    if pa.types.is_integer(a.type):
-                        a = pc.cast(a, pa.large_string())
-                    elif not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
-                        return None
+        def texts(fh: Any, name: str) -> Any:  # the column as large_string batches
+            for b in pq.ParquetFile(fh).iter_batches(columns=[name], batch_size=1 << 20):
+                a = b.column(0)
+                if pa.types.is_integer(a.type) or pa.types.is_string(a.type):
+                    a = pc.cast(a, pa.large_string())
+                elif not pa.types.is_large_string(a.type):
+                    raise TypeError(a.type)
+                yield a
+
+        uri, twin = pair
+        with ExitStack() as stack:
+            same = twin is not None
+            pending: Any = None  # the twin's ids read but not yet compared
+            twin_ids: Any = iter(())
+
+            def matches(a: Any) -> bool:  # the twin's next len(a) ids are a's
+                nonlocal pending
+                off, m = 0, len(a)
+                try:
+                    while off < m:
+                        if pending is None or len(pending) == 0:
+                            pending = next(twin_ids, None)
+                            if pending is None or pending.null_count:
+                                return False  # the twin ends early, or a null id
+                            continue
+                        k = min(m - off, len(pending))
+                        if not pc.all(pc.equal(a.slice(off, k), pending.slice(0, k))).as_py():
+                            return False
+                        pending, off = pending.slice(k), off + k
+                    return True
+                except Exception:  # the twin is not readable here: not proven the same
+                    return False
+
+            try:
+                if twin is not None:
+                    try:
+                        tfs, tpath = pafs.FileSystem.from_uri(twin)
+                        twin_ids = texts(stack.enter_context(tfs.open_input_file(tpath)), twin_col)
+                    except Exception:
+                        same = False
+                fs, path = pafs.FileSystem.from_uri(uri)
+                spans: list[list[bytes]] = []  # per run: first id, last id
+                n = 0
+                fh = stack.enter_context(fs.open_input_file(path))
+                for a in texts(fh, col):
                     m = len(a)
                     if a.null_count:
-                        return (False, n + m, [])
+                        return (False, n + m, [], False)
                     if m == 0:
                         continue
                     up = pc.less(a.slice(0, m - 1), a.slice(1)).to_numpy(zero_copy_only=False)
@@ -202,19 +284,31 @@ def files_in_order(spark: SparkSession, files: Sequence[str], col: str) -> tuple
                         else:
                             spans.append([first, last])
                     if len(spans) > MAX_RUNS_PER_FILE:
-                        return (False, n + m, [])
+                        return (False, n + m, [], False)
                     n += m
-        except Exception:  # not readable here (file system, format, column): Spark proves it
-            return None
-        return (True, n, spans)
+                    if same:  # a blank id (empty or white space only) is a missing one
+                        blank = pc.or_(pc.equal(pc.binary_length(a), 0), pc.ascii_is_space(a))
+                        same = not pc.any(blank).as_py() and matches(a)
+                if same:  # the twin ends here too
+                    try:
+                        same = (pending is None or len(pending) == 0) and all(
+                            len(rest) == 0 for rest in twin_ids
+                        )
+                    except Exception:  # the twin is not readable here
+                        same = False
+            except Exception:  # not readable here (file system, format, column): Spark proves it
+                return None
+        return (True, n, spans, same)
 
     sc = spark.sparkContext
-    slices = min(len(files), 4 * max(1, sc.defaultParallelism))
-    results = sc.parallelize(list(files), slices).map(runs).collect()
+    slices = min(len(pairs), 4 * max(1, sc.defaultParallelism))
+    results = sc.parallelize(pairs, slices).map(runs).collect()
     if any(r is None for r in results):
         return None
-    rows = sum(r[1] for r in results if r is not None)
-    if not all(r[0] for r in results if r is not None):
-        return False, rows
-    spans = sorted(tuple(x) for r in results if r is not None for x in r[2])
-    return all(x[1] < y[0] for x, y in pairwise(spans)), rows
+    done = [r for r in results if r is not None]
+    rows = sum(r[1] for r in done)
+    if not all(r[0] for r in done):
+        return TwinProof(False, rows, False)
+    spans = sorted(tuple(x) for r in done for x in r[2])
+    proven = all(x[1] < y[0] for x, y in pairwise(spans))
+    return TwinProof(proven, rows, proven and len(twins) == len(files) and all(r[3] for r in done))

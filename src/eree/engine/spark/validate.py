@@ -37,13 +37,14 @@ from eree.engine.spark.coding import (
     code_type,
     domain_index,
 )
+from eree.engine.spark.file_counts import value_counts
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
 from eree.engine.spark.id_order import (
-    files_in_order,
     id_lanes,
     ids_in_order,
     lane_halves,
     lane_sums,
+    twin_files_in_order,
 )
 from eree.engine.spark.session import is_spark_failure
 from eree.errors import DataValidationError
@@ -272,28 +273,44 @@ def _validate_and_code_by_order(
     The rules: docs/design.md#validation.
 
     ``None`` when the worker table's ids are not in order (proven from its Parquet files
-    by :func:`~eree.engine.spark.id_order.files_in_order` when PyArrow can read them,
-    else by :func:`~eree.engine.spark.id_order.ids_in_order`): the caller then matches
-    jobs and workers by a join. Otherwise:
+    by :func:`~eree.engine.spark.id_order.twin_files_in_order` when PyArrow can read
+    them, else by :func:`~eree.engine.spark.id_order.ids_in_order`): the caller then
+    matches jobs and workers by a join. Otherwise:
 
-    1. the worker table gives its rows, its missing ids and its lane (Σ xxHash64 under a
-       fresh secret key modulo 2⁶⁴, :func:`~eree.engine.spark.id_order.id_lanes`);
+    1. the worker ids are matched with the jobs' worker ids by one of two proofs:
+
+       - *twin files* (no Spark pass over any worker id): the pass of PyArrow tasks that
+         proves the order also reads, beside each worker file, the job file paired with
+         it (the ``i``-th of each table's files sorted by name) and finds the same ids
+         in the same order, none blank, and as many rows in all as Spark counts in each
+         table;
+       - *lanes*, when the files are not twins: the worker table gives its rows, its
+         missing ids and its lane (Σ xxHash64 under a fresh secret key modulo 2⁶⁴,
+         :func:`~eree.engine.spark.id_order.id_lanes`), and the pass of step 2 sums the
+         lanes of the jobs' worker ids per workplace;
+
     2. one pass over the jobs counts them per workplace id (partially before the
-       shuffle, which partitions by workplace id), with the lane sums of their worker
-       ids per workplace;
+       shuffle, which partitions by workplace id): by twin files, PyArrow counts each
+       job file's rows per workplace id in Spark tasks
+       (:func:`~eree.engine.spark.file_counts.value_counts`), else Spark's own scan;
     3. the workplace rows, partitioned the same way, are joined with those counts (no
        further shuffle) and cached: each establishment with its attributes and size is
        the coded dataset, as a job count per establishment is all the queries need;
     4. one Spark job materialises the cache and checks: the jobs counted at known
        workplaces are all the jobs (file metadata) and as many as the workers, no
-       worker id is missing, the lanes of the jobs equal the workers', no workplace id
-       repeats, no workplace value is missing or outside its domain.
+       workplace id repeats, no workplace value is missing or outside its domain; and,
+       by lanes, no worker id is missing and the lanes of the jobs equal the workers'.
 
-    Why this proves the worker rules: the jobs' worker ids and the workers' ids are then
-    two multisets of the same size with equal lanes, hence equal (multisets that differ
-    agree on the 64-bit lane only by chance, about 2⁻⁶⁴ for ids not crafted against
-    xxHash64 under a key they cannot know); the workers' ids are distinct (in order), so
-    the jobs' are too: each worker holds exactly one job and every job's worker is known.
+    Why this proves the worker rules. The workers' ids are distinct (in order) and
+    present. By twin files: the rows PyArrow read are the rows Spark reads (the files
+    of the plain reads, ``DataFrame.inputFiles``, and the same row counts); every job
+    file is the twin of exactly one worker file and holds its ids row for row, so the
+    jobs' worker ids are exactly the workers' ids, each once: no chance is involved.
+    By lanes: the jobs' worker ids and the workers' ids are two multisets of the same
+    size with equal lanes, hence equal (multisets that differ agree on the 64-bit lane
+    only by chance, about 2⁻⁶⁴ for ids not crafted against xxHash64 under a key they
+    cannot know). Either way each worker holds exactly one job and every job's worker
+    is known.
 
     Any failure drops the cache and :func:`_validate_three` names the error
     (:func:`_raise_named_error`).
@@ -307,12 +324,13 @@ def _validate_and_code_by_order(
     wattrs = list(config.workplace_attributes)
     try:
         # from the Parquet files themselves when PyArrow can read them (no id passes
-        # through Spark's JVM), else from the rows as Spark reads them
-        by_files = files_in_order(wk.sparkSession, wk.inputFiles(), kid)
+        # through Spark's JVM), the job files read beside them; else from the rows as
+        # Spark reads them
+        by_files = twin_files_in_order(wk.sparkSession, wk.inputFiles(), kid, jb.inputFiles(), kid)
         if by_files is None:
             if not ids_in_order(wk, kid):
                 return None
-        elif not by_files[0]:
+        elif not by_files.proven:
             return None
     except Exception as e:  # a failure inside Spark only (eree's own errors propagate)
         if not is_spark_failure(e):
@@ -321,22 +339,35 @@ def _validate_and_code_by_order(
         # for PyArrow and NumPy before a cluster release: this is local mode without
         # pandas): the join proves the same rules
         return None
-    keys = [secrets.randbits(63)]  # one 64-bit lane under a fresh secret key
-    [(n_workers, missing_workers, lanes_workers)] = id_lanes([wk], kid, keys)
-    # other rows than those Spark reads (not a plain read of the files): Spark proves it
-    if by_files is not None and by_files[1] != n_workers and not ids_in_order(wk, kid):
-        return None
     n_jobs = jb.count()  # Parquet: from the files' metadata
+    keys: list[int] = []  # the lanes' secret keys (none: matched by twin files)
+    missing_workers, lanes_workers = 0, list[int]()
+    if (
+        by_files is not None
+        and by_files.same
+        and by_files.rows == n_jobs
+        and by_files.rows == wk.count()  # the rows Spark reads (file metadata)
+    ):
+        n_workers = by_files.rows
+    else:
+        keys = [secrets.randbits(63)]  # one 64-bit lane under a fresh secret key
+        [(n_workers, missing_workers, lanes_workers)] = id_lanes([wk], kid, keys)
+        # other rows than those Spark reads (not a plain read of the files): Spark proves it
+        if by_files is not None and by_files.rows != n_workers and not ids_in_order(wk, kid):
+            return None
     spark = wp.sparkSession
     n_parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
     wflag, nwp = "__eree_wflag", "__eree_n_wp"
     halves = lane_halves(kid, keys)
     # a missing worker id of a job needs no check of its own: the workers' ids are all
     # present, so the jobs' multiset would differ from theirs (and so would the lanes)
-    sizes = jb.groupBy(sf.col(wid).alias(WORKPLACE_KEY)).agg(
-        sf.count(sf.lit(1)).alias(SIZE),
-        *[sf.sum(h).alias(f"__eree_h{i}") for i, h in enumerate(halves)],
-    )
+    if keys:
+        sizes = jb.groupBy(sf.col(wid).alias(WORKPLACE_KEY)).agg(
+            sf.count(sf.lit(1)).alias(SIZE),
+            *[sf.sum(h).alias(f"__eree_h{i}") for i, h in enumerate(halves)],
+        )
+    else:  # twin files: PyArrow read the job files; it counts them per workplace too
+        sizes = value_counts(spark, jb.inputFiles(), wid, WORKPLACE_KEY, SIZE)
     wbad: Column = missing(wid)
     for a in wattrs:
         wbad = wbad | (outside(a, doms[a]) if a in doms else missing(a))
@@ -362,7 +393,7 @@ def _validate_and_code_by_order(
             .first()
         )
         assert row is not None
-        lanes_jobs = lane_sums(row, len(keys))
+        lanes_jobs = lane_sums(row, len(keys))  # [] == [] when matched by twin files
         ok = (
             int(row["jobs"] or 0) == n_jobs == n_workers
             and not missing_workers
