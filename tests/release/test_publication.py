@@ -433,7 +433,7 @@ def test_a_tree_solved_block_by_block_publishes_the_values_of_one_solve(nested, 
         assert abs(a["predicted_ratio"] - b["predicted_ratio"]) <= 4 * (a["se"] + b["se"]) + 0.02
 
 
-def test_the_never_worse_guard_is_not_a_spec_key(tmp_path):
+def test_switching_the_never_worse_guard_off_is_not_a_spec_key(tmp_path):
     # a release always runs the guard; only the evaluation switches it off
-    with pytest.raises(SpecError, match="never_worse"):
-        parse_spec(tomllib.loads(_spec(POST + "never_worse = false\n")), tmp_path)
+    with pytest.raises(SpecError, match="without_guard"):
+        parse_spec(tomllib.loads(_spec(POST + "without_guard = true\n")), tmp_path)

@@ -268,7 +268,7 @@ def evaluate(
             no_guard = dataclasses.replace(
                 built,
                 plan=dataclasses.replace(
-                    plan, postprocess=dataclasses.replace(plan.postprocess, never_worse=False)
+                    plan, postprocess=dataclasses.replace(plan.postprocess, without_guard=True)
                 ),
             )
             for s in range(first_seed, first_seed + seeds):

@@ -464,7 +464,7 @@ def publication_tables(
         in_guard = [g for g in guard_inputs if g.name in related]
         # 6 bootstrap replicates; none (every marginal takes the solution) only where an
         # evaluation switched the guard off to show its effect (not a spec key)
-        replicates = 6 if pp.never_worse else 0
+        replicates = 0 if pp.without_guard else 6
         cells = sum(est[g.name].shape[0] for g in in_guard)
         if forest is not None and calibration is None and cells > BLOCK_CELLS:
             parent = {n: forest[n] for n in related}
@@ -617,7 +617,7 @@ def publication_tables(
             "their own values",
             "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
         }
-        if not pp.never_worse:
+        if pp.without_guard:
             entry["never_worse"] = {
                 "method": "switched off by an evaluation (not a spec key): every marginal "
                 "publishes the consistent solution"

@@ -222,7 +222,7 @@ class PostprocessSpec:
             Not offered to releases: measured, it made some marginals worse than their
             raw values, which the never-worse guard (simulating under the calibrated
             model) did not prevent (docs/publication-grade.md).
-        never_worse: not a spec key: False only in ``eree evaluate publication-grade``'s
+        without_guard: not a spec key: True only in ``eree evaluate publication-grade``'s
             "no guard" column, where every marginal publishes the consistent solution
             without the never-worse guard — to show what the guard protects against.
             Releases always run the guard.
@@ -234,7 +234,7 @@ class PostprocessSpec:
     consistent: bool = schema.default("[postprocess]", "consistent")
     microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
     variance_calibration: bool = False
-    never_worse: bool = True
+    without_guard: bool = False
 
 
 @dataclass(frozen=True)
