@@ -32,6 +32,7 @@ from eree.data.location import is_uri, uri_name
 from eree.errors import DataValidationError
 
 __all__ = [
+    "CSV_SUFFIXES",
     "TableFormat",
     "check_domain",
     "check_input_file",
@@ -42,6 +43,7 @@ __all__ = [
     "csv_records",
     "first_repeat",
     "first_true",
+    "missing_column_error",
     "read_header",
     "read_table",
     "table_format",
@@ -50,7 +52,8 @@ __all__ = [
 TableFormat = Literal["csv", "parquet"]
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".txt.gz")
+#: file names read as CSV (case-insensitive; anything else by its own suffix)
+CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".txt.gz")
 
 
 def table_format(path: str | Path) -> TableFormat:
@@ -64,7 +67,7 @@ def table_format(path: str | Path) -> TableFormat:
     name = (uri_name(path) if isinstance(path, str) and is_uri(path) else Path(path).name).lower()
     if name.endswith(_PARQUET_SUFFIXES):
         return "parquet"
-    if name.endswith(_CSV_SUFFIXES):
+    if name.endswith(CSV_SUFFIXES):
         return "csv"
     raise DataValidationError(
         "unsupported file type; expected .csv, .csv.gz or .parquet",
@@ -218,14 +221,21 @@ def _check_unique_names(names: Sequence[str], file: str, header_ok: bool) -> Non
         seen.add(name)
 
 
-def _missing_column_error(path: Path, missing: Sequence[str], present: Sequence[str]) -> None:
+def missing_column_error(
+    file: str, missing: Sequence[str], present: Sequence[str]
+) -> DataValidationError:
+    """The error for required columns absent from a table (both engines' loaders).
+
+    Names the missing columns, the closest present name to the first (a likely typo)
+    and the columns the file has: column names, never a value.
+    """
     first = missing[0]
     hint = difflib.get_close_matches(first, present, n=1)
     msg = f"required column(s) missing: {', '.join(repr(m) for m in missing)}"
     if hint:
         msg += f" (did you mean {hint[0]!r}?)"
     msg += f"; the file has: {', '.join(repr(c) for c in present)}"
-    raise DataValidationError(msg, file=str(path), column=first, rule="missing-column")
+    return DataValidationError(msg, file=file, column=first, rule="missing-column")
 
 
 _BLOCK = 1 << 22  # bytes per block of the vectorised record check
@@ -491,7 +501,7 @@ def read_table(
     present = set(header)
     missing = [c for c in columns if c not in present]
     if missing:
-        _missing_column_error(p, missing, header)
+        raise missing_column_error(str(p), missing, header)
     wanted: dict[str, pl.DataType] = {c: _as_dtype(t) for c, t in columns.items()}
     for c, t in (optional or {}).items():
         if c in present and c not in wanted:

@@ -22,6 +22,7 @@ from eree.errors import SpecError
 
 __all__ = [
     "DataPath",
+    "data_path",
     "input_label",
     "is_uri",
     "local_path",
@@ -61,6 +62,11 @@ def uri_has_password(uri: str) -> bool:
 def uri_name(uri: str) -> str:
     """The last segment of a URI's path (its file name, for the format by suffix)."""
     return urlsplit(uri).path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def data_path(p: str | Path) -> DataPath:
+    """A URI kept as the text given, anything else a local :class:`~pathlib.Path`."""
+    return p if isinstance(p, str) and is_uri(p) else Path(p)
 
 
 def input_label(p: DataPath) -> str:

@@ -140,10 +140,9 @@ class PolarsEngine:
             establishment and combination of worker attributes in the validation pass
             (what the queries need) and the per-job frame is read only if asked for.
         """
-        from eree.engine.polars.load import local_inputs, narrow_config, scan_job_tables
+        from eree.engine.polars.load import narrow_config, scan_job_tables
 
-        local = local_inputs(narrow_config(config, attributes))
-        return scan_job_tables(local, lazy_jobs=attributes is not None)
+        return scan_job_tables(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
     def n_workplaces(self, data: JobTables) -> int:
         """The number of workplaces (public)."""
@@ -167,9 +166,8 @@ class PolarsEngine:
         See docs/design.md#establishment-data, #validation.
         """
         from eree.data.establishments import load_establishments
-        from eree.engine.polars.load import local_inputs
 
-        return load_establishments(local_inputs(config))
+        return load_establishments(config)  # a file:// URI read as its local path
 
     def n_establishments(self, data: EstablishmentData) -> int:
         """The number of establishments (public)."""

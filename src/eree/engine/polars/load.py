@@ -35,11 +35,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import polars as pl
 
-from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.config import JobTablesConfig
 from eree.data.io import table_format
 from eree.data.job_tables import JOBS, ROW, JobTables, canonical_ids, check_config, load_job_tables
 from eree.data.location import local_path
@@ -48,10 +47,8 @@ from eree.errors import DataValidationError
 
 __all__ = ["local_inputs", "narrow_config", "scan_job_tables"]
 
-_Config = TypeVar("_Config", JobTablesConfig, EstablishmentDataConfig)
 
-
-def local_inputs(config: _Config) -> _Config:
+def local_inputs(config: JobTablesConfig) -> JobTablesConfig:
     """``config`` with every input as a local path: ``file://`` URIs mapped, others refused.
 
     See :func:`eree.data.location.local_path` (a one-line :class:`SpecError` naming the
@@ -170,7 +167,9 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
     """Load and validate ER-EE input; fast for valid Parquet (module docstring).
 
     Args:
-        config: the ``[data]`` configuration, already narrowed to what is needed.
+        config: the ``[data]`` configuration, already narrowed to what is needed; a
+            ``file://`` URI is read as the local path it names, any other URI refused
+            (:func:`local_inputs`).
         lazy_jobs: on the fast path, count the jobs per establishment and combination of
             worker attributes (:attr:`~eree.data.job_tables.JobTables.job_counts`) in a
             streaming pass instead of reading the per-job frame, which is then read only
@@ -183,12 +182,13 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
         SpecError, DataValidationError: as :func:`~eree.data.job_tables.load_job_tables`.
     """
     check_config(config)
+    config = local_inputs(config)
     if config.jobs is None:
         # a Polars failure on the fast path (an unreadable Parquet page, a panic) hands the
         # input to the eager loader, which names the file, row and column
         fast = _or_eager(lambda: _scan_three(config, lazy_jobs))
     else:
-        fast = _scan_joined(config, local_path(config.jobs, "[data].jobs"), lazy_jobs)
+        fast = _scan_joined(config, Path(config.jobs), lazy_jobs)
     if fast is not None:
         return fast
     dirs = [p for p in config.input_files() if Path(p).is_dir()]

@@ -19,7 +19,7 @@ import polars as pl
 
 from eree.data.config import JobTablesConfig
 from eree.data.job_tables import JobTables
-from eree.data.location import DataPath, is_uri
+from eree.data.location import data_path
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.spark.coding import CodedData
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
@@ -136,9 +136,9 @@ class SparkJobTables:
             cols = spark.read.parquet(str(worker_path)).columns
             worker_attributes = [c for c in cols if c != worker_id and c in doms]
         config = JobTablesConfig(
-            workplace=_data_path(workplace_path),
-            worker=_data_path(worker_path),
-            job=_data_path(job_path),
+            workplace=data_path(workplace_path),
+            worker=data_path(worker_path),
+            job=data_path(job_path),
             workplace_id=workplace_id,
             worker_id=worker_id,
             workplace_attributes=tuple(workplace_attributes),
@@ -230,11 +230,6 @@ class SparkJobTables:
         return cls(
             workplaces=workplaces, jobs=jobs, domains=doms, hashed=hashed, coded=coded,
         )  # fmt: skip
-
-
-def _data_path(p: str | Path) -> DataPath:
-    """A URI kept as given (:mod:`eree.data.location`), anything else a local path."""
-    return p if isinstance(p, str) and is_uri(p) else Path(p)
 
 
 def _check_config(config: JobTablesConfig) -> None:

@@ -16,7 +16,6 @@ collected.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,8 @@ import polars as pl
 
 from eree.data.config import EstablishmentDataConfig
 from eree.data.establishments import NAICS_DERIVED, EstablishmentData
-from eree.data.location import DataPath, is_uri, uri_name
+from eree.data.io import CSV_SUFFIXES, missing_column_error
+from eree.data.location import DataPath, data_path, is_uri, uri_name
 from eree.data.qcew import SUPERSECTOR_OF_SECTOR
 from eree.engine.base import ESTABLISHMENTS, bound_column, result_order
 from eree.engine.exact_sums import FRACTION_BITS, MAX_EXACT_TOTAL, exact_sums
@@ -91,13 +91,13 @@ def _read_frame(spark: SparkSession, path: DataPath, expected: Sequence[str]) ->
         from eree.engine.spark import uri as by_uri
 
         uri = str(path)
-        if not uri_name(uri).lower().endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
+        if not uri_name(uri).lower().endswith(CSV_SUFFIXES):
             return by_uri.read_uri_parquet(spark, uri, "[data].path")
         # the columns the release names, as text (the header is checked as a local one's)
         return read_text_columns(spark, uri, [], expected, "csv", "[data].path", every_column=True)
     path = Path(path)
     name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz")):
+    if name.endswith(CSV_SUFFIXES):
         from eree.data.io import read_header
 
         header = [c for c in read_header(path) if c != ""]
@@ -141,7 +141,7 @@ def load_establishments_spark(
 
     from eree.data.establishments import role_errors
 
-    path = config.path if is_uri(config.path) else Path(config.path)
+    path = data_path(config.path)
     file = str(path)
     role_errors(config, file)
     raw = _read_frame(spark, path, [config.id, *config.public, *config.confidential])
@@ -152,15 +152,7 @@ def load_establishments_spark(
         text.append("naics")
     absent = [c for c in [*text, *config.confidential] if c not in present]
     if absent:
-        hint = difflib.get_close_matches(absent[0], raw.columns, n=1)  # as the Polars loader
-        raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in absent)}"
-            + (f" (did you mean {hint[0]!r}?)" if hint else "")
-            + f"; the file has: {', '.join(repr(c) for c in raw.columns)}",
-            file=file,
-            column=absent[0],
-            rule="missing-column",
-        )
+        raise missing_column_error(file, absent, raw.columns)  # as the Polars loader
     types = {f.name: f.dataType for f in raw.schema.fields}
     cols = []
     for c in text:

@@ -255,17 +255,9 @@ def read_text_columns(
     present = [c for c in df.columns if c != _CORRUPT]
     missing = [c for c in required if c not in present]
     if missing:
-        import difflib
+        from eree.data.io import missing_column_error
 
-        hint = difflib.get_close_matches(missing[0], present, n=1)  # as the Polars loader
-        raise DataValidationError(
-            f"required column(s) missing: {', '.join(repr(m) for m in missing)}"
-            + (f" (did you mean {hint[0]!r}?)" if hint else "")
-            + f"; the file has: {', '.join(repr(c) for c in present)}",
-            file=str(path),
-            column=missing[0],
-            rule="missing-column",
-        )
+        raise missing_column_error(str(path), missing, present)  # as the Polars loader
     cols = [*required, *(c for c in optional if c in present and c not in required)]
     if every_column:
         cols = [*required, *(c for c in present if c and c not in required)]
