@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_release import FOUR, ONE, WORKPLACE, spec_text
-from bench_tumult import eree_code, path_of, run, spark_start, tumult_code
+from bench_tumult import eree_code, path_of, run, side_envs, spark_start, tumult_code
 from common import machine
 
 
@@ -113,11 +113,7 @@ def main() -> None:
     data = args.data.resolve()
     spec = args.workdir / "spec.toml"
     spec.write_text(spec_text(data, marginals, "spark", args.max_cells))
-    env = dict(os.environ)
-    src = Path(__file__).resolve().parent.parent / "src"
-    eree_env = {**env, "PYTHONPATH": f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"}
-    tumult_env = {**env, "PYSPARK_PYTHON": args.tumult_python}
-    tumult_env.pop("PYTHONPATH", None)
+    eree_env, tumult_env = side_envs(args.tumult_python)
     sides: list[tuple[str, str, str, dict[str, str]]] = []
     if not args.skip_floor:
         code = floor_code(data, marginals, args.workdir / "floor-out", args)

@@ -58,6 +58,20 @@ def spark_start(args: argparse.Namespace) -> str:
     return start.strip().replace(chr(10), chr(10) + " " * 8)
 
 
+def side_envs(tumult_python: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The environments of the eree (and floor) side and of the Tumult side.
+
+    eree: this checkout's ``src`` first on ``PYTHONPATH``; Tumult: its own venv's Python
+    for the executors, and no ``PYTHONPATH`` (its venv pins another PySpark).
+    """
+    env = dict(os.environ)
+    src = Path(__file__).resolve().parent.parent / "src"
+    eree_env = {**env, "PYTHONPATH": f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"}
+    tumult_env = {**env, "PYSPARK_PYTHON": tumult_python}
+    tumult_env.pop("PYTHONPATH", None)
+    return eree_env, tumult_env
+
+
 def path_of(data: Path, name: str) -> str:
     return str(data / name) if (data / name).is_dir() else str(data / f"{name}.parquet")
 
@@ -174,11 +188,7 @@ def main() -> None:
     data = args.data.resolve()
     spec = args.workdir / "spec.toml"
     spec.write_text(spec_text(data, ONE, "spark", args.max_cells))
-    env = dict(os.environ)
-    src = Path(__file__).resolve().parent.parent / "src"
-    eree_env = {**env, "PYTHONPATH": f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"}
-    tumult_env = {**env, "PYSPARK_PYTHON": args.tumult_python}
-    tumult_env.pop("PYTHONPATH", None)
+    eree_env, tumult_env = side_envs(args.tumult_python)
     rows = []
     for _ in range(args.runs):
         row: dict[str, object] = {"load": [round(x, 2) for x in os.getloadavg()]}

@@ -223,6 +223,16 @@ def _protect_spark_uri(spec: Path, out: Path, *extra: str) -> None:
             p.stop()
 
 
+def _uri_release_equals_plain(
+    plain: Path, uri: Path, root: Path, engine: str = "polars", names=TABLES
+) -> None:
+    """The plain paths' release on ``engine`` and the URIs' on Spark (Python's readers
+    patched to fail) publish the same tables (seed 7)."""
+    _protect(plain, root / "plain", engine, "--seed", "7")
+    _protect_spark_uri(uri, root / "uri", "--seed", "7")
+    _same_tables(root / "plain", root / "uri", names)
+
+
 def test_spark_reads_file_uris_alone(tmp_path):
     """Spark reads file:// URIs itself and releases the plain paths' tables (seeded).
 
@@ -234,9 +244,7 @@ def test_spark_reads_file_uris_alone(tmp_path):
     """
     pytest.importorskip("pyspark")
     plain, uri = _parquet_case(tmp_path)
-    _protect(plain, tmp_path / "plain", "polars", "--seed", "7")
-    _protect_spark_uri(uri, tmp_path / "uri", "--seed", "7")
-    _same_tables(tmp_path / "plain", tmp_path / "uri")
+    _uri_release_equals_plain(plain, uri, tmp_path)
     assert all(f.startswith("file:///") for f in _files(tmp_path / "uri"))
 
 
@@ -245,9 +253,7 @@ def test_spark_reads_csv_file_uris_alone(tmp_path):
     """As :func:`test_spark_reads_file_uris_alone`, for CSV: the header read by Spark."""
     pytest.importorskip("pyspark")
     plain, uri = _csv_case(tmp_path)
-    _protect(plain, tmp_path / "plain", "polars", "--seed", "7")
-    _protect_spark_uri(uri, tmp_path / "uri", "--seed", "7")
-    _same_tables(tmp_path / "plain", tmp_path / "uri")
+    _uri_release_equals_plain(plain, uri, tmp_path)
 
 
 @pytest.mark.slow
@@ -256,18 +262,14 @@ def test_spark_uri_equals_spark_plain(tmp_path):
     for case in (_parquet_case, _csv_case):
         root = tmp_path / case.__name__
         plain, uri = case(root)
-        _protect(plain, root / "plain", "spark", "--seed", "7")
-        _protect_spark_uri(uri, root / "uri", "--seed", "7")
-        _same_tables(root / "plain", root / "uri")
+        _uri_release_equals_plain(plain, uri, root, "spark")
 
 
 @pytest.mark.slow
 def test_spark_reads_an_establishment_csv_uri_alone(tmp_path):
     pytest.importorskip("pyspark")
     plain, uri = _csv_case(tmp_path, "estab")
-    _protect(plain, tmp_path / "plain", "polars", "--seed", "7")
-    _protect_spark_uri(uri, tmp_path / "uri", "--seed", "7")
-    _same_tables(tmp_path / "plain", tmp_path / "uri", ("identity", "county"))
+    _uri_release_equals_plain(plain, uri, tmp_path, names=("identity", "county"))
 
 
 @pytest.mark.parametrize(
