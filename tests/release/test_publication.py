@@ -426,11 +426,13 @@ def test_a_tree_solved_block_by_block_publishes_the_values_of_one_solve(nested, 
         np.testing.assert_array_equal(parts[n]["jobs"].to_numpy(), whole[n]["jobs"].to_numpy())
     consistent = [n for n in QUERIES if n not in m_parts["postprocess"].get("kept_own_values", {})]
     assert _check_pairs(nested, parts, QUERIES, consistent) >= 3
-    # the guard's predictions come from the same model on the same problem: close
+    # the guard's predictions estimate the same ratio from independent draws (the blocks
+    # take the generator's numbers in another order): within 4 SE of their difference
     for n in QUERIES:
         a = m_whole["postprocess"]["never_worse"]["predicted"][n]
         b = m_parts["postprocess"]["never_worse"]["predicted"][n]
-        assert abs(a["predicted_ratio"] - b["predicted_ratio"]) <= 4 * (a["se"] + b["se"]) + 0.02
+        diff_se = (a["se"] ** 2 + b["se"] ** 2) ** 0.5
+        assert abs(a["predicted_ratio"] - b["predicted_ratio"]) <= 4 * diff_se
 
 
 def test_switching_the_never_worse_guard_off_is_not_a_spec_key(tmp_path):
