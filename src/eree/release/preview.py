@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from eree.mechanisms.gedp import GedpMechanism, PncBounded
 from eree.mechanisms.noise_infusion import NoiseInfusion
 from eree.privacy.neighbors import SqrtShift
 from eree.release.build import BuiltPlan, QueryPlan
+from eree.release.report_words import FPR, power_of_epsilon, power_of_mu
 from eree.release.targets import (
     Target,
     relative_error,
@@ -40,15 +41,21 @@ from eree.release.targets import (
     split_share,
     target_met,
 )
+from eree.release.units import UNKNOWN, amount, money_scale, unit_of
 
 __all__ = [
     "COUNT_SIZES",
     "COUNT_WARN_BELOW",
     "GEDP_ASSUMED_ESTABLISHMENTS",
     "GEDP_WARN_BELOW",
+    "GEDP_WARN_BELOW_DOLLARS",
+    "MEANINGFUL_POWER",
+    "WEAK_POWER",
     "VALUE_SIZES",
     "accuracy_tradeoffs",
     "delta_warning",
+    "gedp_warn_limit",
+    "guarantee_warning",
     "plan_warnings",
     "preview",
     "round_down",
@@ -65,8 +72,17 @@ COUNT_SIZES = (1, 10, 100, 1_000, 10_000)
 VALUE_SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
 #: warn when a count cell of more than this many jobs gets noise larger than its value
 COUNT_WARN_BELOW = 10.0
-#: warn when a GEDP group of value above this (attribute's units) gets noise larger than it
+#: warn when a GEDP group of value above this gets noise larger than it, for an attribute
+#: whose unit is not known (in the attribute's own units)
 GEDP_WARN_BELOW = 1_000.0
+#: the same for a money attribute, in dollars (converted into the attribute's declared
+#: unit: 1 for "thousands of dollars"), so that dollars and thousands warn alike
+GEDP_WARN_BELOW_DOLLARS = 1_000.0
+#: a total guarantee under which a test at 5% false positives can reach this power or
+#: more protects little in practice: it gets the ``guarantee-weak`` warning
+WEAK_POWER = 0.99
+#: the power at 5% false positives the ``guarantee-weak`` remedy's budget keeps to
+MEANINGFUL_POWER = 0.5
 #: n used for pnc's τ̂ when the number of establishments is not known (``eree explain``)
 GEDP_ASSUMED_ESTABLISHMENTS = 10_000
 
@@ -269,11 +285,17 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
 TRADEOFF_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 
 
-def _representative(mech: Mechanism, spec: Any, plan: Any, stat: str) -> tuple[float, float]:
-    """The cell a query's accuracy is read at: its target's, its at, [plan].at, else 100 jobs."""
+def _representative(
+    mech: Mechanism, spec: Any, plan: Any, stat: str
+) -> tuple[float, float] | None:
+    """The cell a query's accuracy is read at: its target's, its at, [plan].at, else 100 jobs.
+
+    None for a GEDP statistic without any stated size: there is no public size to state
+    its accuracy at before the release (after it, the published median cell is used).
+    """
     at, share = representative_cell(spec, stat, plan.budget_plan, isinstance(mech, GedpMechanism))
-    if not math.isfinite(at):  # GEDP without any stated size: the preview's middle value
-        at, share = 10_000.0, 1.0
+    if not math.isfinite(at):
+        return None
     return at, max(share * at, 1.0)
 
 
@@ -285,36 +307,79 @@ def target_check(mech: Mechanism, t: Target, n_est: int) -> dict[str, Any]:
         mech, GedpMechanism) else ""), "met": met, "achieved": achieved}  # fmt: skip
 
 
-def tradeoff(mech: Mechanism, stat: str, spec: Any, n_est: int, plan: Any) -> dict[str, Any]:
-    """Relative E|error| at the representative cell against the budget (the spec's value ×k)."""
+def tradeoff(
+    mech: Mechanism,
+    stat: str,
+    spec: Any,
+    n_est: int,
+    plan: Any,
+    cell: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """Relative E|error| at the representative cell against the budget (the spec's value ×k).
+
+    ``cell``: the public statistics of the cell to state it at (after a release: the
+    published median cell, :func:`eree.release.accuracy.published_accuracy`), with its
+    size ``at``; default the spec's representative cell. Empty when there is none.
+    """
     gedp = isinstance(mech, GedpMechanism)
     name = "mu" if gedp else "epsilon"
     if not hasattr(mech, name):
         return {}
-    at, x_v = _representative(mech, spec, plan, stat)
+    if cell is not None:
+        at, x_v = float(cell["at"]), float(cell.get("x_v", 1.0))
+        stats = dict(cell)
+    else:
+        rep = _representative(mech, spec, plan, stat)
+        if rep is None:
+            return {}
+        at, x_v = rep
+        stats = statistics_at(mech, at, x_v, n_est)
     v0 = float(getattr(mech, name))
     points = []
     for k in TRADEOFF_FACTORS:
         try:
             m = dataclasses.replace(mech, **{name: v0 * k})  # type: ignore[arg-type]
-            e = m.expected_error(statistics_at(m, at, x_v, n_est))
+            e = m.expected_error(stats)
         except EreeError:
             continue
         rel = relative_error(e, at)
         if math.isfinite(rel):
             points.append([v0 * k, rel])
     return {"parameter": name, "value": v0, "at": at, "x_v": None if gedp else x_v,
-            "points": points}  # fmt: skip
+            "published_median": cell is not None, "points": points}  # fmt: skip
 
 
 # ------------------------------------------------------------------ warnings
 
 
-def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict[str, Any] | None:
+def declared_units(plan: Any) -> dict[str, str]:
+    """The spec's ``[data].units`` (public: the user states them); empty when none."""
+    units = ((getattr(plan, "raw", None) or {}).get("data") or {}).get("units") or {}
+    return {str(k): str(v) for k, v in units.items()} if isinstance(units, Mapping) else {}
+
+
+def gedp_warn_limit(stat: str, units: Mapping[str, str] | None = None) -> tuple[float, str]:
+    """The size above which a GEDP attribute's groups should get noise below their value.
+
+    In the attribute's unit (the declared one wins over a guess from its name,
+    :func:`eree.release.units.unit_of`): $1,000 for money (1 in thousands of dollars, so the
+    same data in dollars and in thousands warn alike), 10 for head counts (as a count
+    else 1,000 in the attribute's own units. Returns (limit, the limit in words).
+    """
+    unit = unit_of(stat, units)
+    scale = money_scale(unit)
+    if scale is not None:
+        return GEDP_WARN_BELOW_DOLLARS / scale, amount(GEDP_WARN_BELOW_DOLLARS / scale, unit)
+    return GEDP_WARN_BELOW, f"{GEDP_WARN_BELOW:,.0f} (in {stat}'s units)"
+
+
+def _noise_warning(
+    q: QueryPlan, stat: str, mech: Mechanism, n_est: int, units: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
     if isinstance(mech, NoiseInfusion):
         return None  # no formal guarantee; its error depends on confidential s, t
     gedp = isinstance(mech, GedpMechanism)
-    limit = GEDP_WARN_BELOW if gedp else COUNT_WARN_BELOW
+    limit, size = gedp_warn_limit(stat, units) if gedp else (COUNT_WARN_BELOW, "")
     n = break_even(mech, n_est)
     if n is None or n <= limit:
         return None
@@ -323,10 +388,11 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
         b = break_even(m, n_est)
         return b is None or b <= limit
 
-    size = f"{limit:,.0f}"
     coarsen = "coarsen the query (fewer, larger cells)"
     if isinstance(mech, GedpMechanism):
-        unit = f" (in {stat}'s units)"
+        unit_name = unit_of(stat, units)
+        unit = "" if money_scale(unit_name) is not None else (
+            f" (in {stat}'s units)" if unit_name == UNKNOWN else f" {unit_name}")  # fmt: skip
         what = f"groups of attribute {stat!r}"
         then = f"(then groups above {size} get noise below their value)"
         if q.spec.is_identity:
@@ -347,14 +413,27 @@ def _noise_warning(q: QueryPlan, stat: str, mech: Mechanism, n_est: int) -> dict
             need = smallest_parameter(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
             how = coarsen if need is None else (
                 f"raise mu for {stat} to {round_up(need)} {then}, or {coarsen}")  # fmt: skip
-        if isinstance(mech.neighbor, SqrtShift):
+        scale = money_scale(unit_name)
+        if isinstance(mech.neighbor, SqrtShift) and scale is not None:
+            other = "thousands of dollars" if scale == 1.0 else "dollars"
+            factor = "too small" if scale == 1.0 else "too large"
             how += (
-                f"; check gamma's unit: with psi = sqrt it is in sqrt(units of {stat}), so a "
-                f"gamma chosen for {stat} in dollars is sqrt(1000) ≈ 31.6 times too large for "
-                f"{stat} in thousands of dollars (gamma = {mech.gamma:g} here, in sqrt(units "
-                f"of {stat}); see docs/choosing-parameters.md, Units)"
+                f"; check gamma's unit: with psi = sqrt it is in sqrt({unit_name}) here "
+                f"({stat} in {unit_name}), so a gamma chosen for {stat} in {other} is "
+                f"sqrt(1000) ≈ 31.6 times {factor} (gamma = {mech.gamma:g}; see "
+                "docs/choosing-parameters.md, Units)"
             )
-    elif isinstance(mech, CountMechanism):
+        if not math.isinf(n) and unit == "":  # money: the size in dollars, whatever the unit
+            below = amount(n, unit_name)
+        else:
+            below = "every size" if math.isinf(n) else f"{n:,.0f}"
+        message = (
+            f"noise std exceeds the value for {what} below {below}{unit} "
+            f"(query {q.name!r}, mechanism {mech.name}, {current})"
+        )
+        return warning("noise-exceeds-value", q.name, message, how)
+    if isinstance(mech, CountMechanism):
+        size = f"{limit:,.0f}"
         eps = mech.epsilon
         unit, what = " jobs, even with x_v = 1", "cells"
         need = smallest_parameter(lambda v: dataclasses.replace(mech, epsilon=v), fine, eps)
@@ -446,10 +525,11 @@ def accuracy_tradeoffs(
 def plan_warnings(built: BuiltPlan, n_establishments: int | None = None) -> list[dict[str, Any]]:
     """Every warning of a plan, from public information (and N when known)."""
     n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
+    units = declared_units(built.plan)
     out = []
     for q in built.queries:
         for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
-            w = _noise_warning(q, stat, mech, n_est)
+            w = _noise_warning(q, stat, mech, n_est, units)
             if w is not None:
                 out.append(w)
             t = (q.spec.target or {}).get(stat)
@@ -465,4 +545,51 @@ def plan_warnings(built: BuiltPlan, n_establishments: int | None = None) -> list
             d = delta_warning(q, n_establishments)
             if d is not None:
                 out.append(d)
+    weak = guarantee_warning(built.report().total.to_dict())
+    if weak is not None:
+        out.append(weak)
     return out
+
+
+def _meaningful_budget(power: Callable[[float], float]) -> float:
+    """The largest budget whose power at 5% false positives is at most MEANINGFUL_POWER."""
+    lo, hi = 0.0, 1.0
+    while power(hi) <= MEANINGFUL_POWER:
+        lo, hi = hi, 2 * hi
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if power(mid) <= MEANINGFUL_POWER else (lo, mid)
+    return lo
+
+
+def guarantee_warning(total: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``guarantee-weak``: a total under which a test at 5% false positives reaches ≥ 99% power.
+
+    Such a guarantee protects little in practice: an attacker's test can tell an individual's
+    two neighbouring worlds apart nearly always. The remedy states the total that keeps the
+    power at or below 50% (μ by Φ(Φ⁻¹(0.05) + μ), ε by the (ε, δ) testing bound,
+    :mod:`eree.release.report_words`).
+    """
+    mu, eps = total.get("mu"), total.get("epsilon")
+    delta = float(total.get("delta") or 0.0)
+    if mu is not None:
+        power, sym, now = power_of_mu(float(mu)), "mu", float(mu)
+        need = _meaningful_budget(power_of_mu)
+    elif eps is not None:
+        power, sym, now = power_of_epsilon(float(eps), delta), "epsilon", float(eps)
+        need = _meaningful_budget(lambda e: power_of_epsilon(e, delta))
+    else:
+        return None
+    if power < WEAK_POWER:
+        return None
+    message = (
+        f"the guarantee protects little in practice: at a total {sym} = {now:.3g}, a test "
+        f"that raises false alarms {FPR:.0%} of the time can tell apart the neighbouring "
+        f"datasets the definition protects with power up to {power:.1%}"
+    )
+    remedy = (
+        f"a total {sym} of at most {round_down(need, 3):g} keeps that power at or below "
+        f"{MEANINGFUL_POWER:.0%}; lower the queries' {sym} (`eree plan` with [plan] {sym} = "
+        f"{round_down(need, 3):g} splits it), or publish fewer tables"
+    )
+    return warning("guarantee-weak", None, message, remedy)
