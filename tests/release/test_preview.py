@@ -44,7 +44,7 @@ def test_smooth_laplace_break_even_and_remedy(tmp_path):
     q = built.query("county_industry")
     assert math.isclose(break_even(q.mechanisms[0], 1000), 2 * math.sqrt(2) / eps, rel_tol=1e-6)
     warns = [w for w in plan_warnings(built) if w["query"] == "county_industry"]
-    assert len(warns) == 1 and set(warns[0]) == KEYS
+    assert len(warns) == 1 and set(warns[0]) >= KEYS
     w = warns[0]
     assert w["code"] == "noise-exceeds-value" and "28" in w["message"]
     need = 2 * math.sqrt(2) / COUNT_WARN_BELOW  # ε at which 2√2/ε = 10
@@ -113,4 +113,4 @@ def test_release_manifest_carries_the_warnings(tmp_path, eps):
     assert m["warnings"] == res.manifest["warnings"]
     assert any(w["code"] == "noise-exceeds-value" and w["query"] == "county_industry"
                for w in m["warnings"])  # fmt: skip
-    assert all(set(w) == KEYS for w in m["warnings"])
+    assert all(set(w) >= KEYS for w in m["warnings"])

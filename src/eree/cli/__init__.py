@@ -49,6 +49,7 @@ def register_lazy_commands() -> None:
     for name, help_text, command in evaluate.experiment_commands():
         evaluate_app.command(name, help=help_text)(command)
     audit_app.command("privacy")(audit.audit_privacy)
+    audit_app.command("claims", help=audit.audit_claims.__doc__)(audit.audit_claims)
     audit_app.command("noise-infusion", help=audit.audit_noise_infusion.__doc__)(
         audit.audit_noise_infusion
     )

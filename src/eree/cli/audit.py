@@ -449,3 +449,67 @@ def _published_mask(tables: Any, path: Path, state: str | None) -> np.ndarray:
     if j.get_column("disclosure_code").null_count():
         raise ValueError(f"{path}: its cells do not match the input's linked tables")
     return (j.get_column("disclosure_code").fill_null("") == "N").to_numpy()
+
+
+def audit_claims(
+    spec: Annotated[Path, typer.Argument(help="the release spec (TOML)")],
+    seeds: Annotated[int, typer.Option("--seeds", help="seeded releases to measure")] = 3,
+    first_seed: Annotated[int, typer.Option("--first-seed", help="the first seed")] = 1,
+    quiet: Quiet = False,
+) -> None:
+    """Every accuracy statement of a release beside its realised value (for the data holder).
+
+    Releases SEEDS seeded copies of SPEC (NOT FOR PUBLICATION, never charged to a ledger,
+    nothing kept), and prints each figure the report, the manifest and `eree validate`
+    state (median relative error, share within ±10%, interval coverage, the size below
+    which noise exceeds the value) beside the value measured against the confidential
+    data. The output holds confidential measurements: do not publish it.
+
+    Example: eree audit claims examples/syn-ri-table7.toml --seeds 3
+    """
+    from eree.evaluate.claims import AGREE, audit_claims as run
+
+    if seeds < 1:
+        fail(EreeError("--seeds must be at least 1"))
+    console.print(
+        f"[bold yellow]{seeds} seeded release(s) (seeds {first_seed}…{first_seed + seeds - 1}): "
+        "NOT FOR PUBLICATION, never charged to a ledger, nothing written. Realised errors "
+        "are measured against the confidential data: this output is for the data holder "
+        "only.[/]"
+    )
+    try:
+        with progress_bar(quiet) as bar:
+            task = bar.add_task("releasing", total=seeds)
+            claims = run(spec, seeds, first_seed=first_seed,
+                         progress=lambda msg: bar.update(task, advance=1,
+                                                         description=escape(msg)))  # fmt: skip
+    except (EreeError, OSError) as e:
+        fail(e)
+
+    def pct(v: float | None, what: str) -> str:
+        if v is None:
+            return "—"
+        if "std / value" in what or "E|error|" in what or "relative error" in what:
+            return f"{100 * v:.3g}%" if "std / value" not in what else f"{v:.3g}"
+        return f"{100 * v:.3g}%"
+
+    t = Table(title=f"stated against realised, {seeds} seeded release(s)")
+    for col in ("source", "table", "statistic", "statement", "stated", "realised", "cells",
+                "stated/realised"):  # fmt: skip
+        t.add_column(col)
+    bad = 0
+    for c in claims:
+        r = c.ratio
+        mark = "—" if r is None else f"{r:.2f}"
+        if c.agrees is False:
+            bad += 1
+            mark = f"[bold red]{mark}[/]"
+        t.add_row(c.source, escape(c.query), escape(c.statistic), escape(c.what),
+                  pct(c.stated, c.what), pct(c.realised, c.what), f"{c.cells:,}", mark)  # fmt: skip
+    console.print(t)
+    measured = [c for c in claims if c.agrees is not None]
+    console.print(
+        f"{len(measured) - bad} of {len(measured)} measurable statements within a factor "
+        f"{AGREE:g} of their realised value; {len(claims) - len(measured)} not measurable "
+        "(no cells of that size, or no law stated)"
+    )

@@ -14,7 +14,10 @@ same object whose scale the release draws with; nothing here repeats a formula.
   u*_ℓ is ψ⁻¹(ψ(x) + γτ̂/μ⁽ᵃ⁾) at the identity query's median answer), x = 1 … 10⁶ in the
   attribute's own units.
 
-Warnings have the shape ``{"code", "query", "message", "remedy"}`` and say what to change.
+Warnings have the shape ``{"code", "query", "message", "remedy"}`` and say what to change;
+``noise-exceeds-value`` also gives its ``statistic`` and the size ``below`` which the noise
+std exceeds the value (in the statistic's unit; None: every size), which ``eree audit
+claims`` checks.
 """
 
 from __future__ import annotations
@@ -90,9 +93,11 @@ GEDP_ASSUMED_ESTABLISHMENTS = 10_000
 _LOW, _HIGH = 1e-3, 1e12
 
 
-def warning(code: str, query: str | None, message: str, remedy: str) -> dict[str, Any]:
-    """One warning in the shape the manifest and the report use."""
-    return {"code": code, "query": query, "message": message, "remedy": remedy}
+def warning(
+    code: str, query: str | None, message: str, remedy: str, **extra: Any
+) -> dict[str, Any]:
+    """One warning in the shape the manifest and the report use (``extra``: its figures)."""
+    return {"code": code, "query": query, "message": message, "remedy": remedy, **extra}
 
 
 # ------------------------------------------------------------------ per-mechanism inputs
@@ -431,7 +436,8 @@ def _noise_warning(
             f"noise std exceeds the value for {what} below {below}{unit} "
             f"(query {q.name!r}, mechanism {mech.name}, {current})"
         )
-        return warning("noise-exceeds-value", q.name, message, how)
+        return warning("noise-exceeds-value", q.name, message, how, statistic=stat,
+                       below=None if math.isinf(n) else n)  # fmt: skip
     if isinstance(mech, CountMechanism):
         size = f"{limit:,.0f}"
         eps = mech.epsilon
@@ -448,7 +454,8 @@ def _noise_warning(
         f"noise std exceeds the value for {what} below {below}{unit} "
         f"(query {q.name!r}, mechanism {mech.name}, {current})"
     )
-    return warning("noise-exceeds-value", q.name, message, how)
+    return warning("noise-exceeds-value", q.name, message, how, statistic=stat,
+                   below=None if math.isinf(n) else n)  # fmt: skip
 
 
 def round_up(x: float, digits: int = 3) -> str:
@@ -498,20 +505,27 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
 
 
 def accuracy_tradeoffs(
-    built: BuiltPlan, n_establishments: int | None = None
+    built: BuiltPlan,
+    n_establishments: int | None = None,
+    published: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per query and statistic: relative E|error| at its representative cell against budget.
 
     The manifest's ``accuracy_tradeoff`` (the release report draws it): the spec's ε or μ
     and multiples of it, the target when the query has one and whether it is met.
+    ``published``: after a release, its :func:`eree.release.accuracy.published_accuracy`;
+    each curve is then drawn at the table's published median cell (public once published),
+    otherwise at the spec's representative size (none for GEDP without a stated size).
     """
     n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
+    cells = {(a["query"], a["statistic"]): a["cell"] for a in published or [] if a.get("cell")}
     out = []
     for q in built.queries:
         for stat, mech in zip(q.statistics, q.mechanisms, strict=True):
             if isinstance(mech, NoiseInfusion):
                 continue
-            curve = tradeoff(mech, stat, q.spec, n_est, built.plan)
+            cell = cells.get((q.name, stat))
+            curve = tradeoff(mech, stat, q.spec, n_est, built.plan, cell)
             if not curve or not curve["points"]:
                 continue
             entry = {"query": q.name, "statistic": stat, "mechanism": mech.name, **curve}

@@ -393,13 +393,16 @@ def _run(
             if charge.notes:
                 manifest["ledger"]["notes"] = list(charge.notes)
         manifest.update(extra_manifest)
+        from eree.release.accuracy import published_accuracy
         from eree.release.preview import accuracy_tradeoffs, plan_warnings
 
         # the one place a release's plan warnings join the manifest's list
         n_est = family.n_establishments(data, engine)
         manifest.setdefault("warnings", []).extend(plan_warnings(built, n_est))
-        manifest["accuracy_tradeoff"] = accuracy_tradeoffs(built, n_est)
         frames = _TableFrames(tables, writer)
+        # after the release its published values are public: accuracy at its own cells
+        manifest["accuracy"] = published_accuracy(built, frames, n_est)
+        manifest["accuracy_tradeoff"] = accuracy_tradeoffs(built, n_est, manifest["accuracy"])
         _agency_files(plan, frames, tables, family.frame_counts(data, engine), writer, manifest)
         report_html = release_report(manifest, frames, extra_files)
         writer.finish(manifest, extra_files or None, {REPORT_FILE: report_html})
