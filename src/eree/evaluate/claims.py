@@ -209,7 +209,7 @@ def _compare(
             claims.append(Claim(source, q, s, what, stated, realised, n))
 
         at = _median([b["median_cell"] for b in same])
-        claim("report", f"median relative error (stated at the median cell, {at:,.4g})",
+        claim("report", f"median relative error (median cell {at:,.4g})",
               _median([b["median_relative_error"] for b in same]),
               float(np.median(rel)) if rel.size else None, int(rel.size))  # fmt: skip
         claim("report", f"share of cells within ±{GOOD_RELATIVE:.0%}",

@@ -22,7 +22,8 @@ law needs come from published or public values only:
   variance model's typical x_v of a cell of that size (:func:`eree.release.targets.split_share`).
 
 The table's share of cells within ±10% is the classes' chances weighted by their numbers
-of cells; where the table publishes confidence intervals their nominal coverage is stated
+of cells, and its median relative error the r at which that mixture of the classes' laws
+reaches ½; where the table publishes confidence intervals their nominal coverage is stated
 too. ``eree audit claims`` checks every figure here against realised errors.
 """
 
@@ -115,17 +116,42 @@ def median_relative_error(e: ExpectedError | None, at: float) -> float | None:
     return hi / at
 
 
-def _statement(mech: Mechanism, cell: Mapping[str, float] | None) -> dict[str, Any]:
-    """Median relative error and chance within ±10% at one published cell."""
+def _law(mech: Mechanism, cell: Mapping[str, float] | None) -> ExpectedError | None:
     if cell is None:
-        return {"median_relative_error": None, "within_10": None}
-    at = float(cell["at"])
+        return None
     try:
-        e = mech.expected_error(cell)
+        return mech.expected_error(cell)
     except EreeError:
-        e = None
+        return None
+
+
+def _statement(e: ExpectedError | None, at: float) -> dict[str, Any]:
+    """Median relative error and chance within ±10% at one published cell."""
     within = None if e is None or e.within is None else float(e.within(GOOD_RELATIVE * at))
     return {"median_relative_error": median_relative_error(e, at), "within_10": within}
+
+
+def _table_median(laws: list[tuple[int, ExpectedError, float]]) -> float | None:
+    """The r with half the table's cells within ±r of their value (classes' laws, weighted)."""
+    laws = [(n, e, at) for n, e, at in laws if e.within is not None]
+    if not laws:
+        return None
+    total = sum(n for n, _, _ in laws)
+
+    def share(r: float) -> float:
+        return sum(n * e.within(r * at) for n, e, at in laws) / total  # type: ignore[misc]
+
+    lo, hi = 0.0, 1.0
+    while share(hi) < 0.5:
+        lo, hi = hi, 2 * hi
+        if hi > 1e12:
+            return None
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if share(mid) < 0.5 else (lo, mid)
+        if hi - lo <= 1e-4 * hi:
+            break
+    return hi
 
 
 def _median_index(values: np.ndarray, idx: np.ndarray) -> int:
@@ -145,7 +171,9 @@ def published_accuracy(
     and stds); no confidential value is read. Each entry: ``query``, ``statistic``,
     ``unit``, ``mechanism``, ``cells`` (with a positive published value), ``median_cell``
     (its published value), ``cell`` (the public statistics it is stated at),
-    ``median_relative_error``, ``within_10``, ``share_within_10``, ``interval`` (the
+    ``median_cell_relative_error`` (that cell's median relative error),
+    ``median_relative_error`` (the table's: half its cells within ±that, from the classes'
+    laws weighted by their cells), ``share_within_10``, ``interval`` (the
     nominal coverage of the published confidence intervals, or None) and ``classes``.
     """
     n_est = n_establishments or GEDP_ASSUMED_ESTABLISHMENTS
@@ -165,30 +193,38 @@ def published_accuracy(
             if pos.size == 0:
                 continue
 
-            def stated(i: int, m: Mechanism = mech) -> tuple[dict[str, Any], dict[str, Any]]:
+            def stated(
+                i: int, m: Mechanism = mech
+            ) -> tuple[dict[str, Any], ExpectedError | None, dict[str, Any]]:
                 c = cell_statistics(m, float(est[i]), float(std[i]), built.plan, n_est)
-                return (c or {}), _statement(m, c)
+                e = _law(m, c)
+                return (c or {}), e, _statement(e, float(est[i]))
 
             mid = _median_index(est, pos)
-            cell, whole = stated(mid)
+            cell, _, at_median = stated(mid)
             decade = np.floor(np.log10(est[pos])).astype(np.int64)
             classes = []
+            laws: list[tuple[int, ExpectedError, float]] = []
             weighted, counted = 0.0, 0
             for d in np.unique(decade):
                 members = pos[decade == d]
                 j = _median_index(est, members)
-                c_cell, st = stated(j)
+                _, e, st = stated(j)
                 classes.append({
                     "low": float(10.0**d), "high": float(10.0 ** (d + 1)),
                     "cells": int(members.size), "at": float(est[j]), **st,
                 })  # fmt: skip
+                if e is not None:
+                    laws.append((int(members.size), e, float(est[j])))
                 if st["within_10"] is not None:
                     weighted += members.size * st["within_10"]
                     counted += int(members.size)
             out.append({
                 "query": q.name, "statistic": stat, "unit": unit_of(stat, units),
                 "mechanism": mech.name, "cells": int(pos.size),
-                "median_cell": float(est[mid]), "cell": cell, **whole,
+                "median_cell": float(est[mid]), "cell": cell,
+                "median_cell_relative_error": at_median["median_relative_error"],
+                "median_relative_error": _table_median(laws),
                 "share_within_10": weighted / counted if counted else None,
                 "interval": float(getattr(mech, "confidence", 0.95)) if has_ci else None,
                 "classes": classes,

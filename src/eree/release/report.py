@@ -71,7 +71,7 @@ MIN_CHART_CELLS = 10
 
 
 #: a published value is "accurate" when its 95% CI half-width is at most this share of it
-GOOD_RELATIVE = 0.10
+GOOD_RELATIVE = _GOOD
 
 _SUFFIXES = ("_std", "_ci_low", "_ci_high")
 _ND = NormalDist()
@@ -346,7 +346,7 @@ def uncertainty_summary(
     """
     headers = ["statistic", "unit", "cells", "with std", "median std", "with CI",
                "median CI half-width", "90th pct. CI half-width",
-               "median relative half-width", f"cells within ±{GOOD_RELATIVE:.0%}",
+               "median relative half-width", f"cells with CI within ±{GOOD_RELATIVE:.0%}",
                "published total"]  # fmt: skip
     rows: list[list[Any]] = []
     for s in statistics_of(frame):
@@ -587,50 +587,51 @@ def _budget_words(manifest: Mapping[str, Any]) -> str:
 def _accuracy_words(
     manifest: Mapping[str, Any], frames: Mapping[str, pl.DataFrame], units: Mapping[str, str]
 ) -> list[str]:
-    """Per statistic, over every table: how wide the published 95% intervals are."""
-    halves: dict[str, list[np.ndarray]] = {}
-    rels: dict[str, list[np.ndarray]] = {}
-    with_ci: dict[str, list[str]] = {}
-    without: dict[str, list[str]] = {}
+    """Per table and statistic (never pooled across tables): the accuracy it states.
+
+    From the manifest's ``accuracy`` (:func:`eree.release.accuracy.published_accuracy`:
+    published values and the mechanisms' error laws); ``eree audit claims`` checks each
+    figure against realised errors. Tables without a stated accuracy are named.
+    """
+    stated = {(a["query"], a["statistic"]): a for a in manifest.get("accuracy") or []}
+    out = []
     for q in manifest["queries"]:
         frame = frames.get(q["name"])
         if frame is None:
             continue
-        for s in statistics_of(frame):
-            est, half = _half_widths(frame, s)
-            if np.isfinite(half).any():
-                halves.setdefault(s, []).append(half[np.isfinite(half)])
-                rels.setdefault(s, []).append(_relative(est, half)[np.isfinite(half)])
-                with_ci.setdefault(s, []).append(q["name"])
-            else:
-                without.setdefault(s, []).append(q["name"])
-    out = []
-    for s in dict.fromkeys([*with_ci, *without]):
-        unit = unit_of(s, units)
-        text = f"<b>{_user(s)}</b> ({esc(unit)}): "
-        if s in with_ci:
-            h, r = np.concatenate(halves[s]), np.concatenate(rels[s])
-            n = len(with_ci[s])
-            good = float(np.mean(r <= GOOD_RELATIVE))
-            med = _q(h, 0.5)
-            rel = _q(r, 0.5)
-            rel_words = (
-                f" ({rel:.0%} of the value)" if rel is not None and math.isfinite(rel) else ""
+        for s in statistics_of(frame) or ([] if "jobs" not in frame.columns else ["jobs"]):
+            unit = unit_of(s, units)
+            name = _user(q["name"]) + ("" if s == "jobs" else f", {_user(s)}")
+            a = stated.get((q["name"], s))
+            if a is None or a.get("median_relative_error") is None:
+                out.append(
+                    f"<b>{name}</b> ({esc(unit)}): its accuracy cannot be stated (how much "
+                    "noise it carries depends on confidential values); see the warnings."
+                )
+                continue
+            cells = f"{num(a['cells'])} cell{'s' if a['cells'] != 1 else ''}"
+            med = esc(amount(a["median_cell"], unit, plain=num(a["median_cell"], 3)))
+            text = (
+                f"<b>{name}</b> ({esc(unit)}): of {cells} (median published value {med}), "
+                f"half are expected within ±{_pct(a['median_relative_error'])} of their "
+                "true value"
             )
-            text += (
-                f"in {n} table{'s' if n != 1 else ''} with a published 95% interval, the median "
-                f"cell is ±{esc(amount(med, unit, plain=num(med, 3)))}{rel_words}; {good:.0%} of "
-                f"{num(h.size)} cells are within ±{GOOD_RELATIVE:.0%} of their value."
-            )
-        if s in without:
-            names = ", ".join(_user(n) for n in without[s])
-            text += (
-                f" Table{'s' if len(without[s]) != 1 else ''} {names} publish no interval "
-                "(how much noise they carry depends on confidential values), so their "
-                "accuracy cannot be stated; see the warnings."
-            )
-        out.append(text.strip())
+            if a.get("share_within_10") is not None:
+                text += (
+                    f" and {_pct(a['share_within_10'], share=True)} within "
+                    f"±{GOOD_RELATIVE:.0%}"
+                )
+            if a.get("interval") is not None:
+                text += f"; each cell has a published {a['interval']:.0%} interval"
+            out.append(text + ".")
     return out
+
+
+def _pct(v: float, share: bool = False) -> str:
+    """A fraction as a percentage, to 2 significant digits (a share: whole percent)."""
+    if share:
+        return f"{v:.0%}" if 0.01 <= v <= 0.99 or v in (0.0, 1.0) else f"{100 * v:.2g}%"
+    return f"{100 * v:.2g}%"
 
 
 def summary_html(
