@@ -71,7 +71,7 @@ MIN_CHART_CELLS = 10
 
 
 #: a published value is "accurate" when its 95% CI half-width is at most this share of it
-GOOD_RELATIVE = _GOOD
+GOOD_RELATIVE = 0.10
 
 _SUFFIXES = ("_std", "_ci_low", "_ci_high")
 _ND = NormalDist()
