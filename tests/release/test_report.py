@@ -315,11 +315,12 @@ def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
     assert page.count("<svg") >= 4
     assert "microdata.parquet" in text and "Microdata" in text
     assert "DES" + "IGN.md" not in text  # users do not have the design brief
-    # units: wages in this data are thousands of dollars, so 3,198,092 of them is $3.2 billion
-    assert "below $3.2 billion (3,198,092 thousands of dollars)" in text
+    # units: wages in this data are thousands of dollars; the warning states dollars
+    assert "below $1.85 billion (query" in text
     assert "wage (thousands of dollars)" in text and "m3emp (persons)" in text
-    # the remedy for the identity query (μ for wage 0.15 → 3.34) states the new total
-    new = math.sqrt(mu**2 - 0.15**2 + 3.34**2)
+    # the remedy for the identity query (μ for wage 0.15 → 106: noise below $1,000) states
+    # the new total
+    new = math.sqrt(mu**2 - 0.15**2 + 106**2)
     assert f"would spend μ = {new:.4g} in total (now μ = {mu:.4g})" in text
     # no solver internal, no bare theorem number, no repository path on the page
     for internal in ("kkt_violation", "relative_residual", "eq1", "pcg", "docs/", ".py"):

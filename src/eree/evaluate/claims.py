@@ -104,7 +104,7 @@ def true_tables(plan: Plan) -> dict[str, tuple[list[str], pl.DataFrame]]:
             out[q.name] = (keys, t)
         return out
     from eree.data.job_tables import load_job_tables
-    from eree.engine.polars import PolarsEngine
+    from eree.engine.polars.engine import PolarsEngine
 
     data = load_job_tables(plan.data)  # type: ignore[arg-type]
     engine = PolarsEngine()
