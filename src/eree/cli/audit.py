@@ -467,7 +467,8 @@ def audit_claims(
 
     Example: eree audit claims examples/syn-ri-table7.toml --seeds 3
     """
-    from eree.evaluate.claims import AGREE, audit_claims as run
+    from eree.evaluate.claims import AGREE
+    from eree.evaluate.claims import audit_claims as run
 
     if seeds < 1:
         fail(EreeError("--seeds must be at least 1"))

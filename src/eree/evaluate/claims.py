@@ -64,7 +64,7 @@ class Claim:
 
     @property
     def ratio(self) -> float | None:
-        """stated / realised (None when either is missing or the realised value is 0)."""
+        """Stated / realised (None when either is missing or the realised value is 0)."""
         if self.stated is None or self.realised is None or self.realised == 0:
             return None
         return self.stated / self.realised
@@ -91,25 +91,22 @@ def true_tables(plan: Plan) -> dict[str, tuple[list[str], pl.DataFrame]]:
     if isinstance(plan.data, EstablishmentDataConfig):
         from eree.data.establishments import load_establishments
 
-        est = load_establishments(plan.data)  # type: ignore[arg-type]
+        est = load_establishments(plan.data)
         frame = est.frame
         for q in plan.queries:
             keys = [est.id_column] if q.by == "identity" else list(q.by)
-            stats = [s for s in plan.data.confidential if s in frame.columns]  # type: ignore[union-attr]
+            stats = [s for s in plan.data.confidential if s in frame.columns]
             aggs = [pl.col(s).cast(pl.Float64).sum().alias(s) for s in stats]
-            if keys:
-                t = frame.group_by(keys).agg(aggs)
-            else:
-                t = frame.select(aggs)
+            t = frame.group_by(keys).agg(aggs) if keys else frame.select(aggs)
             out[q.name] = (keys, t)
         return out
     from eree.data.job_tables import load_job_tables
     from eree.engine.polars.engine import PolarsEngine
 
-    data = load_job_tables(plan.data)  # type: ignore[arg-type]
+    data = load_job_tables(plan.data)
     engine = PolarsEngine()
     for q in plan.queries:
-        wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
+        wp, wk = split_by(q, plan.data)
         t = engine.cell_statistics(data, wp, wk)
         keys = [*wp, *wk]
         out[q.name] = (keys, t.select(*keys, pl.col("count").cast(pl.Float64).alias("jobs")))
@@ -173,9 +170,7 @@ def audit_claims(
                     if a["query"] != q["name"]:
                         continue
                     stat = a["statistic"]
-                    cells.setdefault((q["name"], stat), []).append(
-                        _joined(table, keys, true, stat)
-                    )
+                    cells.setdefault((q["name"], stat), []).append(_joined(table, keys, true, stat))
             if progress is not None:
                 progress(f"release {s - first_seed + 1} of {seeds}")
     return _compare(manifests, cells)
@@ -214,7 +209,8 @@ def _compare(
               float(np.median(rel)) if rel.size else None, int(rel.size))  # fmt: skip
         claim("report", f"share of cells within ±{GOOD_RELATIVE:.0%}",
               _median([b["share_within_10"] for b in same]),
-              float(np.mean(rel <= GOOD_RELATIVE)) if rel.size else None, int(rel.size))  # fmt: skip
+              float(np.mean(rel <= GOOD_RELATIVE)) if rel.size else None,
+              int(rel.size))  # fmt: skip
         if a.get("interval") is not None and "v_ci_low" in d:
             has = np.isfinite(d["v_ci_low"]) & np.isfinite(d["v_ci_high"])
             inside = (d["v_ci_low"][has] <= true[has]) & (true[has] <= d["v_ci_high"][has])

@@ -194,7 +194,7 @@ def published_accuracy(
                 continue
 
             def stated(
-                i: int, m: Mechanism = mech
+                i: int, m: Mechanism = mech, est: np.ndarray = est, std: np.ndarray = std
             ) -> tuple[dict[str, Any], ExpectedError | None, dict[str, Any]]:
                 c = cell_statistics(m, float(est[i]), float(std[i]), built.plan, n_est)
                 e = _law(m, c)

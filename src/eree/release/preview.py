@@ -53,8 +53,8 @@ __all__ = [
     "GEDP_WARN_BELOW",
     "GEDP_WARN_BELOW_DOLLARS",
     "MEANINGFUL_POWER",
-    "WEAK_POWER",
     "VALUE_SIZES",
+    "WEAK_POWER",
     "accuracy_tradeoffs",
     "delta_warning",
     "gedp_warn_limit",
@@ -290,9 +290,7 @@ def preview(built: BuiltPlan, n_establishments: int | None = None) -> dict[str, 
 TRADEOFF_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 
 
-def _representative(
-    mech: Mechanism, spec: Any, plan: Any, stat: str
-) -> tuple[float, float] | None:
+def _representative(mech: Mechanism, spec: Any, plan: Any, stat: str) -> tuple[float, float] | None:
     """The cell a query's accuracy is read at: its target's, its at, [plan].at, else 100 jobs.
 
     None for a GEDP statistic without any stated size: there is no public size to state
@@ -418,14 +416,14 @@ def _noise_warning(
             need = smallest_parameter(lambda v: dataclasses.replace(mech, mu=v), fine, mech.mu)
             how = coarsen if need is None else (
                 f"raise mu for {stat} to {round_up(need)} {then}, or {coarsen}")  # fmt: skip
-        scale = money_scale(unit_name)
-        if isinstance(mech.neighbor, SqrtShift) and scale is not None:
-            other = "thousands of dollars" if scale == 1.0 else "dollars"
-            factor = "too small" if scale == 1.0 else "too large"
+        dollars = money_scale(unit_name)
+        if isinstance(mech.neighbor, SqrtShift) and dollars is not None:
+            other = "thousands of dollars" if dollars == 1.0 else "dollars"
+            wrong = "too small" if dollars == 1.0 else "too large"
             how += (
                 f"; check gamma's unit: with psi = sqrt it is in sqrt({unit_name}) here "
                 f"({stat} in {unit_name}), so a gamma chosen for {stat} in {other} is "
-                f"sqrt(1000) ≈ 31.6 times {factor} (gamma = {mech.gamma:g}; see "
+                f"sqrt(1000) ≈ 31.6 times {wrong} (gamma = {mech.gamma:g}; see "
                 "docs/choosing-parameters.md, Units)"
             )
         if not math.isinf(n) and unit == "":  # money: the size in dollars, whatever the unit

@@ -617,10 +617,7 @@ def _accuracy_words(
                 "true value"
             )
             if a.get("share_within_10") is not None:
-                text += (
-                    f" and {_pct(a['share_within_10'], share=True)} within "
-                    f"±{GOOD_RELATIVE:.0%}"
-                )
+                text += f" and {_pct(a['share_within_10'], share=True)} within ±{GOOD_RELATIVE:.0%}"
             if a.get("interval") is not None:
                 text += f"; each cell has a published {a['interval']:.0%} interval"
             out.append(text + ".")

@@ -1,6 +1,7 @@
 """The release report's "Budget and accuracy" section: each query's error against its budget.
 
-Drawn from the manifest's ``accuracy_tradeoff`` (:func:`eree.release.preview.accuracy_tradeoffs`):
+Drawn from the manifest's ``accuracy_tradeoff``
+(:func:`eree.release.preview.accuracy_tradeoffs`):
 public parameters and, after the release, each table's median published cell (public once
 published) — no confidential value. One chart per query and statistic: the expected relative error (E|error| / size)
 of a cell of the representative size at multiples of the budget the release spent, with
@@ -39,8 +40,9 @@ def tradeoff_html(manifest: Mapping[str, Any], prefix: str = "") -> str:
         f'<h3 id="{prefix}tradeoff">Budget and accuracy</h3>',
         "<p>For each table: how the expected error of its median published cell "
         "falls as the privacy budget grows, at the budget this release spent and at "
-        "multiples of it (public parameters and published values only). A point further right costs more "
-        "privacy. <code>eree plan</code> chooses budgets from accuracy targets.</p>",
+        "multiples of it (public parameters and published values only). A point further "
+        "right costs more privacy. <code>eree plan</code> chooses budgets from accuracy "
+        "targets.</p>",
     ]
     svgs = []
     lines = []
