@@ -3,7 +3,8 @@
 Drawn from the manifest's ``accuracy_tradeoff``
 (:func:`eree.release.preview.accuracy_tradeoffs`):
 public parameters and, after the release, each table's median published cell (public once
-published) — no confidential value. One chart per query and statistic: the expected relative error (E|error| / size)
+published) — no confidential value. One chart per query and statistic: the expected
+relative error (E|error| / size)
 of a cell of the representative size at multiples of the budget the release spent, with
 the release's own point drawn apart, and, where the query has a target, whether it is met.
 """
