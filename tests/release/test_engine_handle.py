@@ -58,7 +58,9 @@ def _case(root: Path, extra: str, *, definition: str | None = None) -> Path:
 
 
 def _protect(spec: Path, out: Path, engine: str, seed: int = 5) -> dict[str, pl.DataFrame]:
-    res = run_cli(["protect", str(spec), "--out", str(out), "--seed", str(seed), "--engine", engine])
+    res = run_cli(
+        ["protect", str(spec), "--out", str(out), "--seed", str(seed), "--engine", engine]
+    )
     assert res.exit_code == 0, res.output
     assert "Traceback" not in res.output
     manifest = json.loads((out / "manifest.json").read_text())
