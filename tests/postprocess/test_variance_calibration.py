@@ -115,3 +115,30 @@ def test_known_variances_and_marginals_in_no_pair():
     assert set(cal.multipliers) == {"child", "alone"}
     assert cal.multipliers["alone"] == 1.0 and cal.parent_cells["alone"] == 0
     assert cal.multipliers["child"] == pytest.approx(0.5, rel=0.2)
+
+
+@pytest.mark.parametrize("shape", ["laplace", "quartic"])
+def test_a_group_shares_one_multiplier(shape):
+    # parent and child at the same true level 0.3: tied, the one multiplier is recovered;
+    # each on its own, a level the data cannot split (constant shares) is split toward 1
+    rng = np.random.default_rng(11)
+    parents, d = 3000, 3
+    idx = np.repeat(np.arange(parents), d)
+    extra_c = np.full(parents * d, 300.0)
+    extra_p = np.full(parents, 900.0)
+    model = {"parent": FLOOR + extra_p, "child": FLOOR + extra_c}
+    noise = NoiseShape(shape)
+    truth_c = rng.integers(50, 500, parents * d).astype(float)
+    est = {
+        "parent": simulate_noise(noise, np.bincount(idx, weights=truth_c), FLOOR + 0.3 * extra_p,
+                                 rng),
+        "child": simulate_noise(noise, truth_c, FLOOR + 0.3 * extra_c, rng),
+    }  # fmt: skip
+    floors = {"parent": FLOOR, "child": FLOOR}
+    pairs = {("child", "parent"): idx}
+    tied = calibrate_variances(est, model, pairs, floors, groups={"parent": "g", "child": "g"})
+    assert tied.multipliers["parent"] == tied.multipliers["child"]
+    assert tied.multipliers["parent"] == pytest.approx(0.3, rel=0.15)
+    # power: without the tie the two multipliers are not identified and differ
+    free = calibrate_variances(est, model, pairs, floors)
+    assert free.multipliers["parent"] != pytest.approx(free.multipliers["child"], rel=0.05)

@@ -229,10 +229,13 @@ def _compare(
                   here[0] if here else None, float(np.mean(r)) if r.size else None,
                   int(r.size))  # fmt: skip
         for c in a["classes"]:
+            if "not_stated" in c:  # too few cells to be stated on its own: no figure
+                continue
             inc = ok & (pub >= c["low"]) & (pub < c["high"])
             r = _rel(pub[inc], true[inc])
             stated = [
-                k for b in same for k in b["classes"] if k["low"] == c["low"]
+                k for b in same for k in b["classes"]
+                if k["low"] == c["low"] and "not_stated" not in k
             ]  # fmt: skip
             span = f"{c['low']:,.4g}–{c['high']:,.4g}"
             claim("manifest", f"class {span}: median relative error",

@@ -101,6 +101,7 @@ def calibrate_variances(
     exact: Mapping[str, np.ndarray] | None = None,
     *,
     prior_weight: float = 1.0,
+    groups: Mapping[str, str] | None = None,
 ) -> VarianceCalibration:
     """Fit one variance multiplier per modelled marginal (module docstring).
 
@@ -116,9 +117,12 @@ def calibrate_variances(
         exact: marginal → cells published exactly (no noise: no variance, no
             discrepancy); None: none.
         prior_weight: the weight w of the rows (c_m − 1)·w pulling each multiplier to 1.
+        groups: modelled marginal → a group name; the marginals of one group share one
+            multiplier (None: one each).
     """
     free = [n for n in estimates if n in modelled]
-    col = {n: i for i, n in enumerate(free)}
+    names = list(dict.fromkeys((groups or {}).get(n, n) for n in free))
+    col = {n: names.index((groups or {}).get(n, n)) for n in free}
     rows: list[tuple[np.ndarray, ...]] = []
     entered = dict.fromkeys(free, 0)
     used: list[tuple[str, str]] = []
@@ -136,8 +140,8 @@ def calibrate_variances(
         # per parent cell, the variance of d is known + Σ_m c_m·free_m, and the sum of its
         # terms' squared variances sq0 + Σ_m (c_m·sq1_m + c_m²·sq2_m) (for κ)
         known, sq0 = np.zeros(m), np.zeros(m)
-        free_part = np.zeros((m, len(free)))
-        sq1, sq2 = np.zeros((m, len(free))), np.zeros((m, len(free)))
+        free_part = np.zeros((m, len(names)))
+        sq1, sq2 = np.zeros((m, len(names))), np.zeros((m, len(names)))
         for n, to_parent in ((p, None), (c, idx)):
             v = clean(n, variances[n])
             fixed = np.minimum(clean(n, np.full(v.shape, modelled[n])), v) if n in col else v
@@ -174,6 +178,6 @@ def calibrate_variances(
 
     from scipy.optimize import least_squares  # SciPy only when a calibration runs
 
-    fit = least_squares(residuals, np.ones(len(free)), bounds=BOUNDS)
+    fit = least_squares(residuals, np.ones(len(names)), bounds=BOUNDS)
     mult = {n: (float(fit.x[col[n]]) if entered[n] else 1.0) for n in free}
     return VarianceCalibration(mult, {n: entered[n] for n in free}, tuple(used))
