@@ -318,10 +318,33 @@ def test_gedp_report_states_mu_power_tables_and_microdata(tmp_path):
     # units: wages in this data are thousands of dollars; the warning states dollars
     assert "below $1.85 billion (query" in text
     assert "wage (thousands of dollars)" in text and "m3emp (persons)" in text
-    # the remedy for the identity query (μ for wage 0.15 → 106: noise below $1,000) states
-    # the new total
-    new = math.sqrt(mu**2 - 0.15**2 + 106**2)
+    # the remedy for the identity query states the new total: μ for wage 0.15 → the μ at
+    # which ψ = √'s std √(4xσ² + 2σ⁴), σ = γ/μ, equals x at the $1 million limit (x = 1,000
+    # thousands): σ² = (−2x + √(4x² + 2x²))/2, μ = 50/σ = 3.335, stated rounded up, 3.34
+    x = 1000.0
+    need = 50 / math.sqrt((-2 * x + math.sqrt(6 * x * x)) / 2)
+    assert need == pytest.approx(3.335, abs=1e-3)
+    new = math.sqrt(mu**2 - 0.15**2 + 3.34**2)
     assert f"would spend μ = {new:.4g} in total (now μ = {mu:.4g})" in text
+    # every warning of the manifest is on the page with its remedy: the wage of every
+    # query (μ ≤ 0.2 at γ = 50 on √thousands: noise above the value far beyond $1 million),
+    # the state query's included
+    from eree.release.report import units_of
+    from eree.release.report_words import plain_text
+
+    m = json.loads((out / "manifest.json").read_text())
+    wage = [w for w in m["warnings"] if w.get("statistic") == "wage"]
+    assert sorted(w["query"] for w in wage) == sorted(
+        ["identity", "state", "naics5", "county", "county_naics5"])  # fmt: skip
+    assert f"Warnings ({len(m['warnings'])})" in text
+    warn_text = text[text.index(f"Warnings ({len(m['warnings'])})") :]
+    flat = re.sub(r" :", ":", re.sub(r"\s+", " ", warn_text))  # markup left spaces
+    for w in m["warnings"]:
+        said = plain_text(w["message"], units_of(m))
+        assert said in warn_text, said
+        assert plain_text(w["remedy"], units_of(m)) in warn_text, w["remedy"]
+        if w.get("query"):  # under its own table's name
+            assert f"query {w['query']}: {said}" in flat, w["query"]
     # no solver internal, no bare theorem number, no repository path on the page
     for internal in ("kkt_violation", "relative_residual", "eq1", "pcg", "docs/", ".py"):
         assert internal not in text, internal

@@ -72,7 +72,16 @@ def ri(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (d / "thousands.toml").write_text(
         spec_text(d / "thousands.csv", "thousands of dollars", 50.0 / math.sqrt(1000.0))
     )
-    return {"dir": d, "dollars": d / "dollars.toml", "thousands": d / "thousands.toml"}
+    # the Table 7 reproduction's γ = 50 on √thousands (√1000 times wider): it warns
+    (d / "wide-dollars.toml").write_text(
+        spec_text(d / "dollars.csv", "dollars", 50.0 * math.sqrt(1000.0))
+    )
+    (d / "wide-thousands.toml").write_text(
+        spec_text(d / "thousands.csv", "thousands of dollars", 50.0)
+    )
+    return {"dir": d, "dollars": d / "dollars.toml", "thousands": d / "thousands.toml",
+            "wide-dollars": d / "wide-dollars.toml",
+            "wide-thousands": d / "wide-thousands.toml"}  # fmt: skip
 
 
 def test_same_data_in_dollars_and_thousands_gets_the_same_warnings(ri: dict[str, Path]) -> None:
@@ -85,13 +94,19 @@ def test_same_data_in_dollars_and_thousands_gets_the_same_warnings(ri: dict[str,
                         None if below is None else below * scale))  # fmt: skip
         return out
 
-    dollars, thousands = said(ri["dollars"]), said(ri["thousands"])
-    assert [w[:3] for w in dollars] == [w[:3] for w in thousands]
-    assert ("noise-exceeds-value", "identity", "wage") in [w[:3] for w in dollars]
-    for a, b in zip(dollars, thousands, strict=True):  # the same size, in dollars
-        assert (a[3] is None) == (b[3] is None)
-        if a[3] is not None:
-            assert a[3] == pytest.approx(b[3], rel=1e-4)
+    for unit in ("", "wide-"):
+        dollars, thousands = said(ri[unit + "dollars"]), said(ri[unit + "thousands"])
+        assert [w[:3] for w in dollars] == [w[:3] for w in thousands]
+        for a, b in zip(dollars, thousands, strict=True):  # the same size, in dollars
+            assert (a[3] is None) == (b[3] is None)
+            if a[3] is not None:
+                assert a[3] == pytest.approx(b[3], rel=1e-4)
+        wage = [w for w in dollars if w[:3] == ("noise-exceeds-value", "identity", "wage")]
+        if unit:  # ψ = √ at μ: std = value near x = 4γ²/μ², $20.4 million > $1 million
+            assert wage and wage[0][3] > 1e6
+        else:  # the recommended γ: 4·50²/0.7² = $20,408 < $1 million, no warning
+            assert not wage
+            assert 4 * 50**2 / 0.7**2 < 1e6 < 4 * (50**2 * 1000) / 0.7**2
 
 
 def _truth(ri: dict[str, Path]) -> dict[str, pl.DataFrame]:

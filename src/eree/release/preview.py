@@ -78,9 +78,12 @@ COUNT_WARN_BELOW = 10.0
 #: warn when a GEDP group of value above this gets noise larger than it, for an attribute
 #: whose unit is not known (in the attribute's own units)
 GEDP_WARN_BELOW = 1_000.0
-#: the same for a money attribute, in dollars (converted into the attribute's declared
-#: unit: 1 for "thousands of dollars"), so that dollars and thousands warn alike
-GEDP_WARN_BELOW_DOLLARS = 1_000.0
+#: the same for a money attribute, in dollars, converted into the attribute's declared unit
+#: so that the same data in dollars and in thousands warn alike: $1 million, the 1,000 this
+#: warning has always used on the QCEW-like files it was set for (wages in thousands of
+#: dollars). A lower limit would warn on the papers' recommended wage protection (γ = 50
+#: on √dollars) for single establishments of a few jobs, with a remedy of μ ≈ 100
+GEDP_WARN_BELOW_DOLLARS = 1_000_000.0
 #: a total guarantee under which a test at 5% false positives can reach this power or
 #: more protects little in practice: it gets the ``guarantee-weak`` warning
 WEAK_POWER = 0.99
@@ -365,9 +368,9 @@ def gedp_warn_limit(stat: str, units: Mapping[str, str] | None = None) -> tuple[
     """The size above which a GEDP attribute's groups should get noise below their value.
 
     In the attribute's unit (the declared one wins over a guess from its name,
-    :func:`eree.release.units.unit_of`): $1,000 for money (1 in thousands of dollars, so the
-    same data in dollars and in thousands warn alike), 10 for head counts (as a count
-    else 1,000 in the attribute's own units. Returns (limit, the limit in words).
+    :func:`eree.release.units.unit_of`): $1 million for money (1,000 in thousands of
+    dollars, so the same data in dollars and in thousands warn alike), else 1,000 in the
+    attribute's own units. Returns (limit, the limit in words).
     """
     unit = unit_of(stat, units)
     scale = money_scale(unit)
