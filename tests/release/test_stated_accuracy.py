@@ -169,6 +169,22 @@ def test_stated_accuracy_within_2x_of_realised(ri, releases) -> None:
         cls = ok & (d["pub"] >= lo) & (d["pub"] < 10 * lo)
         realised = np.mean(np.abs(d["pub"][cls] - d["true"][cls]) / d["true"][cls])
         assert 0.5 <= here / realised <= 2.0, (q, s, here, realised)
+        # per size class (cells by published value): a class of fewer than 50 cells (per
+        # release) states no figure and says why; every other class's figures within 2×
+        stated = 0
+        for c in a["classes"]:
+            if c["cells"] < 50:
+                assert "not_stated" in c and "median_relative_error" not in c, (q, s, c)
+                continue
+            assert "not_stated" not in c, (q, s, c)
+            inc = ok & (d["pub"] >= c["low"]) & (d["pub"] < c["high"])
+            r = np.abs(d["pub"][inc] - d["true"][inc]) / d["true"][inc]
+            assert 0.5 <= c["median_relative_error"] / np.median(r) <= 2.0, (q, s, c)
+            share = float(np.mean(r <= 0.10))
+            if share > 0:
+                assert 0.5 <= c["within_10"] / share <= 2.0, (q, s, c, share)
+            stated += 1
+        assert stated >= 1 if q == "identity" else stated == 0, (q, s)
     assert seen == {(q, s) for q in ("identity", "county") for s in STATS}
 
 
