@@ -41,7 +41,9 @@ solvable where the data cannot separate two multipliers — one pair whose paren
 variance share is the same in every row identifies only one combination of its two
 multipliers; the difference is then split toward 1 instead of failing — and keeps a
 marginal with few parent cells near the model. A modelled marginal in no released pair
-has no row and keeps :math:`c_m = 1`.
+has no row and keeps :math:`c_m = 1`. Marginals given one ``groups`` name share one
+multiplier (the stated accuracy ties the tables over the same workplace attributes,
+:mod:`eree.release.accuracy`); the fit is the same with their columns merged.
 
 Inputs are the raw published values (before any clamping or rounding: these would bias
 :math:`d`) and model variances at public sizes; nothing confidential is read, so the
