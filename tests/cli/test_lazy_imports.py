@@ -38,12 +38,19 @@ def test_experiment_group_help_loads_the_experiments() -> None:
 
 def test_a_plain_count_release_imports_no_scipy(tmp_path) -> None:
     # SciPy (~0.2 s) is for the lattice solver and the variance calibration only; an
-    # ER-EE release without post-processing reaches the publication module (its spec
-    # check) but none of them
+    # ER-EE release without post-processing and without a smooth-sensitivity table nested
+    # in another (whose stated accuracy calibrates the variance model's level on the
+    # release) reaches the publication module (its spec check) but none of them
     from tests.cli.inputs import write_eree_case
 
     spec = write_eree_case(tmp_path)
+    text = spec.read_text()
+    spec.write_text(text.replace('mechanism = "smooth_laplace"', 'mechanism = "log_laplace"'))
     mods = _modules_after(["protect", str(spec), "--out", str(tmp_path / "rel"), "--seed", "1"])
     assert (tmp_path / "rel" / "manifest.json").exists()
     assert "eree.release.publication" in mods  # not vacuous: the module was imported
     assert "scipy" not in mods
+    # power: with the nested smooth table, the stated accuracy's calibration runs SciPy
+    spec.write_text(text)
+    mods = _modules_after(["protect", str(spec), "--out", str(tmp_path / "rel2"), "--seed", "1"])
+    assert "scipy" in mods

@@ -604,7 +604,7 @@ def guarantee_warning(total: Mapping[str, Any]) -> dict[str, Any] | None:
     )
     remedy = (
         f"a total {sym} of at most {round_down(need, 3):g} keeps that power at or below "
-        f"{MEANINGFUL_POWER:.0%}; lower the queries' {sym} (`eree plan` with [plan] {sym} = "
-        f"{round_down(need, 3):g} splits it), or publish fewer tables"
+        f"{MEANINGFUL_POWER:.0%}; lower the queries' {sym} (`eree plan` splits a total "
+        f"{sym} = {round_down(need, 3):g} over them, docs/planning.md), or publish fewer tables"
     )
     return warning("guarantee-weak", None, message, remedy)
