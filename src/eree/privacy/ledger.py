@@ -76,6 +76,7 @@ __all__ = [
     "Charge",
     "Ledger",
     "VerifyResult",
+    "check_chargeable",
     "check_spec_budget",
     "keyed_fingerprint",
 ]
@@ -241,6 +242,21 @@ class VerifyResult:
     ok: bool
     events: int
     problems: tuple[str, ...]
+
+
+def check_chargeable(definition: str) -> None:
+    """Refuse a definition the ledger cannot account for (no formal guarantee, no budget).
+
+    Known from the spec alone: a release checks it before any data are read.
+
+    Raises:
+        LedgerError: ``definition`` has no family or no budget keys (e.g. ``"none"``).
+    """
+    if FAMILY_OF_DEFINITION.get(definition) is None or not composition_for(definition).budget_keys:
+        raise LedgerError(
+            f"definition {definition!r} carries no formal guarantee the ledger can "
+            "account for; release it without --ledger"
+        )
 
 
 class Ledger:
@@ -695,12 +711,8 @@ class Ledger:
         scheme: str,
     ) -> Charge:
         """Record a pending charge, or refuse it (see :meth:`charge`)."""
-        family = FAMILY_OF_DEFINITION.get(definition)
-        if family is None or not composition_for(definition).budget_keys:
-            raise LedgerError(
-                f"definition {definition!r} carries no formal guarantee the ledger can "
-                "account for; release it without --ledger"
-            )
+        check_chargeable(definition)
+        family = FAMILY_OF_DEFINITION[definition]
         comp = composition_for(definition, alpha if definition in ALPHA_DEFINITIONS else None)
         if spec_budget:
             comp.check_budget_keys(spec_budget, f"[privacy] budget of {dataset!r}")

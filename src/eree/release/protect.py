@@ -246,6 +246,10 @@ def protect(
             "seeded randomness is never charged as a release: --seed cannot be combined "
             "with --ledger (a seeded release is NOT FOR PUBLICATION)"
         )
+    if ledger is not None:  # known from the spec: refused before any data are read
+        from eree.privacy.ledger import check_chargeable
+
+        check_chargeable(plan.privacy.definition)
     if isinstance(ledger, str | Path):
         from eree.privacy.ledger import Ledger
 
