@@ -130,7 +130,9 @@ REFUSED: dict[str, str] = {
 
 
 def _data_keys(family: str) -> tuple[str, ...]:
-    return tuple(k.name for k in section("[data]", "eree" if family == "eree" else "establishments").keys)
+    return tuple(
+        k.name for k in section("[data]", "eree" if family == "eree" else "establishments").keys
+    )
 
 
 def axes(family: str) -> dict[str, list[str]]:
@@ -192,6 +194,10 @@ def mechanisms_used(family: str, values: dict[str, str]) -> list[registry.Entry]
 # --------------------------------------------------------------------------------- cases
 
 
+#: a value whose case also is a case of another (a policy case is a charged release)
+IMPLIES = {"charge policy": "charge ledger"}
+
+
 @dataclass(frozen=True)
 class Case:
     """One spec: a family and one value of each of its axes."""
@@ -205,7 +211,8 @@ class Case:
         values = dict(self.values)
         definition = values["definition"].removeprefix("definition ")
         mechs = [_mechanism_feature(e, definition) for e in mechanisms_used(self.family, values)]
-        return (*(f"{v}@{self.family}" for v in values.values()), *mechs)
+        implied = [f"{IMPLIES[v]}@{self.family}" for v in values.values() if v in IMPLIES]
+        return (*(f"{v}@{self.family}" for v in values.values()), *implied, *mechs)
 
     def get(self, axis: str) -> str:
         return dict(self.values)[axis]
@@ -218,16 +225,16 @@ class Case:
     @property
     def id(self) -> str:
         """The family and the values that differ from the first of their axis."""
-        base = _base(self.family)
+        base = base_values(self.family)
         short = [v.split(" ", 1)[1] for a, v in self.values if v != base[a]]
         return f"{self.family}:" + (",".join(s.replace(" ", "_") for s in short) or "base")
 
 
-def _base(family: str) -> dict[str, str]:
+def base_values(family: str) -> dict[str, str]:
     return {a: vs[0] for a, vs in axes(family).items()}
 
 
-def _pair_refusals(family: str) -> dict[tuple[str, str], str]:
+def pair_refusals(family: str) -> dict[tuple[str, str], str]:
     """Pairs of values refused together by a documented rule, before any data is read.
 
     Noise infusion has no formal guarantee a ledger can account for (so neither a ledger
@@ -255,7 +262,7 @@ def refusal(family: str, values: dict[str, str]) -> tuple[str, ...]:
     """The words of the refusal a case's values must meet; () when it must release."""
     words = [REFUSED[f"{v}@{family}"] for v in values.values() if f"{v}@{family}" in REFUSED]
     present = set(values.values())
-    words += [w for (x, y), w in _pair_refusals(family).items() if x in present and y in present]
+    words += [w for (x, y), w in pair_refusals(family).items() if x in present and y in present]
     return tuple(words)
 
 
@@ -284,7 +291,7 @@ def compatible(values: dict[str, str]) -> bool:
     return not refusal(family, values)
 
 
-def _case(family: str, values: dict[str, str]) -> Case:
+def make_case(family: str, values: dict[str, str]) -> Case:
     order = list(axes(family))
     return Case(family, tuple((a, values[a]) for a in order))
 
@@ -293,12 +300,14 @@ def _cover(family: str, strength: int) -> list[Case]:
     """A greedy cover of every value (strength 1) or pair of values of two axes (2) that
     can release, each case a spec that must release."""
     ax = {a: [v for v in vs if not refusal(family, {a: v})] for a, vs in axes(family).items()}
+    if strength == 1:  # implied values need no case of their own
+        ax = {a: [v for v in vs if v not in IMPLIES.values()] for a, vs in ax.items()}
     names = list(ax)
     items = {
         frozenset(t)
         for combo in itertools.combinations(names, strength)
         for t in itertools.product(*[[(a, v) for v in ax[a]] for a in combo])
-        if compatible({**_fam(family), **dict(t)})
+        if compatible({**family_marker(family), **dict(t)})
     }
     cases = []
     while items:
@@ -308,29 +317,42 @@ def _cover(family: str, strength: int) -> list[Case]:
             if c in pick:
                 continue
 
-            def gain(v: str, c: str = c) -> int:
-                trial = {**_fam(family), **pick, c: v}
-                if not compatible(trial):
-                    return -1
-                return sum(
-                    frozenset(t) in items
-                    for combo in itertools.combinations(list(pick), strength - 1)
-                    for t in [(*((p, pick[p]) for p in combo), (c, v))]
-                )
-
-            pick[c] = max(ax[c], key=gain)
-            assert compatible({**_fam(family), **pick}), pick
+            pick[c] = max(
+                ax[c],
+                key=lambda v, c=c, pick=pick: _gain(  # type: ignore[misc]
+                    family, pick, items, strength, c, v
+                ),
+            )
+            assert compatible({**family_marker(family), **pick}), pick
         covered = {
             frozenset(t)
             for combo in itertools.combinations(names, strength)
             for t in [tuple((a, pick[a]) for a in combo)]
         }
         items -= covered
-        cases.append(_case(family, pick))
+        cases.append(make_case(family, pick))
     return cases
 
 
-def _fam(family: str) -> dict[str, str]:
+def _gain(
+    family: str,
+    pick: dict[str, str],
+    items: set[frozenset[tuple[str, str]]],
+    strength: int,
+    axis: str,
+    value: str,
+) -> int:
+    """How many uncovered items ``axis = value`` covers with ``pick`` (-1: incompatible)."""
+    if not compatible({**family_marker(family), **pick, axis: value}):
+        return -1
+    return sum(
+        frozenset(t) in items
+        for combo in itertools.combinations(list(pick), strength - 1)
+        for t in [(*((p, pick[p]) for p in combo), (axis, value))]
+    )  # fmt: skip
+
+
+def family_marker(family: str) -> dict[str, str]:
     """A marker of the family for :func:`compatible` on partial values."""
     return {"neighbor": "neighbor sqrt"} if family == "gedp" else {}
 
@@ -339,13 +361,13 @@ def _refused_cases(family: str, spread: bool) -> list[Case]:
     """Each refused value and pair on the base case (``spread``: on every input form too)."""
     ax = axes(family)
     singles = [{a: v} for a, vs in ax.items() for v in vs if f"{v}@{family}" in REFUSED]
-    pairs = [{_axis(family, x): x, _axis(family, y): y} for x, y in _pair_refusals(family)]
+    pairs = [{_axis(family, x): x, _axis(family, y): y} for x, y in pair_refusals(family)]
     if not spread:  # one pair per value
         pairs = list({next(iter(p.values())): p for p in reversed(pairs)}.values())
     forms = list(itertools.product(ax["input"], ax["location"])) if spread else [
         (ax["input"][0], ax["location"][0])]  # fmt: skip
     return [
-        _case(family, {**_base(family), **r, "input": i, "location": loc})
+        make_case(family, {**base_values(family), **r, "input": i, "location": loc})
         for r in singles + pairs
         for i, loc in forms
     ]
@@ -403,10 +425,13 @@ def _measures(case: Case) -> tuple[str, ...]:
 
 
 #: ER-EE queries: weak definitions, strong ER-EE (workplace attributes only); GEDP
-_EREE_BY = ([], ["county"], ["county", "sex"], ["county", "naics_sector"], ["county", "age"],
-            ["naics_sector", "sex"])  # fmt: skip
-_STRONG_BY = ([], ["county"], ["county", "naics_sector"], ["naics_sector"],
-              ["county", "ownership"], ["tract"])  # fmt: skip
+_EREE_BY = (["county"], ["county", "sex"], ["county", "naics_sector"], ["county", "age"],
+            ["naics_sector", "sex"], ["age"])  # fmt: skip
+_STRONG_BY = (["county"], ["county", "naics_sector"], ["naics_sector"], ["county", "ownership"],
+              ["tract"])  # fmt: skip
+#: the one-cell total (by = []), released with the ER-EE queries unless post-processed
+#: (a known failure, :data:`KNOWN_FAILURES`)
+TOTAL: list[str] = []
 _GEDP_BY = (["cnty"], ["cnty", "own"], ["own"], ["naics_sector"])
 
 
@@ -423,6 +448,9 @@ def _queries(case: Case, definition: str) -> list[dict[str, Any]]:
     else:
         pool = {"eree": _STRONG_BY, "gedp": _GEDP_BY}.get(definition, _EREE_BY)
         bys = [list(b) for b in pool[: max(len(entries), 3 if case.family == "eree" else 2)]]
+        if case.family == "eree" and (case.get("postprocess") == "postprocess none" or
+                                      case in KNOWN_FAILURES):  # fmt: skip
+            bys.insert(0, TOTAL)
     assert len(bys) >= len(entries), (case.id, len(bys))
     queries = []
     if case.family == "gedp":
@@ -461,11 +489,13 @@ def spec_dict(case: Case, data: dict[str, str]) -> tuple[dict[str, Any], str]:
             privacy["alpha"] = 0.1
     else:
         spec["data"] = {"kind": "establishments", **data, "id": "primary_key",
-                        "public": list(GEDP_PUBLIC), "confidential": list(_measures(case))}  # fmt: skip
+                        "public": list(GEDP_PUBLIC),
+                        "confidential": list(_measures(case))}  # fmt: skip
         if case.get("units") == "units declared":
             spec["data"]["units"] = {"m1emp": "persons", "wage": "dollars"}
         kind = case.get("neighbor").removeprefix("neighbor ")
-        distance = {a: 50.0 if a == "wage" else 0.5 for a in _measures(case)}
+        distance = {a: 50.0 if a == "wage" and kind != "log_shift" else 0.5
+                    for a in _measures(case)}  # fmt: skip
         if kind == "dp":
             distance = {a: 100 * g for a, g in distance.items()}
         privacy = {"definition": "gedp", "neighbor": _neighbor_spec(kind), "distance": distance}
@@ -517,10 +547,10 @@ def _write_tables(case: Case, root: Path) -> dict[str, str]:
     else:
         frames = {"path": _estab_frame()}
     paths: dict[str, str] = {}
-    for key, frame in frames.items():
+    for table, frame in frames.items():
         frame = frame.rename({c: names[c] for c in frame.columns if c in names})
-        path = write_frame(frame, root / "data" / f"{key}.{ext}")
-        paths[key] = path.as_uri() if case.get("location") == "location file uri" else (
+        path = write_frame(frame, root / "data" / f"{table}.{ext}")
+        paths[table] = path.as_uri() if case.get("location") == "location file uri" else (
             f"data/{path.name}")  # fmt: skip
     return paths
 
@@ -551,3 +581,20 @@ def cases_with(feature: str, cases: list[Case]) -> Iterator[Case]:
     return (c for c in cases if feature in c.features)
 
 
+#: cases that fail on every engine today, each with its cause; the default suite runs
+#: them as strict expected failures (a fix turns them red: then drop the entry)
+KNOWN_FAILURES: dict[Case, str] = {
+    make_case("eree", {**base_values("eree"), "definition": "definition eree-weak",
+                   "postprocess": "postprocess nonnegative"}): (
+        "a by = [] query with [postprocess] nonnegative or integer: ShapeError in "
+        "release/publication.py (publication_tables, 'jobs' of length 0)"),
+    make_case("eree", {**base_values("eree"), "definition": "definition eree-weak",
+                   "postprocess": "postprocess consistent"}): (
+        "a by = [] query with [postprocess] consistent: InvalidOperationError 'expected join "
+        "keys' in postprocess/hierarchy.py cell_parents (a parent with no key columns)"),
+    make_case("eree", {**base_values("eree"), "definition": "definition none",
+                   "charge": "charge ledger"}): (
+        "noise infusion with --ledger is refused only after the input is read (the ledger's "
+        "check, privacy/ledger.py, runs after loading): with the data gone the error is "
+        "'file not found'"),
+}  # fmt: skip
