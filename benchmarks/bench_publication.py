@@ -73,7 +73,8 @@ def main() -> None:
         from eree.release.build import build
         from eree.release.tables import QueryTable
         from eree.mechanisms.base import Measurement
-        from eree.release.publication import publication_tables
+        from eree.release.publication import publication_tables, workplace_attributes
+        from eree.engine.public_frame import sorted_workplace_counts
         plan = load_spec({str(spec)!r})
         plan = replace(plan, postprocess=PostprocessSpec(
             nonnegative=True, integer=True, consistent=True,
@@ -86,7 +87,10 @@ def main() -> None:
             m = Measurement(est, est, None, None, None, "published", "withheld",
                             q.mechanism, q.name, "jobs")
             tables.append(QueryTable(q.name, df, {{}}, (), (m,)))
-        frame = pl.read_parquet({str(args.data / "workplace.parquet")!r})  # public frame
+        wp = workplace_attributes(plan)   # the public frame's establishments per combination
+        frame = sorted_workplace_counts(
+            pl.read_parquet({str(args.data / "workplace.parquet")!r}).group_by(wp)
+            .agg(pl.len().alias("establishments")), wp)
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t = time.perf_counter()
         out, entry = publication_tables(built, tables, frame)

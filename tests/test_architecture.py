@@ -177,6 +177,46 @@ def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted(bad)
 
 
+#: the engines' data classes and the engines themselves: what loaded data are, per engine
+ENGINE_DATA = (
+    "eree.data.job_tables",
+    "eree.data.establishments",
+    "eree.engine.polars",
+    "eree.engine.spark",
+)
+#: of those, what the release path may import: the Spark settings' checks (spec keys)
+ENGINE_DATA_ALLOWED = ("eree.engine.spark.settings",)
+#: the packages that hold loaded data only as the engine's opaque handle (engine/base.py)
+HANDLE_ONLY = ("release", "postprocess")
+
+
+def engine_data_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports of an engine's data classes (or an engine) by the release path.
+
+    The release path asks the engine every question about loaded data
+    (:class:`eree.engine.base.Engine`); a release that read a frame itself would work on
+    one engine and crash on the other.
+    """
+    bad = []
+    for a, targets in graph.items():
+        if _package(a) not in HANDLE_ONLY:
+            continue
+        for b in targets:
+            inside = any(b == d or b.startswith(d + ".") for d in ENGINE_DATA)
+            if inside and b not in ENGINE_DATA_ALLOWED:
+                bad.append((a, b))
+    return sorted(bad)
+
+
+def test_the_release_path_never_imports_an_engines_data_classes():
+    assert engine_data_imports(import_graph()) == []
+    # the check sees such an import where one is: the evaluations read the data directly
+    evaluate = {m: t for m, t in import_graph().items() if _package(m) == "evaluate"}
+    assert any(
+        b.startswith("eree.data.job_tables") for targets in evaluate.values() for b in targets
+    )
+
+
 def test_every_package_has_a_rule():
     assert {_package(m) for m in import_graph()} <= set(ALLOWED)
 
@@ -221,3 +261,23 @@ if __name__ == "__main__":
     print(f"command-line libraries outside eree.cli: {outside_the_cli(cli_library_imports())}")
     print(f"imports of another module's private name: {private_imports()}")
     print(f"modules over {MAX_MODULE_LINES} lines: {long_modules()}")
+
+
+def test_mypy_sees_a_release_that_reads_the_engines_data(tmp_path):
+    """The handle types leave nothing to reach into: mypy flags a frame read off them."""
+    api = __import__("pytest").importorskip("mypy.api")
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from eree.engine.base import LoadedEstablishments, LoadedJobTables\n"
+        "def counts(data: LoadedJobTables) -> object:\n"
+        "    return data.workplaces.height\n"
+        "def columns(data: LoadedEstablishments) -> object:\n"
+        "    return data.frame.columns, data.columns, data.id_column\n"
+    )
+    out, _, status = api.run(
+        [str(probe), "--follow-imports=silent", "--no-incremental", "--ignore-missing-imports"]
+    )
+    assert status == 1, out
+    assert '"LoadedJobTables" has no attribute "workplaces"' in out
+    assert '"LoadedEstablishments" has no attribute "frame"' in out
+    assert out.count("error:") == 2, out  # the public facts (columns, id column) are fine

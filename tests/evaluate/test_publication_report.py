@@ -27,6 +27,7 @@ from eree.mechanisms.noise import SeededNoise
 from eree.release import publication
 from eree.release.build import build, split_by
 from eree.release.counts import count_tables
+from eree.release.publication import workplace_attributes
 from eree.release.tables import QueryTable
 
 
@@ -87,7 +88,8 @@ def test_the_oracle_weights_are_the_true_noise_variances(state):
             q = plan.query(t.name)
             wp, wk = split_by(q, plan.data)
             truth = engine.cell_statistics(data, wp, wk).select("count", "x_v")
-            v = true_variance(built, t, truth, data.workplaces)
+            frame = engine.workplace_counts(data, workplace_attributes(plan))
+            v = true_variance(built, t, truth, frame)
             err = t.measurements[0].estimate - truth["count"].to_numpy()
             ratios.setdefault(t.name, []).append(err**2 / v)
     for name in ("tract_ind", "tract_ind_sex", "tract_ind_sex_age"):

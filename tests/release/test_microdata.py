@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from eree.data.establishments import load_establishments
+from eree.engine.polars.engine import PolarsEngine
 from eree.errors import EreeError, SpecError
 from eree.mechanisms.noise import SeededNoise
 from eree.postprocess.sqrt_space import anchored_total
@@ -60,7 +61,7 @@ def test_protect_writes_microdata_and_manifest(small: tuple[Any, Path], tmp_path
     data = load_establishments(plan.data)
     assert md.columns == ["primary_key", *PUBLIC, *ATTRS]
     assert md.height == data.n
-    assert md.select(["primary_key", *PUBLIC]).equals(public_frame(data))
+    assert md.select(["primary_key", *PUBLIC]).equals(public_frame(data, PolarsEngine()))
     assert all(md.schema[a] == pl.Float64 for a in ATTRS)
     m = json.loads((out / "manifest.json").read_text())
     assert m["microdata"] == json.loads(json.dumps(res.manifest["microdata"]))
@@ -82,7 +83,7 @@ def test_microdata_is_the_wls_solution_and_tabulates_to_it(small: tuple[Any, Pat
     plan, _ = small
     data = load_establishments(plan.data)
     tables = release_gedp(plan, data, SeededNoise(11), build(plan).report())
-    public = public_frame(data)
+    public = public_frame(data, PolarsEngine())
     md = build_microdata(plan, tables, public)
     meas, _ = microdata_measurements(plan, tables, public)
     by = {t.name: t.table for t in tables}
@@ -131,14 +132,16 @@ def test_microdata_depends_on_confidential_data_only_through_tables(
     data_b = load_establishments(plan_b.data)
     tables = release_gedp(plan, data, SeededNoise(3), build(plan).report())
     tables_b = release_gedp(plan_b, data_b, SeededNoise(3), build(plan_b).report())
-    md = build_microdata(plan, tables, public_frame(data)).frame
+    md = build_microdata(plan, tables, public_frame(data, PolarsEngine())).frame
     # the same tables with the other file's frame (confidential columns included: ignored)
     md_x = build_microdata(plan, tables, data_b.frame).frame
     assert md.equals(md_x)
     # the other file's release: its microdata is the post-processing of its own tables
     out_b = protect(plan_b, tmp_path / "rel_b", SeededNoise(3))
     md_b = pl.read_parquet(out_b.out_dir / MICRODATA_FILE)
-    assert md_b.equals(build_microdata(plan_b, tables_b, public_frame(data_b)).frame)
+    assert md_b.equals(
+        build_microdata(plan_b, tables_b, public_frame(data_b, PolarsEngine())).frame
+    )
     # m2emp/m3emp are unchanged and so are their tables (same noise): same microdata columns
     for a in ("m2emp", "m3emp"):
         assert md_b[a].equals(md[a])
@@ -175,12 +178,12 @@ def test_zero_variance_pnc_cells_are_left_out(small: tuple[Any, Path]) -> None:
                 ms.append(m)
             t = dataclasses.replace(t, measurements=tuple(ms))
         patched.append(t)
-    meas, notes = microdata_measurements(plan, patched, public_frame(data))
+    meas, notes = microdata_measurements(plan, patched, public_frame(data, PolarsEngine()))
     cm = next(m for m in meas if m.name == "county" and m.attribute == "m1emp")
     assert np.isinf(cm.variances[0]) and np.all(np.isfinite(cm.variances[1:]))
     note = next(n for n in notes["m1emp"] if n["query"] == "county")
     assert note["cells_used"] == note["cells"] - 1 and "left_out" in note
-    build_microdata(plan, patched, public_frame(data))  # still solvable
+    build_microdata(plan, patched, public_frame(data, PolarsEngine()))  # still solvable
 
 
 def test_refused_before_reading_data(tmp_path: Path) -> None:
@@ -216,7 +219,7 @@ def test_other_neighbors(small: tuple[Any, Path]) -> None:
     p = parse_spec(raw, path.parent)
     data = load_establishments(p.data)  # type: ignore[arg-type]
     tables = release_gedp(p, data, SeededNoise(4), build(p).report())
-    md = build_microdata(p, tables, public_frame(data))
+    md = build_microdata(p, tables, public_frame(data, PolarsEngine()))
     notes = md.manifest_entry()["attributes"]["m1emp"]["measurements"]
     assert {n["query"]: n["mechanism"] for n in notes}["naics5"] == "psi"
 
@@ -260,7 +263,7 @@ def test_adaptive_answers_are_wls_observations(tmp_path: Path) -> None:
     plan = parse_spec(copy.deepcopy(raw), path.parent)
     data = load_establishments(plan.data)
     tables = release_gedp(plan, data, SeededNoise(5), build(plan).report())
-    public = public_frame(data)
+    public = public_frame(data, PolarsEngine())
     md = build_microdata(plan, tables, public)
     meas, notes = microdata_measurements(plan, tables, public)
     by = {t.name: t.table for t in tables}
@@ -299,7 +302,7 @@ def test_sqrt_space_fit_of_adaptive_answers(tmp_path: Path) -> None:
     plan = parse_spec(copy.deepcopy(raw), path.parent)
     data = load_establishments(plan.data)
     tables = release_gedp(plan, data, SeededNoise(5), build(plan).report())
-    public = public_frame(data)
+    public = public_frame(data, PolarsEngine())
     md = build_microdata(plan, tables, public)
     meas, _ = microdata_measurements(plan, tables, public)
     by = {t.name: t.table for t in tables}

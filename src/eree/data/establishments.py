@@ -92,6 +92,13 @@ class EstablishmentData:
         return tuple(self.config.public)
 
     @property
+    def columns(self) -> tuple[str, ...]:
+        """The names of the loaded columns (derived ones included)."""
+        frame = self.frame
+        names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+        return tuple(names)
+
+    @property
     def confidential(self) -> tuple[str, ...]:
         """The confidential attribute columns."""
         return tuple(self.config.confidential)

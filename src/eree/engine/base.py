@@ -3,7 +3,12 @@
 An engine is the only code that scans microdata. It loads and validates its own data —
 the ``data`` it returns are its own type (Polars frames, or Spark DataFrames that stay
 in Spark) — and answers every question a release asks about them, so the release path
-never looks at the data's type:
+never looks at the data's type. The release path holds loaded data as an opaque handle,
+typed :class:`LoadedJobTables` or :class:`LoadedEstablishments`: the handle shows the
+public facts every engine's data share (declared domains; the id column, configuration
+and column names of establishment data) and nothing else, so a release that reached for
+a frame would be a type error, not a crash on the other engine. An engine given another
+engine's data refuses it (``TypeError``).
 
 =========================  =============  =============================================
 method                     data           gives
@@ -11,8 +16,11 @@ method                     data           gives
 ``load_job_tables``              ER-EE          the validated input (only the attributes
                                           used, if given), as the engine's own data
 ``cell_statistics``        ER-EE          the cell statistics of a marginal (below)
-``establishment_cells``    ER-EE          job counts per (establishment, cell)
+``establishment_cells``    ER-EE          job counts per (establishment, cell), with
+                                          each establishment's index (below)
 ``n_workplaces``           ER-EE          the number of workplaces (public)
+``workplace_counts``       ER-EE          the public frame's establishments per
+                                          combination of workplace attributes
 ``public_workplaces``      ER-EE          the public workplace frame when the engine
                                           holds it in memory, else ``None``
 ``load_establishments``    establishment  the validated input, as the engine's own data
@@ -56,6 +64,16 @@ column                    meaning
 
 A Spark engine implements the same contract and must give identical frames.
 
+``establishment_cells`` lists, per establishment and cell with jobs, ``workplace_id``, the
+keys, ``n`` (its jobs in the cell, Int64) and ``establishment`` (UInt32): the workplace's
+index among all workplace ids of the public frame in sorted order, 0 … n_workplaces − 1 —
+the same index whichever engine loaded the data and however its files were ordered
+(noise infusion draws one factor per index). ``workplace_counts(data, by)`` gives one
+row per combination of the workplace attributes ``by`` that occurs in the public frame
+(keys Utf8, sorted) and ``establishments`` (Int64): what post-processing needs of the
+public frame (establishments per cell, the nesting of geography levels), without the
+frame itself.
+
 The same protocol serves establishment (QCEW-like) data (docs/design.md#core-objects): the group
 queries return small Polars frames, keys sorted (one row per group of ``by`` that
 occurs; ``by = []``: one total row), then the attribute columns in
@@ -79,18 +97,20 @@ and the data it returns are Spark-side (the ``data`` arguments are then its own 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import polars as pl
 
 from eree.data.config import EstablishmentDataConfig, JobTablesConfig
-from eree.data.job_tables import JobTables
 
 __all__ = [
     "CELL_STAT_COLUMNS",
     "ESTABLISHMENTS",
+    "ESTABLISHMENT_INDEX",
     "Engine",
+    "LoadedEstablishments",
+    "LoadedJobTables",
     "bound_column",
     "result_order",
 ]
@@ -99,6 +119,46 @@ CELL_STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment")
 
 #: name of the public establishment-count column in group results
 ESTABLISHMENTS = "establishments"
+
+#: column of :meth:`Engine.establishment_cells`: the workplace's index in sorted id order
+ESTABLISHMENT_INDEX = "establishment"
+
+
+class LoadedJobTables(Protocol):
+    """Loaded ER-EE data as the release path holds it: an opaque handle.
+
+    Only the engine that loaded the data reads them; what the handle shows is public
+    (the declared domains of the spec). Polars' :class:`~eree.data.job_tables.JobTables`
+    and Spark's ``SparkJobTables`` both are one.
+    """
+
+    @property
+    def domains(self) -> Mapping[str, tuple[str, ...]]:
+        """Declared domain of every worker attribute (and workplace ones that have one)."""
+        ...
+
+
+class LoadedEstablishments(Protocol):
+    """Loaded establishment data as the release path holds it: an opaque handle.
+
+    Shows the id column, the ``[data]`` configuration and the loaded columns' names
+    (public: the spec's and the file's header); the values stay with the engine.
+    """
+
+    @property
+    def id_column(self) -> str:
+        """The establishment id column."""
+        ...
+
+    @property
+    def config(self) -> EstablishmentDataConfig:
+        """The ``[data]`` configuration the data were loaded with."""
+        ...
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The names of the loaded columns (derived ones included)."""
+        ...
 
 
 def bound_column(attribute: str) -> str:
@@ -128,13 +188,13 @@ class Engine(Protocol):
 
     def load_job_tables(
         self, config: JobTablesConfig, attributes: Sequence[str] | None = None
-    ) -> Any:
+    ) -> LoadedJobTables:
         """Load and validate ER-EE input (only ``attributes``, if given) for this engine."""
         ...
 
     def cell_statistics(
         self,
-        data: JobTables,
+        data: LoadedJobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
         *,
@@ -151,20 +211,30 @@ class Engine(Protocol):
         ...
 
     def establishment_cells(
-        self, data: JobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
+        self, data: LoadedJobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> pl.DataFrame:
-        """Per (establishment, cell) job counts: ``workplace_id``, keys, ``n`` (Int64).
+        """Per (establishment, cell) job counts (module doc).
 
-        Only cells with n > 0 are listed. Used by baselines that act on establishments
-        (input noise infusion) and by audits.
+        Columns ``workplace_id``, keys, ``n`` (Int64), then :data:`ESTABLISHMENT_INDEX`
+        (UInt32). Only cells with n > 0 are listed, sorted by ``workplace_id`` then the
+        keys. Used by baselines that act on establishments (input noise infusion) and by
+        audits.
         """
         ...
 
-    def n_workplaces(self, data: Any) -> int:
+    def n_workplaces(self, data: LoadedJobTables) -> int:
         """The number of workplaces (establishments) of loaded ER-EE data (public)."""
         ...
 
-    def public_workplaces(self, data: Any) -> pl.DataFrame | None:
+    def workplace_counts(self, data: LoadedJobTables, by: Sequence[str]) -> pl.DataFrame:
+        """The public frame's establishments per combination of the workplace attributes ``by``.
+
+        One row per combination that occurs (keys Utf8, sorted), then
+        :data:`ESTABLISHMENTS` (Int64); ``by = []``: one row, every workplace.
+        """
+        ...
+
+    def public_workplaces(self, data: LoadedJobTables) -> pl.DataFrame | None:
         """The public workplace frame of loaded ER-EE data, if held in memory.
 
         ``None`` when the engine would have to scan for it (Spark-side data); callers
@@ -174,33 +244,43 @@ class Engine(Protocol):
 
     # -- establishment data -----------------------------------------------------------
 
-    def load_establishments(self, config: EstablishmentDataConfig) -> Any:
+    def load_establishments(self, config: EstablishmentDataConfig) -> LoadedEstablishments:
         """Load and validate establishment input for this engine."""
         ...
 
-    def identity_values(self, data: Any, attributes: Sequence[str]) -> pl.DataFrame:
+    def identity_values(
+        self, data: LoadedEstablishments, attributes: Sequence[str]
+    ) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute (Float64), by id."""
         ...
 
-    def group_sums(self, data: Any, by: Sequence[str], attributes: Sequence[str]) -> pl.DataFrame:
+    def group_sums(
+        self, data: LoadedEstablishments, by: Sequence[str], attributes: Sequence[str]
+    ) -> pl.DataFrame:
         """Per group of ``by``: the exact sum of each attribute and ``establishments``."""
         ...
 
-    def group_max_bounds(self, data: Any, by: Sequence[str], bounds: pl.DataFrame) -> pl.DataFrame:
+    def group_max_bounds(
+        self, data: LoadedEstablishments, by: Sequence[str], bounds: pl.DataFrame
+    ) -> pl.DataFrame:
         """Per group: the largest public bound u*ℓ of each attribute of ``bounds``."""
         ...
 
     def clipped_group_sums(
-        self, data: Any, by: Sequence[str], bounds: pl.DataFrame, attributes: Sequence[str]
+        self,
+        data: LoadedEstablishments,
+        by: Sequence[str],
+        bounds: pl.DataFrame,
+        attributes: Sequence[str],
     ) -> pl.DataFrame:
         """Per group: the exact clipped sums T = Σ min(r, u*ℓ) (pnc, Def 6.8) and u*ℓ."""
         ...
 
-    def n_establishments(self, data: Any) -> int:
+    def n_establishments(self, data: LoadedEstablishments) -> int:
         """The number of establishments of loaded establishment data (public)."""
         ...
 
-    def public_columns(self, data: Any, columns: Sequence[str]) -> pl.DataFrame:
+    def public_columns(self, data: LoadedEstablishments, columns: Sequence[str]) -> pl.DataFrame:
         """The ``columns`` of every establishment (one row each), as a Polars frame.
 
         For the id and public attributes only: a confidential column never leaves the
@@ -210,7 +290,7 @@ class Engine(Protocol):
 
     # -- either kind ------------------------------------------------------------------
 
-    def fingerprints(self, data: Any) -> tuple[str, str]:
+    def fingerprints(self, data: LoadedJobTables | LoadedEstablishments) -> tuple[str, str]:
         """The ``(content, structure)`` fingerprints of loaded data.
 
         The values of :func:`eree.data.fingerprint.fingerprints` for the same rows

@@ -241,7 +241,7 @@ def evaluate(
             propagates.
     """
     from eree.evaluate.publication_oracle import oracle_solution
-    from eree.release.publication import publication_tables
+    from eree.release.publication import publication_tables, workplace_attributes
 
     engine = PolarsEngine()
     results: list[MarginalResult] = []
@@ -271,15 +271,16 @@ def evaluate(
                     plan, postprocess=dataclasses.replace(plan.postprocess, without_guard=True)
                 ),
             )
+            frame = engine.workplace_counts(data, workplace_attributes(plan))
             for s in range(first_seed, first_seed + seeds):
                 tables = list(count_tables(built, data, engine, SeededNoise(s)))
-                out, entry = publication_tables(built, tables, data.workplaces)
-                bare, _ = publication_tables(no_guard, tables, data.workplaces)
+                out, entry = publication_tables(built, tables, frame)
+                bare, _ = publication_tables(no_guard, tables, frame)
                 for t, t_bare in zip(tables, bare, strict=True):
                     n = truth[t.name]["count"].to_numpy().astype(np.float64)
                     x = t_bare.table["jobs"].to_numpy().astype(np.float64)
                     ung[t.name].append(float(np.abs(x - n).mean()))
-                best = oracle_solution(built, tables, truth, data.workplaces)
+                best = oracle_solution(built, tables, truth, frame)
                 for t, p in zip(tables, out, strict=True):
                     n = truth[t.name]["count"].to_numpy().astype(np.float64)
                     r = t.table["jobs"].to_numpy().astype(np.float64)
@@ -509,7 +510,7 @@ def calibration(
     part above the floor), the mean variance at the true x_v (the mechanism's formula) and
     the realised mean squared error of the published value, over ``seeds`` releases.
     """
-    from eree.release.publication import publication_tables
+    from eree.release.publication import publication_tables, workplace_attributes
 
     engine = PolarsEngine()
     plan = workload_plan(data_dir, WORKLOADS[workload], mechanism, variance_calibration=True)
@@ -517,15 +518,16 @@ def calibration(
     built = build(plan)
     truth = _truth(plan, data, engine)
     frames = []
+    counts = engine.workplace_counts(data, workplace_attributes(plan))
     for s in range(seeds):
         tables = list(count_tables(built, data, engine, SeededNoise(s)))
-        _, entry = publication_tables(built, tables, data.workplaces)
+        _, entry = publication_tables(built, tables, counts)
         mult = entry.get("variance_calibration", {}).get("multipliers", {})
         for t in tables:
             m = t.measurements[0]
             mech = built.query(t.name).mechanisms[0]
             keys = t.table.select([c for c in t.table.columns if not c.startswith("jobs")])
-            k = establishments_per_cell(keys, data.workplaces)
+            k = establishments_per_cell(keys, counts)
             assert k is not None  # a frame was given
             pred, _ = variance_proxy(mech, m, k)
             model = smooth_model(mech)

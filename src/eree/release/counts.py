@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import polars as pl
 
-from eree.data.job_tables import JobTables
-from eree.engine.base import Engine
+from eree.engine.base import ESTABLISHMENT_INDEX, Engine, LoadedJobTables
 from eree.errors import PrivacyParameterError
 from eree.mechanisms.base import Cells, Measurement, Mechanism
 from eree.mechanisms.noise import NoiseSource
@@ -21,24 +20,26 @@ _STAT_COLUMNS = ("count", "x_v", "establishments", "has_establishment", "count_t
 
 
 def _incidence(
-    stats: pl.DataFrame, data: JobTables, engine: Engine, q: QueryPlan
+    stats: pl.DataFrame, data: LoadedJobTables, engine: Engine, q: QueryPlan
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (cell, establishment, h) pairs of a marginal: each establishment's count per cell."""
+    """The (cell, establishment, h) pairs of a marginal: each establishment's count per cell.
+
+    Establishments are numbered by the engine (their index in sorted id order), so every
+    engine gives each establishment the same distortion factor.
+    """
     keys = [*q.workplace_by, *q.worker_by]
     ec = engine.establishment_cells(data, list(q.workplace_by), list(q.worker_by))
-    est = data.workplaces.select("workplace_id").with_row_index("__est")
-    ec = ec.join(est, on="workplace_id", how="left")
     if keys:
         cell_keys = stats.select(pl.col(keys).cast(pl.Utf8))  # Enum keys when streaming
         ec = ec.join(cell_keys.with_row_index("__cell"), on=keys, how="inner")
     else:
         ec = ec.with_columns(pl.lit(0, dtype=pl.UInt32).alias("__cell"))
-    return ec["__cell"].to_numpy(), ec["__est"].to_numpy(), ec["n"].to_numpy()
+    return ec["__cell"].to_numpy(), ec[ESTABLISHMENT_INDEX].to_numpy(), ec["n"].to_numpy()
 
 
 def measure_marginal(
     q: QueryPlan,
-    data: JobTables,
+    data: LoadedJobTables,
     engine: Engine,
     source: NoiseSource,
     shared: dict[str, object],
@@ -79,7 +80,7 @@ def measure_marginal(
 
 
 def release_counts(
-    built: BuiltPlan, data: JobTables, engine: Engine, source: NoiseSource
+    built: BuiltPlan, data: LoadedJobTables, engine: Engine, source: NoiseSource
 ) -> list[QueryTable]:
     """Run each query's mechanism object on its cell statistics; assemble the tables.
 
@@ -91,7 +92,7 @@ def release_counts(
 
 def count_tables(
     built: BuiltPlan,
-    data: JobTables,
+    data: LoadedJobTables,
     engine: Engine,
     source: NoiseSource,
     *,

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import polars as pl
 from typing_extensions import override
 
-from eree.engine.base import Engine
+from eree.engine.base import Engine, LoadedEstablishments, LoadedJobTables
 from eree.errors import SpecError
 from eree.mechanisms.noise import NoiseSource
 from eree.privacy.accountant import PrivacyReport
@@ -23,16 +23,23 @@ from eree.release.build import BuiltPlan, split_by
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
+#: the handle of a family's loaded data (:mod:`eree.engine.base`): opaque to the release
+Loaded = TypeVar("Loaded", LoadedJobTables, LoadedEstablishments)
 
-class ReleaseFamily(ABC):
-    """The data-kind-specific steps of a release."""
+
+class ReleaseFamily(ABC, Generic[Loaded]):
+    """The data-kind-specific steps of a release.
+
+    ``Loaded`` is the type of the loaded data: an opaque handle only the engine reads
+    (every question about the data is an :class:`~eree.engine.base.Engine` method).
+    """
 
     @abstractmethod
     def check_before_load(self, plan: Plan) -> None:
         """Refuse what can be refused before any confidential byte is read."""
 
     @abstractmethod
-    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
+    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Loaded:
         """Load and validate the data with ``engine`` (docs/design.md#validation).
 
         With ``narrow``, only the columns the queries use are read (a release with a
@@ -46,7 +53,7 @@ class ReleaseFamily(ABC):
     def answer_queries(
         self,
         built: BuiltPlan,
-        data: Any,
+        data: Loaded,
         engine: Engine | None,
         source: NoiseSource,
         *,
@@ -67,7 +74,7 @@ class ReleaseFamily(ABC):
         return False
 
     def postprocess(
-        self, built: BuiltPlan, data: Any, engine: Engine, tables: list[QueryTable]
+        self, built: BuiltPlan, data: Loaded, engine: Engine, tables: list[QueryTable]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Extra files and manifest entries from published values only (default: none).
 
@@ -80,18 +87,18 @@ class ReleaseFamily(ABC):
     def semantics(self, plan: Plan, report: PrivacyReport) -> dict[str, Any]:
         """What the release guarantees, in words (docs/design.md#semantics)."""
 
-    def n_establishments(self, data: Any, engine: Engine) -> int | None:
+    def n_establishments(self, data: Loaded, engine: Engine) -> int | None:
         """The number of establishments of loaded data (public), or None if unknown."""
         return None
 
     def frame_counts(
-        self, data: Any, engine: Engine
+        self, data: Loaded, engine: Engine
     ) -> Callable[[Sequence[str]], pl.DataFrame] | None:
         """The public frame's establishment count per group of ``by``, if the family has one."""
         return None
 
 
-class CountRelease(ReleaseFamily):
+class CountRelease(ReleaseFamily[LoadedJobTables]):
     """ER-EE data: count marginals (ER-EE mechanisms, DP baselines, noise infusion)."""
 
     @override
@@ -108,7 +115,7 @@ class CountRelease(ReleaseFamily):
         check_publication_plan(plan)
 
     @override
-    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
+    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> LoadedJobTables:
         from eree.release.cells import check_plan_cells
 
         used: set[str] = set()
@@ -125,7 +132,7 @@ class CountRelease(ReleaseFamily):
     def answer_queries(
         self,
         built: BuiltPlan,
-        data: Any,
+        data: LoadedJobTables,
         engine: Engine | None,
         source: NoiseSource,
         *,
@@ -147,20 +154,25 @@ class CountRelease(ReleaseFamily):
 
     @override
     def postprocess(
-        self, built: BuiltPlan, data: Any, engine: Engine, tables: list[QueryTable]
+        self,
+        built: BuiltPlan,
+        data: LoadedJobTables,
+        engine: Engine,
+        tables: list[QueryTable],
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Publication-grade tables when ``[postprocess]`` asks (replaces ``tables``' entries)."""
-        from eree.release.publication import publication_tables, wanted
+        from eree.release.publication import publication_tables, wanted, workplace_attributes
 
         if not wanted(built.plan):
             return {}, {}
-        frame = getattr(data, "workplaces", None)
+        # what the solve needs of the public frame: establishments per workplace combination
+        frame = engine.workplace_counts(data, workplace_attributes(built.plan))
         new, entry = publication_tables(built, tables, frame)
         tables[:] = new
         return {}, {"postprocess": entry}
 
     @override
-    def n_establishments(self, data: Any, engine: Engine) -> int | None:
+    def n_establishments(self, data: LoadedJobTables, engine: Engine) -> int | None:
         """The workplace frame's rows (public, docs/design.md#er-ee-data); a count with Spark."""
         return engine.n_workplaces(data)
 
@@ -175,7 +187,7 @@ class CountRelease(ReleaseFamily):
         return er_ee_semantics(report)
 
 
-class EstablishmentRelease(ReleaseFamily):
+class EstablishmentRelease(ReleaseFamily[LoadedEstablishments]):
     """Establishment data: μ-GEDP group-by and identity queries, optional WLS microdata."""
 
     @override
@@ -193,14 +205,14 @@ class EstablishmentRelease(ReleaseFamily):
             check_microdata_plan(plan)
 
     @override
-    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> Any:
+    def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> LoadedEstablishments:
         return engine.load_establishments(plan.data)  # type: ignore[arg-type]
 
     @override
     def answer_queries(
         self,
         built: BuiltPlan,
-        data: Any,
+        data: LoadedEstablishments,
         engine: Engine | None,
         source: NoiseSource,
         *,
@@ -216,16 +228,20 @@ class EstablishmentRelease(ReleaseFamily):
 
     @override
     def postprocess(
-        self, built: BuiltPlan, data: Any, engine: Engine, tables: list[QueryTable]
+        self,
+        built: BuiltPlan,
+        data: LoadedEstablishments,
+        engine: Engine,
+        tables: list[QueryTable],
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         if not built.plan.postprocess.microdata:
             return {}, {}
-        from eree.release.microdata import MICRODATA_FILE, build_microdata
+        from eree.release.microdata import MICRODATA_FILE, build_microdata, public_frame
 
         # the WLS microdata have one row per establishment with its public attributes, so
         # these columns (public, docs/design.md#establishment-data) come to the driver; no
         # confidential one does
-        public = engine.public_columns(data, [data.id_column, *data.config.public])
+        public = public_frame(data, engine)
         md = build_microdata(built.plan, tables, public)
         entry = {"microdata": md.manifest_entry()}
         if built.plan.postprocess.consistent:
@@ -262,13 +278,13 @@ class EstablishmentRelease(ReleaseFamily):
         return {MICRODATA_FILE: md.frame}, entry
 
     @override
-    def n_establishments(self, data: Any, engine: Engine) -> int | None:
+    def n_establishments(self, data: LoadedEstablishments, engine: Engine) -> int | None:
         """The establishment file's rows (public: pnc's τ̂ uses it, Thm 6.7)."""
         return engine.n_establishments(data)
 
     @override
     def frame_counts(
-        self, data: Any, engine: Engine
+        self, data: LoadedEstablishments, engine: Engine
     ) -> Callable[[Sequence[str]], pl.DataFrame] | None:
         """Per group of ``by``: ``establishments`` (public, docs/design.md#establishment-data)."""
         return lambda by: engine.group_sums(data, list(by), [])
@@ -280,12 +296,12 @@ class EstablishmentRelease(ReleaseFamily):
         return gedp_plan_semantics(plan, report)
 
 
-_FAMILIES: dict[str, ReleaseFamily] = {
+_FAMILIES: dict[str, ReleaseFamily[Any]] = {
     "eree": CountRelease(),
     "establishments": EstablishmentRelease(),
 }
 
 
-def family_of(plan: Plan) -> ReleaseFamily:
+def family_of(plan: Plan) -> ReleaseFamily[Any]:
     """The release family of ``plan``'s data kind."""
     return _FAMILIES[plan.kind]

@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.data.establishments import EstablishmentData
-from eree.engine.base import Engine, bound_column
+from eree.engine.base import Engine, LoadedEstablishments, bound_column
 from eree.errors import PrivacyParameterError, SpecError
 from eree.mechanisms.base import Cells, Measurement
 from eree.mechanisms.gedp import PncBounded, PsiMechanism
@@ -128,8 +127,8 @@ def _check_report(built: BuiltPlan, report: PrivacyReport) -> None:
             )
 
 
-def _check_data(plan: Plan, data: EstablishmentData) -> None:
-    cols = set(data.frame.columns)
+def _check_data(plan: Plan, data: LoadedEstablishments) -> None:
+    cols = set(data.columns)
     for q in plan.queries:
         need = [*(q.mu or {})] + ([] if q.by == "identity" else list(q.by))
         missing = [c for c in need if c not in cols]
@@ -139,7 +138,7 @@ def _check_data(plan: Plan, data: EstablishmentData) -> None:
 
 def release_gedp(
     plan: BuiltPlan | Plan,
-    data: EstablishmentData,
+    data: LoadedEstablishments,
     source: NoiseSource,
     report: PrivacyReport | None = None,
     *,
@@ -244,7 +243,7 @@ def _aligned(base: pl.DataFrame, other: pl.DataFrame, keys: list[str]) -> pl.Dat
     return base.select(keys).join(other, on=keys, how="left", maintain_order="left")
 
 
-def _public_keys(data: EstablishmentData, engine: Engine, keys: list[str]) -> pl.DataFrame:
+def _public_keys(data: LoadedEstablishments, engine: Engine, keys: list[str]) -> pl.DataFrame:
     """The id and the public ``keys`` of every establishment (public columns only)."""
     cols = [data.id_column, *keys]
     return engine.public_columns(data, cols).with_columns(pl.col(data.id_column).cast(pl.Utf8))
@@ -252,7 +251,7 @@ def _public_keys(data: EstablishmentData, engine: Engine, keys: list[str]) -> pl
 
 def _identity_sums(
     cells: pl.DataFrame,
-    data: EstablishmentData,
+    data: LoadedEstablishments,
     engine: Engine,
     keys: list[str],
     attrs: list[str],
@@ -283,7 +282,7 @@ def _pnc_bounds(
     built: BuiltPlan,
     omegas: dict[str, FloatArray],
     ids: pl.Series | None,
-    data: EstablishmentData,
+    data: LoadedEstablishments,
     engine: Engine,
 ) -> pl.DataFrame:
     """Per-establishment upper bounds u_{j,i} (Thm 6.7) from the noisy identity answers."""

@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.data.establishments import EstablishmentData
 from eree.data.qcew import LEVEL_TITLES, QCEW_AGGREGATION_LEVELS
+from eree.engine.base import Engine, LoadedEstablishments
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import psi_estimates
@@ -121,9 +121,9 @@ def check_microdata_plan(plan: Plan) -> None:
                 )
 
 
-def public_frame(data: EstablishmentData) -> pl.DataFrame:
+def public_frame(data: LoadedEstablishments, engine: Engine) -> pl.DataFrame:
     """The id and public columns of loaded establishments (no confidential column)."""
-    return data.frame.select([data.id_column, *data.public])
+    return engine.public_columns(data, [data.id_column, *data.config.public])
 
 
 def _group_index(

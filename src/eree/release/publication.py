@@ -4,8 +4,11 @@
 published tables into tables that add up along the tree of released marginals (see
 :mod:`eree.postprocess.hierarchy`), are non-negative and integer. Inputs: the published
 estimates, the published variances or a public proxy where a mechanism withholds them,
-the plan, and the public workplace frame (for the geography nesting). The confidential
-cell statistics are never read.
+the plan, and what the engine tells of the public workplace frame: its establishments
+per combination of the released workplace attributes
+(:meth:`~eree.engine.base.Engine.workplace_counts`: establishments per cell, the
+geography nesting), the same from every engine. The confidential cell statistics are
+never read.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from eree.engine.base import ESTABLISHMENTS
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
 from eree.mechanisms.er_ee import log_laplace_sd_factor
@@ -41,7 +45,7 @@ from eree.postprocess.hierarchy import (
 )
 from eree.postprocess.variance_calibration import VarianceCalibration, calibrate_variances
 from eree.postprocess.variance_model import NoiseShape, SmoothVarianceModel
-from eree.release.build import COUNT_STATISTIC, BuiltPlan
+from eree.release.build import COUNT_STATISTIC, BuiltPlan, split_by
 from eree.release.spec import Plan
 from eree.release.tables import QueryTable
 
@@ -51,6 +55,7 @@ __all__ = [
     "variance_at_size",
     "variance_proxy",
     "wanted",
+    "workplace_attributes",
 ]
 
 
@@ -64,6 +69,21 @@ def wanted(plan: Plan) -> bool:
 #: marginals; a larger tree is solved block by block of root cells, with the same result
 #: (:mod:`eree.postprocess.blocks`): memory follows the block, not the table
 BLOCK_CELLS = 4_000_000
+
+
+def workplace_attributes(plan: Plan) -> list[str]:
+    """The workplace attributes of the plan's marginals, in first-use order.
+
+    What :func:`publication_tables` needs of the public frame is its establishments per
+    combination of these (``Engine.workplace_counts``).
+    """
+    out: list[str] = []
+    for q in plan.queries:
+        if isinstance(q.by, str):
+            continue
+        wp, _ = split_by(q, plan.data)  # type: ignore[arg-type]
+        out += [a for a in wp if a not in out]
+    return out
 
 
 def _marginals(plan: Plan) -> dict[str, tuple[str, ...]]:
@@ -195,18 +215,20 @@ def variance_proxy(
 def establishments_per_cell(keys: pl.DataFrame, frame: pl.DataFrame | None) -> np.ndarray | None:
     """The public frame's number of establishments in each cell's workplace combination.
 
-    ``keys``: the table's key columns; the workplace attributes among them are the frame's
-    columns (worker attributes are not in the frame: every worker combination of a
-    workplace combination has the same establishments). None without a frame.
+    ``keys``: the table's key columns. ``frame``: the public frame's establishments per
+    combination of workplace attributes (``Engine.workplace_counts``: the attributes,
+    then ``establishments``); the workplace attributes among the keys are its columns
+    (worker attributes are not: every worker combination of a workplace combination has
+    the same establishments). None without a frame.
     """
     if frame is None:
         return None
-    wp = [c for c in keys.columns if c in frame.columns]
+    wp = [c for c in keys.columns if c in frame.columns and c != ESTABLISHMENTS]
     if not wp:
-        return np.full(keys.height, float(frame.height))
+        return np.full(keys.height, float(frame[ESTABLISHMENTS].sum()))
     counts = (
         frame.group_by(wp)
-        .agg(pl.len().alias("__k"))
+        .agg(pl.col(ESTABLISHMENTS).sum().alias("__k"))
         .with_columns([pl.col(c).cast(pl.Utf8) for c in wp])
     )
     left = keys.select([pl.col(c).cast(pl.Utf8) for c in wp])
@@ -381,8 +403,9 @@ def publication_tables(
     Args:
         built: the release's plan with its mechanism objects (public parameters).
         tables: the released tables, each with its Measurement.
-        frame: the public workplace frame (geography nesting, establishments per cell),
-            or None.
+        frame: the public frame's establishments per combination of the plan's workplace
+            attributes (``Engine.workplace_counts(data, workplace_attributes(plan))``:
+            geography nesting, establishments per cell), or None.
     """
     pp = built.plan.postprocess
     marg = _marginals(built.plan)

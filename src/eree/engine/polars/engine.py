@@ -10,11 +10,34 @@ import polars as pl
 
 from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.job_tables import JOBS, ROW, JobTables
+from eree.engine.base import (
+    ESTABLISHMENT_INDEX,
+    ESTABLISHMENTS,
+    LoadedEstablishments,
+    LoadedJobTables,
+)
 from eree.engine.cell_frame import cell_keys, domain_frame
+from eree.engine.public_frame import establishment_index, sorted_workplace_counts
 from eree.errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover - establishment data: imported when used
     from eree.data.establishments import EstablishmentData
+
+
+def _job_tables(data: LoadedJobTables) -> JobTables:
+    """The engine's own ER-EE data behind a handle (another engine's are refused)."""
+    if not isinstance(data, JobTables):
+        raise TypeError(f"the Polars engine cannot read {type(data).__name__} (another engine's)")
+    return data
+
+
+def _establishments(data: LoadedEstablishments) -> EstablishmentData:
+    """The engine's own establishment data behind a handle (another engine's are refused)."""
+    from eree.data.establishments import EstablishmentData
+
+    if not isinstance(data, EstablishmentData):
+        raise TypeError(f"the Polars engine cannot read {type(data).__name__} (another engine's)")
+    return data
 
 
 def _workplace_frame(
@@ -105,20 +128,25 @@ class PolarsEngine:
                 raise SpecError(f"worker attribute {a!r} has no declared domain")
 
     def establishment_cells(
-        self, data: JobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
+        self, data: LoadedJobTables, workplace_by: Sequence[str], worker_by: Sequence[str]
     ) -> pl.DataFrame:
         """Per (establishment, cell) job counts (see :mod:`eree.engine.base`)."""
+        data = _job_tables(data)
         self._check(data, workplace_by, worker_by)
         wp = data.workplaces.lazy().select(["workplace_id", *workplace_by]).with_row_index(ROW)
+        index = establishment_index(data.workplaces.get_column("workplace_id")).lazy()
         return (
             self._counts(data, worker_by)
             .lazy()
             .join(wp.with_columns(pl.col(ROW).cast(pl.UInt32)), on=ROW, how="inner")
+            .with_columns(pl.col("workplace_id").cast(pl.Utf8))
+            .join(index, on="workplace_id", how="left")
             .select(
                 "workplace_id",
                 *workplace_by,
                 *[pl.col(a).cast(pl.Utf8) for a in worker_by],
                 pl.col(JOBS).cast(pl.Int64).alias("n"),
+                ESTABLISHMENT_INDEX,
             )
             .sort(["workplace_id", *workplace_by, *worker_by])
             .collect()
@@ -144,19 +172,30 @@ class PolarsEngine:
 
         return scan_job_tables(narrow_config(config, attributes), lazy_jobs=attributes is not None)
 
-    def n_workplaces(self, data: JobTables) -> int:
+    def n_workplaces(self, data: LoadedJobTables) -> int:
         """The number of workplaces (public)."""
-        return data.n_workplaces
+        return _job_tables(data).n_workplaces
 
-    def public_workplaces(self, data: JobTables) -> pl.DataFrame:
+    def workplace_counts(self, data: LoadedJobTables, by: Sequence[str]) -> pl.DataFrame:
+        """The public frame's establishments per combination of ``by`` (engine contract)."""
+        frame = _job_tables(data).workplaces
+        if not by:
+            return pl.DataFrame({ESTABLISHMENTS: [frame.height]}, schema={ESTABLISHMENTS: pl.Int64})
+        counts = frame.group_by(list(by)).agg(pl.len().alias(ESTABLISHMENTS))
+        return sorted_workplace_counts(counts, by)
+
+    def public_workplaces(self, data: LoadedJobTables) -> pl.DataFrame:
         """The public workplace frame (always in memory)."""
-        return data.workplaces
+        return _job_tables(data).workplaces
 
-    def fingerprints(self, data: JobTables | EstablishmentData) -> tuple[str, str]:
+    def fingerprints(self, data: LoadedJobTables | LoadedEstablishments) -> tuple[str, str]:
         """The content and structure fingerprints (:mod:`eree.data.fingerprint`)."""
+        from eree.data.establishments import EstablishmentData
         from eree.data.fingerprint import fingerprints
 
-        return fingerprints(data)
+        if isinstance(data, EstablishmentData):
+            return fingerprints(data)
+        return fingerprints(_job_tables(data))  # type: ignore[arg-type]
 
     # -- establishments (QCEW-like): docs/design.md#core-objects ----------------------------------
 
@@ -169,43 +208,48 @@ class PolarsEngine:
 
         return load_establishments(config)  # a file:// URI read as its local path
 
-    def n_establishments(self, data: EstablishmentData) -> int:
+    def n_establishments(self, data: LoadedEstablishments) -> int:
         """The number of establishments (public)."""
-        return data.n
+        return _establishments(data).n
 
-    def public_columns(self, data: EstablishmentData, columns: Sequence[str]) -> pl.DataFrame:
+    def public_columns(self, data: LoadedEstablishments, columns: Sequence[str]) -> pl.DataFrame:
         """The ``columns`` of every establishment (id and public attributes only)."""
-        frame = data.frame
+        frame = _establishments(data).frame
         if isinstance(frame, pl.LazyFrame):
             frame = frame.collect()
         return frame.select(list(columns))
 
-    def identity_values(self, data: EstablishmentData, attributes: Sequence[str]) -> pl.DataFrame:
+    def identity_values(
+        self, data: LoadedEstablishments, attributes: Sequence[str]
+    ) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
         from eree.engine.polars import establishments as est
 
+        data = _establishments(data)
         return est.identity_values(data.frame, data.id_column, attributes)
 
     def group_sums(
-        self, data: EstablishmentData, by: Sequence[str], attributes: Sequence[str]
+        self, data: LoadedEstablishments, by: Sequence[str], attributes: Sequence[str]
     ) -> pl.DataFrame:
         """Exact group sums (:func:`eree.engine.polars.establishments.group_sums`)."""
         from eree.engine.polars import establishments as est
 
+        data = _establishments(data)
         return est.group_sums(data.frame, by, attributes)
 
     def group_max_bounds(
-        self, data: EstablishmentData, by: Sequence[str], bounds: pl.DataFrame
+        self, data: LoadedEstablishments, by: Sequence[str], bounds: pl.DataFrame
     ) -> pl.DataFrame:
         """Per group, the largest public bound of each attribute of ``bounds``."""
         from eree.engine.polars import establishments as est
 
+        data = _establishments(data)
         attrs = [c for c in bounds.columns if c != data.id_column]
         return est.group_max_bounds(data.frame, by, data.id_column, bounds, attrs)
 
     def clipped_group_sums(
         self,
-        data: EstablishmentData,
+        data: LoadedEstablishments,
         by: Sequence[str],
         bounds: pl.DataFrame,
         attributes: Sequence[str],
@@ -213,6 +257,7 @@ class PolarsEngine:
         """Exact clipped sums for the pnc-mechanism (Def 6.8)."""
         from eree.engine.polars import establishments as est
 
+        data = _establishments(data)
         return est.clipped_group_sums(data.frame, by, data.id_column, bounds, attributes)
 
     def _prepare(self, data: JobTables) -> pl.DataFrame:
@@ -280,7 +325,7 @@ class PolarsEngine:
 
     def cell_statistics(
         self,
-        data: JobTables,
+        data: LoadedJobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
         *,
@@ -296,6 +341,7 @@ class PolarsEngine:
         (sum → count, max → x_v) over the F·D cells finish the job. Rows come out sorted
         by the workplace keys, then the worker attributes in declared-domain order.
         """
+        data = _job_tables(data)
         self._check(data, workplace_by, worker_by)
         wkeys = list(workplace_by)
         # the public frame of workplace combinations, and each establishment's row in it

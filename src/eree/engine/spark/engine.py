@@ -67,7 +67,14 @@ from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.data.establishments import EstablishmentData
 from eree.data.job_tables import JobTables
 from eree.data.schema import WORKPLACE_ID
+from eree.engine.base import (
+    ESTABLISHMENT_INDEX,
+    ESTABLISHMENTS,
+    LoadedEstablishments,
+    LoadedJobTables,
+)
 from eree.engine.cell_frame import domain_frame
+from eree.engine.public_frame import establishment_index, sorted_workplace_counts
 from eree.engine.spark.assemble import assemble
 from eree.engine.spark.coding import (
     FLAGS,
@@ -91,6 +98,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from eree.engine.spark.establishments import SparkEstablishmentData
 
 __all__ = ["SparkEngine"]
+
+
+def _job_data(data: LoadedJobTables) -> JobTables | SparkJobTables:
+    """The ER-EE data this engine reads behind a handle: its own, or Polars' (converted)."""
+    if not isinstance(data, JobTables | SparkJobTables):
+        raise TypeError(f"the Spark engine cannot read {type(data).__name__}")
+    return data
+
+
+def _estab_data(data: LoadedEstablishments) -> EstablishmentData | SparkEstablishmentData:
+    """The establishment data this engine reads behind a handle: its own, or Polars'."""
+    from eree.engine.spark.establishments import SparkEstablishmentData
+
+    if not isinstance(data, EstablishmentData | SparkEstablishmentData):
+        raise TypeError(f"the Spark engine cannot read {type(data).__name__}")
+    return data
 
 
 class SparkEngine:
@@ -204,30 +227,44 @@ class SparkEngine:
 
         return self.load(narrow_config(config, attributes))
 
-    def n_workplaces(self, data: JobTables | SparkJobTables) -> int:
+    def n_workplaces(self, data: LoadedJobTables) -> int:
         """The number of workplaces (a Spark count for Spark-side data)."""
-        return int(data.n_workplaces)
+        return int(_job_data(data).n_workplaces)
 
-    def public_workplaces(self, data: JobTables | SparkJobTables) -> pl.DataFrame | None:
+    def workplace_counts(self, data: LoadedJobTables, by: Sequence[str]) -> pl.DataFrame:
+        """The public frame's establishments per combination of ``by`` (engine contract).
+
+        One Spark aggregation over the workplaces; only the combinations reach the driver.
+        """
+        from pyspark.sql import functions as sf
+
+        wp = self.to_spark(_job_data(data)).workplaces
+        counts = to_polars(wp.groupBy(*by).agg(sf.count(sf.lit(1)).alias(ESTABLISHMENTS)))
+        return sorted_workplace_counts(counts, by)
+
+    def public_workplaces(self, data: LoadedJobTables) -> pl.DataFrame | None:
         """The workplace frame of in-memory data; ``None`` for Spark-side data.
 
         Spark-side workplaces are not collected for this: callers do without them.
         """
+        data = _job_data(data)
         return data.workplaces if isinstance(data, JobTables) else None
 
-    def fingerprints(
-        self, data: JobTables | EstablishmentData | SparkJobTables | SparkEstablishmentData
-    ) -> tuple[str, str]:
+    def fingerprints(self, data: LoadedJobTables | LoadedEstablishments) -> tuple[str, str]:
         """The content and structure fingerprints, computed in Spark for Spark-side data.
 
         The same values as :func:`eree.data.fingerprint.fingerprints` of the same rows
         loaded by Polars (:func:`~eree.engine.spark.fingerprint.spark_fingerprint`); no
         row reaches the driver.
         """
+        from eree.engine.spark.establishments import SparkEstablishmentData
+
         if isinstance(data, JobTables | EstablishmentData):  # in memory already
             from eree.data.fingerprint import fingerprints
 
             return fingerprints(data)
+        if not isinstance(data, SparkJobTables | SparkEstablishmentData):
+            raise TypeError(f"the Spark engine cannot read {type(data).__name__}")
         from eree.engine.spark.fingerprint import spark_fingerprint
 
         return spark_fingerprint(data, structure=False), spark_fingerprint(data, structure=True)
@@ -250,9 +287,10 @@ class SparkEngine:
 
             raise spark_input_error(e, lambda: load_establishments(config), [config.path]) from None
 
-    def _estab(self, data: EstablishmentData | SparkEstablishmentData) -> SparkEstablishmentData:
+    def _estab(self, data: LoadedEstablishments) -> SparkEstablishmentData:
         from eree.engine.spark.establishments import SparkEstablishmentData
 
+        data = _estab_data(data)
         if isinstance(data, SparkEstablishmentData):
             return data
         if self._estab_source is not None and self._estab_source[0] is data:
@@ -261,23 +299,22 @@ class SparkEngine:
         self._estab_source = (data, sdata)
         return sdata
 
-    def n_establishments(self, data: EstablishmentData | SparkEstablishmentData) -> int:
+    def n_establishments(self, data: LoadedEstablishments) -> int:
         """The number of establishments (a Spark count for Spark-side data)."""
-        return int(data.n)
+        return int(_estab_data(data).n)
 
-    def public_columns(
-        self, data: EstablishmentData | SparkEstablishmentData, columns: Sequence[str]
-    ) -> pl.DataFrame:
+    def public_columns(self, data: LoadedEstablishments, columns: Sequence[str]) -> pl.DataFrame:
         """The ``columns`` of every establishment (id and public attributes only).
 
         For Spark-side data only these columns come to the driver, none other.
         """
+        data = _estab_data(data)
         if isinstance(data, EstablishmentData):  # in memory already
             return data.frame.select(list(columns))
         return to_polars(data.frame.select(*columns))
 
     def identity_values(
-        self, data: EstablishmentData | SparkEstablishmentData, attributes: Sequence[str]
+        self, data: LoadedEstablishments, attributes: Sequence[str]
     ) -> pl.DataFrame:
         """The identity query's answers: the id, then each attribute; sorted by id."""
         from eree.engine.spark import establishments as se
@@ -286,7 +323,7 @@ class SparkEngine:
 
     def group_sums(
         self,
-        data: EstablishmentData | SparkEstablishmentData,
+        data: LoadedEstablishments,
         by: Sequence[str],
         attributes: Sequence[str],
     ) -> pl.DataFrame:
@@ -297,7 +334,7 @@ class SparkEngine:
 
     def group_max_bounds(
         self,
-        data: EstablishmentData | SparkEstablishmentData,
+        data: LoadedEstablishments,
         by: Sequence[str],
         bounds: pl.DataFrame,
     ) -> pl.DataFrame:
@@ -310,7 +347,7 @@ class SparkEngine:
 
     def clipped_group_sums(
         self,
-        data: EstablishmentData | SparkEstablishmentData,
+        data: LoadedEstablishments,
         by: Sequence[str],
         bounds: pl.DataFrame,
         attributes: Sequence[str],
@@ -349,7 +386,7 @@ class SparkEngine:
 
     def establishment_cells(
         self,
-        data: JobTables | SparkJobTables,
+        data: LoadedJobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
     ) -> pl.DataFrame:
@@ -361,6 +398,7 @@ class SparkEngine:
         """
         from pyspark.sql import functions as sf
 
+        data = _job_data(data)
         self._check(data, workplace_by, worker_by)
         sdata = self.to_spark(data)
         wkeys, kkeys = list(workplace_by), list(worker_by)
@@ -370,11 +408,18 @@ class SparkEngine:
             per.join(wp, on=WORKPLACE_ID, how="inner").select(WORKPLACE_ID, *wkeys, *kkeys, "n")
         )
         schema = {WORKPLACE_ID: pl.Utf8, **{a: pl.Utf8 for a in [*wkeys, *kkeys]}, "n": pl.Int64}
-        return out.cast(schema).sort([WORKPLACE_ID, *wkeys, *kkeys])  # type: ignore[arg-type]
+        # every workplace's index in sorted id order (the public ids come to the driver)
+        index = establishment_index(to_polars(sdata.workplaces.select(WORKPLACE_ID))[WORKPLACE_ID])
+        return (
+            out.cast(schema)  # type: ignore[arg-type]
+            .join(index, on=WORKPLACE_ID, how="left")
+            .select(WORKPLACE_ID, *wkeys, *kkeys, "n", ESTABLISHMENT_INDEX)
+            .sort([WORKPLACE_ID, *wkeys, *kkeys])
+        )
 
     def cell_statistics(
         self,
-        data: JobTables | SparkJobTables,
+        data: LoadedJobTables,
         workplace_by: Sequence[str],
         worker_by: Sequence[str],
         *,
@@ -397,6 +442,7 @@ class SparkEngine:
         """
         from pyspark.sql import functions as sf
 
+        data = _job_data(data)
         self._check(data, workplace_by, worker_by)
         wkeys, kkeys = list(workplace_by), list(worker_by)
         missing = [a for a in kkeys if a not in data.domains]

@@ -78,6 +78,11 @@ class SparkEstablishmentData:
         """Number of establishments (a Spark count; public)."""
         return int(self.frame.count())
 
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The names of the loaded columns (the DataFrame's schema; no Spark job)."""
+        return tuple(self.frame.columns)
+
     @classmethod
     def from_polars(cls, spark: SparkSession, data: EstablishmentData) -> SparkEstablishmentData:
         """Hand an in-memory :class:`EstablishmentData` to Spark (through Arrow)."""

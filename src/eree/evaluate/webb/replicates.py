@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from eree.data.establishments import EstablishmentData
+from eree.engine.polars.engine import PolarsEngine
 from eree.evaluate.haney import derive_seed
 from eree.evaluate.interrupt import absorb_echo
 from eree.evaluate.metrics import tidy_row
@@ -94,7 +95,7 @@ def run_replicates(
     if trials < 1:
         raise ValueError("trials must be ≥ 1")
     attrs = [a for a in data.confidential]
-    public = public_frame(data)
+    public = public_frame(data, PolarsEngine())
     ids: dict[str, tuple[np.ndarray, int]] = {}
     keys: dict[str, pl.DataFrame] = {}
     estabs: dict[str, np.ndarray] = {}
