@@ -236,3 +236,39 @@ def test_noise_infusion_releases_on_spark_as_on_polars(tmp_path: Path, monkeypat
     """A `noise_infusion` query under --engine spark: the same traceback before."""
     run_case(make_case("eree", {**base_values("eree"), "definition": "definition none"}), tmp_path,
              monkeypatch)  # fmt: skip
+
+
+# ------------------------------------------------------------- a Spark standalone cluster
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
+    from tests.engine.spark.cluster import standalone_cluster
+
+    root = tmp_path_factory.mktemp("cluster")
+    driver_tmp = root / "driver-tmp"
+    driver_tmp.mkdir()
+    with standalone_cluster(root, driver_tmp=driver_tmp) as c:
+        yield c, driver_tmp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case", [c for c in DEFAULT if not c.refused and c.get("charge") == "charge seeded"],
+    ids=lambda c: c.id,
+)  # fmt: skip
+def test_case_on_a_standalone_cluster(case: Case, tmp_path: Path, spark_cluster) -> None:
+    """The default seeded cases on a master and two workers on 127.0.0.1 (an ``eree``
+    process per release, as tests/engine/spark/test_cluster.py): Polars' bytes."""
+    from tests.engine.spark.test_cluster import CONF, eree
+
+    c, driver_tmp = spark_cluster
+    w = write_case(case, tmp_path)
+    w.spec.write_text(w.spec.read_text() + CONF)
+    polars, spark = tmp_path / "out-polars", tmp_path / "out-cluster"
+    _released(_protect(w.spec, polars, "polars", "--seed", SEED), polars)
+    r = eree(["protect", w.spec, "--out", spark, "--seed", SEED, "--engine", "spark",
+              "--master", c.master], driver_tmp)  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert _manifest(spark)["engine"]["master"] == c.master
+    assert_same_seeded_release(polars, spark)
