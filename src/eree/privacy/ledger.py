@@ -63,7 +63,7 @@ from typing import Any
 from urllib.parse import quote
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
-from eree.privacy.composition import Composition, Cost, composition_for
+from eree.privacy.composition import Composition, Cost, check_chargeable, composition_for
 from eree.privacy.definitions import (
     ALPHA_DEFINITIONS,
     EPSILON_DELTA,
@@ -77,7 +77,6 @@ __all__ = [
     "Charge",
     "Ledger",
     "VerifyResult",
-    "check_chargeable",
     "check_spec_budget",
     "keyed_fingerprint",
 ]
@@ -249,21 +248,6 @@ class VerifyResult:
     events: int
     problems: tuple[str, ...]
     releases: tuple[str, ...] = ()
-
-
-def check_chargeable(definition: str) -> None:
-    """Refuse a definition the ledger cannot account for (no formal guarantee, no budget).
-
-    Known from the spec alone: a release checks it before any data are read.
-
-    Raises:
-        LedgerError: ``definition`` has no family or no budget keys (e.g. ``"none"``).
-    """
-    if FAMILY_OF_DEFINITION.get(definition) is None or not composition_for(definition).budget_keys:
-        raise LedgerError(
-            f"definition {definition!r} carries no formal guarantee the ledger can "
-            "account for; release it without --ledger"
-        )
 
 
 class Ledger:

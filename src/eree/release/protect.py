@@ -247,7 +247,7 @@ def protect(
             "with --ledger (a seeded release is NOT FOR PUBLICATION)"
         )
     if ledger is not None:  # known from the spec: refused before any data are read
-        from eree.privacy.ledger import check_chargeable
+        from eree.privacy.composition import check_chargeable
 
         check_chargeable(plan.privacy.definition)
     if isinstance(ledger, str | Path):
