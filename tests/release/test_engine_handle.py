@@ -147,3 +147,46 @@ def test_the_public_frame_answers_are_the_same_on_both_engines(tmp_path) -> None
     ids = sorted(frame["workplace_id"].to_list())
     for wid, idx in zip(p["workplace_id"], p["establishment"], strict=True):
         assert ids[idx] == wid  # the index is the id's rank among all workplaces
+
+
+@pytest.mark.parametrize(
+    "flags",
+    ["nonnegative = true", "integer = true", "consistent = true",
+     "consistent = true\nnonnegative = true\ninteger = true"],
+)  # fmt: skip
+def test_a_total_with_publication_grade_tables(tmp_path, flags) -> None:
+    """A ``by = []`` query (the total, one cell, no key) beside marginals, post-processed.
+
+    It was a ShapeError (a key frame of no columns has no rows) and, with consistent, a
+    join on no keys.
+    """
+    spec = write_eree_case(tmp_path)
+    spec.write_text(
+        spec.read_text()
+        + '\n[[query]]\nname = "total"\nby = []\nmechanism = "smooth_laplace"\nepsilon = 1.0\n'
+        + f"\n[postprocess]\n{flags}\n"
+    )
+    tables = _protect(spec, tmp_path / "out", "polars")
+    total = tables["total"]["jobs"].to_list()
+    assert len(total) == 1
+    if "nonnegative" in flags:
+        assert total[0] >= 0
+    if "integer" in flags:
+        assert float(total[0]).is_integer()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    if "consistent" in flags:  # the total is the root of the tree of marginals
+        assert manifest["postprocess"]["consistent"] is True
+
+
+def test_a_ledger_with_no_guarantee_is_refused_before_the_data_are_read(tmp_path) -> None:
+    spec = _case(tmp_path, NOISE_INFUSION, definition="none")
+    ledger = tmp_path / "l.sqlite"
+    res = run_cli(["ledger", "budget", str(ledger), "fuzz-eree", "--epsilon", "10"])
+    assert res.exit_code == 0, res.output
+    for f in (tmp_path / "data").iterdir():  # nothing to read: a refusal must not need it
+        f.unlink()
+    out = tmp_path / "out"
+    res = run_cli(["protect", str(spec), "--out", str(out), "--ledger", str(ledger)])
+    assert res.exit_code == 2
+    assert "carries no formal guarantee the ledger can account for" in res.output
+    assert "not found" not in res.output and not out.exists()

@@ -526,8 +526,8 @@ def calibration(
         for t in tables:
             m = t.measurements[0]
             mech = built.query(t.name).mechanisms[0]
-            keys = t.table.select([c for c in t.table.columns if not c.startswith("jobs")])
-            k = establishments_per_cell(keys, counts)
+            keys = [c for c in t.table.columns if not c.startswith("jobs")]
+            k = establishments_per_cell(t.table, keys, counts)
             assert k is not None  # a frame was given
             pred, _ = variance_proxy(mech, m, k)
             model = smooth_model(mech)

@@ -50,7 +50,7 @@ def true_variance(
     if m.std is None and model is not None:
         return model.variance_at(truth["x_v"].to_numpy().astype(np.float64))
     keys = [c for c in table.table.columns if not c.startswith("jobs")]
-    k = establishments_per_cell(table.table.select(keys), frame)
+    k = establishments_per_cell(table.table, keys, frame)
     fn, _ = variance_at_size(mech, m, k)
     return np.asarray(fn(truth["count"].to_numpy().astype(np.float64)), dtype=np.float64)
 
@@ -79,8 +79,7 @@ def oracle_solution(
     exact: dict[str, np.ndarray] = {}
     for n, t in by_name.items():
         m = t.measurements[0]
-        keys = t.table.select(list(marg[n]))
-        k = establishments_per_cell(keys, frame)
+        k = establishments_per_cell(t.table, marg[n], frame)
         zero = np.zeros(t.table.height, dtype=bool)
         if m.std is not None:
             zero |= np.asarray(m.std, dtype=np.float64) == 0.0

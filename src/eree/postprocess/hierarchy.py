@@ -161,6 +161,8 @@ def cell_parents(
             counties) or a child cell without a parent cell.
     """
     cols = list(parent_keys.columns)
+    if not cols:  # the parent is a total (by = []): its one cell is every cell's parent
+        return np.zeros(child_keys.height, dtype=np.int64)
     repeated = _repeated_rows(child_keys, parent_keys)
     if repeated is not None:
         return repeated

@@ -212,26 +212,29 @@ def variance_proxy(
     return fn(np.asarray(m.estimate, dtype=np.float64)), how
 
 
-def establishments_per_cell(keys: pl.DataFrame, frame: pl.DataFrame | None) -> np.ndarray | None:
+def establishments_per_cell(
+    table: pl.DataFrame, keys: Sequence[str], frame: pl.DataFrame | None
+) -> np.ndarray | None:
     """The public frame's number of establishments in each cell's workplace combination.
 
-    ``keys``: the table's key columns. ``frame``: the public frame's establishments per
-    combination of workplace attributes (``Engine.workplace_counts``: the attributes,
-    then ``establishments``); the workplace attributes among the keys are its columns
-    (worker attributes are not: every worker combination of a workplace combination has
-    the same establishments). None without a frame.
+    ``table``: one row per cell, its key columns ``keys`` (none: a total, one cell).
+    ``frame``: the public frame's establishments per combination of workplace attributes
+    (``Engine.workplace_counts``: the attributes, then ``establishments``); the workplace
+    attributes among the keys are its columns (worker attributes are not: every worker
+    combination of a workplace combination has the same establishments). None without a
+    frame.
     """
     if frame is None:
         return None
-    wp = [c for c in keys.columns if c in frame.columns and c != ESTABLISHMENTS]
+    wp = [c for c in keys if c in frame.columns and c != ESTABLISHMENTS]
     if not wp:
-        return np.full(keys.height, float(frame[ESTABLISHMENTS].sum()))
+        return np.full(table.height, float(frame[ESTABLISHMENTS].sum()))
     counts = (
         frame.group_by(wp)
         .agg(pl.col(ESTABLISHMENTS).sum().alias("__k"))
         .with_columns([pl.col(c).cast(pl.Utf8) for c in wp])
     )
-    left = keys.select([pl.col(c).cast(pl.Utf8) for c in wp])
+    left = table.select([pl.col(c).cast(pl.Utf8) for c in wp])
     joined = left.join(counts, on=wp, how="left", maintain_order="left")
     return joined["__k"].fill_null(0).to_numpy().astype(np.float64)
 
@@ -426,7 +429,7 @@ def publication_tables(
         t = by_name[n]
         m = t.measurements[0]
         mech = built.query(n).mechanisms[0]
-        k = establishments_per_cell(t.table.select(list(marg[n])), frame)
+        k = establishments_per_cell(t.table, marg[n], frame)
         mechs[n], meas[n], ks[n] = mech, m, k
         v, _ = variance_proxy(mech, m, k)
         fn, how = variance_at_size(mech, m, k)
