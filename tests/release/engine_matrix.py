@@ -429,8 +429,8 @@ _EREE_BY = (["county"], ["county", "sex"], ["county", "naics_sector"], ["county"
             ["naics_sector", "sex"], ["age"])  # fmt: skip
 _STRONG_BY = (["county"], ["county", "naics_sector"], ["naics_sector"], ["county", "ownership"],
               ["tract"])  # fmt: skip
-#: the one-cell total (by = []), released with the ER-EE queries unless post-processed
-#: (a known failure, :data:`KNOWN_FAILURES`)
+#: the one-cell total (by = []), released with every small ER-EE tree (post-processed too:
+#: the root of the consistent hierarchy, non-negative and integer beside the marginals)
 TOTAL: list[str] = []
 _GEDP_BY = (["cnty"], ["cnty", "own"], ["own"], ["naics_sector"])
 
@@ -448,8 +448,7 @@ def _queries(case: Case, definition: str) -> list[dict[str, Any]]:
     else:
         pool = {"eree": _STRONG_BY, "gedp": _GEDP_BY}.get(definition, _EREE_BY)
         bys = [list(b) for b in pool[: max(len(entries), 3 if case.family == "eree" else 2)]]
-        if case.family == "eree" and (case.get("postprocess") == "postprocess none" or
-                                      case in KNOWN_FAILURES):  # fmt: skip
+        if case.family == "eree":
             bys.insert(0, TOTAL)
     assert len(bys) >= len(entries), (case.id, len(bys))
     queries = []
@@ -582,19 +581,7 @@ def cases_with(feature: str, cases: list[Case]) -> Iterator[Case]:
 
 
 #: cases that fail on every engine today, each with its cause; the default suite runs
-#: them as strict expected failures (a fix turns them red: then drop the entry)
-KNOWN_FAILURES: dict[Case, str] = {
-    make_case("eree", {**base_values("eree"), "definition": "definition eree-weak",
-                   "postprocess": "postprocess nonnegative"}): (
-        "a by = [] query with [postprocess] nonnegative or integer: ShapeError in "
-        "release/publication.py (publication_tables, 'jobs' of length 0)"),
-    make_case("eree", {**base_values("eree"), "definition": "definition eree-weak",
-                   "postprocess": "postprocess consistent"}): (
-        "a by = [] query with [postprocess] consistent: InvalidOperationError 'expected join "
-        "keys' in postprocess/hierarchy.py cell_parents (a parent with no key columns)"),
-    make_case("eree", {**base_values("eree"), "definition": "definition none",
-                   "charge": "charge ledger"}): (
-        "noise infusion with --ledger is refused only after the input is read (the ledger's "
-        "check, privacy/ledger.py, runs after loading): with the data gone the error is "
-        "'file not found'"),
-}  # fmt: skip
+#: them as strict expected failures (a fix turns them red: then drop the entry). Empty:
+#: the three found first (a by = [] total with nonnegative / integer / consistent, noise
+#: infusion with --ledger refused only after reading) are fixed and run as ordinary cases.
+KNOWN_FAILURES: dict[Case, str] = {}

@@ -232,7 +232,7 @@ def test_consistent_counts_release_on_spark_as_on_polars(tmp_path: Path, monkeyp
         "definition": "definition eree-weak",
         "postprocess": "postprocess consistent",
         "file": "file csv",
-    }  # not KNOWN_FAILURES' case (that adds a by = [] query)
+    }  # with the by = [] total, as every small ER-EE case (was a known failure)
     run_case(make_case("eree", {**base_values("eree"), **values}), tmp_path, monkeypatch)
 
 
