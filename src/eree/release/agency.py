@@ -296,6 +296,8 @@ def _wac(
     values = [blocks.with_columns(total.get_column(_COUNT).cast(pl.Float64).alias("C000"))]
     var_parts = [blocks.with_columns(total.get_column("_var").alias("C000"))]
     notes = []
+    if t_std is None:
+        notes.append("C000: the mechanism withholds its variance; the margins of error are empty")
     for fam, (_, attr) in _WAC_SOURCE.items():
         q = str(name[fam])
         t = tables[q].with_columns(pl.col(_GEO).cast(pl.Utf8))
@@ -311,7 +313,8 @@ def _wac(
         values.append(_wide(blocks, t, attr, codes, cols, _COUNT).drop(_GEO))
         v = _wide(blocks, t, attr, codes, cols, "_var").drop(_GEO)
         if std is None:
-            v = v.select(pl.lit(None, dtype=pl.Float64).alias(c) for c in cols)
+            # with_columns keeps one row per block (a select of literals alone is one row)
+            v = v.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in cols)
             notes.append(f"{fam}: the mechanism withholds its variance; the margins of "
                          "error are empty")  # fmt: skip
         var_parts.append(v)
