@@ -306,6 +306,44 @@ def test_wac_product_of_a_mechanism_that_withholds_its_variance(tmp_path: Path) 
     assert {n.split(":")[0] for n in notes} == {"C000", "CA", "CE", "CNS", "CR", "CT", "CD", "CS"}
 
 
+_BAD_BLOCKS = {
+    "not-census": (lambda b: "b" + b.str.slice(11), "12 of 12 blocks are not"),
+    "14-digit": (lambda b: b.str.slice(1), "12 of 12 blocks are not"),
+    "no-state": (lambda b: "99" + b.str.slice(2), "does not start with a state FIPS code"),
+    "two-states": (
+        lambda b: pl.when(b.str.ends_with("0")).then("44" + b.str.slice(2)).otherwise(b),
+        "of one state (a LODES file is per state); the blocks are in 2 states",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("engine", "bad"),
+    [*(("polars", k) for k in _BAD_BLOCKS), ("spark", "not-census"), ("spark", "two-states")],
+)
+def test_wac_blocks_that_make_no_lodes_file_are_refused(
+    tmp_path: Path, engine: str, bad: str
+) -> None:
+    """A LODES file lists 15-digit block codes of one state and is named by that state:
+    other codes are refused in one line naming the file and the block column, before any
+    noise is drawn (was a KeyError traceback in the file name). Both engines."""
+    from tests.cli.inputs import assert_clean_failure
+
+    if engine == "spark":
+        pytest.importorskip("pyspark")
+    blocks, words = _BAD_BLOCKS[bad]
+    frames = _census_block_frames(tmp_path)
+    wp = frames["workplace"].with_columns(blocks(pl.col("block")).alias("block"))
+    assert wp.get_column("block").n_unique() == wp.height
+    wp.write_parquet(tmp_path / "workplace.parquet")
+    (tmp_path / "spec.toml").write_text(_preset("lodes-wac", "2016"))
+    out = tmp_path / "rel"
+    r = runner.invoke(app, ["protect", str(tmp_path / "spec.toml"), "--out", str(out),
+                            "--seed", "3", "--engine", engine])  # fmt: skip
+    line = assert_clean_failure(r, out, "needs 15-digit census block codes", words)
+    assert "workplace.parquet" in line and "column 'block'" in line, line
+
+
 # --------------------------------------------------------------------------------------
 # the QCEW county product
 # --------------------------------------------------------------------------------------
