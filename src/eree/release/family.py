@@ -129,7 +129,7 @@ class CountRelease(ReleaseFamily[LoadedJobTables]):
         if plan.output.format == "lodes-wac":  # its file's name and rows are the blocks
             from eree.release.agency import check_wac_blocks
 
-            inputs = plan.data.inputs()  # type: ignore[union-attr]
+            inputs = plan.data.inputs()
             file = inputs.get("[data].workplace", inputs.get("[data].jobs"))
             blocks = engine.workplace_counts(data, ["block"]).get_column("block")
             check_wac_blocks(blocks, str(file))
