@@ -118,7 +118,7 @@ def spec_text(
         "alpha = 0.1",
         "[engine]",
         f'kind = "{engine}"',
-        *([f'driver_memory = "{driver_memory}"'] if driver_memory else []),
+        *(["[spark]", f'driver_memory = "{driver_memory}"'] if driver_memory else []),
         "[output]",
         "csv = false",
     ]  # fmt: skip
@@ -266,7 +266,7 @@ def main() -> None:
     ap.add_argument("--skip-floor", action="store_true")
     ap.add_argument("--max-cells", type=int, default=None, help="[output] max_cells of the spec")
     ap.add_argument("--seed", type=int, default=None, help="seeded noise (to compare engines)")
-    ap.add_argument("--driver-memory", default=None, help="Spark driver heap ([engine])")
+    ap.add_argument("--driver-memory", default=None, help="Spark driver heap ([spark])")
     ap.add_argument("--rss-limit-gib", type=float, default=None, help="stop a run above this")
     ap.add_argument(
         "--ledger",

@@ -48,7 +48,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_release import FOUR, ONE, WORKPLACE, spec_text
-from bench_tumult import eree_code, path_of, run, side_envs, spark_start, tumult_code
+from bench_tumult import (
+    eree_code,
+    path_of,
+    require_tumult,
+    run,
+    side_envs,
+    spark_start,
+    tumult_code,
+)
 from common import machine
 
 
@@ -113,6 +121,8 @@ def main() -> None:
     data = args.data.resolve()
     spec = args.workdir / "spec.toml"
     spec.write_text(spec_text(data, marginals, "spark", args.max_cells))
+    if args.tumult:
+        require_tumult(args.tumult_python)
     eree_env, tumult_env = side_envs(args.tumult_python)
     sides: list[tuple[str, str, str, dict[str, str]]] = []
     if not args.skip_floor:

@@ -72,6 +72,30 @@ def side_envs(tumult_python: str) -> tuple[dict[str, str], dict[str, str]]:
     return eree_env, tumult_env
 
 
+def require_tumult(tumult_python: str) -> None:
+    """Exit with the setup line when ``tumult_python`` cannot import Tumult Analytics.
+
+    Tumult is no extra of eree's: it pins a PySpark, pandas and NumPy that the ``dev``
+    extra's cannot share, so it lives in a virtual environment of its own (the setup line
+    of this module's docstring) and only its child processes import it.
+    """
+    try:
+        ok = (
+            subprocess.run(
+                [tumult_python, "-c", "import tmlt.analytics"], capture_output=True, timeout=120
+            ).returncode
+            == 0
+        )
+    except OSError:
+        ok = False
+    if not ok:
+        sys.exit(
+            f"{tumult_python} cannot import tmlt.analytics; make Tumult's own environment "
+            "with: python -m venv /tmp/tumult-venv && /tmp/tumult-venv/bin/pip install "
+            "tmlt.analytics (or pass --tumult-python; --skip-tumult runs eree alone)"
+        )
+
+
 def path_of(data: Path, name: str) -> str:
     return str(data / name) if (data / name).is_dir() else str(data / f"{name}.parquet")
 
@@ -188,6 +212,8 @@ def main() -> None:
     data = args.data.resolve()
     spec = args.workdir / "spec.toml"
     spec.write_text(spec_text(data, ONE, "spark", args.max_cells))
+    if not args.skip_tumult:
+        require_tumult(args.tumult_python)
     eree_env, tumult_env = side_envs(args.tumult_python)
     rows = []
     for _ in range(args.runs):

@@ -111,3 +111,85 @@ def test_a_budget_that_promises_nothing_is_refused(tmp_path, flag, value):
     assert r.exit_code == 2
     assert ("promises nothing" in r.output) or ("distinguishes" in r.output)
     assert "Traceback" not in r.output
+
+
+def _edit_manifest(release, **changes):
+    path = release / "manifest.json"
+    m = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            m.pop(key, None)
+        else:
+            m[key] = value
+    path.write_text(json.dumps(m))
+    return m
+
+
+def _seeded_marks(src, dest):
+    """Copy a seeded release's marks (the file, and each table's Parquet metadata) onto
+    ``dest``'s tables, as a forger would."""
+    import pyarrow.parquet as pq
+
+    (dest / "NOT_FOR_PUBLICATION").write_text((src / "NOT_FOR_PUBLICATION").read_text())
+    for t in (dest / "tables").glob("*.parquet"):
+        table = pq.read_table(t)
+        meta = {**(table.schema.metadata or {}), b"eree.random": b"seeded: NOT FOR PUBLICATION"}
+        pq.write_table(table.replace_schema_metadata(meta), t)
+
+
+@pytest.fixture
+def charged_and_seeded(spec, tmp_path):
+    led = tmp_path / "l.sqlite"
+    invoke("ledger", "budget", led, "small", "--epsilon", 25, "--delta", 0.1, "--alpha", 0.1)
+    assert invoke("protect", spec, "--out", tmp_path / "charged", "--ledger", led).exit_code == 0
+    assert invoke("protect", spec, "--out", tmp_path / "seeded", "--seed", 3).exit_code == 0
+    return led, tmp_path / "charged", tmp_path / "seeded"
+
+
+def test_verify_says_a_seeded_release_was_never_charged(charged_and_seeded):
+    led, charged, seeded = charged_and_seeded
+    r = invoke("ledger", "verify", led, "--release", seeded, "--release", charged)
+    assert r.exit_code == 0, r.output
+    assert "seeded (seed 3): NOT FOR PUBLICATION, and never charged to a ledger" in r.output
+    assert "charged: ledger row" in r.output and "chain intact" in r.output
+    assert "tampered" not in r.output and "None" not in r.output
+
+
+def test_a_charged_release_relabelled_seeded_does_not_pass(charged_and_seeded):
+    led, charged, seeded = charged_and_seeded
+    row = json.loads((charged / "manifest.json").read_text())["ledger"]
+    # the manifest says seeded but keeps its ledger row
+    _edit_manifest(charged, random={"mode": "seeded", "seed": 3})
+    r = invoke("ledger", "verify", led, "--release", charged)
+    assert r.exit_code == 1 and f"yet names ledger row {row['id']}" in r.output
+    # ... and without its row: the seeded release's mark is missing
+    _edit_manifest(charged, ledger=None)
+    r = invoke("ledger", "verify", led, "--release", charged)
+    assert r.exit_code == 1 and "no NOT_FOR_PUBLICATION file" in r.output
+    # ... with the file: its tables are not a seeded release's
+    (charged / "NOT_FOR_PUBLICATION").write_text("x")
+    r = invoke("ledger", "verify", led, "--release", charged)
+    assert r.exit_code == 1 and "4 of its 4 Parquet tables lack the seeded mark" in r.output
+    # ... with every mark forged: the ledger's own row names the directory it charged
+    _seeded_marks(seeded, charged)
+    r = invoke("ledger", "verify", led, "--release", charged)
+    assert r.exit_code == 1 and f"ledger row {row['id']} charged a release written to" in (r.output)
+
+
+def test_a_seeded_release_dressed_as_charged_does_not_pass(charged_and_seeded):
+    led, charged, seeded = charged_and_seeded
+    row = json.loads((charged / "manifest.json").read_text())["ledger"]
+    # the manifest says secure: it names no row, so it was never charged
+    _edit_manifest(seeded, random={"mode": "secure", "seed": None})
+    r = invoke("ledger", "verify", led, "--release", seeded)
+    assert r.exit_code == 1 and "names no ledger row" in r.output
+    # ... with the charged release's row and hash copied in: its seeded marks betray it
+    _edit_manifest(seeded, ledger=row)
+    r = invoke("ledger", "verify", led, "--release", seeded)
+    assert r.exit_code == 1 and "carries a seeded release's marks" in r.output
+    # ... with the marks removed too: two releases claim one charge
+    (seeded / "NOT_FOR_PUBLICATION").unlink()
+    for t in (seeded / "tables").glob("*.parquet"):
+        t.write_bytes((charged / "tables" / t.name).read_bytes())
+    r = invoke("ledger", "verify", led, "--release", charged, "--release", seeded)
+    assert r.exit_code == 1 and "two releases for one charge" in r.output

@@ -68,7 +68,9 @@ def fresh_clone(tmp: Path, shared: Path | None = None) -> Path:
         shutil.copytree(
             REPO,
             dest,
-            ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".*_cache"),
+            ignore=shutil.ignore_patterns(
+                ".git", "__pycache__", "*.egg-info", ".*_cache", ".venv*"
+            ),
         )
     if shared is not None:
         (tmp / "shared").symlink_to(shared.parent.resolve(), target_is_directory=True)
@@ -79,7 +81,8 @@ def run_bash(block: str, cwd: Path, *, timeout: float = 900) -> subprocess.Compl
     """Run ``block`` with bash (stop at the first failing command) in ``cwd``.
 
     ``eree`` runs ``python -m eree.cli`` with this interpreter on ``cwd/src``: the code of the
-    copy, as ``pip install -e .`` in a fresh clone would.
+    copy, as ``pip install -e .`` in a fresh clone would; ``python`` is this interpreter (the
+    environment eree is installed in, as for a reader who activated it).
     """
     return _run(["bash", "-e", "-o", "pipefail", "-c", block], cwd, timeout)
 
@@ -112,6 +115,10 @@ def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProc
     shim = bin_dir / "eree"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m eree.cli "$@"\n')
     shim.chmod(0o755)
+    for name in ("python", "python3"):  # the reader's Python is the one eree is installed in
+        py = bin_dir / name
+        py.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        py.chmod(0o755)
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(cwd / "src")

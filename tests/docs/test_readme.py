@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 from tests.docs.blocks import REPO, fenced, fresh_clone, run_bash, section
 
@@ -38,3 +39,29 @@ def test_readme_block_runs_verbatim_from_a_fresh_clone(tmp_path, shared_data):
     gedp = json.loads((repo / "rel-qcew" / "manifest.json").read_text())
     assert gedp["privacy"]["definition"] == "gedp"
     assert abs(gedp["privacy"]["total"]["mu"] - 2.3065) < 1e-3  # Table 7: sqrt(sum mu_q^2)
+
+
+def test_the_developer_line_is_what_ci_runs():
+    """The README's developer line (its first block's line with the ``dev`` extra) and
+    ``.ci/run`` run the same commands: a venv of their own, the install, the suite with the
+    venv's Python (``.ci/run`` adds only ``--clear`` and pip's ``-q``)."""
+    first = fenced((REPO / "README.md").read_text(encoding="utf-8"), "bash")[0]
+    dev = [line.split("#")[0] for line in first.splitlines() if '".[dev]"' in line]
+    assert len(dev) == 1, first
+    readme = [shlex.split(c) for c in dev[0].split("&&")]
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8").replace("\\\n", " ")
+    ci = [
+        shlex.split(line)
+        for line in script.splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", "if", "fi", "{", "SUDO"))
+    ]
+    extra = {"--clear", "-q"}
+    for command in readme:
+        assert [w for w in command if w not in extra] in [
+            [w for w in c if w not in extra] for c in ci
+        ], f"{shlex.join(command)!r} is on the README's developer line but not in .ci/run"
+    assert readme[0][:3] == ["python", "-m", "venv"]
+    venv = readme[0][3]
+    assert all(c[0].startswith(f"{venv}/bin/") for c in readme[1:])
+    assert "--system-site-packages" not in readme[0]
+    assert f"/{venv}/" in (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()

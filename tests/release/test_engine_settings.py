@@ -1,4 +1,4 @@
-"""Input refused before any work: the spec's ``[engine]`` settings (checked in the spec,
+"""Input refused before any work: the spec's ``[spark]`` settings (checked in the spec,
 before Java is started: one line naming the key, exit 2, never a Java stack trace) and a
 pipe named as a data file (refused by name, never read: reading it would block)."""
 
@@ -13,43 +13,43 @@ import pytest
 from tests.release.conftest import SPEC, write_small_job_tables
 
 BAD = {
-    "cores = true": "[engine].cores",
-    "cores = 2.5": "[engine].cores",
-    'cores = "2"': "[engine].cores",
-    "cores = 0": "[engine].cores",
-    'driver_memory = "abc"': "[engine].driver_memory",
-    "driver_memory = 5": "[engine].driver_memory",
-    'driver_memory = "4 g"': "[engine].driver_memory",
-    'driver_memory = "-1g"': "[engine].driver_memory",
-    'driver_memory = "0g"': "[engine].driver_memory",
+    "cores = true": "[spark].cores",
+    "cores = 2.5": "[spark].cores",
+    'cores = "2"': "[spark].cores",
+    "cores = 0": "[spark].cores",
+    'driver_memory = "abc"': "[spark].driver_memory",
+    "driver_memory = 5": "[spark].driver_memory",
+    'driver_memory = "4 g"': "[spark].driver_memory",
+    'driver_memory = "-1g"': "[spark].driver_memory",
+    'driver_memory = "0g"': "[spark].driver_memory",
     # the master: Spark's URL forms only
-    'master = "spark//host:7077"': "[engine].master",
-    'master = "spark://host"': "[engine].master",
-    'master = "local[0]"': "[engine].master",
-    "master = 7077": "[engine].master",
-    'master = "yarn; rm -rf /"': "[engine].master",
+    'master = "spark//host:7077"': "[spark].master",
+    'master = "spark://host"': "[spark].master",
+    'master = "local[0]"': "[spark].master",
+    "master = 7077": "[spark].master",
+    'master = "yarn; rm -rf /"': "[spark].master",
     # Spark settings: a table of spark.* keys; sizes, counts and booleans checked
-    'conf = "spark.executor.memory=2g"': "[engine.conf]",
-    'conf = { "executor.memory" = "2g" }': '[engine.conf] "executor.memory"',
-    'conf = { "spark.executor.memory" = "lots" }': '[engine.conf] "spark.executor.memory"',
-    'conf = { "spark.executor.memory" = "2 g" }': '[engine.conf] "spark.executor.memory"',
-    'conf = { "spark.executor.memory" = 2.5 }': '[engine.conf] "spark.executor.memory"',
-    'conf = { "spark.driver.maxResultSize" = "-1g" }': '[engine.conf] "spark.driver.maxResultSize"',
+    'conf = "spark.executor.memory=2g"': "[spark.conf]",
+    'conf = { "executor.memory" = "2g" }': '[spark.conf] "executor.memory"',
+    'conf = { "spark.executor.memory" = "lots" }': '[spark.conf] "spark.executor.memory"',
+    'conf = { "spark.executor.memory" = "2 g" }': '[spark.conf] "spark.executor.memory"',
+    'conf = { "spark.executor.memory" = 2.5 }': '[spark.conf] "spark.executor.memory"',
+    'conf = { "spark.driver.maxResultSize" = "-1g" }': '[spark.conf] "spark.driver.maxResultSize"',
     'conf = { "spark.executor.memoryOverhead" = "1x" }': (
-        '[engine.conf] "spark.executor.memoryOverhead"'
+        '[spark.conf] "spark.executor.memoryOverhead"'
     ),
-    'conf = { "spark.executor.cores" = 0 }': '[engine.conf] "spark.executor.cores"',
-    'conf = { "spark.executor.cores" = "two" }': '[engine.conf] "spark.executor.cores"',
+    'conf = { "spark.executor.cores" = 0 }': '[spark.conf] "spark.executor.cores"',
+    'conf = { "spark.executor.cores" = "two" }': '[spark.conf] "spark.executor.cores"',
     'conf = { "spark.sql.shuffle.partitions" = 1.5 }': (
-        '[engine.conf] "spark.sql.shuffle.partitions"'
+        '[spark.conf] "spark.sql.shuffle.partitions"'
     ),
     'conf = { "spark.dynamicAllocation.enabled" = "yes" }': (
-        '[engine.conf] "spark.dynamicAllocation.enabled"'
+        '[spark.conf] "spark.dynamicAllocation.enabled"'
     ),
-    'conf = { "spark.eventLog.dir" = ["/a"] }': '[engine.conf] "spark.eventLog.dir"',
-    'conf = { "spark.master" = "yarn" }': '[engine.conf] "spark.master"',
-    'conf = { "spark.driver.memory" = "2g" }': '[engine.conf] "spark.driver.memory"',
-    'conf = { "spark.remote" = "sc://h" }': '[engine.conf] "spark.remote"',
+    'conf = { "spark.eventLog.dir" = ["/a"] }': '[spark.conf] "spark.eventLog.dir"',
+    'conf = { "spark.master" = "yarn" }': '[spark.conf] "spark.master"',
+    'conf = { "spark.driver.memory" = "2g" }': '[spark.conf] "spark.driver.memory"',
+    'conf = { "spark.remote" = "sc://h" }': '[spark.conf] "spark.remote"',
 }
 GOOD = [
     'driver_memory = "512m"', 'driver_memory = "4g"', 'driver_memory = "2G"', "cores = 3",
@@ -63,23 +63,29 @@ GOOD = [
 ]  # fmt: skip
 
 
-def _validate(tmp_path, setting: str) -> subprocess.CompletedProcess:
+def _validate(tmp_path, setting: str, engine: str = '[engine]\nkind = "spark"\n'):
+    """``eree validate --no-data`` of the small spec with ``engine`` and ``[spark] setting``
+    (the spec's checks; Spark is not started)."""
     write_small_job_tables(tmp_path / "data")
     spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC + f'\n[engine]\nkind = "polars"\n{setting}\n')
+    spec.write_text(SPEC + f"\n{engine}[spark]\n{setting}\n")
     return subprocess.run(
-        [sys.executable, "-m", "eree.cli", "validate", str(spec)],
+        [sys.executable, "-m", "eree.cli", "validate", str(spec), "--no-data"],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
+
+
+def _one_line(r: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error:") and "Traceback" not in r.stderr
+    return lines[0]
 
 
 @pytest.mark.parametrize("setting", sorted(BAD))
 def test_a_bad_engine_setting_is_one_line_naming_the_key(tmp_path, setting):
     r = _validate(tmp_path, setting)
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert r.returncode == 2 and len(lines) == 1, r.stderr
-    assert lines[0].startswith("error:") and BAD[setting] in lines[0]
-    assert "Traceback" not in r.stderr and "Java" not in r.stderr
+    assert BAD[setting] in _one_line(r) and "Java" not in r.stderr
 
 
 @pytest.mark.parametrize("setting", GOOD)

@@ -77,8 +77,8 @@ def test_defaults_are_the_parsers():
     assert plan.output.confidence == schema.default("[output]", "confidence") == 0.95
     assert plan.output.csv is schema.default("[output]", "csv") is True
     assert plan.output.max_cells == schema.default("[output]", "max_cells") == 5_000_000
-    assert plan.engine.kind == "polars" and plan.engine.cores == 2
-    assert plan.engine.driver_memory == "4g"
+    assert plan.engine.kind == "polars" and plan.spark.cores == 2
+    assert plan.spark.driver_memory == "4g" and plan.spark.given == ()
     assert plan.postprocess.microdata_fit == "eq1"
     assert not any(v for k, v in vars(plan.postprocess).items() if k != "microdata_fit")
     assert plan.data.id == schema.default("[data]", "id", "establishments")

@@ -98,13 +98,16 @@ def ledger_verify(
 ) -> None:
     """Check the ledger's hash chain (an edited or deleted row is detected).
 
-    With --release, also check that each release's manifest names a row of the ledger
-    with its hash. Exit code 1 when a problem is found.
+    With --release, also check each release: a charged one's manifest must name a row of
+    the ledger with its hash; a seeded one (not for publication) is never charged, and is
+    reported as such. Exit code 1 when a problem is found.
 
     Example: eree ledger verify budget.sqlite --release release-2026q1
     """
     book = _open_ledger(ledger)
     res = book.verify(list(release or []))
+    for line in res.releases:
+        console.print(escape(line))
     if res.ok:
         console.print(f"[bold green]ok[/]: {res.events} rows, chain intact")
         return

@@ -238,14 +238,14 @@ def protect(
         str | None,
         typer.Option(
             help="Spark master URL (local[N], spark://host:port, yarn, k8s://…); overrides "
-            "the spec's [engine] master"
+            "the spec's [spark] master"
         ),
     ] = None,
     conf: Annotated[
         list[str] | None,
         typer.Option(
             "--conf",
-            help="a Spark setting KEY=VALUE (repeatable), added to the spec's [engine.conf]",
+            help="a Spark setting KEY=VALUE (repeatable), added to the spec's [spark.conf]",
         ),
     ] = None,
     new_version: Annotated[
@@ -288,8 +288,17 @@ def protect(
             if engine not in ENGINES:
                 fail(ValueError(f"--engine must be one of {', '.join(ENGINES)}"))
             plan = replace(plan, engine=replace(plan.engine, kind=engine))
+            if engine != "spark" and plan.spark.given:
+                err_console.print(
+                    escape(
+                        f"note: --engine {engine}: the spec's Spark settings "
+                        f"({', '.join(plan.spark.given)}) are not used"
+                    ),
+                    soft_wrap=True,
+                )
+                plan = replace(plan, spark=replace(plan.spark, given=()))
         if master is not None or conf:
-            plan = replace(plan, engine=_spark_options(plan.engine, master, conf or []))
+            plan = replace(plan, spark=_spark_options(plan.spark, master, conf or []))
         with err_console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error;
             # the release's own warnings are printed below, not as Python warnings
@@ -304,7 +313,7 @@ def protect(
 
 
 def _spark_options(spec: Any, master: str | None, conf: list[str]) -> Any:
-    """The spec's ``[engine]`` with ``--master`` and ``--conf`` applied (checked as the spec's)."""
+    """The spec's ``[spark]`` with ``--master`` and ``--conf`` applied (checked as the spec's)."""
     from dataclasses import replace
 
     from eree.engine.spark.settings import check_conf, check_master
@@ -319,6 +328,11 @@ def _spark_options(spec: Any, master: str | None, conf: list[str]) -> Any:
         spec,
         master=spec.master if master is None else check_master(master, "--master"),
         conf={**spec.conf, **check_conf(pairs, "--conf")},
+        given=(
+            *spec.given,
+            *(["--master"] if master is not None else []),
+            *(["--conf"] if conf else []),
+        ),
     )
 
 

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from typing_extensions import override
 
-from eree.errors import BudgetExceededError, PrivacyParameterError
+from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
 from eree.privacy.definitions import (
     EPSILON_DELTA,
     FAMILY_OF_DEFINITION,
@@ -47,6 +47,7 @@ __all__ = [
     "EpsilonDeltaComposition",
     "GaussianComposition",
     "NoGuarantee",
+    "check_chargeable",
     "composition_for",
     "float_down",
     "float_up",
@@ -390,3 +391,18 @@ def composition_for(definition: str, alpha: float | None = None) -> Composition:
     if fam == NO_GUARANTEE:
         return NoGuarantee()
     raise PrivacyParameterError(f"unknown privacy definition {definition!r}")
+
+
+def check_chargeable(definition: str) -> None:
+    """Refuse a definition a budget ledger cannot account for (no formal guarantee).
+
+    Known from the spec alone, so a release checks it before any data are read.
+
+    Raises:
+        LedgerError: ``definition`` has no family or its family no budget keys (``"none"``).
+    """
+    if FAMILY_OF_DEFINITION.get(definition) is None or not composition_for(definition).budget_keys:
+        raise LedgerError(
+            f"definition {definition!r} carries no formal guarantee the ledger can "
+            "account for; release it without --ledger"
+        )

@@ -63,7 +63,7 @@ from typing import Any
 from urllib.parse import quote
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
-from eree.privacy.composition import Composition, Cost, composition_for
+from eree.privacy.composition import Composition, Cost, check_chargeable, composition_for
 from eree.privacy.definitions import (
     ALPHA_DEFINITIONS,
     EPSILON_DELTA,
@@ -71,15 +71,16 @@ from eree.privacy.definitions import (
     GAUSSIAN,
 )
 from eree.privacy.ledger_state import LedgerState
+from eree.privacy.release_check import check_releases
 
 __all__ = [
     "Charge",
     "Ledger",
     "VerifyResult",
-    "check_chargeable",
     "check_spec_budget",
     "keyed_fingerprint",
 ]
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -237,26 +238,16 @@ class Charge:
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """The result of :meth:`Ledger.verify`: ``ok`` and one line per problem found."""
+    """The result of :meth:`Ledger.verify`: ``ok`` and one line per problem found.
+
+    ``releases`` has one line per release checked that is in order: charged (the ledger
+    row and hash its manifest names), or seeded and never charged (not for publication).
+    """
 
     ok: bool
     events: int
     problems: tuple[str, ...]
-
-
-def check_chargeable(definition: str) -> None:
-    """Refuse a definition the ledger cannot account for (no formal guarantee, no budget).
-
-    Known from the spec alone: a release checks it before any data are read.
-
-    Raises:
-        LedgerError: ``definition`` has no family or no budget keys (e.g. ``"none"``).
-    """
-    if FAMILY_OF_DEFINITION.get(definition) is None or not composition_for(definition).budget_keys:
-        raise LedgerError(
-            f"definition {definition!r} carries no formal guarantee the ledger can "
-            "account for; release it without --ledger"
-        )
+    releases: tuple[str, ...] = ()
 
 
 class Ledger:
@@ -534,29 +525,22 @@ class Ledger:
         return VerifyResult(not problems, len(rows), tuple(problems))
 
     def verify(self, manifests: list[Path] | None = None) -> VerifyResult:
-        """Recompute the hash chain; optionally check release manifests against it.
+        """Recompute the hash chain; optionally check releases against it.
 
         Args:
-            manifests: ``manifest.json`` files (or release directories) whose ledger id and
-                chain hash must appear in the ledger.
+            manifests: ``manifest.json`` files (or release directories) to check: charged,
+                or seeded and never charged (:func:`eree.privacy.release_check.check_releases`).
         """
         with contextlib.closing(self._connect()) as con:
             res = self._verify(con)
             problems = list(res.problems)
-            for m in manifests or []:
-                mp = Path(m) / "manifest.json" if Path(m).is_dir() else Path(m)
-                try:
-                    entry = json.loads(mp.read_text(encoding="utf-8")).get("ledger") or {}
-                except (OSError, ValueError):
-                    problems.append(f"{mp}: not a readable manifest")
-                    continue
-                row = con.execute(
-                    "SELECT kind, hash FROM events WHERE id = ?", (entry.get("id"),)
-                ).fetchone()
-                if row is None or row[0] != "reserve" or row[1] != entry.get("chain_hash"):
-                    problems.append(f"{mp}: its ledger row {entry.get('id')} is not in the "
-                                    "ledger with that hash")  # fmt: skip
-        return VerifyResult(not problems, res.events, tuple(problems))
+            releases: list[str] = []
+            if manifests:
+                query = "SELECT id, kind, hash, dataset FROM events"
+                rows = {rid: (kind, h, ds) for rid, kind, h, ds in con.execute(query)}
+                bad, releases = check_releases(manifests, rows, LedgerState(self._rows(con)))
+                problems += bad
+        return VerifyResult(not problems, res.events, tuple(problems), tuple(releases))
 
     def _require_intact(self, con: sqlite3.Connection) -> None:
         res = self._verify(con)

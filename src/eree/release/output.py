@@ -16,12 +16,8 @@ from eree import __version__
 from eree.data.outdir import check_out, make_temp_folder, put_in_place, write_marker
 from eree.errors import EreeError
 from eree.mechanisms.base import Measurement
+from eree.privacy.release_check import NOT_FOR_PUBLICATION, SEEDED_KEY, SEEDED_MARK
 from eree.release.tables import QueryTable
-
-#: Parquet metadata and file marking a seeded (reproducible) release
-#: (docs/design.md#release-outputs)
-SEEDED_MARK = "seeded: NOT FOR PUBLICATION"
-NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"
 
 
 def utc_now() -> str:
@@ -109,7 +105,7 @@ class ReleaseWriter:
         self.csv = csv
         self.seeded = seeded
         self.tag = tag
-        self._meta = {"eree.random": SEEDED_MARK} if seeded else None
+        self._meta = {SEEDED_KEY: SEEDED_MARK} if seeded else None
         self._tmp: Path | None = None
 
     def __enter__(self) -> ReleaseWriter:

@@ -26,7 +26,7 @@ from eree.release.output import (
     check_output_dir,
 )
 from eree.release.policy import SitePolicy, site_policy
-from eree.release.spec import Plan
+from eree.release.spec import Plan, check_spark_settings
 from eree.release.tables import QueryTable
 
 if TYPE_CHECKING:  # pragma: no cover - the ledger is imported only by a release that has one
@@ -95,15 +95,15 @@ NO_LEDGER_FINGERPRINT = (
 def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
     """The plan as given, with the values it must not show withheld.
 
-    Noise infusion's confidential s and t, and the values of the ``[engine.conf]``
+    Noise infusion's confidential s and t, and the values of the ``[spark.conf]``
     settings Spark itself treats as secret.
     """
     out = dict(raw)
-    eng = raw.get("engine")
-    if isinstance(eng, dict) and isinstance(eng.get("conf"), dict):
+    spark = raw.get("spark")
+    if isinstance(spark, dict) and isinstance(spark.get("conf"), dict):
         from eree.engine.spark.settings import redacted_conf
 
-        out["engine"] = {**eng, "conf": redacted_conf(eng["conf"])}
+        out["spark"] = {**spark, "conf": redacted_conf(spark["conf"])}
     queries = []
     for q in raw.get("query", []):
         q = dict(q)
@@ -247,7 +247,7 @@ def protect(
             "with --ledger (a seeded release is NOT FOR PUBLICATION)"
         )
     if ledger is not None:  # known from the spec: refused before any data are read
-        from eree.privacy.ledger import check_chargeable
+        from eree.privacy.composition import check_chargeable
 
         check_chargeable(plan.privacy.definition)
     if isinstance(ledger, str | Path):
@@ -260,9 +260,15 @@ def protect(
     if engine is None:
         from eree.engine.select import make_engine
 
-        e = plan.engine
+        check_spark_settings(plan)
+
+        s = plan.spark
         engine = make_engine(
-            e.kind, cores=e.cores, driver_memory=e.driver_memory, master=e.master, conf=e.conf
+            plan.engine.kind,
+            cores=s.cores,
+            driver_memory=s.driver_memory,
+            master=s.master,
+            conf=s.conf,
         )
     # without a ledger nothing identifies the data (see NO_LEDGER_FINGERPRINT), so only
     # the columns the queries use need to be read, and no fingerprint is computed

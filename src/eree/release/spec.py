@@ -40,6 +40,7 @@ from eree.release.targets import (
 # is generated from the same table)
 _TOP_KEYS = schema.top_level_keys()
 _ENGINE_KEYS = schema.keys("[engine]")
+_SPARK_KEYS = schema.keys("[spark]")
 #: a JVM heap size as ``-Xmx`` takes it: a whole number of bytes, or of k, m, g, t
 _JVM_SIZE = re.compile(r"[1-9][0-9]{0,9}[kKmMgGtT]?")
 _JOB_TABLES_KEYS = schema.keys("[data]", "eree")
@@ -68,6 +69,27 @@ def _check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(allowed)}"
             raise SpecError(f"unknown key {key!r} in {where}{hint}")
+
+
+def _spark_spec(sp_raw: Any) -> SparkSpec:
+    """``[spark]``, each setting checked (the master and conf by the Spark settings' rules)."""
+    if not isinstance(sp_raw, dict):
+        raise SpecError("[spark] must be a table")
+    _check_keys(sp_raw, _SPARK_KEYS, "[spark]")
+    sp = dict(sp_raw)
+    if sp.get("master") is not None:
+        check_master(sp["master"])
+    sp["conf"] = check_conf(sp.get("conf", {}))
+    given = tuple("[spark.conf]" if k == "conf" else f"[spark] {k}" for k in sp_raw)
+    spark = SparkSpec(**sp, given=given)
+    if isinstance(spark.cores, bool) or not isinstance(spark.cores, int) or spark.cores < 1:
+        raise SpecError("[spark].cores must be a positive integer")
+    if not (isinstance(spark.driver_memory, str) and _JVM_SIZE.fullmatch(spark.driver_memory)):
+        raise SpecError(
+            "[spark].driver_memory must be a JVM heap size in quotes, a whole number with "
+            'an optional unit k, m, g or t (e.g. "4g" or "512m")'
+        )
+    return spark
 
 
 def _number(value: Any, where: str, *, positive: bool = True) -> float:
@@ -243,21 +265,53 @@ class EngineSpec:
 
     Attributes:
         kind: ``"polars"`` (default: in-process) or ``"spark"`` (Spark reads and
-            validates the data; for data that outgrow one machine).
-        cores: Spark's local worker threads when eree starts the session.
-        driver_memory: Spark driver heap when eree starts the session.
-        master: Spark master URL of the session eree starts (``None``: ``local[cores]``).
-        conf: further Spark settings, as text (checked).
+            validates the data; for data that outgrow one machine; settings in
+            :class:`SparkSpec`).
         memory: the memory a query's cell table may take (a JVM-style size), or None
             for the memory available when the release starts (release/cells.py).
     """
 
     kind: str = schema.default("[engine]", "kind")
-    cores: int = schema.default("[engine]", "cores")
-    driver_memory: str = schema.default("[engine]", "driver_memory")
-    master: str | None = schema.default("[engine]", "master")
-    conf: dict[str, str] = field(default_factory=dict)
     memory: str | None = schema.default("[engine]", "memory")
+
+
+@dataclass(frozen=True)
+class SparkSpec:
+    """``[spark]``: the Spark engine's settings (read only when the engine is Spark).
+
+    Attributes:
+        cores: local worker threads when eree starts the session.
+        driver_memory: driver heap when eree starts the session.
+        master: master URL of the session eree starts (``None``: ``local[cores]``).
+        conf: further Spark settings, as text (checked).
+        given: where each setting the user gave was written (``[spark] master``,
+            ``--conf``), for :func:`check_spark_settings`; empty when none was given.
+    """
+
+    cores: int = schema.default("[spark]", "cores")
+    driver_memory: str = schema.default("[spark]", "driver_memory")
+    master: str | None = schema.default("[spark]", "master")
+    conf: dict[str, str] = field(default_factory=dict)
+    given: tuple[str, ...] = ()
+
+
+#: the keys that moved from ``[engine]`` to ``[spark]`` (they apply to Spark only)
+_MOVED_TO_SPARK = ("cores", "driver_memory", "master", "conf")
+
+
+def check_spark_settings(plan: Plan) -> None:
+    """Refuse ``[spark]`` settings that the chosen engine would not read.
+
+    Raises:
+        SpecError: the engine is not Spark but the spec (or ``--master``/``--conf``)
+            gives Spark settings: a setting that silently does nothing is an error.
+    """
+    if plan.engine.kind != "spark" and plan.spark.given:
+        raise SpecError(
+            f"{plan.spark.given[0]} is a Spark setting, and the engine is "
+            f'{plan.engine.kind!r}: set [engine] kind = "spark" (or run with --engine '
+            "spark), or remove it"
+        )
 
 
 @dataclass(frozen=True)
@@ -326,6 +380,7 @@ class Plan:
     postprocess: PostprocessSpec = field(default_factory=PostprocessSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
     engine: EngineSpec = field(default_factory=EngineSpec)
+    spark: SparkSpec = field(default_factory=SparkSpec)
     source: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     budget_plan: BudgetPlan | None = None
@@ -642,22 +697,17 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     if not confidence < 1:
         raise SpecError("[output].confidence must lie in (0, 1)")
     eng_raw = raw.get("engine", {})
+    for key in _MOVED_TO_SPARK:
+        if isinstance(eng_raw, dict) and key in eng_raw:
+            old = "[engine.conf]" if key == "conf" else f"[engine] {key}"
+            new = "[spark.conf]" if key == "conf" else f"[spark] {key}"
+            raise SpecError(f"{old} moved to {new}: it applies to the Spark engine only")
     _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
-    eng_raw = dict(eng_raw)
-    if eng_raw.get("master") is not None:
-        check_master(eng_raw["master"])
-    eng_raw["conf"] = check_conf(eng_raw.get("conf", {}))
     engine = EngineSpec(**eng_raw)
     if engine.kind not in ENGINES:
         kinds = " or ".join(f'"{k}"' for k in ENGINES)
         raise SpecError(f"[engine].kind must be {kinds} (got {engine.kind!r})")
-    if isinstance(engine.cores, bool) or not isinstance(engine.cores, int) or engine.cores < 1:
-        raise SpecError("[engine].cores must be a positive integer")
-    if not (isinstance(engine.driver_memory, str) and _JVM_SIZE.fullmatch(engine.driver_memory)):
-        raise SpecError(
-            "[engine].driver_memory must be a JVM heap size in quotes, a whole number with "
-            'an optional unit k, m, g or t (e.g. "4g" or "512m")'
-        )
+    spark = _spark_spec(raw.get("spark", {}))
     if engine.memory is not None and not (
         isinstance(engine.memory, str) and _JVM_SIZE.fullmatch(engine.memory)
     ):
@@ -680,6 +730,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
         postprocess=postprocess,
         output=OutputSpec(confidence, csv, max_cells, *_agency_keys(out_raw, base_dir)),
         engine=engine,
+        spark=spark,
         source=source,
         raw=raw,
         budget_plan=parse_plan_section(raw["plan"], kind, conf) if "plan" in raw else None,

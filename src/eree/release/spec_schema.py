@@ -633,59 +633,71 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "[engine]",
         "both",
-        "Which engine scans the microdata; `eree protect --engine` overrides kind.",
+        "Which engine scans the microdata, and what applies to every engine; "
+        "`eree protect --engine` overrides kind. The Spark engine's own settings are in "
+        "[spark].",
         (
             Key(
                 "kind",
                 "string",
                 "polars",
                 "polars: in-process; spark: Spark reads, validates and aggregates (for "
-                "data that outgrow one machine).",
+                "data that outgrow one machine; its settings in [spark]).",
                 ENGINES,
             ),
+            Key(
+                "memory",
+                "string",
+                None,
+                "The memory a query's cell table may take (a size like [spark] "
+                "driver_memory, e.g. 8g). A query whose estimated cell table (from its cell "
+                "count) exceeds it is refused before any cell is allocated, naming the query "
+                "and this key. Absent: the memory available when the release starts "
+                "(MemAvailable in /proc/meminfo; no check where the system does not say).",
+                units="bytes (k, m, g, t: powers of 1024)",
+            ),
+        ),
+    ),
+    Section(
+        "[spark]",
+        "both",
+        "The Spark engine's settings (docs/spark-cluster.md), read only when the engine is "
+        'Spark: a spec that gives any of them with [engine] kind = "polars" is refused '
+        "unless the command line says `--engine spark` (a setting that would do nothing "
+        "is an error, not a silence); `--engine polars` sets them aside, with a note.",
+        (
             Key(
                 "cores",
                 "positive integer",
                 2,
-                "Spark: local worker threads when eree starts the session.",
+                "Local worker threads when eree starts the session (local[cores]).",
                 units="threads",
             ),
             Key(
                 "driver_memory",
                 "string",
                 "4g",
-                "Spark: driver heap when eree starts the session (a JVM size, e.g. 4g).",
+                "Driver heap when eree starts the session (a JVM size, e.g. 4g).",
             ),
             Key(
                 "master",
                 "string",
                 None,
-                "Spark: the master URL of the session eree starts: local[N], "
-                "spark://host:port, yarn or k8s://https://host:port; absent: local[cores]. "
-                "Under spark-submit the submitted session is used (a different master is "
-                "refused). `eree protect --master` overrides it (docs/spark-cluster.md).",
+                "The master URL of the session eree starts: local[N], spark://host:port, "
+                "yarn or k8s://https://host:port; absent: local[cores]. Under spark-submit "
+                "the submitted session is used (a different master is refused). "
+                "`eree protect --master` overrides it.",
             ),
             Key(
                 "conf",
                 "table",
                 None,
-                "Spark: further Spark settings for the session eree starts, "
+                "Further Spark settings for the session eree starts, "
                 '`"spark.key" = value` (text, number or boolean); sizes such as '
                 '`"spark.executor.memory" = "2g"` are checked, as are core, partition and '
                 "task counts; the master and driver heap have keys of their own. Values of "
                 "keys Spark treats as secret are withheld from the manifest. "
                 "`eree protect --conf KEY=VALUE` adds to it.",
-            ),
-            Key(
-                "memory",
-                "string",
-                None,
-                "The memory a query's cell table may take (a size like driver_memory, e.g. "
-                "8g). A query whose estimated cell table (from its cell count) exceeds it is "
-                "refused before any cell is allocated, naming the query and this key. Absent: "
-                "the memory available when the release starts (MemAvailable in /proc/meminfo; "
-                "no check where the system does not say).",
-                units="bytes (k, m, g, t: powers of 1024)",
             ),
         ),
     ),

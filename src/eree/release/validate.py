@@ -21,7 +21,7 @@ from typing import Any
 
 from eree.data.location import is_uri, local_path
 from eree.errors import SpecError
-from eree.release.spec import Plan, load_spec
+from eree.release.spec import Plan, check_spark_settings, load_spec
 
 __all__ = ["check_paths", "validate_plan"]
 
@@ -81,6 +81,7 @@ def validate_plan(
     from eree.release.protect import explain
 
     plan = load_spec(spec)
+    check_spark_settings(plan)
     checks = ["spec: keys, types and values"]
     check_plan_cells(plan)
     built = build(plan)
@@ -101,9 +102,13 @@ def validate_plan(
     if read_data:
         from eree.engine.select import make_engine
 
-        e = plan.engine
+        s = plan.spark
         engine = make_engine(
-            e.kind, cores=e.cores, driver_memory=e.driver_memory, master=e.master, conf=e.conf
+            plan.engine.kind,
+            cores=s.cores,
+            driver_memory=s.driver_memory,
+            master=s.master,
+            conf=s.conf,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)

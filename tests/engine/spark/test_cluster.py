@@ -40,7 +40,7 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 
 #: what a session on the loopback cluster needs (the master comes from the spec or CLI)
 CONF = """
-[engine.conf]
+[spark.conf]
 "spark.driver.host" = "127.0.0.1"
 "spark.driver.bindAddress" = "127.0.0.1"
 "spark.ui.enabled" = false
@@ -109,6 +109,7 @@ mechanism = "smooth_gamma"
 epsilon = 1.0
 [engine]
 kind = "spark"
+[spark]
 {f'master = "{master}"' if master else ""}
 {CONF}""")
     return spec

@@ -29,7 +29,7 @@ EXECUTOR_MODULES = ("pyarrow", "numpy")
 _checked: set[str] = set()
 
 _REMEDY = (
-    'install them there, or name a Python that has them with [engine.conf] "spark.pyspark.'
+    'install them there, or name a Python that has them with [spark.conf] "spark.pyspark.'
     'python" (or --conf spark.pyspark.python=PATH; an environment shipped with '
     "spark.archives works too)"
 )

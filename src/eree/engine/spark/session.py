@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,7 +63,8 @@ def spark_session(
       2·cores`` (Spark's default of 200 is meant for clusters; adaptive query execution
       stays on and coalesces further). A cluster: Spark's defaults and ``conf``.
       ``spark.pyspark.python`` in ``conf`` names the executors' Python (as spark-submit
-      reads it: this process's ``PYSPARK_PYTHON`` is set to it). Its log4j configuration
+      reads it: this process's ``PYSPARK_PYTHON`` is set to it); a local master without
+      it (and without ``PYSPARK_PYTHON``) runs this interpreter. Its log4j configuration
       (``log4j2-quiet.properties`` beside this module) prints nothing from the JVM's first
       line on, so a failed release's stderr is eree's one line (the JVM's own notice of
       its incubator module aside).
@@ -132,6 +134,11 @@ def spark_session(
             # PySpark reads the executors' Python from the environment, as spark-submit
             # sets it from this setting; a session started here does the same
             os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+        elif is_local(url) and "PYSPARK_PYTHON" not in os.environ:
+            # local Python workers run on this machine: this interpreter, which has eree's
+            # dependencies (PySpark's default, `python3` on the PATH, need not: a virtual
+            # environment run without activating it)
+            os.environ["PYSPARK_PYTHON"] = sys.executable
         builder = SparkSession.builder.master(url).appName(app)
         for k, v in settings.items():
             builder = builder.config(k, v)
@@ -169,7 +176,7 @@ def refuse_spark_connect(spark: SparkSession | None = None) -> None:
     if connect or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
         raise EngineError(
             "Spark Connect (SPARK_REMOTE) is not supported by eree's Spark engine: unset "
-            "SPARK_REMOTE and give the cluster's master ([engine].master or --master), or "
+            "SPARK_REMOTE and give the cluster's master ([spark] master or --master), or "
             "run eree under spark-submit"
         )
 

@@ -1,9 +1,9 @@
 """The Spark settings a spec or the command line may give, checked before Java starts.
 
-``[engine] master`` (or ``eree protect --master``) names the cluster manager a new
+``[spark] master`` (or ``eree protect --master``) names the cluster manager a new
 session connects to, in Spark's own spelling: ``local``, ``local[N]``, ``local[*]``,
 ``spark://host:port`` (a standalone master, several separated by commas for standby
-masters), ``yarn``, ``k8s://https://host:port``. ``[engine.conf]`` (or ``--conf
+masters), ``yarn``, ``k8s://https://host:port``. ``[spark.conf]`` (or ``--conf
 KEY=VALUE``) holds further Spark configuration, applied when eree starts the session
 (docs/spark-cluster.md). Both are checked here, each fault one line naming the key;
 nothing here imports PySpark.
@@ -39,8 +39,8 @@ _KEY = re.compile(r"spark\.[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 
 #: keys that have a spec key of their own (one meaning each), or that eree cannot use
 _REFUSED = {
-    "spark.master": "give the master as [engine].master (or --master)",
-    "spark.driver.memory": "give the driver heap as [engine].driver_memory",
+    "spark.master": "give the master as [spark] master (or --master)",
+    "spark.driver.memory": "give the driver heap as [spark] driver_memory",
     "spark.remote": "Spark Connect is not supported: give the cluster's master instead",
     "spark.api.mode": "Spark Connect is not supported: give the cluster's master instead",
 }
@@ -64,7 +64,7 @@ _SIZE_SUFFIXES = ("memory", "memoryOverhead", "maxResultSize", "Bytes")
 _SECRET = re.compile(r"(?i)secret|password|token|access[.]?key")
 
 
-def check_master(value: Any, where: str = "[engine].master") -> str:
+def check_master(value: Any, where: str = "[spark].master") -> str:
     """``value`` if it is a master URL eree can pass to Spark, else a :class:`SpecError`."""
     if not (isinstance(value, str) and _MASTER.fullmatch(value)):
         raise SpecError(
@@ -74,7 +74,7 @@ def check_master(value: Any, where: str = "[engine].master") -> str:
     return value
 
 
-def check_conf(conf: Any, where: str = "[engine.conf]") -> dict[str, str]:
+def check_conf(conf: Any, where: str = "[spark.conf]") -> dict[str, str]:
     """Spark settings as text, each checked; a :class:`SpecError` naming the key if not.
 
     Keys are Spark's (``spark.…``); values are text, whole numbers, numbers or booleans

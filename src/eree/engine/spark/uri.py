@@ -32,14 +32,14 @@ _CSV_NAMES = (".csv", ".csv.gz")
 
 #: what a cluster needs to read each scheme (docs/spark-cluster.md#inputs-by-uri)
 _REMEDY = {
-    "s3a": "add org.apache.hadoop:hadoop-aws (the version of Spark's Hadoop) to [engine.conf] "
+    "s3a": "add org.apache.hadoop:hadoop-aws (the version of Spark's Hadoop) to [spark.conf] "
     '"spark.jars.packages" (or spark-submit --packages), with S3 credentials in the '
     "cluster's configuration",
-    "s3": "on open-source Spark use s3a:// with org.apache.hadoop:hadoop-aws in [engine.conf] "
+    "s3": "on open-source Spark use s3a:// with org.apache.hadoop:hadoop-aws in [spark.conf] "
     '"spark.jars.packages" (s3:// is the scheme of EMR\'s own file system)',
     "gs": "add the Cloud Storage connector (com.google.cloud.bigdataoss:gcs-connector) to "
-    '[engine.conf] "spark.jars.packages" or run where it is installed (Dataproc)',
-    "abfss": 'add org.apache.hadoop:hadoop-azure to [engine.conf] "spark.jars.packages" or '
+    '[spark.conf] "spark.jars.packages" or run where it is installed (Dataproc)',
+    "abfss": 'add org.apache.hadoop:hadoop-azure to [spark.conf] "spark.jars.packages" or '
     "run where it is installed (Azure Databricks, HDInsight)",
     "hdfs": "run where HDFS is configured (HADOOP_CONF_DIR, or under spark-submit on the cluster)",
 }
@@ -86,7 +86,7 @@ def uri_read_error(exc: BaseException, uri: str, key: str | None) -> DataValidat
     if m or missing_class:
         scheme = m.group(1).lower() if m else (uri_scheme(uri) or "?")
         remedy = _REMEDY.get(scheme, f"add the Hadoop file system of {scheme}:// to Spark's "
-                             'classpath ([engine.conf] "spark.jars.packages")')  # fmt: skip
+                             'classpath ([spark.conf] "spark.jars.packages")')  # fmt: skip
         why = f"{where}Spark has no file system for {scheme}:// on its classpath: {remedy}"
         return DataValidationError(why, file=uri, rule="uri-scheme")
     if "PATH_NOT_FOUND" in text or "FileNotFoundException" in text:
