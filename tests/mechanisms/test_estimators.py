@@ -25,6 +25,8 @@ from eree.mechanisms.estimators import (
     log_shift_variance_estimate,
     psi_confidence_interval,
     psi_estimates,
+    psi_std_at,
+    psi_variance_at,
     sqrt_estimate,
     sqrt_true_variance,
     sqrt_variance_estimate,
@@ -152,6 +154,34 @@ def test_log_variance_estimate_does_not_converge() -> None:
         freq = float(np.mean(np.abs(r - 1) > 0.1))
         assert abs(freq - r_exact) < Z_CRIT * se
     assert r_exact > 0.5
+
+
+def test_log_shift_estimates_past_the_float_range_of_e_to_the_sigma_squared() -> None:
+    """A large σ (γ = 50, μ = 0.6: σ² ≈ 6944 > 709, e^{σ²} past the float range): the
+    plug-in v̂ = (x̃+a)²(e^{σ²}−1) with x̃ + a = e^{ω−σ²/2} is e^{2ω}(1 − e^{−σ²}), which
+    is e^{2ω} to double precision here (was OverflowError); for a moderate σ the same
+    value as the direct product. The variance at a public x, (x+a)²(e^{σ²}−1), really is
+    past the float range (inf); its square root stays finite while it is below 1.8e308."""
+    a, sigma = 1.0, 50.0 / 0.6
+    omega = np.array([-30.0, 0.0, 3.5, 120.0, 300.0])
+    e = psi_estimates(omega, LogShift(a), sigma)
+    assert e.variance is not None
+    np.testing.assert_allclose(e.variance, np.exp(2.0 * omega), rtol=1e-12)
+    np.testing.assert_array_equal(e.estimate, -a)  # e^{ω−σ²/2} < 1e-1300: 0 in a double
+    for s in (0.1 / 0.7, SIGMA_LOG, 3.0):  # identical to the direct formula
+        w = np.array([-2.0, 0.0, 1.0, 7.5])
+        direct = (np.exp(w - s * s / 2) - a + a) ** 2 * math.expm1(s * s)
+        np.testing.assert_allclose(psi_estimates(w, LogShift(a), s).variance, direct, rtol=1e-12)
+        x = np.array([0.0, 4.0, 1e4])
+        v = psi_variance_at(LogShift(a), x, s)
+        np.testing.assert_allclose(v, (x + a) ** 2 * math.expm1(s * s), rtol=1e-12)
+        np.testing.assert_allclose(psi_std_at(LogShift(a), x, s), np.sqrt(v), rtol=1e-12)
+    x = np.array([0.0, 10.0])
+    assert np.all(np.isinf(psi_variance_at(LogShift(a), x, sigma)))  # type: ignore[arg-type]
+    s = math.sqrt(800.0)  # variance e^{800}(x+a)² > 1.8e308, std e^{400}(x+a) is not
+    assert np.all(np.isinf(psi_variance_at(LogShift(a), x, s)))  # type: ignore[arg-type]
+    np.testing.assert_allclose(psi_std_at(LogShift(a), x, s), (x + a) * math.exp(400.0),
+                               rtol=1e-12)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------

@@ -50,7 +50,8 @@ def _text(path: Path) -> str:
 
 
 def read_lodes_wac(path: Path) -> list[dict[str, object]]:
-    """Rows of a WAC file: ``w_geocode`` and ``createdate`` as text, counts as int."""
+    """Rows of a WAC file: ``w_geocode`` and ``createdate`` as text, counts as int (an
+    empty field, a margin of error withheld in a companion file: None)."""
     reader = csv.reader(io.StringIO(_text(path)))
     header = next(reader)
     if header != LODES_WAC_FIELDS:
@@ -61,7 +62,8 @@ def read_lodes_wac(path: Path) -> list[dict[str, object]]:
             raise ValueError(f"{path.name}: row of {len(fields)} fields")
         row: dict[str, object] = dict(zip(header, fields, strict=True))
         for c in header[1:-1]:
-            row[c] = int(fields[header.index(c)])
+            f = fields[header.index(c)]
+            row[c] = None if f == "" else int(f)
         rows.append(row)
     return rows
 

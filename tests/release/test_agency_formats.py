@@ -234,6 +234,116 @@ def test_wac_file_is_the_published_tables(wac_release: dict) -> None:
     assert manifest["privacy"]["total"]["epsilon"] == 30.0  # 1 + 3 + 3 + 1 + 6 + 2 + 12 + 2
 
 
+def test_wac_margin_file_may_leave_a_margin_empty_and_nothing_else(tmp_path: Path) -> None:
+    """A companion's empty field is a margin the mechanism withholds; an empty count, or a
+    margin that is not a whole number, is refused naming its row and column."""
+    rows = [_good_wac_row("420010301011013"), _good_wac_row("420010301011016")]
+    rows[1][1] = ""  # C000
+    f = tmp_path / "pa_wac_S000_JT00_2015_moe.csv.gz"
+    f.write_bytes(_wac_text(rows))
+    assert _check(f, "lodes-wac", "--moe").exit_code == 0
+    rows[1][2] = "1.5"  # CA01
+    f.write_bytes(_wac_text(rows))
+    r = _check(f, "lodes-wac", "--moe")
+    assert r.exit_code == 2 and "row 2, column 'CA01'" in r.output, r.output
+    rows[1][2] = "1"
+    g = tmp_path / "pa_wac_S000_JT00_2015.csv.gz"
+    g.write_bytes(_wac_text(rows))
+    r = _check(g, "lodes-wac")
+    assert r.exit_code == 2 and "row 2, column 'C000'" in r.output, r.output
+
+
+def _census_block_frames(root: Path) -> dict[str, pl.DataFrame]:
+    """The small ER-EE tables of tests/cli/inputs.py with census codes: tract 11 digits
+    (county + 6), block 15 (tract + 4), as LODES writes them; written under ``root``."""
+    from tests.cli.inputs import eree_frames
+
+    frames = eree_frames()
+    tract = pl.col("county") + pl.col("tract").str.strip_prefix("t").str.zfill(6)
+    frames["workplace"] = (
+        frames["workplace"].with_columns(tract.alias("tract"))
+        .with_columns((pl.col("tract") + pl.col("block").str.strip_prefix("b").str.zfill(4))
+                      .alias("block"))
+    )  # fmt: skip
+    for name, frame in frames.items():
+        frame.write_parquet(root / f"{name}.parquet")
+    return frames
+
+
+def test_wac_product_of_a_mechanism_that_withholds_its_variance(tmp_path: Path) -> None:
+    """The WAC product under node-DP (truncated Laplace, which publishes no standard error:
+    its truncation bias is confidential): one row per block of the frame in both files,
+    the families adding up, every margin of error empty. Was a ShapeError traceback (the
+    withheld margins made a one-row frame beside the blocks)."""
+    frames = _census_block_frames(tmp_path)
+    spec = (
+        _preset("lodes-wac", "2016")
+        .replace('definition = "eree-weak"\nalpha = 0.1', 'definition = "node-dp"')
+        .replace('mechanism = "log_laplace"', 'mechanism = "truncated_laplace"\ntheta = 50.0')
+    )
+    assert spec.count("truncated_laplace") == 8 and "eree-weak" not in spec
+    (tmp_path / "spec.toml").write_text(spec)
+    out = tmp_path / "rel"
+    r = runner.invoke(app, ["protect", str(tmp_path / "spec.toml"), "--out", str(out),
+                            "--seed", "3"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    blocks = sorted(frames["workplace"].get_column("block").unique().to_list())
+    f = out / "agency" / "pa_wac_S000_JT00_2016.csv.gz"
+    moe = out / "agency" / "pa_wac_S000_JT00_2016_moe.csv.gz"
+    assert _check(f, "lodes-wac").exit_code == 0
+    rows = read_lodes_wac(f)
+    assert [row["w_geocode"] for row in rows] == blocks
+    for row in rows:
+        for fam, cols in _TO_C000.items():
+            assert sum(row[c] for c in cols) == row["C000"], fam  # type: ignore[misc]
+    r = _check(moe, "lodes-wac", "--moe")
+    assert r.exit_code == 0, r.output
+    moe_rows = read_lodes_wac(moe)
+    assert [row["w_geocode"] for row in moe_rows] == blocks
+    counted = [c for c in LODES_WAC_FIELDS[1:-1] if not c.startswith("CF")]
+    assert all(row[c] is None for row in moe_rows for c in counted)
+    notes = json.loads((out / "manifest.json").read_text())["agency_files"]["notes"]
+    assert {n.split(":")[0] for n in notes} == {"C000", "CA", "CE", "CNS", "CR", "CT", "CD", "CS"}
+
+
+_BAD_BLOCKS = {
+    "not-census": (lambda b: "b" + b.str.slice(11), "12 of 12 blocks are not"),
+    "14-digit": (lambda b: b.str.slice(1), "12 of 12 blocks are not"),
+    "no-state": (lambda b: "99" + b.str.slice(2), "does not start with a state FIPS code"),
+    "two-states": (
+        lambda b: pl.when(b.str.ends_with("0")).then("44" + b.str.slice(2)).otherwise(b),
+        "of one state (a LODES file is per state); the blocks are in 2 states",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("engine", "bad"),
+    [*(("polars", k) for k in _BAD_BLOCKS), ("spark", "not-census"), ("spark", "two-states")],
+)
+def test_wac_blocks_that_make_no_lodes_file_are_refused(
+    tmp_path: Path, engine: str, bad: str
+) -> None:
+    """A LODES file lists 15-digit block codes of one state and is named by that state:
+    other codes are refused in one line naming the file and the block column, before any
+    noise is drawn (was a KeyError traceback in the file name). Both engines."""
+    from tests.cli.inputs import assert_clean_failure
+
+    if engine == "spark":
+        pytest.importorskip("pyspark")
+    blocks, words = _BAD_BLOCKS[bad]
+    frames = _census_block_frames(tmp_path)
+    wp = frames["workplace"].with_columns(blocks(pl.col("block")).alias("block"))
+    assert wp.get_column("block").n_unique() == wp.height
+    wp.write_parquet(tmp_path / "workplace.parquet")
+    (tmp_path / "spec.toml").write_text(_preset("lodes-wac", "2016"))
+    out = tmp_path / "rel"
+    r = runner.invoke(app, ["protect", str(tmp_path / "spec.toml"), "--out", str(out),
+                            "--seed", "3", "--engine", engine])  # fmt: skip
+    line = assert_clean_failure(r, out, "needs 15-digit census block codes", words)
+    assert "workplace.parquet" in line and "column 'block'" in line, line
+
+
 # --------------------------------------------------------------------------------------
 # the QCEW county product
 # --------------------------------------------------------------------------------------

@@ -417,3 +417,37 @@ def test_syn_ri_table_7_release(tmp_path: Path) -> None:
     total = float(data.frame.get_column("m3emp").sum())
     assert abs(state.item(0, "m3emp") - total) < 5 * state.item(0, "m3emp_std")
     assert not any(math.isnan(v) for v in tables["identity"].get_column("m1emp_std").to_list())
+
+
+def test_log_shift_with_a_large_distance_releases_through_the_command(tmp_path: Path) -> None:
+    """ψ = log(x + 1) with γ_wage = 50 (σ = γ/μ ≈ 71 and 83: e^{σ²} is past the float
+    range): ``eree protect`` releases (was an OverflowError traceback in the plug-in
+    variance). Each ψ-mechanism table's wage std is √v̂ = e^ω √(1 − e^{−σ²}) = e^ω
+    (Thm 6.6 with x̃ + a = e^{ω−σ²/2}), and its published upper CI end is
+    e^{ω + zσ} − 1 (§6.1), so std = (ci_high + 1)·e^{−zσ} wherever ci_high > 0."""
+    from scipy.stats import norm
+
+    from tests.cli.inputs import judge, run_cli, write_estab_case
+
+    spec = write_estab_case(tmp_path, "parquet")
+    text = spec.read_text().replace(
+        'neighbor = "sqrt"', 'neighbor = { kind = "log_shift", a = 1.0 }'
+    )
+    text = text.replace("wage = 0.15", "wage = 0.7", 1).replace("wage = 0.15", "wage = 0.6")
+    text += ('[[query]]\nname = "own"\nby = ["own"]\nmechanism = "psi"\n'
+             "mu = { m1emp = 0.6, m2emp = 0.6, m3emp = 0.6, wage = 0.6 }\n"
+             '[[query]]\nname = "naics"\nby = ["naics"]\nmechanism = "adaptive"\n'
+             "mu = { m1emp = 0.6, m2emp = 0.6, m3emp = 0.6, wage = 0.6 }\n")  # fmt: skip
+    assert "log_shift" in text and "wage = 50.0" in text and "0.15" not in text
+    spec.write_text(text)
+    out = tmp_path / "out"
+    o = judge(run_cli(["protect", str(spec), "--out", str(out), "--seed", "7"]), out)
+    assert o.ok and not o.traceback, o.text
+    z = float(norm.ppf(0.975))
+    checked = 0
+    for table, mu in (("identity", 0.7), ("own", 0.6)):
+        t = pl.read_parquet(out / "tables" / f"{table}.parquet").filter(pl.col("wage_ci_high") > 0)
+        std = (t["wage_ci_high"].to_numpy() + 1.0) * math.exp(-z * 50.0 / mu)
+        np.testing.assert_allclose(t["wage_std"].to_numpy(), std, rtol=1e-9)
+        checked += t.height
+    assert checked >= 5

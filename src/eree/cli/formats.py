@@ -21,7 +21,11 @@ def check_format(
     file_format: Annotated[str, typer.Option("--format", help=_FORMATS)],
     moe: Annotated[
         bool,
-        typer.Option("--moe", help="a margin-of-error companion: the sums are not checked"),
+        typer.Option(
+            "--moe",
+            help="a margin-of-error companion: the sums are not checked; a margin may be "
+            "empty (withheld by its mechanism)",
+        ),
     ] = False,
 ) -> None:
     """Read a file back against an agency's public layout (LODES WAC/RAC, QCEW open data).

@@ -12,7 +12,8 @@ files: the fingerprint summarises the *validated* frames a release reads
   CSV.gz or Parquet give the same fingerprint;
 * **engine-independent**: every step is a 64-bit integer operation (wrapping multiply,
   xor, logical right shift) or a SHA-256, so Spark computes the same value with Spark SQL
-  expressions (:func:`eree.engine.spark.fingerprint.spark_fingerprint`).
+  expressions (:func:`eree.engine.spark.fingerprint.spark_fingerprints`: one SQL query
+  per table).
 
 Definition (scheme ``eree-fingerprint-v2``; all arithmetic modulo 2⁶⁴):
 

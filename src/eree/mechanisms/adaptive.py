@@ -21,6 +21,7 @@ groups are disjoint, so the query costs μ per attribute exactly as pnc or ψ wo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -33,6 +34,7 @@ from eree.mechanisms.base import Cells, ExpectedError, Measurement
 from eree.mechanisms.estimators import (
     psi_confidence_interval,
     psi_estimates,
+    psi_std_at,
     psi_variance_at,
     z_value,
 )
@@ -186,12 +188,14 @@ class AdaptiveGroupBy(PncBounded):
             identity_sum: the groups' sums of the identity query's published estimates.
             identity_variance: the groups' sums of those estimates' published variances.
         """
-        v_pnc = (pnc_sensitivity(bound, self.neighbor, self.gamma) / self.mu) ** 2
+        # the stds compared, not the variances: a variance past the float range (a large
+        # σ under log(x+a)) would make two infinities equal
+        sd_pnc = pnc_sensitivity(bound, self.neighbor, self.gamma) / self.mu
         sd = np.sqrt(np.maximum(np.asarray(identity_variance, dtype=np.float64), 0.0))
         x_low = np.asarray(identity_sum, dtype=np.float64) - self.choice_z * sd
-        v_psi = psi_variance_at(self.neighbor, x_low, self.sigma)
-        assert v_psi is not None  # checked in _derive
-        return np.asarray(v_pnc <= v_psi)
+        sd_psi = psi_std_at(self.neighbor, x_low, self.sigma)
+        assert sd_psi is not None  # checked in _derive
+        return np.asarray(sd_pnc <= sd_psi)
 
     @override
     def __call__(self, cells: Cells, source: NoiseSource) -> Measurement:
@@ -213,7 +217,7 @@ class AdaptiveGroupBy(PncBounded):
             "identity": v_id,
             "pooled": 0.5 * (est.variance + v_id),
         }[self.psi_variance_from]
-        std = np.where(use_pnc, np.sqrt(sd_pnc**2 + self.grid**2 / 12.0), np.sqrt(v_psi))  # type: ignore[operator]
+        std = np.where(use_pnc, np.hypot(sd_pnc, self.grid / math.sqrt(12.0)), np.sqrt(v_psi))  # type: ignore[operator]
         half = z * sd_pnc + self.grid / 2  # type: ignore[operator]
         ci_low = np.where(use_pnc, np.maximum(noisy - half, 0.0), lo)
         ci_high = np.where(use_pnc, noisy + half, hi)

@@ -11,7 +11,11 @@ Everything below is a function of ω and the public σ only.
 * ψ = log(x+a). :math:`e^{\omega}` is log-normal, :math:`\tilde x = e^{\omega-\sigma^2/2}-a`
   is unbiased, :math:`\operatorname{Var}\tilde x=(x+a)^2(e^{\sigma^2}-1)`, and the plug-in
   :math:`\hat v=(\tilde x+a)^2(e^{\sigma^2}-1)` does **not** converge: :math:`\hat v/v` has the
-  same distribution for every x (Thm 6.6).
+  same distribution for every x (Thm 6.6). Computed in log space: with
+  :math:`\tilde x+a=e^{\omega-\sigma^2/2}`, :math:`\hat v=e^{2\omega}(1-e^{-\sigma^2})`
+  exactly, so a large σ (γ/μ with σ² > 709: :math:`e^{\sigma^2}` alone exceeds the float
+  range while x̃ + a underflows) still gives the value; only a v̂ that itself exceeds
+  the float range (:math:`e^{2\omega}` > 1.8e308) is published as ``inf``.
 * ψ = x (``dp``): :math:`\tilde x=\omega`, variance σ² — exact and data-independent.
 * Any other ψ (combined, heterogeneous, user-defined): no unbiased estimator is known in
   closed form; we publish the maximum-likelihood :math:`\psi^{-1}(\max(\omega,\psi(0)))`
@@ -44,9 +48,11 @@ __all__ = [
     "PsiEstimates",
     "log_shift_estimate",
     "log_shift_true_variance",
+    "log_shift_variance_at_omega",
     "log_shift_variance_estimate",
     "psi_confidence_interval",
     "psi_estimates",
+    "psi_std_at",
     "psi_variance_at",
     "sqrt_estimate",
     "sqrt_true_variance",
@@ -84,19 +90,51 @@ def sqrt_variance_estimate(x_tilde: ArrayLike, sigma: float, a: float = 0.0) -> 
     return 2.0 * s2 * (2.0 * (np.maximum(_a(x_tilde), 0.0) + a) + s2)
 
 
+def _log_expm1(s2: float) -> float:
+    r""":math:`\log(e^{s}-1) = s + \log(1-e^{-s})` for s > 0, finite where e^s overflows."""
+    return s2 + math.log(-math.expm1(-s2))
+
+
+def _log_space(log_value: FloatArray) -> FloatArray:
+    """The exp of a log-space value: inf only where the value itself exceeds the float range."""
+    with np.errstate(over="ignore"):
+        return np.exp(log_value)
+
+
 def log_shift_estimate(omega: ArrayLike, sigma: float, a: float) -> FloatArray:
     r"""Thm 6.6: :math:`\tilde x = e^{\omega-\sigma^2/2} - a` (unbiased for ψ = log(x+a))."""
     return np.exp(_a(omega) - 0.5 * sigma * sigma) - a
 
 
 def log_shift_true_variance(x: ArrayLike, sigma: float, a: float) -> FloatArray:
-    r"""Thm 6.6: :math:`v = (x+a)^2(e^{\sigma^2}-1)`. Depends on x: never publish."""
-    return (_a(x) + a) ** 2 * math.expm1(sigma * sigma)
+    r"""Thm 6.6: :math:`v = (x+a)^2(e^{\sigma^2}-1)`. Depends on x: never publish.
+
+    In log space (:func:`log_shift_variance_at_omega`); x + a > 0.
+    """
+    with np.errstate(divide="ignore"):
+        log_xa = np.log(_a(x) + a)
+    return _log_space(2.0 * log_xa + _log_expm1(sigma * sigma))
 
 
 def log_shift_variance_estimate(x_tilde: ArrayLike, sigma: float, a: float) -> FloatArray:
-    r"""Published plug-in :math:`\hat v = (\tilde x+a)^2(e^{\sigma^2}-1)`."""
-    return (_a(x_tilde) + a) ** 2 * math.expm1(sigma * sigma)
+    r"""Published plug-in :math:`\hat v = (\tilde x+a)^2(e^{\sigma^2}-1)` (in log space).
+
+    From ω, :func:`log_shift_variance_at_omega` is exact where x̃ + a underflows to 0.
+    """
+    return log_shift_true_variance(x_tilde, sigma, a)
+
+
+def log_shift_variance_at_omega(omega: ArrayLike, sigma: float) -> FloatArray:
+    r"""The plug-in :math:`\hat v` from ω, in log space.
+
+    :math:`(\tilde x+a)^2(e^{\sigma^2}-1)` with :math:`\tilde x+a=e^{\omega-\sigma^2/2}` is
+    :math:`e^{2\omega}(1-e^{-\sigma^2})`.
+
+    Computed as :math:`\exp(2\omega-\sigma^2+\log(e^{\sigma^2}-1))`: finite wherever v̂ is
+    (the factors e^{σ²} and (x̃+a)² alone overflow / underflow for σ² > 709).
+    """
+    s2 = sigma * sigma
+    return _log_space(2.0 * _a(omega) - s2 + _log_expm1(s2))
 
 
 def psi_confidence_interval(
@@ -163,7 +201,7 @@ def psi_estimates(
     if isinstance(neighbor, LogShift) and neighbor.a > 0:
         a = neighbor.a
         est = log_shift_estimate(w, sigma, a)
-        var = log_shift_variance_estimate(est, sigma, a)
+        var = log_shift_variance_at_omega(w, sigma)
         m = (
             f"estimate x̃ = exp(ω − σ²/2) − {a:g} (unbiased, Thm 6.6); std = √v̂, plug-in "
             f"v̂ = (x̃ + {a:g})²(e^(σ²) − 1) estimated from the noisy answer (it does not "
@@ -182,6 +220,20 @@ def psi_estimates(
     return PsiEstimates(est, None, lo, hi, m, "withheld")
 
 
+def psi_std_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> FloatArray | None:
+    r"""The square root of :func:`psi_variance_at`, computed without squaring.
+
+    For log(x+a) in log space, :math:`\exp(\log(x+a)+\tfrac12\log(e^{\sigma^2}-1))`:
+    finite wherever the std is, so two mechanisms' errors compare even where a variance
+    exceeds the float range.
+    """
+    v = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    if isinstance(neighbor, LogShift) and neighbor.a > 0:
+        return _log_space(np.log(v + neighbor.a) + 0.5 * _log_expm1(sigma * sigma))
+    var = psi_variance_at(neighbor, v, sigma)
+    return None if var is None else np.sqrt(var)
+
+
 def psi_variance_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> FloatArray | None:
     r"""The ψ-mechanism's estimator variance at a group sum x (Thm 6.6), or None.
 
@@ -194,7 +246,7 @@ def psi_variance_at(neighbor: NeighborFunction, x: ArrayLike, sigma: float) -> F
     if isinstance(neighbor, SqrtShift):
         return 2.0 * s2 * (2.0 * (v + neighbor.a) + s2)
     if isinstance(neighbor, LogShift) and neighbor.a > 0:
-        return (v + neighbor.a) ** 2 * math.expm1(s2)
+        return log_shift_true_variance(v, sigma, neighbor.a)
     if isinstance(neighbor, DPNeighbor):
         return np.full(v.shape, s2)
     return None

@@ -247,7 +247,7 @@ def pnc_mechanism(
     sd = d / mu
     noisy = additive(source, clipped_sums, "gaussian", sd, grid, numerator=d, denominator=mu)
     z = z_value(confidence)
-    std = np.sqrt(sd * sd + grid * grid / 12.0)
+    std = np.hypot(sd, grid / math.sqrt(12.0))  # √(sd² + grid²/12), no overflow of sd²
     half = z * sd + grid / 2
     return Measurement(
         noisy=noisy,

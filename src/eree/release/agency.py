@@ -55,7 +55,7 @@ from eree.data.qcew import (
     domain_of_supersector,
 )
 from eree.data.schema import NAICS_SECTORS
-from eree.errors import SpecError
+from eree.errors import DataValidationError, SpecError
 from eree.mechanisms.base import Measurement
 from eree.release.layouts import (
     LODES_FAMILIES,
@@ -73,6 +73,7 @@ __all__ = [
     "AgencyOutput",
     "agency_output",
     "check_agency_plan",
+    "check_wac_blocks",
     "qcew_levels",
     "wac_families",
 ]
@@ -213,6 +214,41 @@ def check_agency_plan(plan: Any) -> None:
         )
 
 
+def check_wac_blocks(blocks: pl.Series, file: str) -> None:
+    """The blocks of the public workplace frame make a LODES WAC file (after loading).
+
+    LODES lists blocks as 15-digit census codes (state 2, county 3, tract 6, block 4
+    digits) and writes one file per state, named by the state of its blocks (LODES
+    technical documentation): the frame must hold such codes, of one state. A spec cannot
+    tell (the codes are data), so this runs once the data are loaded, before any noise.
+
+    Raises:
+        DataValidationError: naming the file and the ``block`` column, and what is
+            expected; never a code.
+    """
+    from eree.release.layouts import STATE_POSTAL
+
+    want = ('[output] format = "lodes-wac" needs 15-digit census block codes (2-digit '
+            "state FIPS, county, tract, block)")  # fmt: skip
+    codes = blocks.cast(pl.Utf8)
+    bad = codes.is_null() | ~codes.str.contains(r"^\d{15}$")
+    if bad.any():
+        n = int(bad.sum())
+        raise DataValidationError(
+            f"{want}; {n:,} of {codes.len():,} blocks are not", file=file, column=_GEO,
+            rule="lodes-block",
+        )  # fmt: skip
+    states = set(codes.str.slice(0, 2).unique().to_list())
+    if not states <= set(STATE_POSTAL):
+        raise DataValidationError(f"{want}: a code does not start with a state FIPS code",
+                                  file=file, column=_GEO, rule="lodes-block")  # fmt: skip
+    if len(states) > 1:
+        raise DataValidationError(
+            f"{want} of one state (a LODES file is per state); the blocks are in "
+            f"{len(states)} states", file=file, column=_GEO, rule="lodes-block",
+        )  # fmt: skip
+
+
 def agency_output(
     plan: Any,
     tables: Mapping[str, pl.DataFrame],
@@ -296,6 +332,8 @@ def _wac(
     values = [blocks.with_columns(total.get_column(_COUNT).cast(pl.Float64).alias("C000"))]
     var_parts = [blocks.with_columns(total.get_column("_var").alias("C000"))]
     notes = []
+    if t_std is None:
+        notes.append("C000: the mechanism withholds its variance; the margins of error are empty")
     for fam, (_, attr) in _WAC_SOURCE.items():
         q = str(name[fam])
         t = tables[q].with_columns(pl.col(_GEO).cast(pl.Utf8))
@@ -311,7 +349,8 @@ def _wac(
         values.append(_wide(blocks, t, attr, codes, cols, _COUNT).drop(_GEO))
         v = _wide(blocks, t, attr, codes, cols, "_var").drop(_GEO)
         if std is None:
-            v = v.select(pl.lit(None, dtype=pl.Float64).alias(c) for c in cols)
+            # with_columns keeps one row per block (a select of literals alone is one row)
+            v = v.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in cols)
             notes.append(f"{fam}: the mechanism withholds its variance; the margins of "
                          "error are empty")  # fmt: skip
         var_parts.append(v)

@@ -126,6 +126,13 @@ class CountRelease(ReleaseFamily[LoadedJobTables]):
         # exact cell counts before cells are allocated (when the engine holds the
         # workplace frame in memory; otherwise the lower bounds checked before loading stand)
         check_plan_cells(plan, engine.public_workplaces(data))
+        if plan.output.format == "lodes-wac":  # its file's name and rows are the blocks
+            from eree.release.agency import check_wac_blocks
+
+            inputs = plan.data.inputs()
+            file = inputs.get("[data].workplace", inputs.get("[data].jobs"))
+            blocks = engine.workplace_counts(data, ["block"]).get_column("block")
+            check_wac_blocks(blocks, str(file))
         return data
 
     @override

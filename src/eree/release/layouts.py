@@ -187,7 +187,7 @@ def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> Layo
 
     ``companion``: a margin-of-error file in the same layout (LODES: named ``…_moe``;
     margins do not add up, so the family sums and the average weekly wage are not
-    checked).
+    checked; an empty LODES margin is one the mechanism withholds).
 
     Raises:
         DataValidationError: the first violation, naming file, row (1-based, header
@@ -256,9 +256,14 @@ def _check_lodes(path: Path, fmt: str, companion: bool) -> LayoutCheck:
     counts: dict[str, pl.Series] = {}
     for c in expected[1:-1]:
         s = df.get_column(c)
-        bad = s.is_null() | ~s.str.contains(r"^\d+$")
+        if companion:  # an empty margin: the mechanism withholds its variance
+            bad = s.is_not_null() & ~s.str.contains(r"^\d+$")
+            what = "not a non-negative integer margin of error (or empty)"
+        else:
+            bad = s.is_null() | ~s.str.contains(r"^\d+$")
+            what = "not a non-negative integer count"
         if bad.any():
-            _fail(path, "not a non-negative integer count", _first(bad), c)
+            _fail(path, what, _first(bad), c)
         counts[c] = s.cast(pl.Int64)
     total = counts["C000"]
     for fam, cols in LODES_FAMILIES.items():

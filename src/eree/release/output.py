@@ -63,8 +63,8 @@ def check_finite(tables: list[QueryTable], extra: Mapping[str, pl.DataFrame] | N
             ):
                 raise EreeError(
                     f"{what}, column {name!r}: the release would publish a non-finite value "
-                    "(a noise scale or a sum overflowed; check epsilon, alpha and the data's "
-                    "magnitudes); nothing was written"
+                    "(a noise scale or a sum overflowed; check epsilon, alpha, mu, "
+                    "[privacy].distance and the data's magnitudes); nothing was written"
                 )
 
 

@@ -732,3 +732,50 @@ def test_value_counts_from_the_files(spark, tmp_path):
     got = counted(d)
     assert got == expected(words) and sum(got.values()) == len(words)
     assert counted(tmp_path / "ints.parquet") == expected(ints)
+
+
+def test_spark_fingerprint_sql_with_awkward_names_and_values(spark) -> None:
+    """The fingerprint's SQL text quotes any column name (a backtick, braces, a dot) and
+    any declared domain value (quotes, backslashes, a newline, non-ASCII, ``{df}``), and
+    keeps nulls, NaN, -0.0 and booleans apart: the same content and structure
+    fingerprints as Polars' (tests/data/test_fingerprint.py defines them)."""
+    import math
+    from types import SimpleNamespace
+
+    from pyspark.sql.types import (
+        BooleanType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    from eree.data.fingerprint import content_fingerprint, structure_fingerprint
+    from eree.engine.spark.fingerprint import spark_fingerprints, sql_string
+
+    odd = ["O'Brien", "back\\slash", "two\nlines", "é ü 名", "{df}", "a`b", ""]
+    for v in odd:
+        assert spark.sql("SELECT " + sql_string(v)).first()[0] == v
+    names = ["id key", "t`{x}", "f.1", "n", "b"]
+    rows = [
+        (f"e{i}", odd[i % len(odd)] if i % 5 else None,
+         [1.5, math.nan, -0.0, None, 1e300][i % 5], i - 3 if i % 4 else None, i % 3 == 0)
+        for i in range(23)
+    ]  # fmt: skip
+    polars = pl.DataFrame(
+        rows, schema={"id key": pl.Utf8, "t`{x}": pl.Utf8, "f.1": pl.Float64, "n": pl.Int64,
+                      "b": pl.Boolean}, orient="row", strict=False,
+    )  # fmt: skip
+    assert polars.get_column("f.1").is_nan().sum() > 0 and polars.get_column("f.1").null_count()
+    types = [StringType(), StringType(), DoubleType(), LongType(), BooleanType()]
+    sdf = spark.createDataFrame(
+        rows, StructType([StructField(n, t) for n, t in zip(names, types, strict=True)])
+    )
+    pdata = SimpleNamespace(frame=polars, id_column="id key")
+    for domains in ({}, {"t`{x}": odd}):  # words looked up in a literal map, or hashed
+        sdata = SimpleNamespace(frame=sdf, config=SimpleNamespace(id="id key"), domains=domains)
+        assert spark_fingerprints(sdata) == (
+            content_fingerprint(pdata),
+            structure_fingerprint(pdata),  # type: ignore[arg-type]
+        )

@@ -254,7 +254,7 @@ class SparkEngine:
         """The content and structure fingerprints, computed in Spark for Spark-side data.
 
         The same values as :func:`eree.data.fingerprint.fingerprints` of the same rows
-        loaded by Polars (:func:`~eree.engine.spark.fingerprint.spark_fingerprint`); no
+        loaded by Polars (:func:`~eree.engine.spark.fingerprint.spark_fingerprints`); no
         row reaches the driver.
         """
         from eree.engine.spark.establishments import SparkEstablishmentData
@@ -265,9 +265,9 @@ class SparkEngine:
             return fingerprints(data)
         if not isinstance(data, SparkJobTables | SparkEstablishmentData):
             raise TypeError(f"the Spark engine cannot read {type(data).__name__}")
-        from eree.engine.spark.fingerprint import spark_fingerprint
+        from eree.engine.spark.fingerprint import spark_fingerprints
 
-        return spark_fingerprint(data, structure=False), spark_fingerprint(data, structure=True)
+        return spark_fingerprints(data)
 
     # -- establishments (QCEW-like): docs/design.md#core-objects ----------------------------------
 

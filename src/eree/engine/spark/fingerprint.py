@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
-    from pyspark.sql import DataFrame as SparkDataFrame
 
-__all__ = ["WORD_PREFIX", "spark_fingerprint", "text_word"]
+__all__ = [
+    "WORD_PREFIX",
+    "lanes_query",
+    "spark_fingerprint",
+    "spark_fingerprints",
+    "sql_identifier",
+    "sql_string",
+    "text_word",
+]
 
 
 #: prefix of a column that holds, per row, the fingerprint word of the text column named
@@ -31,33 +38,160 @@ def text_word(c: str) -> Column:
     return sf.shiftleft(hi, 32).bitwiseOR(lo)
 
 
-def spark_fingerprint(data: Any, *, structure: bool) -> str:
-    """The fingerprint of Spark-side data, computed in Spark (no row reaches the driver).
+def sql_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier (backticks, a backtick doubled)."""
+    return "`" + name.replace("`", "``") + "`"
 
-    The same value as :func:`eree.data.fingerprint.content_fingerprint` (or, with
-    ``structure``, :func:`~eree.data.fingerprint.structure_fingerprint`) of the same rows
-    loaded by Polars: every step of that definition is a Spark SQL expression (SHA-256
-    through ``sha2``, the binary64 bits of a double through ``Double.doubleToLongBits``,
-    64-bit wrapping multiplication with ANSI overflow checks off for this query), and the
-    lane sums are added as two exact 32-bit halves. So changing engines does not look
-    like changed content to the ledger.
+
+def _long(u: int) -> str:
+    """An unsigned 64-bit constant as Spark SQL's signed long."""
+    return f"CAST({u - (1 << 64) if u >= 1 << 63 else u} AS BIGINT)"
+
+
+def sql_string(value: str) -> str:
+    """A string constant without quoting rules (whatever the parser's escape settings)."""
+    return f"CAST(unhex('{value.encode('utf-8').hex()}') AS STRING)"
+
+
+def _text_word_sql(c: str) -> str:
+    """:func:`text_word` as a Spark SQL expression."""
+    h = f"sha2(CAST({sql_identifier(c)} AS STRING), 256)"
+    hi = f"CAST(conv(substring({h}, 1, 8), 16, 10) AS BIGINT)"
+    lo = f"CAST(conv(substring({h}, 9, 8), 16, 10) AS BIGINT)"
+    return f"(shiftleft({hi}, 32) | {lo})"
+
+
+#: the three steps of ``fmix`` (the SplitMix64 finaliser): shift, then multiplier or None
+_FMIX = ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None))
+
+
+def _fmix_step(z: str, step: int) -> str:
+    shift, mult = _FMIX[step]
+    x = f"({z} ^ shiftrightunsigned({z}, {shift}))"
+    return f"({x} * {_long(mult)})" if mult is not None else x
+
+
+def lanes_query(
+    label: str,
+    kinds: Sequence[tuple[str, str]],
+    columns: Sequence[str],
+    domains: Mapping[str, Sequence[str]],
+    chains: Sequence[Sequence[int]],
+) -> str:
+    """The row count and lane sums of one table as one Spark SQL query over ``{df}``.
+
+    The definition of :mod:`eree.data.fingerprint`, step by step: the columns' words
+    (``kinds``: (column, text / int / float) in name order; ``columns``: the table's
+    columns, which may hold precomputed words, :data:`WORD_PREFIX`), every column's value
+    hashes in all lanes at once (they do not depend on each other), then one accumulator
+    per chain (the indices in ``kinds`` of the columns it hashes, in order: all of them
+    for the content fingerprint, the ids for the structure one), column by column. Each
+    ``fmix`` step is its own projection (a subquery): a step repeats its input, and Spark
+    would otherwise inline it into an expression that grows exponentially. Built as text,
+    so the driver sends the whole plan in one call. The result's columns: the row count,
+    then per chain and lane the sums of the accumulators' low and high 32 bits.
+    """
+    from eree.data.fingerprint import LANES, value_salts
+
+    def word(c: str, kind: str) -> str:
+        if kind == "int":
+            return f"CAST({sql_identifier(c)} AS BIGINT)"
+        if kind == "float":  # NaN → 0x7FF8000000000000, as the definition; a null's
+            # word is not used (its null hash is), but java_method refuses a null argument
+            x = f"coalesce(CAST({sql_identifier(c)} AS DOUBLE), 0.0D) + 0.0D"
+            return f"CAST(java_method('java.lang.Double', 'doubleToLongBits', {x}) AS BIGINT)"
+        if WORD_PREFIX + c in columns:  # hashed once per distinct value upstream
+            return sql_identifier(WORD_PREFIX + c)
+        hashed = _text_word_sql(c)
+        if not domains.get(c):
+            return hashed
+        # a declared domain: its values' words computed once, here, and looked up per row;
+        # a value outside it (refused by validation) is still hashed in Spark
+        from eree.data.fingerprint import salt
+
+        pairs = ", ".join(f"{sql_string(v)}, {_long(salt(v))}" for v in domains[c])
+        return f"coalesce(map({pairs})[CAST({sql_identifier(c)} AS STRING)], {hashed})"
+
+    k = len(kinds)
+    salts = [[value_salts(label, c, kind, j) for j in range(LANES)] for c, kind in kinds]
+    nulls = [f"n{i}" for i in range(k)]
+    v = [[f"v{i}_{j}" for j in range(LANES)] for i in range(k)]
+    acc = [[f"a{c}_{j}" for j in range(LANES)] for c in range(len(chains))]
+    # words and null flags; then each value hash: fmix(word ^ salt), one step a level
+    sql = (
+        "SELECT "
+        + ", ".join(
+            [f"({sql_identifier(c)} IS NULL) AS {nulls[i]}" for i, (c, _) in enumerate(kinds)]
+            + [f"{word(c, kind)} AS w{i}" for i, (c, kind) in enumerate(kinds)]
+            + ["CAST(0 AS BIGINT) AS _none"]  # a select list is never empty
+        )
+        + " FROM {df}"
+    )
+    for step in range(3):
+        cols = [
+            _fmix_step(f"(w{i} ^ {_long(salts[i][j][0])})" if step == 0 else v[i][j], step)
+            + f" AS {v[i][j]}"
+            for i in range(k)
+            for j in range(LANES)
+        ]
+        sql = f"SELECT {', '.join([*nulls, *cols, '_none'])} FROM ({sql}) t"
+    # each accumulator: acc = fmix(acc ^ (null ? null hash : value hash)), column by column
+    zero = [f"CAST(0 AS BIGINT) AS {a}" for chain in acc for a in chain]
+    sql = f"SELECT {', '.join([*nulls, *(x for r in v for x in r), *zero, '_none'])} FROM ({sql}) t"
+    for i in range(k):
+        rest = [*nulls[i + 1 :], *(x for r in v[i + 1 :] for x in r), "_none"]
+        moving = [c for c, chain in enumerate(chains) if i in chain]
+        still = [a for c, chain in enumerate(acc) if c not in moving for a in chain]
+        if not moving:
+            sql = f"SELECT {', '.join([*rest, *still])} FROM ({sql}) t"
+            continue
+        for step in range(3):
+            cols = [
+                _fmix_step(
+                    f"({acc[c][j]} ^ CASE WHEN {nulls[i]} THEN {_long(salts[i][j][1])} "
+                    f"ELSE {v[i][j]} END)" if step == 0 else acc[c][j],
+                    step,
+                ) + f" AS {acc[c][j]}"
+                for c in moving
+                for j in range(LANES)
+            ]  # fmt: skip
+            sql = f"SELECT {', '.join([*rest, *still, *cols])} FROM ({sql}) t"
+    sums = [
+        f"sum({a} & {_long(0xFFFFFFFF)}), sum(shiftrightunsigned({a}, 32))"
+        for chain in acc
+        for a in chain
+    ]
+    return f"SELECT count(1), {', '.join(sums)} FROM ({sql}) t"
+
+
+def spark_fingerprint(data: Any, *, structure: bool) -> str:
+    """One of :func:`spark_fingerprints`: the structure one with ``structure``."""
+    return spark_fingerprints(data)[1 if structure else 0]
+
+
+def spark_fingerprints(data: Any) -> tuple[str, str]:
+    """The content and structure fingerprints of Spark-side data, computed in Spark.
+
+    The same values as :func:`eree.data.fingerprint.content_fingerprint` and
+    :func:`~eree.data.fingerprint.structure_fingerprint` of the same rows loaded by
+    Polars (no row reaches the driver): every step of that definition is a Spark SQL
+    expression (SHA-256 through ``sha2``, the binary64 bits of a double through
+    ``Double.doubleToLongBits``, 64-bit wrapping multiplication with ANSI overflow checks
+    off for this query), and the lane sums are added as two exact 32-bit halves. So
+    changing engines does not look like changed content to the ledger.
+
+    One pass over each table computes both (:func:`lanes_query`, one SQL query: the
+    driver builds its plan in a handful of calls to the JVM; it was tens of thousands,
+    and two passes, when each column expression was built through the DataFrame API).
 
     SHA-256 is most of the cost, so text values are hashed once where possible: the
     values of a declared domain on the driver (a literal map looked up per row; a value
     outside the domain is still hashed in Spark), and the jobs' workplace ids once per
     workplace when the data carry them hashed (``SparkJobTables.hashed``).
     """
-    from pyspark.sql import functions as sf
     from pyspark.sql.types import BooleanType, DecimalType, FractionalType, IntegralType
 
-    from eree.data.fingerprint import (
-        LANES,
-        MASK,
-        family_name,
-        salt,
-        summary_digest,
-        value_salts,
-    )
+    from eree.data.fingerprint import LANES, MASK, family_name, summary_digest
 
     if hasattr(data, "jobs"):
         # jobs with their workplace ids' words hashed once per workplace, when available
@@ -68,58 +202,19 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
     else:
         tables = [("establishments", data.frame)]
         ids = {"establishments": [data.config.id]}
-
-    def lit(u: int) -> Column:  # an unsigned 64-bit constant as Spark's signed long
-        return sf.lit(u - (1 << 64) if u >= 1 << 63 else u).cast("long")
-
     domains: dict[str, Sequence[str]] = dict(getattr(data, "domains", None) or {})
-    current: set[str] = set()  # the columns of the table being hashed
-
-    def word(c: str, kind: str) -> Column:
-        x = sf.col(c)
-        if kind == "text":
-            if WORD_PREFIX + c in current:  # hashed once per distinct value upstream
-                return sf.col(f"`{WORD_PREFIX}{c}`")
-            hashed = text_word(c)
-            if c not in domains or not domains[c]:
-                return hashed
-            # a declared domain: its values' words hashed once, here, and looked up per
-            # row; a value outside it (refused by validation) is still hashed in Spark
-            known = sf.create_map(*[a for v in domains[c] for a in (sf.lit(v), lit(salt(v)))])
-            return sf.coalesce(known[x.cast("string")], hashed)
-        if kind == "float":  # NaN → 0x7FF8000000000000, as the definition
-            bits = sf.expr(
-                f"java_method('java.lang.Double', 'doubleToLongBits', cast(`{c}` as double) + 0.0D)"
-            )
-            return bits.cast("long")
-        return x.cast("long")
-
-    def fmix_steps(df: SparkDataFrame, names: list[str]) -> SparkDataFrame:
-        """``fmix`` of each column in ``names``, one projection per step.
-
-        Separate projections keep Spark from inlining a step into an expression that
-        repeats its input (exponential growth of the plan).
-        """
-        keep = [c for c in df.columns if c not in names]
-        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
-            cols = []
-            for n in names:
-                z = sf.col(n).bitwiseXOR(sf.shiftrightunsigned(sf.col(n), shift))
-                cols.append((z * lit(mult) if mult is not None else z).alias(n))
-            df = df.select(*keep, *cols)
-        return df
 
     spark = tables[0][1].sparkSession
     ansi = spark.conf.get("spark.sql.ansi.enabled", None)
     spark.conf.set("spark.sql.ansi.enabled", "false")  # 64-bit multiplication wraps
-    summary = []
+    summaries: tuple[list[Any], list[Any]] = ([], [])
     try:
         for label, df in tables:
-            current.clear()
-            current.update(df.columns)
-            data_cols = [c for c in df.columns if not c.startswith(WORD_PREFIX)]
-            cols = sorted(ids[label] if structure else data_cols)
-            types = {f.name: f.dataType for f in df.schema.fields}
+            fields = df.schema.fields
+            names = [f.name for f in fields]
+            data_cols = [c for c in names if not c.startswith(WORD_PREFIX)]
+            cols = sorted({*ids[label], *data_cols})
+            types = {f.name: f.dataType for f in fields}
             kinds = []
             for c in cols:
                 t = types[c]
@@ -129,49 +224,26 @@ def spark_fingerprint(data: Any, *, structure: bool) -> str:
                     kinds.append((c, "float"))
                 else:
                     kinds.append((c, "text"))
-            acc = [f"__acc{j}" for j in range(LANES)]
-            work = df.select(
-                *[sf.col(c).isNull().alias(f"__null{i}") for i, c in enumerate(cols)],
-                *[word(c, k).alias(f"__w{i}") for i, (c, k) in enumerate(kinds)],
-                *[sf.lit(0).cast("long").alias(a) for a in acc],
-            )
-            for i, (c, k) in enumerate(kinds):
-                salts = [value_salts(label, c, k, j) for j in range(LANES)]
-                v = [f"__v{j}" for j in range(LANES)]
-                work = work.select(
-                    *work.columns,
-                    *[sf.col(f"__w{i}").bitwiseXOR(lit(salts[j][0])).alias(v[j])
-                      for j in range(LANES)],
-                )  # fmt: skip
-                work = fmix_steps(work, v)
-                rest = [x for x in work.columns if x not in acc and x not in v]
-                work = work.select(
-                    *rest,
-                    *[
-                        sf.col(acc[j])
-                        .bitwiseXOR(
-                            sf.when(sf.col(f"__null{i}"), lit(salts[j][1])).otherwise(sf.col(v[j]))
-                        )
-                        .alias(acc[j])
-                        for j in range(LANES)
-                    ],
-                )
-                work = fmix_steps(work, acc)
-            aggs = [sf.count(sf.lit(1))]
-            for a in acc:
-                aggs.append(sf.sum(sf.col(a).bitwiseAND(sf.lit(0xFFFFFFFF).cast("long"))))
-                aggs.append(sf.sum(sf.shiftrightunsigned(sf.col(a), 32)))
-            row = work.agg(*aggs).first()
+            chains = [[cols.index(c) for c in sorted(x)] for x in (data_cols, ids[label])]
+            query = lanes_query(label, kinds, names, domains, chains)
+            # {df} is the one placeholder: any other brace (in a column name) is literal
+            query = query.replace("{", "{{").replace("}", "}}").replace("{{df}}", "{df}")
+            row = spark.sql(query, df=df).first()
             assert row is not None
             n = int(row[0])
-            sums = [
-                (int(row[1 + 2 * j] or 0) + (int(row[2 + 2 * j] or 0) << 32)) & MASK
-                for j in range(LANES)
-            ]
-            summary.append((label, n, kinds, sums))
+            for c, chain in enumerate(chains):
+                at = 1 + 2 * LANES * c
+                sums = [
+                    (int(row[at + 2 * j] or 0) + (int(row[at + 2 * j + 1] or 0) << 32)) & MASK
+                    for j in range(LANES)
+                ]
+                summaries[c].append((label, n, [kinds[i] for i in chain], sums))
     finally:
         if ansi is None:
             spark.conf.unset("spark.sql.ansi.enabled")
         else:
             spark.conf.set("spark.sql.ansi.enabled", ansi)
-    return summary_digest(family_name(data, structure), summary)
+    return (
+        summary_digest(family_name(data, False), summaries[0]),
+        summary_digest(family_name(data, True), summaries[1]),
+    )
