@@ -51,7 +51,7 @@ too. ``eree audit claims`` checks every figure here against realised errors.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -232,18 +232,26 @@ def median_relative_error(e: ExpectedError | None, at: float) -> float | None:
     """The t/at with P(|error| ≤ t) = ½ (the law's median), None without a law."""
     if e is None or e.within is None or at <= 0:
         return None
-    within = e.within
-    lo, hi = 0.0, at
-    while within(hi) < 0.5:
+    t = _half_point(e.within, at, 1e30 * at)
+    return None if t is None else t / at
+
+
+def _half_point(share: Callable[[float], float], first: float, cap: float) -> float | None:
+    """The smallest x (to 1e-4 relative) with ``share(x) ≥ ½``, for a non-decreasing share.
+
+    Doubling from ``first`` until the share reaches ½ (None past ``cap``), then bisection.
+    """
+    lo, hi = 0.0, first
+    while share(hi) < 0.5:
         lo, hi = hi, 2 * hi
-        if hi > 1e30 * at:
+        if hi > cap:
             return None
     for _ in range(40):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if within(mid) < 0.5 else (lo, mid)
+        lo, hi = (mid, hi) if share(mid) < 0.5 else (lo, mid)
         if hi - lo <= 1e-4 * hi:
             break
-    return hi / at
+    return hi
 
 
 def _law(mech: Mechanism, cell: Mapping[str, float] | None) -> ExpectedError | None:
@@ -271,17 +279,7 @@ def _table_median(laws: list[tuple[int, ExpectedError, float]]) -> float | None:
     def share(r: float) -> float:
         return sum(n * e.within(r * at) for n, e, at in laws) / total  # type: ignore[misc]
 
-    lo, hi = 0.0, 1.0
-    while share(hi) < 0.5:
-        lo, hi = hi, 2 * hi
-        if hi > 1e12:
-            return None
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if share(mid) < 0.5 else (lo, mid)
-        if hi - lo <= 1e-4 * hi:
-            break
-    return hi
+    return _half_point(share, 1.0, 1e12)
 
 
 def _median_index(values: np.ndarray, idx: np.ndarray) -> int:

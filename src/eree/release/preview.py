@@ -429,17 +429,9 @@ def _noise_warning(
                 f"sqrt(1000) ≈ 31.6 times {wrong} (gamma = {mech.gamma:g}; see "
                 "docs/choosing-parameters.md, Units)"
             )
-        if not math.isinf(n) and unit == "":  # money: the size in dollars, whatever the unit
-            below = amount(n, unit_name)
-        else:
-            below = "every size" if math.isinf(n) else f"{n:,.0f}"
-        message = (
-            f"noise std exceeds the value for {what} below {below}{unit} "
-            f"(query {q.name!r}, mechanism {mech.name}, {current})"
-        )
-        return warning("noise-exceeds-value", q.name, message, how, statistic=stat,
-                       below=None if math.isinf(n) else n)  # fmt: skip
-    if isinstance(mech, CountMechanism):
+        money = not math.isinf(n) and unit == ""  # the size in dollars, whatever the unit
+        below = amount(n, unit_name) if money else None
+    elif isinstance(mech, CountMechanism):
         size = f"{limit:,.0f}"
         eps = mech.epsilon
         unit, what = " jobs, even with x_v = 1", "cells"
@@ -448,9 +440,11 @@ def _noise_warning(
         how = coarsen if need is None else (
             f"raise the query's epsilon to {round_up(need)} (then cells above {size} jobs get "
             f"noise below their value), or {coarsen}")  # fmt: skip
+        below = None
     else:
         return None
-    below = "every size" if math.isinf(n) else f"{n:,.0f}"
+    if below is None:
+        below = "every size" if math.isinf(n) else f"{n:,.0f}"
     message = (
         f"noise std exceeds the value for {what} below {below}{unit} "
         f"(query {q.name!r}, mechanism {mech.name}, {current})"
