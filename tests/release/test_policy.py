@@ -59,7 +59,8 @@ def test_without_a_policy_nothing_changes(tmp_path):
     r = _protect(spec, tmp_path / "rel")
     assert r.exit_code == 0, r.output
     m = json.loads((tmp_path / "rel" / "manifest.json").read_text())
-    assert m["policy"] == {"require_ledger": False, "set_by": None}
+    assert m["policy"] == {"require_ledger": False, "ledger": None, "allow_without_ledger": [],
+                           "set_by": {}}  # fmt: skip
 
 
 def test_the_python_api_honours_the_policy(tmp_path, monkeypatch):
@@ -197,3 +198,124 @@ def test_the_terminal_says_what_remains_and_when_nothing_is_guaranteed(tmp_path)
     spec.write_text(head + '[[query]]\nname = "c"\nby = ["county"]\nmechanism = "noise_infusion"\n')
     r = _protect(spec, tmp_path / "ni", "--seed", "1")
     assert r.exit_code == 0 and "no formal privacy guarantee" in r.stdout
+
+
+# ----------------------------------------------------------------- the office file rules
+
+
+def _office(tmp_path, monkeypatch, text):
+    """Write the office file (the patched SITE_FILE) with ``text``."""
+    import eree.release.policy as policy
+
+    f = tmp_path / "etc-site.toml"
+    f.write_text(text)
+    monkeypatch.setattr(policy, "SITE_FILE", f)
+    return f
+
+
+@pytest.mark.parametrize("user_text", ["", "[release]\nrequire_ledger = false\n"])
+def test_the_environment_cannot_switch_the_office_policy_off(tmp_path, monkeypatch, user_text):
+    office = _office(tmp_path, monkeypatch, "[release]\nrequire_ledger = true\n")
+    user = _policy_file(tmp_path, user_text)
+    monkeypatch.setenv("EREE_SITE_CONFIG", str(user))
+    monkeypatch.setenv("EREE_REQUIRE_LEDGER", "0")
+    spec = write_eree_case(tmp_path)
+    out = tmp_path / "rel"
+    assert_clean_failure(_protect(spec, out), out, "--ledger", str(office))
+    r = _protect(spec, tmp_path / "exp", "--seed", "1")
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "exp" / "manifest.json").read_text())
+    assert m["policy"]["require_ledger"] is True
+    assert m["policy"]["set_by"]["require_ledger"] == str(office)
+
+
+def test_a_user_file_may_only_tighten(tmp_path, monkeypatch):
+    user = _policy_file(tmp_path, "[release]\nrequire_ledger = true\n")
+    monkeypatch.setenv("EREE_SITE_CONFIG", str(user))
+    spec = write_eree_case(tmp_path)
+    out = tmp_path / "rel"
+    assert_clean_failure(_protect(spec, out), out, "--ledger", str(user))
+    # only the office decides which commands run without a ledger
+    user.write_text('[release]\nallow_without_ledger = ["suppress"]\n')
+    assert_clean_failure(
+        _protect(spec, out, "--seed", "1"), out, str(user), "by the office file only"
+    )
+
+
+def _fifo(path):
+    import os
+
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dangling", "directory", "deep", "huge"])
+def test_an_unreadable_office_file_is_an_error_not_no_policy(tmp_path, monkeypatch, kind):
+    import eree.release.policy as policy
+
+    f = tmp_path / "office.toml"
+    if kind == "fifo":
+        _fifo(f)
+    elif kind == "dangling":
+        f.symlink_to(tmp_path / "nowhere.toml")
+    elif kind == "directory":
+        f.mkdir()
+    elif kind == "deep":
+        f.write_text("x = " + "[" * 3000 + "]" * 3000 + "\n")
+    else:
+        f.write_text("# " + "x" * (2 << 20) + "\n")
+    monkeypatch.setattr(policy, "SITE_FILE", f)
+    spec = write_eree_case(tmp_path)
+    out = tmp_path / "rel"
+    msg = assert_clean_failure(_protect(spec, out, "--seed", "1"), out, str(f))
+    assert len(msg.strip().splitlines()) == 1
+
+
+def test_a_fifo_named_by_the_environment_is_an_error(tmp_path, monkeypatch):
+    f = _fifo(tmp_path / "user.toml")
+    monkeypatch.setenv("EREE_SITE_CONFIG", str(f))
+    spec = write_eree_case(tmp_path)
+    out = tmp_path / "rel"
+    assert_clean_failure(_protect(spec, out, "--seed", "1"), out, str(f), "not a regular file")
+
+
+# ----------------------------------------------------------------- the office's ledger
+
+
+def _register(led, name="fuzz-eree", eps="20"):
+    r = run_cli(["ledger", "budget", str(led), name, "--epsilon", eps, "--delta", "0.5",
+                 "--alpha", "0.1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+
+
+def test_the_office_names_its_ledger_and_a_private_one_is_refused(tmp_path, monkeypatch):
+    office_led = tmp_path / "office" / "ledger.sqlite"
+    _register(office_led, eps="20")
+    _office(tmp_path, monkeypatch,
+            f'[release]\nrequire_ledger = true\nledger = "{office_led}"\n')  # fmt: skip
+    spec = write_eree_case(tmp_path)
+    private = tmp_path / "mine.sqlite"
+    _register(private, eps="1000000")
+    out = tmp_path / "rel"
+    assert_clean_failure(
+        _protect(spec, out, "--ledger", str(private)), out, str(office_led), "office"
+    )
+    r = _protect(spec, tmp_path / "ok", "--ledger", str(office_led))
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "ok" / "manifest.json").read_text())
+    assert m["policy"]["ledger"] == str(office_led)
+    assert m["policy"]["set_by"]["ledger"].endswith("etc-site.toml")
+    # the same file through another path is the office's ledger
+    other_path = tmp_path / "office" / ".." / "office" / "ledger.sqlite"
+    r = _protect(spec, tmp_path / "ok2", "--ledger", str(other_path))
+    assert r.exit_code == 0, r.output
+
+
+def test_a_user_file_cannot_name_another_ledger_than_the_office(tmp_path, monkeypatch):
+    office_led = tmp_path / "office.sqlite"
+    _office(tmp_path, monkeypatch, f'[release]\nledger = "{office_led}"\n')
+    user = _policy_file(tmp_path, f'[release]\nledger = "{tmp_path / "other.sqlite"}"\n')
+    monkeypatch.setenv("EREE_SITE_CONFIG", str(user))
+    spec = write_eree_case(tmp_path)
+    out = tmp_path / "rel"
+    assert_clean_failure(_protect(spec, out, "--seed", "1"), out, str(user), "office")

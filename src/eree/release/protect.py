@@ -229,6 +229,8 @@ def protect(
             "charged to a ledger: add --ledger PATH (a seeded experiment, --seed, is "
             "allowed without one and is never published)"
         )
+    if ledger is not None:  # the office's ledger, when the policy names one
+        policy.check_ledger(Path(ledger) if isinstance(ledger, str | Path) else ledger.path)
     if force and ledger is not None and Path(out_dir).is_dir() and any(Path(out_dir).iterdir()):
         raise LedgerError(
             f"output folder {out_dir} is not empty: a release charged to a ledger is written "
