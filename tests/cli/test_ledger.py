@@ -44,7 +44,7 @@ def test_ledger_subcommands_have_help_with_an_example(cmd):
 def test_register_release_show_verify(spec, tmp_path):
     led = tmp_path / "l.sqlite"
     r = invoke("protect", spec, "--out", tmp_path / "r0", "--ledger", led)
-    assert r.exit_code == 2 and "not registered" in r.output
+    assert r.exit_code == 2 and "no ledger at" in r.output
     r = invoke("ledger", "budget", led, "small", "--epsilon", 25, "--delta", 0.1, "--alpha", 0.1)
     assert r.exit_code == 0, r.output
     for i in (1, 2):
@@ -193,3 +193,42 @@ def test_a_seeded_release_dressed_as_charged_does_not_pass(charged_and_seeded):
         t.write_bytes((charged / "tables" / t.name).read_bytes())
     r = invoke("ledger", "verify", led, "--release", charged, "--release", seeded)
     assert r.exit_code == 1 and "two releases for one charge" in r.output
+
+
+def test_a_mistyped_ledger_creates_no_ledger_and_no_key(spec, tmp_path):
+    led = tmp_path / "budget.sqlite"
+    assert invoke("ledger", "budget", led, "small", "--epsilon", 25, "--delta", 0.1).exit_code == 0
+    typo = tmp_path / "budgett.sqlite"
+    r = invoke("protect", spec, "--out", tmp_path / "r", "--ledger", typo)
+    assert r.exit_code == 2 and f"no ledger at {typo}" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("budgett")) == []
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("value", ["1e-400", "-1", "nan", "inf", "1e400", "zero"])
+def test_a_budget_never_passes_through_a_float(tmp_path, value):
+    led = tmp_path / "budget.sqlite"
+    for key in ("--epsilon", "--mu"):
+        r = invoke("ledger", "budget", led, "d", key, value)
+        assert r.exit_code == 2 and "budget of 'd'" in r.output, r.output
+        assert not led.exists() and not (tmp_path / "budget.sqlite.key").exists()
+    r = invoke("ledger", "budget", led, "d", "--epsilon", "1", "--delta", value)
+    assert r.exit_code == 2 and "delta" in r.output and not led.exists()
+
+
+def test_a_budget_is_registered_as_the_decimal_written(tmp_path):
+    from fractions import Fraction
+
+    from eree.errors import PrivacyParameterError
+    from eree.privacy.ledger import Ledger
+
+    led = tmp_path / "budget.sqlite"
+    assert invoke("ledger", "budget", led, "d", "--epsilon", "0.3", "--delta", "1e-300").exit_code == 0
+    book = Ledger(led)
+    rows = [r for r in book.show() if r["dataset"] == "d"]
+    assert rows[0]["budget"] == {"epsilon": 0.3, "delta": 1e-300}
+    b = book.set_budget("e", epsilon="1e-320")  # a subnormal: kept exactly
+    assert Fraction(b["epsilon"]) == Fraction(1, 10**320)
+    with pytest.raises(PrivacyParameterError, match="below the smallest float"):
+        book.set_budget("f", epsilon="1e-400")
+    assert "f" not in {r["dataset"] for r in book.show()}

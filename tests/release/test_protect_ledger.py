@@ -96,6 +96,10 @@ def test_charged_before_noise_and_refused_without_noise(tmp_path, data, led):
 
 
 def test_unregistered_dataset_is_refused_before_noise(tmp_path, data, led):
+    with pytest.raises(LedgerError, match="no ledger at"):  # a release creates no ledger
+        run(spec(tmp_path), tmp_path / "r", led, NoNoise())
+    assert not led.exists()
+    Ledger(led).set_budget("other", epsilon=3.0, alpha=0.1)
     with pytest.raises(LedgerError, match="'small' is not registered"):
         run(spec(tmp_path), tmp_path / "r", led, NoNoise())
     assert not (tmp_path / "r").exists()

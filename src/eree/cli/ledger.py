@@ -34,15 +34,16 @@ def _open_ledger(path: Path, must_exist: bool = True) -> Any:
 def ledger_budget(
     ledger: Annotated[Path, typer.Argument(help="the ledger (SQLite; created if absent)")],
     name: Annotated[str, typer.Argument(help="dataset name (the spec's `name`)")],
-    epsilon: Annotated[float | None, typer.Option(help="ER-EE family: lifetime ε")] = None,
+    # budgets are read as the decimals written, never through a float (1e-400 is not 0)
+    epsilon: Annotated[str | None, typer.Option(help="ER-EE family: lifetime ε")] = None,
     delta: Annotated[
-        float | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
+        str | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
     ] = None,
     alpha: Annotated[
-        float | None,
+        str | None,
         typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),
     ] = None,
-    mu: Annotated[float | None, typer.Option(help="GEDP family: lifetime μ")] = None,
+    mu: Annotated[str | None, typer.Option(help="GEDP family: lifetime μ")] = None,
 ) -> None:
     """Register a dataset and its lifetime budget (administrators).
 
@@ -52,6 +53,14 @@ def ledger_budget(
 
     Example: eree ledger budget budget.sqlite pa-2015 --epsilon 4 --delta 1e-6 --alpha 0.1
     """
+    from eree.privacy.ledger import budget_value
+
+    try:  # before the ledger is opened: a refused value creates no ledger and no key
+        for key, v in {"epsilon": epsilon, "delta": delta, "alpha": alpha, "mu": mu}.items():
+            if v is not None:
+                budget_value(name, key, v)
+    except EreeError as e:
+        fail(e)
     book = _open_ledger(ledger, must_exist=False)
     try:
         b = book.set_budget(name, epsilon=epsilon, delta=delta, alpha=alpha, mu=mu)

@@ -168,8 +168,47 @@ def _manifest_release(d: Path) -> Any:
 
 
 def _exact_budget(budget: Mapping[str, Any]) -> dict[str, str]:
-    """A budget as the decimals written (``--epsilon 0.3`` is 3/10, not the float below it)."""
-    return {k: str(Fraction(repr(float(v)))) for k, v in budget.items() if v is not None}
+    """A budget as the decimals written (``--epsilon 0.3`` is 3/10, not the float below it).
+
+    A float is read as its shortest decimal; a text or a fraction exactly as given.
+    """
+    return {k: str(v if isinstance(v, Fraction) else Fraction(repr(float(v))))
+            for k, v in budget.items() if v is not None}  # fmt: skip
+
+
+def budget_value(name: str, key: str, value: float | str | Fraction) -> Fraction:
+    """One budget value, exactly: a decimal text (``"1e-400"``), a fraction or a float.
+
+    Never through a float that changes it: a positive value a float would round to 0
+    (``1e-400``), or to infinity, is refused rather than registered as 0 or ∞.
+
+    Raises:
+        PrivacyParameterError: not a number, not finite, negative, or not representable.
+    """
+    where = f"budget of {name!r}: {key}"
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise PrivacyParameterError(f"{where} must be finite")
+        exact = Fraction(repr(float(value)))
+    else:
+        try:
+            exact = Fraction(str(value).strip())
+        except (ValueError, ZeroDivisionError):
+            raise PrivacyParameterError(f"{where} must be a number (got {value!r})") from None
+    if exact < 0:
+        raise PrivacyParameterError(f"{where} must be >= 0")
+    try:
+        as_float = float(exact)
+    except OverflowError:
+        as_float = float("inf")
+    if as_float == float("inf"):
+        raise PrivacyParameterError(f"{where} is too large (no finite float holds it)")
+    if exact > 0 and as_float == 0.0:
+        raise PrivacyParameterError(
+            f"{where} is positive but below the smallest float ({value}): it would be "
+            "registered as 0; give a budget of at least 1e-300"
+        )
+    return exact
 
 
 def _float_budget(b: Mapping[str, str]) -> dict[str, float]:
@@ -258,10 +297,18 @@ class Ledger:
     Args:
         path: the SQLite file.
         reconcile: settle stale reservations now (every command does).
+        read_only: an auditor's copy: nothing is written.
+        create: create an absent ledger (``eree ledger budget``); False refuses it (a
+            release: a mistyped ``--ledger`` must not create a ledger and its key).
     """
 
     def __init__(
-        self, path: str | Path, *, reconcile: bool = True, read_only: bool = False
+        self,
+        path: str | Path,
+        *,
+        reconcile: bool = True,
+        read_only: bool = False,
+        create: bool = True,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -273,6 +320,11 @@ class Ledger:
             raise LedgerError(f"ledger {self.path}: {e.strerror or type(e).__name__}") from None
         if self.path.exists() and not self.path.is_file():
             raise LedgerError(f"ledger {self.path} is not a file")
+        if not create and not self.path.exists():  # a mistyped --ledger creates nothing
+            raise LedgerError(
+                f"no ledger at {self.path}; an administrator creates it by registering a "
+                f"budget: eree ledger budget {self.path} NAME --epsilon … (or --mu …)"
+            )
         self.key_path = self.path.with_name(self.path.name + ".key")
         self.head_path = self.path.with_name(self.path.name + ".head")
         self._appended = False  # whether the open transaction appended a row
@@ -555,20 +607,24 @@ class Ledger:
         self,
         name: str,
         *,
-        epsilon: float | None = None,
-        delta: float | None = None,
-        alpha: float | None = None,
-        mu: float | None = None,
+        epsilon: float | str | Fraction | None = None,
+        delta: float | str | Fraction | None = None,
+        alpha: float | str | Fraction | None = None,
+        mu: float | str | Fraction | None = None,
     ) -> dict[str, str]:
         """Register (or change) the lifetime budget of dataset ``name``.
 
         An ER-EE budget gives ``epsilon`` (δ defaults to 0; α, if given, is the dataset's
-        one α, else the first release's); a GEDP budget gives ``mu``. Not both.
+        one α, else the first release's); a GEDP budget gives ``mu``. Not both. Each value
+        is kept exactly as given (:func:`budget_value`: a decimal text such as ``"0.3"``
+        is 3/10; a positive value no float can hold is refused, never registered as 0).
         """
         if not name.strip():
             raise LedgerError("a dataset name must not be empty")
-        given = {k: v for k, v in {"epsilon": epsilon, "delta": delta, "alpha": alpha,
-                                   "mu": mu}.items() if v is not None}  # fmt: skip
+        exact_given = {k: budget_value(name, k, v)
+                       for k, v in {"epsilon": epsilon, "delta": delta, "alpha": alpha,
+                                    "mu": mu}.items() if v is not None}  # fmt: skip
+        given = {k: float(v) for k, v in exact_given.items()}
         for k, v in given.items():
             Cost(epsilon=v)  # finite and ≥ 0, or PrivacyParameterError naming nothing secret
             if k == "alpha" and v <= 0:
@@ -592,12 +648,12 @@ class Ledger:
             family = GAUSSIAN
         elif "epsilon" in given:
             family = EPSILON_DELTA
-            given.setdefault("delta", 0.0)
+            exact_given.setdefault("delta", Fraction(0))
         else:
             raise PrivacyParameterError(
                 f"budget of {name!r}: give --epsilon (ER-EE family) or --mu (GEDP)"
             )
-        exact = _exact_budget(given)
+        exact = _exact_budget(exact_given)
         with self._transaction() as con:
             self._require_intact(con)
             st = LedgerState(self._rows(con))
@@ -609,7 +665,7 @@ class Ledger:
                 )
             if family == EPSILON_DELTA and "alpha" in exact:
                 a = st.alpha(name)
-                if a is not None and st.charges(name, family) and a != float(alpha or 0):
+                if a is not None and st.charges(name, family) and a != given.get("alpha", 0.0):
                     raise PrivacyParameterError(
                         f"dataset {name!r} already has releases at alpha={a:g}; its alpha "
                         "cannot change"

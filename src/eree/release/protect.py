@@ -255,7 +255,7 @@ def protect(
     if isinstance(ledger, str | Path):
         from eree.privacy.ledger import Ledger
 
-        ledger = Ledger(ledger)
+        ledger = Ledger(ledger, create=False)
     book = ledger
     family = family_of(plan)
     family.check_before_load(plan)
