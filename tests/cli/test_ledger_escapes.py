@@ -58,13 +58,39 @@ def test_data_released_under_a_generous_name_still_count_against_the_proper_one(
     assert len(err) == 1 and "lifetime budget of 'pa-2015'" in err[0], r.stderr
     assert "'sandbox'" in err[0]  # says why: the same data as sandbox
     assert not (work / "r1").exists()
+    # the refused release recorded nothing (a refused release must not bind, see below)
+    assert _show(work, led)["pa-2015"]["same_data_as"] == []
+    # once pa-2015 has room for the sandbox's release and this one, the release is accepted,
+    # the data are bound to both names, and every release counts against both budgets
+    assert eree("ledger", "budget", led, "pa-2015", "--epsilon", 2 * COST, "--delta",
+                MANY_DELTA, "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    r = eree("protect", "pa-2015.toml", "--out", "r1", "--ledger", led, cwd=work)
+    assert r.returncode == 0, r.stderr
     shown = _show(work, led)
-    assert shown["pa-2015"]["spent"]["epsilon"] == COST  # the sandbox release, shown here too
+    assert shown["pa-2015"]["spent"]["epsilon"] == 2 * COST  # the sandbox release counts here
     assert shown["pa-2015"]["same_data_as"] == ["sandbox"]
     assert shown["sandbox"]["same_data_as"] == ["pa-2015"]
-    # and the sandbox's generous budget cannot be used for these data any more either
+    # and the sandbox's generous budget cannot be used for these data any more
     r = eree("protect", "sandbox.toml", "--out", "r2", "--ledger", led, cwd=work)
     assert r.returncode == 2 and "lifetime budget of 'pa-2015'" in r.stderr
+
+
+def test_a_refused_release_under_a_small_budget_does_not_lock_the_data(work):
+    led = work / "l.sqlite"
+    for name, eps in (("pa-2015", 3 * COST), ("sandbox", COST / 20)):
+        assert eree("ledger", "budget", led, name, "--epsilon", eps, "--delta", MANY_DELTA,
+                    "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    assert eree("protect", "pa-2015.toml", "--out", "r0", "--ledger", led, cwd=work).returncode == 0
+    # the data under a name registered with a tiny budget: refused
+    r = eree("protect", "sandbox.toml", "--out", "z", "--ledger", led, cwd=work)
+    assert r.returncode == 2 and "lifetime budget of 'sandbox'" in r.stderr, r.stderr
+    shown = _show(work, led)
+    assert shown["pa-2015"]["same_data_as"] == [] and shown["sandbox"]["releases"] == {
+        "committed": 0, "pending": 0, "void": 0}  # fmt: skip
+    # ... and the real name's releases go on
+    for out in ("r1", "r2"):
+        r = eree("protect", "pa-2015.toml", "--out", out, "--ledger", led, cwd=work)
+        assert r.returncode == 0, r.stderr
 
 
 def test_an_unregistered_second_name_is_charged_to_the_known_one(work):

@@ -13,7 +13,9 @@ One SQLite file holds an append-only, hash-chained log of events:
   name, is bound to that name too. From then on every release of that content — and every
   earlier one — counts against the budget of every name it is bound to, and a release is
   refused if it would pass any of them (a mistaken release under a generous name cannot
-  leave the proper name's budget untouched). Each version records the fingerprint
+  leave the proper name's budget untouched). The binding is written in the release's
+  own transaction: a refused release records nothing (no binding, no version), so a
+  name with a small budget cannot lock the data. Each version records the fingerprint
   scheme; a ledger holding content of another scheme is refused (it could not be
   recognised).
 * ``reserve`` — a release's cost, reserved in one ``BEGIN IMMEDIATE`` transaction before
@@ -765,22 +767,20 @@ class Ledger:
         out = Path(out_dir).resolve()
         notes: list[str] = []
         with self._transaction() as con:
-            # The same data presented under a second registered name are bound to it, in a
-            # transaction of its own (the binding stands even if this release is refused):
-            # from then on every release of these data, earlier ones included, counts
-            # against both budgets — a mistaken release under a generous name must not
-            # leave the proper name's budget untouched.
             self._require_intact(con)
             st = LedgerState(self._rows(con))
             _require_scheme(st, scheme, self.path)
+            # The same data presented under a second registered name are bound to it: from
+            # then on every release of these data, earlier ones included, counts against
+            # both budgets (a release under a generous name must not leave the proper
+            # name's budget untouched). The binding is part of this release's transaction:
+            # a refused release records nothing, so a name with a small budget cannot lock
+            # the data for every other name by a release that was refused.
             first = st.by_fp.get(kfp)
             if (first is not None and first[0] != dataset and dataset in st.budgets
                     and kfp not in st.bound.get(dataset, ())):  # fmt: skip
                 self._append(con, "bind", dataset, {"fingerprint": kfp, "as": first[0]})
-        with self._transaction() as con:
-            self._require_intact(con)
-            st = LedgerState(self._rows(con))
-            _require_scheme(st, scheme, self.path)
+                st = LedgerState(self._rows(con))
             name = dataset
             known = st.by_fp.get(kfp)
             related = st.by_structure.get(kst) if kst is not None else None
