@@ -203,3 +203,36 @@ def test_an_auditors_read_only_copy_is_shown_and_verified_without_a_write(work, 
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.iterdir()}
     assert after == before  # nothing written: no journal, no anchor, no reconciliation
     assert opened and all("mode=ro" in d for d in opened), opened
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory", "huge"])
+def test_an_anchor_that_is_not_a_small_regular_file_is_one_line(work, kind):
+    """LEDGER.head as a link to /dev/zero (was a MemoryError) or a FIFO (was a hang)."""
+    led = work / "l.sqlite"
+    _register_and_release(work, led, 3 * COST, [])
+    head = work / "l.sqlite.head"
+    head.unlink()
+    if kind == "dev-zero":
+        head.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(head)
+    elif kind == "directory":
+        head.mkdir()
+    else:
+        head.write_text("1 " + "0" * (1 << 20) + "\n")
+    for args in (["protect", "pa-2015.toml", "--out", "r", "--ledger", led],
+                 ["ledger", "verify", led], ["ledger", "show", led]):  # fmt: skip
+        try:
+            r = subprocess.run(
+                [sys.executable, "-m", "eree.cli", *(str(a) for a in args)], cwd=work,
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"eree {args[0]} hangs on an anchor that is a {kind}")
+        assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr, r.stderr
+        if kind == "huge" and args[1] == "show":
+            continue  # a regular file that does not parse: `show` verifies nothing
+        assert r.returncode != 0 and "l.sqlite.head" in r.stdout + r.stderr, (args, r.stderr)
+        if args[0] == "protect":
+            assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+            assert not (work / "r").exists()

@@ -114,7 +114,10 @@ def ledger_verify(
     Example: eree ledger verify budget.sqlite --release release-2026q1
     """
     book = _open_ledger(ledger)
-    res = book.verify(list(release or []))
+    try:
+        res = book.verify(list(release or []))
+    except EreeError as e:
+        fail(e)
     for line in res.releases:
         console.print(escape(line))
     if res.ok:

@@ -507,12 +507,45 @@ class Ledger:
     # rewrite the anchor can roll back; the manifests still name their rows: `ledger verify
     # --release`.)
     def _read_head(self) -> tuple[int, str] | None:
+        """The anchor's ``(row id, hash)``; None when there is none.
+
+        Read as a small regular file only (at most 256 bytes, opened without blocking): an
+        anchor that is a FIFO, a device (a link to ``/dev/zero``) or a folder is refused
+        in one line, never read until memory or patience runs out. An anchor that cannot
+        be parsed reads as ``(-1, "unreadable")`` and fails verification.
+
+        Raises:
+            LedgerError: the anchor is not a regular file.
+        """
         try:
-            rid, h = self.head_path.read_text(encoding="ascii").split()[:2]
-            return int(rid), h
+            fd = os.open(self.head_path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
+            if self.head_path.is_symlink():
+                raise LedgerError(
+                    f"the ledger's anchor {self.head_path} is a link to nothing; an "
+                    "administrator investigates (`eree ledger verify`)"
+                ) from None
             return None
-        except (OSError, ValueError):
+        except OSError as e:
+            raise LedgerError(
+                f"the ledger's anchor {self.head_path} cannot be read "
+                f"({e.strerror or type(e).__name__})"
+            ) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise LedgerError(
+                    f"the ledger's anchor {self.head_path} is not a regular file; an "
+                    "administrator investigates (`eree ledger verify`)"
+                )
+            data = os.read(fd, 257)
+        finally:
+            os.close(fd)
+        try:
+            if len(data) > 256:
+                raise ValueError
+            rid, h = data.decode("ascii").split()[:2]
+            return int(rid), h
+        except ValueError:
             return (-1, "unreadable")
 
     def _advance_head(self, con: sqlite3.Connection) -> None:
