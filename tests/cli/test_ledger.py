@@ -223,7 +223,9 @@ def test_a_budget_is_registered_as_the_decimal_written(tmp_path):
     from eree.privacy.ledger import Ledger
 
     led = tmp_path / "budget.sqlite"
-    assert invoke("ledger", "budget", led, "d", "--epsilon", "0.3", "--delta", "1e-300").exit_code == 0
+    assert (
+        invoke("ledger", "budget", led, "d", "--epsilon", "0.3", "--delta", "1e-300").exit_code == 0
+    )
     book = Ledger(led)
     rows = [r for r in book.show() if r["dataset"] == "d"]
     assert rows[0]["budget"] == {"epsilon": 0.3, "delta": 1e-300}

@@ -319,3 +319,65 @@ def test_a_user_file_cannot_name_another_ledger_than_the_office(tmp_path, monkey
     spec = write_eree_case(tmp_path)
     out = tmp_path / "rel"
     assert_clean_failure(_protect(spec, out, "--seed", "1"), out, str(user), "office")
+
+
+# ----------------------------------------------------------------- every command it covers
+
+
+def _qcew_file(tmp_path):
+    import polars as pl
+
+    from tests.suppression.helpers import random_qcew
+
+    src = tmp_path / "est.csv"
+    random_qcew(8, 150).with_columns(pl.lit("44").alias("state")).write_csv(src)
+    return src
+
+
+def _lodes_dir(tmp_path):
+    from tests.release.conftest import write_small_job_tables
+
+    write_small_job_tables(tmp_path / "lodes")
+    return tmp_path / "lodes"
+
+
+def _covered(tmp_path):
+    """Every command that reads confidential data and cannot be charged, with its input."""
+    src, lodes, spec = _qcew_file(tmp_path), _lodes_dir(tmp_path), write_eree_case(tmp_path)
+    out = tmp_path / "out"
+    return out, [
+        ["suppress", str(src), "--out", str(out), "--attributes", "m1emp,wage"],
+        ["suppress", str(src), "--out", str(out), "--attributes", "m1emp,wage", "--gedp"],
+        ["audit", "suppression", str(src), "--attributes", "m1emp,wage", "--out", str(out)],
+        ["audit", "noise-infusion", "--data", str(lodes), "--out", str(out), "--trials", "1"],
+        ["audit", "claims", str(spec), "--seeds", "1"],
+        ["evaluate", "haney-workload1", "--data", str(lodes), "--out", str(out),
+         "--trials", "1", "--small-grid"],
+        ["evaluate", "webb-table3", "--data", str(src), "--out", str(out), "--trials", "1"],
+        ["evaluate", "publication-grade", "--data", str(lodes), "--out", str(out),
+         "--seeds", "1"],
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("which", range(8))
+def test_every_command_on_confidential_data_is_covered(tmp_path, monkeypatch, which):
+    out, commands = _covered(tmp_path)
+    assert len(commands) == 8
+    monkeypatch.setenv("EREE_REQUIRE_LEDGER", "1")
+    msg = assert_clean_failure(run_cli(commands[which]), out, "site policy", "cannot be charged")
+    assert not out.exists()
+    assert len(msg.strip().splitlines()) == 1
+
+
+def test_the_office_may_allow_a_command_without_a_ledger(tmp_path, monkeypatch):
+    src = _qcew_file(tmp_path)
+    _office(tmp_path, monkeypatch,
+            '[release]\nrequire_ledger = true\nallow_without_ledger = ["suppress"]\n')  # fmt: skip
+    out = tmp_path / "sup"
+    r = run_cli(["suppress", str(src), "--out", str(out), "--attributes", "m1emp,wage",
+                 "--no-audit"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out2 = tmp_path / "aud"
+    r = run_cli(["audit", "suppression", str(src), "--attributes", "m1emp,wage", "--out",
+                 str(out2)])  # fmt: skip
+    assert r.exit_code == 2 and "cannot be charged" in r.output and not out2.exists()

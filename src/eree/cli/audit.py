@@ -32,6 +32,7 @@ from eree.cli.common import (
     err_console,
     escape,
     fail,
+    policy_allows,
     progress_bar,
 )
 from eree.cli.suppress import (
@@ -197,6 +198,8 @@ def audit_noise_infusion(
     from eree.evaluate.attacks import ATTACKS, run_attacks
     from eree.evaluate.datasets import load_dataset
 
+    if data is not None:
+        policy_allows("audit noise-infusion", f"--data {data}")
     if out is not None:
         check_out(out, force)
     try:
@@ -316,6 +319,8 @@ def audit_suppression(
     from eree.suppression import audit, primary_suppression, suppress_establishments
     from eree.suppression.pipeline import qcew_tables
 
+    if input is not None:
+        policy_allows("audit suppression", input)
     if out is not None:
         check_out(out, force)
     sources = [published is not None, bls_pattern is not None, bls_published is not None]
@@ -472,6 +477,7 @@ def audit_claims(
 
     if seeds < 1:
         fail(EreeError("--seeds must be at least 1"))
+    policy_allows("audit claims", f"the data of {spec}")
     console.print(
         f"[bold yellow]{seeds} seeded release(s) (seeds {first_seed}…{first_seed + seeds - 1}): "
         "NOT FOR PUBLICATION, never charged to a ledger, nothing written. Realised errors "

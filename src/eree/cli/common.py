@@ -79,6 +79,22 @@ def fail(e: BaseException | str) -> NoReturn:
     raise typer.Exit(code=2)
 
 
+def policy_allows(command: str, what: Any) -> None:
+    """Refuse, under the site policy, a command that reads confidential data uncharged.
+
+    Under ``require_ledger`` a command that reads confidential data and cannot be charged
+    exits 2 with one line, unless the office file allows it
+    (:func:`eree.release.policy.require_uncharged_allowed`). Run before anything is read.
+    """
+    from eree.errors import EreeError
+    from eree.release.policy import require_uncharged_allowed
+
+    try:
+        require_uncharged_allowed(command, str(what))
+    except EreeError as e:
+        fail(e)
+
+
 def check_out(out: Any, force: bool) -> None:
     """The ``--out`` check every command runs first (exit 2 with one line when refused)."""
     from eree.data.outdir import check_out as check

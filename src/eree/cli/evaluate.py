@@ -36,6 +36,7 @@ from eree.cli.common import (
     err_console,
     escape,
     fail,
+    policy_allows,
     progress_bar,
 )
 from eree.errors import EreeError, SpecError
@@ -101,6 +102,8 @@ def evaluate_haney(
     from eree.evaluate.interrupt import write_interrupted_note
     from eree.evaluate.report import summary_rows, write_outputs
 
+    if data is not None:
+        policy_allows("evaluate", f"--data {data}")
     check_out(out, force)
     t0 = time.perf_counter()
     try:
@@ -192,6 +195,8 @@ def evaluate_webb(
     from eree.evaluate.webb.report import summary_readings, write_webb_outputs
     from eree.evaluate.webb.run import count_steps, run_webb
 
+    if data is not None:
+        policy_allows("evaluate", f"--data {data}")
     check_out(out, force)
     t0 = time.perf_counter()
     try:
@@ -372,6 +377,8 @@ def publication_grade(
         write_outputs,
     )
 
+    if data is not None:
+        policy_allows("evaluate", f"--data {data}")
     check_out(out, force)
     t0 = time.perf_counter()
     try:

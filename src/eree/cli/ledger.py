@@ -36,9 +36,7 @@ def ledger_budget(
     name: Annotated[str, typer.Argument(help="dataset name (the spec's `name`)")],
     # budgets are read as the decimals written, never through a float (1e-400 is not 0)
     epsilon: Annotated[str | None, typer.Option(help="ER-EE family: lifetime ε")] = None,
-    delta: Annotated[
-        str | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")
-    ] = None,
+    delta: Annotated[str | None, typer.Option(help="ER-EE family: lifetime δ (default 0)")] = None,
     alpha: Annotated[
         str | None,
         typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),

@@ -39,6 +39,7 @@ from eree.cli.common import (
     console,
     err_console,
     fail,
+    policy_allows,
     progress_bar,
 )
 from eree.errors import EreeError
@@ -316,6 +317,7 @@ def suppress(
     from eree.data.outdir import make_temp_folder, put_in_place, write_marker
     from eree.suppression import suppress_establishments
 
+    policy_allows("suppress", input)
     check_out(out, force)
     try:
         cfg = suppression_config(
