@@ -236,3 +236,44 @@ def test_an_anchor_that_is_not_a_small_regular_file_is_one_line(work, kind):
         if args[0] == "protect":
             assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
             assert not (work / "r").exists()
+
+
+def _near_copy(work: Path, change: str) -> None:
+    """The data under data2/: one workplace row without jobs added, or one job moved."""
+    import polars as pl
+
+    src, dst = work / "data", work / "data2"
+    shutil.copytree(src, dst)
+    if change == "empty-workplace":
+        wp = pl.read_parquet(dst / "workplace.parquet")
+        extra = wp.head(1).with_columns(pl.lit("w999").alias("workplace_id"))
+        pl.concat([wp, extra]).write_parquet(dst / "workplace.parquet")
+    else:
+        job = pl.read_parquet(dst / "job.parquet")
+        first = job["workplace_id"][0]
+        other = job.filter(pl.col("workplace_id") != first)["workplace_id"][0]
+        job = job.with_columns(
+            pl.when(pl.int_range(pl.len()) == 0).then(pl.lit(other))
+            .otherwise(pl.col("workplace_id")).alias("workplace_id")
+        )  # fmt: skip
+        job.write_parquet(dst / "job.parquet")
+    text = SPEC.replace('name = "small"', 'name = "sandbox"').replace("data/", "data2/")
+    (work / "near.toml").write_text(text)
+
+
+@pytest.mark.parametrize("change", ["empty-workplace", "moved-job"])
+def test_near_identical_data_under_another_name_get_no_fresh_budget(work, change):
+    led = work / "l.sqlite"
+    for name, eps in (("pa-2015", COST), ("sandbox", 100 * COST)):
+        assert eree("ledger", "budget", led, name, "--epsilon", eps, "--delta", MANY_DELTA,
+                    "--alpha", 0.1, cwd=work).returncode == 0  # fmt: skip
+    r = eree("protect", "pa-2015.toml", "--out", "r0", "--ledger", led, cwd=work)
+    assert r.returncode == 0, r.stderr  # pa-2015's budget is spent
+    _near_copy(work, change)
+    r = eree("protect", "near.toml", "--out", "r1", "--ledger", led, cwd=work)
+    assert r.returncode == 2 and "nearly the same establishments and jobs" in r.stderr, r.stderr
+    assert "'pa-2015'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = eree("protect", "near.toml", "--out", "r1", "--ledger", led, "--new-version", cwd=work)
+    assert r.returncode == 2 and "lifetime budget of 'pa-2015'" in r.stderr, r.stderr
+    assert not (work / "r1").exists()
+    assert _show(work, led)["sandbox"]["releases"]["committed"] == 0

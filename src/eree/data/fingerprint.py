@@ -68,6 +68,7 @@ __all__ = [
     "fingerprints",
     "fmix64",
     "salt",
+    "structure_counts",
     "structure_fingerprint",
     "summary_digest",
     "value_salts",
@@ -331,3 +332,29 @@ def fingerprints(data: JobTables | EstablishmentData) -> tuple[str, str]:
     """``(content, structure)`` fingerprints, hashing each distinct text value once."""
     text = _TextWords()
     return _fingerprint(data, False, text), _fingerprint(data, True, text)
+
+
+def structure_counts(data: JobTables | EstablishmentData) -> tuple[np.ndarray, np.ndarray]:
+    """Per workplace (establishment) row, the word of its id and its number of jobs.
+
+    The input of the ledger's similarity sketch (:mod:`eree.privacy.similarity`): words as
+    in the fingerprint (first 8 bytes of SHA-256 of the id's text), counts as Int64 (0 for
+    a workplace without jobs; establishment data: all 0). Confidential (sizes): the
+    ledger keeps only a keyed sketch of them.
+    """
+    from eree.data.job_tables import JobTables
+
+    text = _TextWords()
+    if isinstance(data, JobTables):
+        wid = data.workplaces.columns[0]
+        jid = data.jobs.columns[0]
+        ids = data.workplaces.get_column(wid).cast(pl.Utf8)
+        per = data.jobs.select(pl.col(jid).cast(pl.Utf8).alias("id")).group_by("id").len(name="n")
+        joined = pl.DataFrame({"id": ids}).join(per, on="id", how="left", maintain_order="left")
+        counts = joined.get_column("n").fill_null(0).cast(pl.Int64).to_numpy()
+    else:
+        ids = data.frame.get_column(data.id_column).cast(pl.Utf8)
+        counts = np.zeros(ids.len(), dtype=np.int64)
+    codes, words = text.codes(ids.rename(""), pl.Utf8())
+    words = np.append(words, np.uint64(0))  # (a null id: cannot be, validated data)
+    return words[codes], counts

@@ -34,6 +34,9 @@ method                     data           gives
 ``fingerprints``           either         the content and structure fingerprints
                                           (:mod:`eree.data.fingerprint`): the same
                                           values whichever engine loaded the data
+``structure_counts``       either         per workplace, the word of its id and its
+                                          job count (the ledger's similarity sketch,
+                                          :mod:`eree.privacy.similarity`); confidential
 ``describe``               —              what the manifest records about the
                                           engine: its kind and version; Spark: the
                                           master and Spark's version (public only)
@@ -295,6 +298,15 @@ class Engine(Protocol):
 
         The values of :func:`eree.data.fingerprint.fingerprints` for the same rows
         loaded by Polars, whichever engine computes them.
+        """
+        ...
+
+    def structure_counts(self, data: LoadedJobTables | LoadedEstablishments) -> tuple[Any, Any]:
+        """Per workplace (establishment) row: the word of its id, its number of jobs.
+
+        The values of :func:`eree.data.fingerprint.structure_counts` (numpy uint64 and
+        int64 arrays, in any row order) whichever engine loaded the data. Confidential
+        (sizes): only the ledger's keyed sketch of them is kept.
         """
         ...
 

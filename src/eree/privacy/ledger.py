@@ -74,6 +74,8 @@ from eree.privacy.definitions import (
 )
 from eree.privacy.ledger_state import LedgerState
 from eree.privacy.release_check import check_releases
+from eree.privacy.similarity import SCHEME as SKETCH_SCHEME
+from eree.privacy.similarity import THRESHOLD, similarity, sketch
 
 __all__ = [
     "Charge",
@@ -723,6 +725,7 @@ class Ledger:
         new_version: bool = False,
         structure: str | None = None,
         scheme: str,
+        counts: tuple[Any, Any] | None = None,
     ) -> Iterator[Charge]:
         """Reserve a release on enter; commit on success; void on failure before output.
 
@@ -741,6 +744,10 @@ class Ledger:
             structure: the structure fingerprint (:func:`eree.data.fingerprint.
                 structure_fingerprint`): the same establishments and jobs seen through other
                 columns, or with changed values, are recognised as a known dataset's.
+            counts: per workplace, the word of its id and its job count
+                (:func:`eree.data.fingerprint.structure_counts`): the ledger keeps a keyed
+                sketch of them, and data whose sketch is similar to a known dataset's
+                (:mod:`eree.privacy.similarity`) are that dataset's, as for ``structure``.
             scheme: the fingerprint scheme both fingerprints were computed with
                 (:data:`eree.data.fingerprint.SCHEME`). A ledger that holds content
                 recorded with another scheme is refused (it could not be recognised).
@@ -754,7 +761,7 @@ class Ledger:
         charge = self.reserve(
             dataset=dataset, fingerprint=fingerprint, definition=definition, alpha=alpha,
             cost=cost, out_dir=out, spec_budget=spec_budget, new_version=new_version,
-            structure=structure, scheme=scheme,
+            structure=structure, scheme=scheme, counts=counts,
         )  # fmt: skip
         try:
             yield charge
@@ -784,6 +791,7 @@ class Ledger:
         new_version: bool = False,
         structure: str | None = None,
         scheme: str,
+        counts: tuple[Any, Any] | None = None,
     ) -> Charge:
         """Record a pending charge, or refuse it (see :meth:`charge`)."""
         check_chargeable(definition)
@@ -797,6 +805,7 @@ class Ledger:
                 )
         kfp = self.fingerprint(fingerprint)
         kst = None if structure is None else self.fingerprint(structure)
+        sk = None if counts is None else sketch(self.key, *counts)
         out = Path(out_dir).resolve()
         notes: list[str] = []
         with self._transaction() as con:
@@ -817,6 +826,7 @@ class Ledger:
             name = dataset
             known = st.by_fp.get(kfp)
             related = st.by_structure.get(kst) if kst is not None else None
+            similar = _similar(st, sk) if known is None and related is None else None
             version: int
             if known is not None:
                 name, version = known
@@ -836,6 +846,8 @@ class Ledger:
             else:
                 if related is not None:
                     name = related
+                elif similar is not None:
+                    name = similar
                 elif dataset not in st.budgets:
                     raise LedgerError(
                         f"dataset {dataset!r} is not registered in ledger {self.path}; an "
@@ -844,12 +856,15 @@ class Ledger:
                     )
                 versions = st.versions.get(name, [])
                 if versions and not new_version:
-                    same = (
-                        f"the same establishments and jobs as dataset {name!r} but other values "
-                        "or other columns"
-                        if related is not None
-                        else f"data that differ from every version of dataset {name!r}"
-                    )
+                    if related is not None:
+                        same = (f"the same establishments and jobs as dataset {name!r} but "
+                                "other values or other columns")  # fmt: skip
+                    elif similar is not None:
+                        same = (f"nearly the same establishments and jobs as dataset "
+                                f"{name!r} (the same data for a budget: docs/privacy.md, "
+                                "'Same data')")  # fmt: skip
+                    else:
+                        same = f"data that differ from every version of dataset {name!r}"
                     raise LedgerError(
                         f"{dataset!r}: {same} (latest in the ledger: version "
                         f"{versions[-1]['version']}); if this is a new version of "
@@ -859,10 +874,13 @@ class Ledger:
                 body = {"fingerprint": kfp, "structure": kst, "version": version,
                         "previous": versions[-1]["fingerprint"] if versions else None,
                         "scheme": scheme}  # fmt: skip
+                if sk is not None:
+                    body.update(sketch=sk, sketch_scheme=SKETCH_SCHEME)
                 self._append(con, "version", name, body)
                 if name != dataset:
+                    how = "nearly share" if similar is not None else "share"
                     notes.append(
-                        f"these data share their establishments and jobs with dataset "
+                        f"these data {how} their establishments and jobs with dataset "
                         f"{name!r}; the release is charged to {name!r}, not {dataset!r}"
                     )
                 if versions:
@@ -1026,6 +1044,24 @@ class Ledger:
 
 #: the scheme of version records written before the ledger recorded one
 _FIRST_SCHEME = "eree-fingerprint-v1"
+
+
+def _similar(st: LedgerState, sk: list[str] | None) -> str | None:
+    """The first dataset (in ledger order) with a version whose sketch is similar to ``sk``.
+
+    Similar: the estimated Jaccard similarity of the structures reaches
+    :data:`eree.privacy.similarity.THRESHOLD` (versions recorded without a sketch, or with
+    another sketch scheme, are compared by their exact fingerprints only).
+    """
+    if sk is None:
+        return None
+    for name, versions in st.versions.items():
+        for v in versions:
+            theirs = v.get("sketch")
+            if (theirs and v.get("sketch_scheme") == SKETCH_SCHEME
+                    and similarity(sk, theirs) >= THRESHOLD):  # fmt: skip
+                return name
+    return None
 
 
 def _require_scheme(st: LedgerState, scheme: str, path: Path) -> None:

@@ -280,10 +280,11 @@ def protect(
     from eree.data.fingerprint import SCHEME
 
     fingerprint, structure = engine.fingerprints(data)
+    counts = engine.structure_counts(data)
     with book.charge(
         dataset=plan.name, fingerprint=fingerprint, definition=plan.privacy.definition,
         alpha=plan.privacy.alpha, cost=report.total, spec_budget=budget, out_dir=out_dir,
-        new_version=new_version, structure=structure, scheme=SCHEME,
+        new_version=new_version, structure=structure, scheme=SCHEME, counts=counts,
     ) as charge:  # fmt: skip
         result = _run(
             built, out_dir, source, engine, report, data, charge.fingerprint, charge, False,

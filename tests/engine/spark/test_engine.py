@@ -698,6 +698,28 @@ def test_spark_fingerprint_equals_the_polars_one(engine, synth_files, tmp_path) 
     assert spark_fingerprint(sest, structure=True) == structure_fingerprint(est)
 
 
+def test_spark_structure_counts_equal_the_polars_ones(engine, synth_files, tmp_path) -> None:
+    """The ledger's similarity sketch reads the same (id word, job count) pairs on both
+    engines (a workplace without jobs counts 0; establishments: all 0)."""
+    from eree.data.config import EstablishmentDataConfig
+    from eree.data.establishments import load_establishments
+    from eree.data.fingerprint import structure_counts
+    from eree.engine.spark.establishments import load_establishments_spark
+    from tests.release.test_gedp import write_small
+
+    def pairs(wc) -> list[tuple[int, int]]:
+        return sorted(zip(wc[0].tolist(), wc[1].tolist(), strict=True))
+
+    polars_data = load_job_tables(synth_files)
+    expected = pairs(structure_counts(polars_data))
+    assert sum(n for _, n in expected) == polars_data.jobs.height
+    assert pairs(engine.structure_counts(engine.load_job_tables(synth_files))) == expected
+    csv = write_small(tmp_path / "e.csv", n=50)
+    cfg = EstablishmentDataConfig(csv, public=("cnty", "own", "naics"))
+    got = pairs(engine.structure_counts(load_establishments_spark(engine.spark, cfg)))
+    assert got == pairs(structure_counts(load_establishments(cfg))) and len(got) == 50
+
+
 def test_value_counts_from_the_files(spark, tmp_path):
     """Rows per value of a column, counted by PyArrow from the files, summed by Spark.
 

@@ -197,6 +197,15 @@ class PolarsEngine:
             return fingerprints(data)
         return fingerprints(_job_tables(data))  # type: ignore[arg-type]
 
+    def structure_counts(self, data: LoadedJobTables | LoadedEstablishments) -> tuple[Any, Any]:
+        """Per workplace, the word of its id and its job count (:mod:`eree.data.fingerprint`)."""
+        from eree.data.establishments import EstablishmentData
+        from eree.data.fingerprint import structure_counts
+
+        if isinstance(data, EstablishmentData):
+            return structure_counts(data)
+        return structure_counts(_job_tables(data))  # type: ignore[arg-type]
+
     # -- establishments (QCEW-like): docs/design.md#core-objects ----------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> EstablishmentData:

@@ -269,6 +269,24 @@ class SparkEngine:
 
         return spark_fingerprints(data)
 
+    def structure_counts(self, data: LoadedJobTables | LoadedEstablishments) -> tuple[Any, Any]:
+        """Per workplace, the word of its id and its job count, computed in Spark.
+
+        The same values as :func:`eree.data.fingerprint.structure_counts`: one row per
+        workplace (an id's word and a count, never a job) reaches the driver.
+        """
+        from eree.engine.spark.establishments import SparkEstablishmentData
+
+        if isinstance(data, JobTables | EstablishmentData):  # in memory already
+            from eree.data.fingerprint import structure_counts
+
+            return structure_counts(data)
+        if not isinstance(data, SparkJobTables | SparkEstablishmentData):
+            raise TypeError(f"the Spark engine cannot read {type(data).__name__}")
+        from eree.engine.spark.fingerprint import spark_structure_counts
+
+        return spark_structure_counts(data)
+
     # -- establishments (QCEW-like): docs/design.md#core-objects ----------------------------------
 
     def load_establishments(self, config: EstablishmentDataConfig) -> SparkEstablishmentData:

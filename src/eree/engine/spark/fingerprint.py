@@ -13,6 +13,7 @@ __all__ = [
     "lanes_query",
     "spark_fingerprint",
     "spark_fingerprints",
+    "spark_structure_counts",
     "sql_identifier",
     "sql_string",
     "text_word",
@@ -247,3 +248,33 @@ def spark_fingerprints(data: Any) -> tuple[str, str]:
         summary_digest(family_name(data, False), summaries[0]),
         summary_digest(family_name(data, True), summaries[1]),
     )
+
+
+def spark_structure_counts(data: Any) -> tuple[Any, Any]:
+    """Per workplace, the word of its id and its job count, computed in Spark.
+
+    The values of :func:`eree.data.fingerprint.structure_counts` of the same rows loaded by
+    Polars (in another row order): Spark hashes the ids (:func:`text_word`) and counts the
+    jobs per workplace; one row per workplace reaches the driver.
+    """
+    import numpy as np
+    from pyspark.sql import functions as sf
+
+    if hasattr(data, "jobs"):
+        per = data.jobs.groupBy("workplace_id").agg(sf.count(sf.lit(1)).alias("n"))
+        rows = (
+            data.workplaces.select("workplace_id")
+            .join(per, on="workplace_id", how="left")
+            .select(text_word("workplace_id").alias("w"), sf.coalesce("n", sf.lit(0)).alias("n"))
+        )
+    else:
+        c = data.config.id
+        rows = data.frame.select(text_word(c).alias("w"), sf.lit(0).cast("long").alias("n"))
+    table = rows.toArrow() if hasattr(rows, "toArrow") else None
+    if table is not None:
+        w = table.column("w").to_numpy(zero_copy_only=False)
+        n = table.column("n").to_numpy(zero_copy_only=False)
+    else:  # (Spark before 4: through pandas)
+        pdf = rows.toPandas()
+        w, n = pdf["w"].to_numpy(), pdf["n"].to_numpy()
+    return np.asarray(w, dtype=np.int64).view(np.uint64), np.asarray(n, dtype=np.int64)
