@@ -17,3 +17,21 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"real data not available: {path} is absent (needs ../shared/data)")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _output_key(tmp_path_factory):
+    """One output key for the session (eree.data.outdir.output_key), never the user's own.
+
+    Set in the process environment, so that commands run in subprocesses use it too.
+    """
+    import os
+
+    key_env = "EREE_OUTPUT_KEY"  # (eree.data.outdir.KEY_ENV)
+    before = os.environ.get(key_env)
+    os.environ[key_env] = str(tmp_path_factory.mktemp("eree-config") / "output.key")
+    yield
+    if before is None:
+        os.environ.pop(key_env, None)
+    else:
+        os.environ[key_env] = before

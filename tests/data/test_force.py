@@ -76,7 +76,41 @@ CASES = {
         (o / MARKER).symlink_to(o / "m.json"),
     ),
     "a link to elsewhere": lambda o: (o / "home").symlink_to(Path.home()),
+    "a marker forged to list a private key": lambda o: _forge(o, "id_ed25519", None),
+    "a marker signed with another key": lambda o: _forge(o, "id_ed25519", b"x" * 32),
 }
+
+
+def _forge(out: Path, name: str, key: bytes | None) -> None:
+    """A user's private key in the folder, and a marker listing everything there as eree
+    would (sizes, times, and content HMACs under ``key``, or none), signed with ``key``."""
+    import hashlib
+    import hmac
+
+    (out / name).write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    files = {
+        p.relative_to(out).as_posix(): p for p in out.rglob("*") if p.is_file() and p.name != MARKER
+    }
+
+    def mac(data: bytes) -> str | None:
+        return None if key is None else hmac.new(key, data, hashlib.sha256).hexdigest()
+
+    doc: dict = {
+        "written_by": "eree synth lodes",
+        "eree_version": "0",
+        "created": "2026-01-01T00:00:00+00:00",
+        "files": {
+            rel: {
+                "bytes": p.stat().st_size,
+                "mtime_ns": p.stat().st_mtime_ns,
+                "mac": mac(p.read_bytes()),
+            }
+            for rel, p in sorted(files.items())
+        },
+    }
+    body = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    doc["mac"] = mac(body) or "00" * 32
+    (out / MARKER).write_text(json.dumps(doc))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -2,11 +2,14 @@
 
 * ``--out`` is always a folder. It must be absent or empty; an existing non-empty folder
   is refused before any work is done, unless ``--force`` is given.
-* ``--force`` replaces a folder only if eree wrote all of it: its :data:`MARKER` file (a
-  regular file, not a link) lists every file eree wrote there with its size and
-  modification time (no hash: see :func:`write_marker`), and the folder holds exactly
-  those files, unchanged — nothing added (a user's notes, a
-  key, a ledger, another release further down), renamed, edited or linked. And it must not
+* ``--force`` replaces a folder only if eree can prove it wrote all of it: its
+  :data:`MARKER` file (a regular file, not a link) lists every file eree wrote there with
+  its size and an HMAC-SHA256 of its content, and is itself authenticated by an
+  HMAC-SHA256 over that list, both under the user's output key (:func:`output_key`:
+  ``~/.config/eree/output.key``, mode 0600, or the file named by ``EREE_OUTPUT_KEY``).
+  A marker written by hand, or by another account, cannot carry a valid HMAC, so it is
+  refused; so is a folder holding anything else — nothing added (a user's notes, a key, a
+  ledger, another release further down), renamed, edited or linked. And it must not
   hold a release recorded in a ledger (a ``manifest.json`` with a ``ledger`` entry): a
   published release is never overwritten. The new output is complete before it takes the
   folder's place: the two are exchanged in one atomic step where the system can
@@ -22,9 +25,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +43,72 @@ from eree.errors import EreeError
 
 #: the hidden file marking a folder as eree's output (what ``--force`` may replace)
 MARKER = ".eree-output"
+#: the variable naming the output key's file (default: ~/.config/eree/output.key)
+KEY_ENV = "EREE_OUTPUT_KEY"
+
+
+def output_key_path() -> Path:
+    """Where the user's output key is kept (``EREE_OUTPUT_KEY``, else the user's config)."""
+    named = os.environ.get(KEY_ENV)
+    if named:
+        return Path(named)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "eree" / "output.key"
+
+
+def output_key(create: bool) -> bytes | None:
+    """The user's secret key that authenticates :data:`MARKER` files, or None.
+
+    Created (32 random bytes, mode 0600, atomically) on first use when ``create``. A key
+    that is not a small regular file, or that others can read or write, is not used (a
+    marker it signed could be forged): None.
+    """
+    path = output_key_path()
+    if create and not os.path.lexists(path):
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as fp:
+                    fp.write(secrets.token_bytes(32).hex().encode())
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, path)  # appears complete, or not at all
+            finally:
+                tmp.unlink(missing_ok=True)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 1024 or st.st_mode & 0o077:
+            return None
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return None
+        raw = os.read(fd, 1025)
+    finally:
+        os.close(fd)
+    try:
+        key = bytes.fromhex(raw.strip().decode("ascii"))
+    except ValueError:
+        return None
+    return key if len(key) >= 16 else None
+
+
+def _file_mac(key: bytes, path: Path) -> str:
+    """HMAC-SHA256 of a file's content under the output key (keyed: never a plain hash)."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    with path.open("rb") as fp:
+        for block in iter(lambda: fp.read(1 << 20), b""):
+            mac.update(block)
+    return mac.hexdigest()
+
+
+def _marker_mac(key: bytes, doc: dict[str, object]) -> str:
+    body = {k: v for k, v in doc.items() if k != "mac"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def process_umask() -> int:
@@ -75,16 +149,37 @@ def _listing(folder: Path) -> tuple[dict[str, Path], list[str]]:
 
 
 def _not_eree_only(out: Path) -> str | None:
-    """Why ``--force`` may not replace ``out`` (None when eree wrote all of it, unchanged)."""
+    """Why ``--force`` may not replace ``out`` (None when eree wrote all of it, unchanged).
+
+    The marker must carry a valid HMAC under this user's output key, and every file it
+    lists must have the content HMAC it records: a folder eree cannot prove it wrote is
+    never replaced (nor anything in it deleted).
+    """
     marker = out / MARKER
     if marker.is_symlink() or not marker.is_file():
         return f"was not written by eree (no {MARKER} file)"
     try:
-        listed = json.loads(marker.read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
-        listed = None
-    if not isinstance(listed, dict):
+        if marker.stat().st_size > (64 << 20):
+            raise ValueError
+        doc = json.loads(marker.read_text(encoding="utf-8"))
+        listed = doc.get("files")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        doc, listed = None, None
+    if not isinstance(listed, dict) or not isinstance(doc, dict):
         return f"has a {MARKER} file that lists no files (forged, or written by an older eree)"
+    key = output_key(create=False)
+    if key is None:
+        return (
+            f"has a {MARKER} file eree cannot check: no output key of yours at "
+            f"{output_key_path()} (or one others can read)"
+        )
+    if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(
+        doc["mac"], _marker_mac(key, doc)
+    ):
+        return (
+            f"has a {MARKER} file eree cannot prove it wrote (written by hand, by another "
+            "account or by an older eree)"
+        )
     files, odd = _listing(out)
     if odd:
         return f"holds links or special files eree does not write: {', '.join(odd[:3])}"
@@ -98,7 +193,8 @@ def _not_eree_only(out: Path) -> str | None:
             return f"no longer holds {rel}, which eree wrote (renamed or deleted)"
         st = p.stat()
         if (not isinstance(entry, dict) or st.st_size != entry.get("bytes")
-                or st.st_mtime_ns != entry.get("mtime_ns")):  # fmt: skip
+                or not isinstance(entry.get("mac"), str)
+                or not hmac.compare_digest(entry["mac"], _file_mac(key, p))):  # fmt: skip
             return f"holds {rel} changed since eree wrote it"
     return None
 
@@ -174,24 +270,29 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
 def write_marker(folder: Path, command: str) -> None:
     """Write the :data:`MARKER` file of a finished output folder.
 
-    It records the command, the time, and every file in the folder with its size and
-    modification time (what ``--force`` may replace). No hash: the folder may hold
-    owner-only files of confidential values (``internal/``), and an unkeyed hash of them
-    would let a reader test guesses.
+    It records the command, the time, and every file in the folder with its size and an
+    HMAC-SHA256 of its content under the user's output key (:func:`output_key`), and an
+    HMAC of the whole record (what ``--force`` may replace). Keyed, never a plain hash:
+    the folder may hold owner-only files of confidential values (``internal/``), and an
+    unkeyed hash of them would let a reader test guesses. Without a usable key (a home
+    folder that cannot be written) the marker carries no HMAC and ``--force`` will refuse
+    the folder.
     """
     from eree import __version__
 
+    key = output_key(create=True)
     files, _ = _listing(folder)
-    doc = {
+    doc: dict[str, object] = {
         "written_by": command,
         "eree_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "files": {
-            rel: {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+            rel: {"bytes": p.stat().st_size, "mac": None if key is None else _file_mac(key, p)}
             for rel, p in sorted(files.items())
-            for st in (p.stat(),)
         },
     }
+    if key is not None:
+        doc["mac"] = _marker_mac(key, doc)
     (folder / MARKER).write_text(json.dumps(doc) + "\n", encoding="utf-8")
 
 
