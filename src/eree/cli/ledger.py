@@ -51,7 +51,7 @@ def ledger_budget(
 
     Example: eree ledger budget budget.sqlite pa-2015 --epsilon 4 --delta 1e-6 --alpha 0.1
     """
-    from eree.privacy.ledger import budget_value
+    from eree.privacy.budget_values import budget_value
 
     try:  # before the ledger is opened: a refused value creates no ledger and no key
         for key, v in {"epsilon": epsilon, "delta": delta, "alpha": alpha, "mu": mu}.items():

@@ -65,6 +65,7 @@ from typing import Any
 from urllib.parse import quote
 
 from eree.errors import BudgetExceededError, LedgerError, PrivacyParameterError
+from eree.privacy.budget_values import budget_value, exact_budget, float_budget
 from eree.privacy.composition import Composition, Cost, check_chargeable, composition_for
 from eree.privacy.definitions import (
     ALPHA_DEFINITIONS,
@@ -72,15 +73,17 @@ from eree.privacy.definitions import (
     FAMILY_OF_DEFINITION,
     GAUSSIAN,
 )
-from eree.privacy.ledger_state import LedgerState
+from eree.privacy.ledger_anchor import read_anchor, write_anchor
+from eree.privacy.ledger_state import LedgerState, require_scheme
 from eree.privacy.release_check import check_releases
 from eree.privacy.similarity import SCHEME as SKETCH_SCHEME
-from eree.privacy.similarity import THRESHOLD, similarity, sketch
+from eree.privacy.similarity import similar_dataset, sketch
 
 __all__ = [
     "Charge",
     "Ledger",
     "VerifyResult",
+    "budget_value",
     "check_spec_budget",
     "keyed_fingerprint",
 ]
@@ -169,54 +172,6 @@ def _manifest_release(d: Path) -> Any:
         return m.get("ledger", {}).get("id")
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def _exact_budget(budget: Mapping[str, Any]) -> dict[str, str]:
-    """A budget as the decimals written (``--epsilon 0.3`` is 3/10, not the float below it).
-
-    A float is read as its shortest decimal; a text or a fraction exactly as given.
-    """
-    return {k: str(v if isinstance(v, Fraction) else Fraction(repr(float(v))))
-            for k, v in budget.items() if v is not None}  # fmt: skip
-
-
-def budget_value(name: str, key: str, value: float | str | Fraction) -> Fraction:
-    """One budget value, exactly: a decimal text (``"1e-400"``), a fraction or a float.
-
-    Never through a float that changes it: a positive value a float would round to 0
-    (``1e-400``), or to infinity, is refused rather than registered as 0 or ∞.
-
-    Raises:
-        PrivacyParameterError: not a number, not finite, negative, or not representable.
-    """
-    where = f"budget of {name!r}: {key}"
-    if isinstance(value, float | int) and not isinstance(value, bool):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise PrivacyParameterError(f"{where} must be finite")
-        exact = Fraction(repr(float(value)))
-    else:
-        try:
-            exact = Fraction(str(value).strip())
-        except (ValueError, ZeroDivisionError):
-            raise PrivacyParameterError(f"{where} must be a number (got {value!r})") from None
-    if exact < 0:
-        raise PrivacyParameterError(f"{where} must be >= 0")
-    try:
-        as_float = float(exact)
-    except OverflowError:
-        as_float = float("inf")
-    if as_float == float("inf"):
-        raise PrivacyParameterError(f"{where} is too large (no finite float holds it)")
-    if exact > 0 and as_float == 0.0:
-        raise PrivacyParameterError(
-            f"{where} is positive but below the smallest float ({value}): it would be "
-            "registered as 0; give a budget of at least 1e-300"
-        )
-    return exact
-
-
-def _float_budget(b: Mapping[str, str]) -> dict[str, float]:
-    return {k: float(Fraction(v)) for k, v in b.items()}
 
 
 @dataclass
@@ -453,9 +408,6 @@ class Ledger:
         return keyed_fingerprint(content_fingerprint, self.key)
 
     def _hash(self, prev: str, rid: int, kind: str, dataset: str, body: str, created: str) -> str:
-        import hashlib
-        import hmac
-
         msg = prev + "\n" + _canonical([rid, kind, dataset, body, created])
         return hmac.new(self.key, msg.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -509,46 +461,8 @@ class Ledger:
     # rewrite the anchor can roll back; the manifests still name their rows: `ledger verify
     # --release`.)
     def _read_head(self) -> tuple[int, str] | None:
-        """The anchor's ``(row id, hash)``; None when there is none.
-
-        Read as a small regular file only (at most 256 bytes, opened without blocking): an
-        anchor that is a FIFO, a device (a link to ``/dev/zero``) or a folder is refused
-        in one line, never read until memory or patience runs out. An anchor that cannot
-        be parsed reads as ``(-1, "unreadable")`` and fails verification.
-
-        Raises:
-            LedgerError: the anchor is not a regular file.
-        """
-        try:
-            fd = os.open(self.head_path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            if self.head_path.is_symlink():
-                raise LedgerError(
-                    f"the ledger's anchor {self.head_path} is a link to nothing; an "
-                    "administrator investigates (`eree ledger verify`)"
-                ) from None
-            return None
-        except OSError as e:
-            raise LedgerError(
-                f"the ledger's anchor {self.head_path} cannot be read "
-                f"({e.strerror or type(e).__name__})"
-            ) from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise LedgerError(
-                    f"the ledger's anchor {self.head_path} is not a regular file; an "
-                    "administrator investigates (`eree ledger verify`)"
-                )
-            data = os.read(fd, 257)
-        finally:
-            os.close(fd)
-        try:
-            if len(data) > 256:
-                raise ValueError
-            rid, h = data.decode("ascii").split()[:2]
-            return int(rid), h
-        except ValueError:
-            return (-1, "unreadable")
+        """The anchor's ``(row id, hash)``, or None (:mod:`eree.privacy.ledger_anchor`)."""
+        return read_anchor(self.head_path)
 
     def _advance_head(self, con: sqlite3.Connection) -> None:
         """Move the anchor to the ledger's newest row, never back (after a commit).
@@ -566,19 +480,7 @@ class Ledger:
             fcntl.flock(lock, fcntl.LOCK_EX)
             before = self._read_head()
             if before is None or (before[0] >= 0 and head[0] > before[0]):
-                self._write_head(head[0], head[1])
-
-    def _write_head(self, rid: int, h: str) -> None:
-        tmp = self.head_path.with_name(f".{self.head_path.name}.{secrets.token_hex(8)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as fp:
-                fp.write(f"{rid} {h}\n")
-                fp.flush()
-                os.fsync(fp.fileno())
-            os.rename(tmp, self.head_path)  # atomic replacement on POSIX
-        finally:
-            tmp.unlink(missing_ok=True)
+                write_anchor(self.head_path, head[0], head[1])
 
     # ---------------------------------------------------------------- verify
     def _verify(self, con: sqlite3.Connection) -> VerifyResult:
@@ -690,7 +592,7 @@ class Ledger:
             raise PrivacyParameterError(
                 f"budget of {name!r}: give --epsilon (ER-EE family) or --mu (GEDP)"
             )
-        exact = _exact_budget(exact_given)
+        exact = exact_budget(exact_given)
         with self._transaction() as con:
             self._require_intact(con)
             st = LedgerState(self._rows(con))
@@ -811,7 +713,7 @@ class Ledger:
         with self._transaction() as con:
             self._require_intact(con)
             st = LedgerState(self._rows(con))
-            _require_scheme(st, scheme, self.path)
+            require_scheme(st, scheme, self.path)
             # The same data presented under a second registered name are bound to it: from
             # then on every release of these data, earlier ones included, counts against
             # both budgets (a release under a generous name must not leave the proper
@@ -826,7 +728,9 @@ class Ledger:
             name = dataset
             known = st.by_fp.get(kfp)
             related = st.by_structure.get(kst) if kst is not None else None
-            similar = _similar(st, sk) if known is None and related is None else None
+            similar = (
+                similar_dataset(st.versions, sk) if known is None and related is None else None
+            )
             version: int
             if known is not None:
                 name, version = known
@@ -901,7 +805,7 @@ class Ledger:
                         f"dataset {n!r} has a budget of the {bfam} family; a {definition!r} "
                         f"release ({family} family) cannot be charged to it"
                     )
-                limits = _float_budget(budget)
+                limits = float_budget(budget)
                 if definition in ALPHA_DEFINITIONS:
                     a = st.alpha(n)
                     if a is not None and alpha != a:
@@ -1030,7 +934,7 @@ class Ledger:
             out.append({
                 "dataset": name,
                 "family": fam,
-                "budget": _float_budget(b),
+                "budget": float_budget(b),
                 "alpha": st.alpha(name),
                 "spent": total.to_dict(),
                 "versions": [{"version": v["version"], "fingerprint": v["fingerprint"][:16]}
@@ -1040,46 +944,6 @@ class Ledger:
                 "same_data_as": shared,
             })  # fmt: skip
         return out
-
-
-#: the scheme of version records written before the ledger recorded one
-_FIRST_SCHEME = "eree-fingerprint-v1"
-
-
-def _similar(st: LedgerState, sk: list[str] | None) -> str | None:
-    """The first dataset (in ledger order) with a version whose sketch is similar to ``sk``.
-
-    Similar: the estimated Jaccard similarity of the structures reaches
-    :data:`eree.privacy.similarity.THRESHOLD` (versions recorded without a sketch, or with
-    another sketch scheme, are compared by their exact fingerprints only).
-    """
-    if sk is None:
-        return None
-    for name, versions in st.versions.items():
-        for v in versions:
-            theirs = v.get("sketch")
-            if (theirs and v.get("sketch_scheme") == SKETCH_SCHEME
-                    and similarity(sk, theirs) >= THRESHOLD):  # fmt: skip
-                return name
-    return None
-
-
-def _require_scheme(st: LedgerState, scheme: str, path: Path) -> None:
-    """Refuse a ledger whose recorded content was fingerprinted with another scheme.
-
-    Fingerprints of different schemes never match: content recorded under an older scheme
-    would look new and could be charged to a fresh budget. The administrator starts a new
-    ledger and registers what remains of each budget (docs/privacy.md).
-    """
-    other = sorted({v.get("scheme", _FIRST_SCHEME) for vs in st.versions.values() for v in vs}
-                   - {scheme})  # fmt: skip
-    if other:
-        raise LedgerError(
-            f"ledger {path} records dataset content with fingerprint scheme {other[0]}, "
-            f"this eree computes {scheme}: known content could not be recognised, so "
-            "nothing is charged to this ledger; start a new ledger and register the "
-            "remaining budgets (see docs/privacy.md, 'Fingerprint schemes')"
-        )
 
 
 def _check(

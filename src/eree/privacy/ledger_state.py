@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+from eree.errors import LedgerError
 from eree.privacy.composition import Cost
 from eree.privacy.definitions import ALPHA_DEFINITIONS, EPSILON_DELTA
 
-__all__ = ["OLD_EPSILON_DELTA", "LedgerState", "family_name"]
+__all__ = ["OLD_EPSILON_DELTA", "LedgerState", "family_name", "require_scheme"]
 
 #: the ε-δ family's name in ledgers written before it had its own name
 OLD_EPSILON_DELTA = "eree"
@@ -95,3 +97,25 @@ class LedgerState:
                     and self.status[rid] != "void"):  # fmt: skip
                 return float(r["alpha"])
         return None
+
+
+#: the scheme of version records written before the ledger recorded one
+_FIRST_SCHEME = "eree-fingerprint-v1"
+
+
+def require_scheme(st: LedgerState, scheme: str, path: Path) -> None:
+    """Refuse a ledger whose recorded content was fingerprinted with another scheme.
+
+    Fingerprints of different schemes never match: content recorded under an older scheme
+    would look new and could be charged to a fresh budget. The administrator starts a new
+    ledger and registers what remains of each budget (docs/privacy.md).
+    """
+    other = sorted({v.get("scheme", _FIRST_SCHEME) for vs in st.versions.values() for v in vs}
+                   - {scheme})  # fmt: skip
+    if other:
+        raise LedgerError(
+            f"ledger {path} records dataset content with fingerprint scheme {other[0]}, "
+            f"this eree computes {scheme}: known content could not be recognised, so "
+            "nothing is charged to this ledger; start a new ledger and register the "
+            "remaining budgets (see docs/privacy.md, 'Fingerprint schemes')"
+        )

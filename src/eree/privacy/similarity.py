@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -155,3 +156,24 @@ def similarity(a: Sequence[str], b: Sequence[str]) -> float:
     sa, sb = {int(x, 16) for x in a}, {int(x, 16) for x in b}
     union = sorted(sa | sb)[:K]
     return sum(1 for u in union if u in sa and u in sb) / len(union)
+
+
+def similar_dataset(
+    versions: Mapping[str, Sequence[Mapping[str, Any]]], sk: list[str] | None
+) -> str | None:
+    """The first dataset (in ledger order) with a version whose sketch is similar to ``sk``.
+
+    Similar: the estimated similarity reaches :data:`THRESHOLD`. ``versions``: per
+    dataset name, its version records as the ledger stores them (versions recorded
+    without a sketch, or with another sketch scheme, are compared by their exact
+    fingerprints only, elsewhere).
+    """
+    if sk is None:
+        return None
+    for name, records in versions.items():
+        for v in records:
+            theirs = v.get("sketch")
+            if (theirs and v.get("sketch_scheme") == SCHEME
+                    and similarity(sk, theirs) >= THRESHOLD):  # fmt: skip
+                return name
+    return None
