@@ -57,24 +57,29 @@ _U64 = np.uint64
 _C = (0x736F6D6570736575, 0x646F72616E646F6D, 0x6C7967656E657261, 0x7465646279746573)
 
 
-def _rotl(x: np.ndarray, b: int) -> np.ndarray:
-    return (x << _U64(b)) | (x >> _U64(64 - b))
+def _rotl(x: np.ndarray, b: int, t: np.ndarray) -> None:
+    """Rotate ``x`` left by ``b`` bits, in place (``t``: scratch of the same shape)."""
+    np.right_shift(x, _U64(64 - b), out=t)
+    np.left_shift(x, _U64(b), out=x)
+    np.bitwise_or(x, t, out=x)
 
 
-def _round(v0: np.ndarray, v1: np.ndarray, v2: np.ndarray, v3: np.ndarray) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray
-]:  # fmt: skip
-    v0 = v0 + v1
-    v1 = _rotl(v1, 13) ^ v0
-    v0 = _rotl(v0, 32)
-    v2 = v2 + v3
-    v3 = _rotl(v3, 16) ^ v2
-    v0 = v0 + v3
-    v3 = _rotl(v3, 21) ^ v0
-    v2 = v2 + v1
-    v1 = _rotl(v1, 17) ^ v2
-    v2 = _rotl(v2, 32)
-    return v0, v1, v2, v3
+def _round(v0: np.ndarray, v1: np.ndarray, v2: np.ndarray, v3: np.ndarray, t: np.ndarray) -> None:
+    """One SipRound, in place."""
+    v0 += v1
+    _rotl(v1, 13, t)
+    v1 ^= v0
+    _rotl(v0, 32, t)
+    v2 += v3
+    _rotl(v3, 16, t)
+    v3 ^= v2
+    v0 += v3
+    _rotl(v3, 21, t)
+    v3 ^= v0
+    v2 += v1
+    _rotl(v1, 17, t)
+    v1 ^= v2
+    _rotl(v2, 32, t)
 
 
 def siphash24(key: bytes, words: Sequence[np.ndarray], tail: int) -> np.ndarray:
@@ -98,17 +103,21 @@ def siphash24(key: bytes, words: Sequence[np.ndarray], tail: int) -> np.ndarray:
         v1 = np.full(n, k1 ^ _C[1], dtype=np.uint64)
         v2 = np.full(n, k0 ^ _C[2], dtype=np.uint64)
         v3 = np.full(n, k1 ^ _C[3], dtype=np.uint64)
-        blocks = [np.asarray(w, dtype=np.uint64) for w in words]
-        blocks.append(np.full(n, tail, dtype=np.uint64))
+        t = np.empty(n, dtype=np.uint64)
+        blocks: list[np.ndarray | np.uint64] = [np.asarray(w, dtype=np.uint64) for w in words]
+        blocks.append(_U64(tail))
         for m in blocks:
-            v3 = v3 ^ m
+            v3 ^= m
             for _ in range(2):
-                v0, v1, v2, v3 = _round(v0, v1, v2, v3)
-            v0 = v0 ^ m
-        v2 = v2 ^ _U64(0xFF)
+                _round(v0, v1, v2, v3, t)
+            v0 ^= m
+        v2 ^= _U64(0xFF)
         for _ in range(4):
-            v0, v1, v2, v3 = _round(v0, v1, v2, v3)
-        return v0 ^ v1 ^ v2 ^ v3
+            _round(v0, v1, v2, v3, t)
+        v0 ^= v1
+        v0 ^= v2
+        v0 ^= v3
+        return v0
 
 
 def sketch_key(ledger_key: bytes) -> bytes:
@@ -132,7 +141,7 @@ def sketch(ledger_key: bytes, words: np.ndarray, counts: np.ndarray) -> list[str
     per = counts + 1
     ends = np.cumsum(per)
     start = 0
-    chunk = 1 << 22
+    chunk = 1 << 20
     while start < len(words):
         base = int(ends[start - 1]) if start else 0
         stop = int(np.searchsorted(ends, base + chunk, side="right"))
