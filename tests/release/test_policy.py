@@ -300,6 +300,7 @@ def test_the_office_names_its_ledger_and_a_private_one_is_refused(tmp_path, monk
     assert_clean_failure(
         _protect(spec, out, "--ledger", str(private)), out, str(office_led), "office"
     )
+    assert_clean_failure(_protect(spec, out), out, f"--ledger {office_led}")
     r = _protect(spec, tmp_path / "ok", "--ledger", str(office_led))
     assert r.exit_code == 0, r.output
     m = json.loads((tmp_path / "ok" / "manifest.json").read_text())

@@ -224,9 +224,10 @@ def protect(
     report = built.report()
     policy = site_policy()
     if policy.require_ledger and ledger is None and source.for_publication:
+        where = "PATH" if policy.ledger is None else f"{policy.ledger} (the office's ledger)"
         raise LedgerError(
             f"the site policy ({policy.source}) requires every publishable release to be "
-            "charged to a ledger: add --ledger PATH (a seeded experiment, --seed, is "
+            f"charged to a ledger: add --ledger {where} (a seeded experiment, --seed, is "
             "allowed without one and is never published)"
         )
     if ledger is not None:  # the office's ledger, when the policy names one
