@@ -514,3 +514,116 @@ def audit_claims(
         f"{AGREE:g} of their realised value; {len(claims) - len(measured)} not measurable "
         "(no cells of that size, or no law stated)"
     )
+
+
+def audit_reconstruct(
+    tables: Annotated[
+        Path,
+        typer.Argument(
+            help="an eree release folder (manifest.json) or a table file in the "
+            "documented format (docs/reconstruction-audit.md)"
+        ),
+    ],
+    truth: Annotated[
+        Path | None,
+        typer.Option(help="the true job tables (workplace, worker, job parquet): rates"),
+    ] = None,
+    unit: Annotated[str, typer.Option(help="the key of independent units")] = "block",
+    only: Annotated[
+        str | None, typer.Option(help="only units whose code starts with this (e.g. a county)")
+    ] = None,
+    use_tables: Annotated[
+        str | None, typer.Option("--tables", help="only these tables (comma-separated)")
+    ] = None,
+    statistic: Annotated[
+        str | None, typer.Option(help="the statistic column of a release's tables")
+    ] = None,
+    infusion_t: Annotated[
+        float, typer.Option(help="assumed outer distortion bound t of noise infusion")
+    ] = 0.15,
+    level: Annotated[float, typer.Option(help="probability of a noisy cell's band")] = 0.95,
+    threshold: Annotated[
+        float, typer.Option(help="τ: NLL margin for a certain record (default ln 20)")
+    ] = math.log(20.0),
+    max_candidates: Annotated[
+        int, typer.Option(help="skip units with more candidate combinations")
+    ] = 20_000,
+    max_checks: Annotated[int, typer.Option(help="confidence checks per unit")] = 200,
+    no_intervals: Annotated[
+        bool, typer.Option("--no-intervals", help="skip the interval audit (a)")
+    ] = False,
+    no_records: Annotated[
+        bool, typer.Option("--no-records", help="skip the reconstruction (b, c)")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="folder (new or empty): reconstruction.json")
+    ] = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """What a release reveals: intervals of every cell and the records rebuilt from it.
+
+    (a) For every cell, the tightest interval all published constraints imply jointly
+    (LP, HiGHS, per connected component); (b) the records of each unit (block) as an
+    integer program consistent with every table — the most likely records for noisy
+    tables — with the attacker's confidence per record; (c) with --truth, the share of
+    records rebuilt exactly and of unique records inferred. Output: counts and rates
+    only (no value of the data).
+
+    Example: eree audit reconstruct wac-release --truth pa --only 42023
+    """
+    from eree.evaluate.reconstruct import ReconstructConfig, read_tables
+    from eree.evaluate.reconstruct.audit import (
+        reconstruction_audit,
+        restrict_units,
+        summary_lines,
+    )
+    from eree.evaluate.reconstruct.release import read_release
+
+    if out is not None:
+        check_out(out, force)
+    notes: list[str] = []
+    try:
+        if not 0.0 < level < 1.0:
+            raise ValueError("--level must be in (0, 1)")
+        if threshold < 0 or max_candidates < 1 or max_checks < 0:
+            raise ValueError("--threshold, --max-candidates and --max-checks must be positive")
+        if not 0.0 < infusion_t < 1.0:
+            raise ValueError("--infusion-t must be in (0, 1)")
+        names = tuple(x.strip() for x in use_tables.split(",")) if use_tables else None
+        if tables.is_dir():
+            pub, notes = read_release(tables, statistic=statistic, infusion_t=infusion_t,
+                                      tables=names)  # fmt: skip
+        else:
+            pub = read_tables(tables)
+        if only is not None:
+            pub = restrict_units(pub, unit, only)
+        cfg = ReconstructConfig(unit=unit, threshold=threshold, max_candidates=max_candidates,
+                                max_checks=max_checks, tables=names)  # fmt: skip
+        with progress_bar(quiet or as_json) as prog:
+            task = prog.add_task("rebuilding units", total=None)
+            res = reconstruction_audit(
+                pub, cfg, truth=truth, intervals=not no_intervals, records=not no_records,
+                level=level, progress=progress_updater(prog, task),
+            )  # fmt: skip
+    except (EreeError, OSError, ValueError) as e:
+        fail(e)
+    res["notes"] = sorted(set(notes))
+    if as_json:
+        console.print_json(json.dumps(res, default=str))
+    else:
+        for line in summary_lines(res):
+            console.print(escape(line))
+        for n in res["notes"]:
+            console.print(f"• {escape(n)}")
+    if out is not None:
+        from eree.data.outdir import output_folder
+
+        try:
+            with output_folder(out, "eree audit reconstruct", force=force) as tmp:
+                (tmp / "reconstruction.json").write_text(json.dumps(res, indent=2, default=str))
+        except (EreeError, OSError) as e:
+            fail(e)
+        if not as_json:
+            console.print(f"written to {out}")
