@@ -26,8 +26,14 @@ log-likelihood is :math:`|s - v|/b` (L1, two slack variables per cell); for a Ga
 law of standard deviation σ it is :math:`(s-v)^2/(2σ^2)`, written as the maximum of its
 secants between consecutive whole numbers (exact at every whole :math:`s`, which is all
 :math:`s` takes) over :math:`v \pm 6σ` (beyond it, the outermost secants continue:
-an under-estimate far in the tails). Without noisy cells the program is a feasibility
-problem: any solution is as likely as any other.
+an under-estimate far in the tails).
+
+**Choosing among solutions.** Tables rarely determine the records; the attacker picks,
+among the solutions the tables allow (for noisy tables: as a tie-break below any change
+of the likelihood), the records that would be most probable if a unit's attributes were
+independent with the shares its own cells publish: the cost
+:math:`\sum_r x_r \cdot (-\log \prod_j p_j(r_j))` (linear in x). A uniform choice would
+rebuild fewer records; this prior is public (it uses published cells only).
 
 **Confidence.** A reconstructed record (one copy of a combination with
 :math:`x^\star_r \ge 1`) is *certain* when every solution whose objective is within
@@ -284,6 +290,32 @@ def _certain(prog: _Program, x: np.ndarray, opt: float, tau: float, max_checks: 
     return upper
 
 
+def _prior_cost(
+    cand: np.ndarray, codes: np.ndarray, value: np.ndarray, lower: np.ndarray
+) -> np.ndarray:
+    """−log of each candidate's probability if its attributes were independent.
+
+    Each attribute's shares come from the unit's cells that classify by the fewest
+    attributes including it (the published value; a withheld cell its lower bound),
+    plus ½ per value. This is the attacker's tie-break among the solutions the tables
+    allow (for exact tables, its choice among equally consistent datasets).
+    """
+    out = np.zeros(cand.shape[0])
+    present = codes >= 0
+    width = present.sum(axis=1)
+    v = np.where(np.isnan(value), lower, value)
+    for j in range(cand.shape[1]):
+        has = present[:, j]
+        if not has.any():
+            continue
+        mw = width[has].min()
+        rows = has & (width == mw)
+        k = int(max(cand[:, j].max(initial=0), codes[rows, j].max(initial=0))) + 1
+        share = np.bincount(codes[rows, j], weights=np.maximum(v[rows], 0.0), minlength=k) + 0.5
+        out -= np.log(share[cand[:, j]] / share.sum())
+    return out
+
+
 def _columns(published: PublishedTables, cfg: ReconstructConfig) -> tuple[list[str], list[str]]:
     """(tables used, record attributes)."""
     by = published.tables
@@ -426,12 +458,19 @@ def reconstruct(
             law[rows_i] == "gaussian",
         )
         prog = _Program(unit, cfg.time_limit)
-        sol = prog.solve(prog.cost)
+        first = prog.cost.copy()
+        prior = _prior_cost(cand, cc, val[rows_i], lo[rows_i])
+        if prog.noisy:  # a tie-break only: below any change of the likelihood
+            w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
+            prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * cand.shape[0])
+        first[: prog.n] += prior
+        sol = prog.solve(first)
         if sol is None:
             failed.append(ui)
             calls += prog.calls
             continue
-        z, opt = sol
+        z = sol[0]
+        opt = float(prog.cost @ z)
         x = np.round(z[: prog.n])
         m = _certain(prog, x, opt, cfg.threshold, cfg.max_checks)
         calls += prog.calls
