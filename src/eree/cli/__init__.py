@@ -13,7 +13,7 @@ module            commands
 ``ledger``        ``ledger budget``, ``ledger show``, ``ledger verify``
 ``evaluate``      ``evaluate haney-…``, ``webb-…``, ``workshop-figure1``, ``publication-grade``
 ``audit``         ``audit privacy``, ``audit noise-infusion``, ``audit suppression``,
-                  ``audit reconstruct``
+                  ``audit reconstruct``, ``audit reconstruct-frontier``
 ``suppress``      ``suppress``
 ``common``        the options, consoles, progress bars and the one error exit they share
 ``_program``      the machinery: lazy imports, a fast start, plain output, a fast exit
@@ -56,6 +56,9 @@ def register_lazy_commands() -> None:
     )
     audit_app.command("suppression", help=audit.audit_suppression.__doc__)(audit.audit_suppression)
     audit_app.command("reconstruct", help=audit.audit_reconstruct.__doc__)(audit.audit_reconstruct)
+    audit_app.command("reconstruct-frontier", help=audit.audit_reconstruct_frontier.__doc__)(
+        audit.audit_reconstruct_frontier
+    )
     app.command("suppress", help=suppress.suppress.__doc__)(suppress.suppress)
 
 
