@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from eree.evaluate.reconstruct import ReconstructConfig, reconstruct
+from eree.evaluate.reconstruct import ReconstructConfig, interval_audit, reconstruct
 from eree.evaluate.reconstruct.release import read_release
 from eree.mechanisms.noise import SeededNoise
 from eree.release.protect import protect
@@ -81,3 +81,13 @@ def test_preserved_zeros_give_away_the_lone_graduate(tmp_path: Path) -> None:
         assert (r["sex"], r["age"]) == (sex, age) and r["certain"] >= 1
         hits += 1
     assert hits == len(target) == 8
+    # and no other E4 combination is possible: their cells are published zeros
+    ia = interval_audit(pub)
+    cells = pub.cells.with_columns(pl.Series("upper", ia.upper))
+    for block, (sex, age) in target.items():
+        others = cells.filter(
+            (pl.col("block") == block)
+            & (pl.col("education") == "E4")
+            & ((pl.col("sex") != sex) | (pl.col("age") != age))
+        )
+        assert others.height == 5 and (others.get_column("upper") == 0).all()
