@@ -142,3 +142,43 @@ def test_a_noise_infusion_release_through_protect(tmp_path: Path) -> None:
     }
     assert "noise infusion read as ranges" in " ".join(res["notes"])
     assert "against the truth" in r.stdout
+
+
+def test_frontier_of_establishments_writes_rates_and_a_plot(tmp_path: Path) -> None:
+    from tests.suppression.helpers import random_qcew
+
+    f = tmp_path / "est.csv"
+    random_qcew(5, 200).with_columns(pl.col("m1emp").alias("m3emp")).write_csv(f)
+    out = tmp_path / "fr"
+    r = run_cli(
+        [
+            "audit",
+            "reconstruct-frontier",
+            str(f),
+            "--establishments",
+            "--out",
+            str(out),
+            "--budget-factors",
+            "1,4",
+        ]
+    )
+    assert r.exit_code == 0, r.output
+    res = pl.read_csv(out / "frontier.csv")
+    assert res.get_column("method").to_list() == ["exact", "suppressed", "gedp", "gedp"]
+    row = {x["method"]: x for x in res.to_dicts()}
+    assert row["exact"]["share_lone_within_10pct"] == 1.0  # published exactly
+    assert row["suppressed"]["share_withheld"] > 0
+    assert (out / "frontier.png").stat().st_size > 1000
+    r = run_cli(
+        [
+            "audit",
+            "reconstruct-frontier",
+            str(f),
+            "--establishments",
+            "--out",
+            str(tmp_path / "x"),
+            "--budget-factors",
+            "1,-2",
+        ]
+    )
+    assert r.exit_code == 2 and "--budget-factors: give positive numbers" in r.stderr

@@ -692,7 +692,7 @@ def audit_reconstruct_frontier(
             with err_console.status("protecting and attacking…") as status:
 
                 def say(m: str) -> None:
-                    if not quiet:
+                    if not quiet and status is not None:  # None when not on a terminal
                         status.update(f"{escape(m)}…")
 
                 if establishments:
