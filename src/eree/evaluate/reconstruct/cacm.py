@@ -212,7 +212,16 @@ def rebuild_block(
         return [], 0, 0
     x = z[:n]
     upper = x.copy()
-    for jj in np.flatnonzero(x > 0):
+    # one program first: min Σ_{r found} x_r equals the count of persons only if every
+    # solution is this one (the total is published)
+    c = np.zeros(nv)
+    c[: n][x > 0] = 1.0
+    alt = solve(c)
+    if alt is not None and int(alt[:n][x > 0].sum()) == int(x.sum()):
+        todo: np.ndarray = np.zeros(0, dtype=np.int64)
+    else:
+        todo = np.flatnonzero(x > 0)
+    for jj in todo:
         c = np.zeros(nv)
         c[jj] = 1.0
         alt = solve(c)
