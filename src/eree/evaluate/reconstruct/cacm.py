@@ -215,7 +215,7 @@ def rebuild_block(
     # one program first: min Σ_{r found} x_r equals the count of persons only if every
     # solution is this one (the total is published)
     c = np.zeros(nv)
-    c[: n][x > 0] = 1.0
+    c[:n][x > 0] = 1.0
     alt = solve(c)
     if alt is not None and int(alt[:n][x > 0].sum()) == int(x.sum()):
         todo: np.ndarray = np.zeros(0, dtype=np.int64)
