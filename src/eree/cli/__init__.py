@@ -12,7 +12,8 @@ module            commands
 ``plan``          ``plan``
 ``ledger``        ``ledger budget``, ``ledger show``, ``ledger verify``
 ``evaluate``      ``evaluate haney-…``, ``webb-…``, ``workshop-figure1``, ``publication-grade``
-``audit``         ``audit privacy``, ``audit noise-infusion``, ``audit suppression``
+``audit``         ``audit privacy``, ``audit noise-infusion``, ``audit suppression``,
+                  ``audit reconstruct``, ``audit reconstruct-frontier``
 ``suppress``      ``suppress``
 ``common``        the options, consoles, progress bars and the one error exit they share
 ``_program``      the machinery: lazy imports, a fast start, plain output, a fast exit
@@ -54,6 +55,10 @@ def register_lazy_commands() -> None:
         audit.audit_noise_infusion
     )
     audit_app.command("suppression", help=audit.audit_suppression.__doc__)(audit.audit_suppression)
+    audit_app.command("reconstruct", help=audit.audit_reconstruct.__doc__)(audit.audit_reconstruct)
+    audit_app.command("reconstruct-frontier", help=audit.audit_reconstruct_frontier.__doc__)(
+        audit.audit_reconstruct_frontier
+    )
     app.command("suppress", help=suppress.suppress.__doc__)(suppress.suppress)
 
 

@@ -520,3 +520,215 @@ def audit_claims(
         f"{AGREE:g} of their realised value; {len(claims) - len(measured)} not measurable "
         "(no cells of that size, or no law stated)"
     )
+
+
+def audit_reconstruct(
+    tables: Annotated[
+        Path,
+        typer.Argument(
+            help="an eree release folder (manifest.json) or a table file in the "
+            "documented format (docs/reconstruction-audit.md)"
+        ),
+    ],
+    truth: Annotated[
+        Path | None,
+        typer.Option(help="the true job tables (workplace, worker, job parquet): rates"),
+    ] = None,
+    unit: Annotated[str, typer.Option(help="the key of independent units")] = "block",
+    only: Annotated[
+        str | None, typer.Option(help="only units whose code starts with this (e.g. a county)")
+    ] = None,
+    use_tables: Annotated[
+        str | None, typer.Option("--tables", help="only these tables (comma-separated)")
+    ] = None,
+    statistic: Annotated[
+        str | None, typer.Option(help="the statistic column of a release's tables")
+    ] = None,
+    infusion_t: Annotated[
+        float, typer.Option(help="assumed outer distortion bound t of noise infusion")
+    ] = 0.15,
+    level: Annotated[float, typer.Option(help="probability of a noisy cell's band")] = 0.95,
+    threshold: Annotated[
+        float, typer.Option(help="τ: NLL margin for a certain record (default ln 20)")
+    ] = math.log(20.0),
+    max_candidates: Annotated[
+        int, typer.Option(help="skip units with more candidate combinations")
+    ] = 20_000,
+    max_checks: Annotated[int, typer.Option(help="confidence checks per unit")] = 200,
+    no_intervals: Annotated[
+        bool, typer.Option("--no-intervals", help="skip the interval audit (a)")
+    ] = False,
+    no_records: Annotated[
+        bool, typer.Option("--no-records", help="skip the reconstruction (b, c)")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="folder (new or empty): reconstruction.json")
+    ] = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """What a release reveals: intervals of every cell and the records rebuilt from it.
+
+    (a) For every cell, the tightest interval all published constraints imply jointly
+    (LP, HiGHS, per connected component); (b) the records of each unit (block) as an
+    integer program consistent with every table — the most likely records for noisy
+    tables — with the attacker's confidence per record; (c) with --truth, the share of
+    records rebuilt exactly and of unique records inferred. Output: counts and rates
+    only (no value of the data).
+
+    Example: eree audit reconstruct wac-release --truth pa --only 42023
+    """
+    from eree.evaluate.reconstruct import ReconstructConfig, read_tables
+    from eree.evaluate.reconstruct.audit import (
+        reconstruction_audit,
+        restrict_units,
+        summary_lines,
+    )
+    from eree.evaluate.reconstruct.release import read_release
+
+    if out is not None:
+        check_out(out, force)
+    notes: list[str] = []
+    try:
+        if not 0.0 < level < 1.0:
+            raise ValueError("--level must be in (0, 1)")
+        if threshold < 0 or max_candidates < 1 or max_checks < 0:
+            raise ValueError("--threshold, --max-candidates and --max-checks must be positive")
+        if not 0.0 < infusion_t < 1.0:
+            raise ValueError("--infusion-t must be in (0, 1)")
+        names = tuple(x.strip() for x in use_tables.split(",")) if use_tables else None
+        if tables.is_dir():
+            pub, notes = read_release(tables, statistic=statistic, infusion_t=infusion_t,
+                                      tables=names)  # fmt: skip
+        else:
+            pub = read_tables(tables)
+        if only is not None:
+            pub = restrict_units(pub, unit, only)
+        cfg = ReconstructConfig(unit=unit, threshold=threshold, max_candidates=max_candidates,
+                                max_checks=max_checks, tables=names)  # fmt: skip
+        with progress_bar(quiet or as_json) as prog:
+            task = prog.add_task("rebuilding units", total=None)
+            res = reconstruction_audit(
+                pub, cfg, truth=truth, intervals=not no_intervals, records=not no_records,
+                level=level, progress=progress_updater(prog, task),
+            )  # fmt: skip
+    except (EreeError, OSError, ValueError) as e:
+        fail(e)
+    res["notes"] = sorted(set(notes))
+    if as_json:
+        console.print_json(json.dumps(res, default=str))
+    else:
+        for line in summary_lines(res):
+            console.print(escape(line))
+        for n in res["notes"]:
+            console.print(f"• {escape(n)}")
+    if out is not None:
+        from eree.data.outdir import output_folder
+
+        try:
+            with output_folder(out, "eree audit reconstruct", force=force) as tmp:
+                (tmp / "reconstruction.json").write_text(json.dumps(res, indent=2, default=str))
+        except (EreeError, OSError) as e:
+            fail(e)
+        if not as_json:
+            console.print(f"written to {out}")
+
+
+def audit_reconstruct_frontier(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="job tables (workplace, worker, job parquet; eree synth lodes) or, with "
+            "--establishments, an establishment file (Syn-RI schema)"
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="folder (new or empty): frontier.csv, .png, .json")],
+    establishments: Annotated[
+        bool, typer.Option(help="QCEW-like establishments: suppression vs GEDP")
+    ] = False,
+    only: Annotated[
+        str | None,
+        typer.Option(help="only blocks whose code starts with one of these (comma-separated)"),
+    ] = None,
+    epsilons: Annotated[str, typer.Option(help="ER-EE ε per cell (comma-separated)")] = (
+        "0.5,1,2,4"
+    ),
+    budget_factors: Annotated[
+        str, typer.Option(help="GEDP: multiples of Table 7's μ (comma-separated)")
+    ] = "0.5,1,2,4",
+    methods: Annotated[
+        str | None,
+        typer.Option(help="baseline,exact,suppressed,noise_infusion,er_ee (default all)"),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of the releases (NOT FOR PUBLICATION)")] = 1,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Risk against accuracy: the same data protected by each method, then attacked.
+
+    Job tables: the eight WAC families by block published exactly, with small-cell
+    suppression, with noise infusion, and by ER-EE (Log-Laplace, post-processed) at
+    each ε per cell, plus a baseline (the jobs shuffled across blocks); each release is
+    attacked by `eree audit reconstruct`'s attacker and scored against the data.
+    Establishments: exact tables, eree's cell suppression and GEDP (Table 7 × factors).
+    Writes frontier.csv, frontier.json and frontier.png (rates and errors only). The
+    releases are seeded experiments (NOT FOR PUBLICATION), kept under OUT/releases/.
+
+    Example: eree audit reconstruct-frontier pa --only 42023,42053 --out frontier-pa
+    """
+    from eree.data.outdir import output_folder
+    from eree.evaluate.reconstruct import frontier as fr
+
+    check_out(out, force)
+
+    def floats(s: str, what: str) -> tuple[float, ...]:
+        try:
+            v = tuple(float(x) for x in s.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(f"{what}: not a comma-separated list of numbers") from None
+        if not v or any(x <= 0 for x in v):
+            raise ValueError(f"{what}: give positive numbers")
+        return v
+
+    try:
+        eps = floats(epsilons, "--epsilons")
+        factors = floats(budget_factors, "--budget-factors")
+        with output_folder(out, "eree audit reconstruct-frontier", force=force) as tmp:
+            with err_console.status("protecting and attacking…") as status:
+
+                def say(m: str) -> None:
+                    if not quiet and status is not None:  # None when not on a terminal
+                        status.update(f"{escape(m)}…")
+
+                if establishments:
+                    frame = load_establishment_file(data, "primary_key", ("m3emp",))
+                    res = fr.frontier_establishments(
+                        frame, budget_factors=factors, seed=seed, progress=say
+                    )
+                    fr.plot_establishment_frontier(res, tmp / "frontier.png")
+                else:
+                    res = fr.frontier_jobs(
+                        data, tmp / "releases", epsilons=eps, seed=seed, progress=say,
+                        prefixes=tuple(only.split(",")) if only else None,
+                        methods=tuple(methods.split(",")) if methods else None,
+                    )  # fmt: skip
+                    fr.plot_frontier(res, tmp / "frontier.png")
+            res.write_csv(tmp / "frontier.csv")
+            (tmp / "frontier.json").write_text(json.dumps(res.to_dicts(), indent=2))
+    except (EreeError, OSError, ValueError) as e:
+        fail(e)
+    console.print(f"[bold yellow]seeded releases (seed {seed}): NOT FOR PUBLICATION[/]")
+    t = Table(title="risk against accuracy")
+    for c in res.columns:
+        if c in ("cells", "peak_memory_mb", "units", "records", "unique_records"):
+            continue
+        t.add_column(c.replace("_", " "), justify="right")
+    for r in res.to_dicts():
+        t.add_row(*[
+            "—" if r[c] is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]))
+            for c in res.columns
+            if c not in ("cells", "peak_memory_mb", "units", "records", "unique_records")
+        ])  # fmt: skip
+    console.print(t)
+    console.print(f"written to {out}")
