@@ -17,10 +17,15 @@ their own noisy values (clamped at 0, rounded: still non-negative integers):
    noise), publish, re-weight from the simulated published values, post-process; record
    each marginal's mean L1 error post-processed and as its own values.
 3. A marginal whose predicted error ratio (post / own) plus two bootstrap standard
-   errors exceeds ``1 − margin`` keeps its own values (too uncertain, or not better).
-   Its measurements still inform the others (the solution is computed with every
-   marginal); the marginals that take the solution's values are exactly additive
-   among themselves, being parts of one consistent solution.
+   errors exceeds ``1 − margin`` is *flagged*: post-processing is not shown to make it
+   better.
+4. :func:`choose_held` decides which flagged marginals are **held**: published as their
+   own values (clamped at 0, rounded) and made an invariant of the solve — every other
+   marginal adapts to them, so every released pair still adds up exactly. At most one
+   marginal of each connected group of released pairs can be held (two held marginals
+   would have to agree on a common coarsening, and two noisy releases never do); among
+   flagged marginals that conflict, the one whose own values carry the least variance is
+   held (the rule is derived in :func:`choose_held`).
 
 The randomness is a fixed public seed: the decision is a deterministic function of the
 published values and public parameters.
@@ -44,8 +49,10 @@ __all__ = [
     "GuardBlock",
     "GuardInput",
     "GuardResult",
+    "Holding",
     "Prediction",
     "TabulationCheck",
+    "choose_held",
     "never_worse",
     "never_worse_blocks",
     "own_values",
@@ -253,6 +260,76 @@ def _block_errors(
             own_sum[i, j] += float(np.sum(np.abs(own - clean[n])))
         del sim, w, post
     return truth
+
+
+@dataclass(frozen=True)
+class Holding:
+    """Which flagged marginals are held as invariants of the solve (:func:`choose_held`).
+
+    Attributes:
+        held: the held marginals (published as their own values; the others adapt).
+        conflicts: each flagged marginal that is not held → the held marginal of its group
+            (it publishes the solution, which adds up to that marginal).
+    """
+
+    held: list[str]
+    conflicts: dict[str, str]
+
+
+def choose_held(
+    flagged: Sequence[str],
+    pairs: Iterable[tuple[str, str]],
+    total_variance: Mapping[str, float],
+) -> Holding:
+    r"""The flagged marginals to hold as invariants, at most one per connected group.
+
+    **Why at most one per group.** Two released marginals joined by a chain of released
+    pairs (child, parent) are constrained to agree on a common coarsening of both: along
+    the chain every pair fixes the coarser marginal to sums of the finer one, so both are
+    sums of the same values at the coarsest level the chain passes (at the least, their
+    grand totals). Held at their own values — independent noisy releases — they would
+    have to agree there exactly, which has probability zero. Marginals in different
+    groups are never constrained together and can each be held.
+
+    **Which one.** Holding marginal H fixes every other marginal of its group, at the
+    common coarsening C of the two, to H's own values summed over C's cells: the noise of
+    H's own values is imposed on them there. With independent cell noises, the variance
+    imposed, summed over C's cells, is
+    :math:`\sum_{c \in C} \mathrm{Var}ig(\sum_{h \subset c} y_hig) = \sum_h v_h`
+    whatever C is — the total variance of H's own values. So among conflicting flagged
+    marginals, the one with the least :math:`\sum_h v_h` is held: it imposes the least
+    noise on the rest (typically the most precise marginal, whose own values post-
+    processing could not improve anyway). Ties go by name; the flagged marginals are
+    taken in that order and each is held unless its group already has one.
+
+    Args:
+        flagged: the marginals the guard did not find better post-processed.
+        pairs: every released (child, parent) pair in a refinement relation.
+        total_variance: per marginal, Σ of its cells' variances (published or the public
+            model's): public.
+    """
+    root: dict[str, str] = {}
+
+    def find(n: str) -> str:
+        while root.get(n, n) != n:
+            n = root[n]
+        return n
+
+    for c, p in pairs:
+        a, b = find(c), find(p)
+        if a != b:
+            root[max(a, b)] = min(a, b)
+    held: list[str] = []
+    taken: dict[str, str] = {}
+    conflicts: dict[str, str] = {}
+    for n in sorted(flagged, key=lambda m: (float(total_variance[m]), m)):
+        g = find(n)
+        if g in taken:
+            conflicts[n] = taken[g]
+        else:
+            taken[g] = n
+            held.append(n)
+    return Holding(held, conflicts)
 
 
 @dataclass(frozen=True)

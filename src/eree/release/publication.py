@@ -14,7 +14,7 @@ never read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,9 @@ from eree.postprocess.guard import (
     GuardBlock,
     GuardInput,
     GuardResult,
+    Holding,
     Solver,
+    choose_held,
     never_worse,
     never_worse_blocks,
     own_values,
@@ -296,6 +298,7 @@ def _solver(
     integer: bool,
     methods: dict[str, str],
     first_only: bool = False,
+    held: Collection[str] = (),
 ) -> Solver:
     """A post-processing run over a chosen set of marginals: tree or lattice.
 
@@ -306,11 +309,16 @@ def _solver(
     a cell's weight no longer follows its own noise (the source of a downward bias of
     every total; docs/publication-grade.md, "Weights that follow the noise").
     ``first_only``: the first pass alone (what the variance calibration is fitted at).
+    ``held``: marginals held as invariants (:func:`eree.postprocess.guard.choose_held`):
+    each is replaced by its own values as it publishes them (clamped at 0, rounded, as
+    asked) and measured exactly (variance 0) in both passes, so every other marginal
+    adapts to it and every released pair still adds up. The same holds for the values a
+    replicate of the never-worse guard simulates, so the guard predicts what is published.
     """
 
     def run(
         est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str],
-        nonneg: bool, rounded: bool,
+        ex: Mapping[str, np.ndarray], nonneg: bool, rounded: bool,
     ) -> dict[str, np.ndarray]:  # fmt: skip
         sub = {n: marg[n] for n in names}
         try:
@@ -323,7 +331,7 @@ def _solver(
             for n in names:
                 par = parents[n]
                 idx = None if par is None else pairs[(n, par)]
-                inputs.append(MarginalInput(n, est[n], np.where(exact[n], 0.0, var[n]), par, idx))
+                inputs.append(MarginalInput(n, est[n], np.where(ex[n], 0.0, var[n]), par, idx))
             return publication_grade(inputs, consistent=True, nonnegative=nonneg,
                                      integer=rounded)  # fmt: skip
         methods["solver"] = "lattice"
@@ -332,24 +340,33 @@ def _solver(
 
         ps = [Pair(c, p, idx) for (c, p), idx in pairs.items() if c in sub and p in sub]
         values = lattice_least_squares(
-            {n: np.where(exact[n], 0.0, est[n]) for n in names},
-            {n: np.where(exact[n], 0.0, var[n]) for n in names},
+            {n: np.where(ex[n], 0.0, est[n]) if n not in held else est[n] for n in names},
+            {n: np.where(ex[n], 0.0, var[n]) for n in names},
             ps,
             nonnegative=nonneg,
         )
         if rounded:
-            values, how = lattice_round(values, ps, {n: exact[n] for n in names})
+            values, how = lattice_round(values, ps, {n: ex[n] for n in names},
+                                        held=[n for n in names if n in held])  # fmt: skip
             methods["rounding"] = how
         return values
 
     def solve(
         est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str]
     ) -> dict[str, np.ndarray]:
-        first = run(est, var, names, False, False)
+        ex: Mapping[str, np.ndarray] = exact
+        if held:
+            est = {
+                n: own_values(np.where(exact[n], 0.0, est[n]), nonnegative=nonnegative,
+                              integer=integer) if n in held else est[n]
+                for n in names
+            }  # fmt: skip
+            ex = {n: np.ones_like(exact[n]) if n in held else exact[n] for n in names}
+        first = run(est, var, names, ex, False, False)
         if first_only:
             return first
-        again = {n: np.where(exact[n], 0.0, at_size[n](first[n])) for n in names}
-        return run(est, again, names, nonnegative, integer)
+        again = {n: np.where(ex[n], 0.0, at_size[n](first[n])) for n in names}
+        return run(est, again, names, ex, nonnegative, integer)
 
     return solve
 
@@ -396,6 +413,29 @@ def _calibrate(
         {pr: idx for pr, idx in pairs.items() if pr[0] in names and pr[1] in names},
         modelled, exact,
     )  # fmt: skip
+
+
+def _additivity(
+    values: Mapping[str, np.ndarray],
+    pairs: Mapping[tuple[str, str], np.ndarray],
+    names: Sequence[str],
+) -> tuple[int, float]:
+    """How many released pairs there are among ``names`` and the largest |parent − Σ child|.
+
+    On a tree only the edges are built; additivity along the edges implies it for every
+    (finer, coarser) pair of the tree.
+    """
+    worst = 0.0
+    n = 0
+    for (c, p), idx in pairs.items():
+        if c in names and p in names:
+            n += 1
+            parent = np.asarray(values[p], dtype=np.float64)
+            sums = np.bincount(idx, np.asarray(values[c], dtype=np.float64),
+                               minlength=parent.shape[0])  # fmt: skip
+            if sums.size:
+                worst = max(worst, float(np.max(np.abs(sums - parent))))
+    return n, worst
 
 
 def publication_tables(
@@ -453,6 +493,9 @@ def publication_tables(
     calibration: VarianceCalibration | None = None
     values = dict(own_by_name)
     pairs: dict[tuple[str, str], np.ndarray] = {}
+    holding = Holding([], {})
+    related: list[str] = []
+    n_blocks = 1
     if pp.consistent:
         try:  # a tree needs each marginal's parent only: additivity along the edges of a
             # tree implies it for every (finer, coarser) pair, so the other pairs' maps
@@ -492,11 +535,20 @@ def publication_tables(
         # evaluation switched the guard off to show its effect (not a spec key)
         replicates = 0 if pp.without_guard else 6
         cells = sum(est[g.name].shape[0] for g in in_guard)
+        blocks: list[dict[str, np.ndarray]] = []
         if forest is not None and calibration is None and cells > BLOCK_CELLS:
             parent = {n: forest[n] for n in related}
             blocks = block_rows(parent, {c: idx for (c, _), idx in pairs.items()},
                                 {n: est[n].shape[0] for n in related}, BLOCK_CELLS)  # fmt: skip
-            n_blocks = len(blocks)
+        n_blocks = max(len(blocks), 1)
+
+        def run_guard(hold: Sequence[str]) -> GuardResult:
+            """The guard's run (and the solution) with ``hold`` held as invariants."""
+            if not blocks:
+                solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
+                                integer=pp.integer, methods=methods, held=hold)  # fmt: skip
+                return never_worse(in_guard, var, solve, nonnegative=pp.nonnegative,
+                                   integer=pp.integer, replicates=replicates)  # fmt: skip
 
             def block_problem(rows: dict[str, np.ndarray]) -> GuardBlock:
                 sub_est = {n: est[n][rows[n]] for n in related}
@@ -516,25 +568,27 @@ def publication_tables(
                 return GuardBlock(
                     sub_guard, {n: var[n][rows[n]] for n in related},
                     _solver(marg, sub_pairs, sub_exact, sub_at, nonnegative=pp.nonnegative,
-                            integer=pp.integer, methods=methods),
+                            integer=pp.integer, methods=methods, held=hold),
                     rows,
                 )  # fmt: skip
 
-            guard = never_worse_blocks(
+            return never_worse_blocks(
                 (block_problem(rows) for rows in blocks),
                 {g.name: est[g.name].shape[0] for g in in_guard},
                 nonnegative=pp.nonnegative, integer=pp.integer, replicates=replicates,
             )  # fmt: skip
-            del blocks
-        else:
-            n_blocks = 1
-            solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
-                            integer=pp.integer, methods=methods)  # fmt: skip
-            guard = never_worse(in_guard, var, solve, nonnegative=pp.nonnegative,
-                                integer=pp.integer, replicates=replicates)  # fmt: skip
-        if guard.consistent:
-            solution = guard.solution  # solved with every marginal: all inform it
-            values.update({n: solution[n] for n in guard.consistent})
+
+        guard = run_guard(())
+        # the marginals post-processing is not shown to improve are held at their own
+        # values as invariants (at most one per connected group; guard.choose_held), and
+        # the solve and the guard's predictions are run again with them held
+        holding = choose_held(guard.own, list(pairs),
+                              {n: float(np.sum(var[n])) for n in related})  # fmt: skip
+        unheld_guard = guard
+        if holding.held:
+            guard = run_guard(holding.held)
+        del blocks
+        values.update({n: guard.solution[n] for n in related if n in guard.solution})
     done = [k for k in ("consistent", "nonnegative", "integer") if getattr(pp, k)]
     solver = methods.get("solver", "tree")
     method = (
@@ -554,19 +608,23 @@ def publication_tables(
         + ("non-negative projection, " if pp.nonnegative and pp.consistent else "")
         + ("controlled rounding" if pp.integer and pp.consistent else "")
     ).rstrip(", ")
-    kept = set(guard.own) if guard is not None else set()
+    held = set(holding.held)
     out: list[QueryTable] = []
     for t in tables:
         x = values.get(t.name, own_by_name.get(t.name))
         assert x is not None
-        own = t.name in kept or (pp.consistent and t.name not in (guard.consistent if guard
-                                                                  else []))  # fmt: skip
-        how = (
-            "its own published values (clamped at 0 / rounded cell by cell: "
-            "post-processing with the other marginals was not predicted to make it better)"
-            if own and pp.consistent
-            else method
-        )
+        if not pp.consistent:
+            how = method
+        elif t.name in held:
+            how = (
+                "its own published values (clamped at 0 / rounded cell by cell: "
+                "post-processing was not shown to make it better), held as an invariant of "
+                "the consistent solve: every other table adds up to it"
+            )
+        elif t.name not in related:
+            how = "its own published values (no other released table to add up with)"
+        else:
+            how = method
         uncertainty = (
             f"{how}; the mechanism's std and CI describe its raw output, not these values, "
             "and are not published for them"
@@ -601,7 +659,7 @@ def publication_tables(
         "privacy_cost": "none (post-processing of published values)",
     }
     if pp.consistent and guard is not None:
-        final = guard.consistent
+        final = related
         try:
             tree = marginal_forest({n: marg[n] for n in related}) if final else {}
         except HierarchyError:
@@ -637,29 +695,60 @@ def publication_tables(
         )
         entry["never_worse"] = {
             "method": "parametric bootstrap under the public variance model with its own "
-            "uncertainty (fixed public seed); a marginal joins the consistent solution "
-            "(computed with every marginal) only if its predicted mean L1 error is at least "
-            "2% below its own values' beyond two bootstrap standard errors; the others keep "
-            "their own values",
+            "uncertainty (fixed public seed); a marginal whose predicted mean L1 error "
+            "post-processed is not at least 2% below its own values' beyond two bootstrap "
+            "standard errors is flagged, and flagged marginals are held at their own values "
+            "as invariants of the solve (at most one per group of marginals joined by "
+            "released pairs: the one whose own values have the least total variance); the "
+            "predictions are those of the published configuration (held marginals held)",
             "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
         }
+        if holding.held:
+            entry["never_worse"]["predicted_before_holding"] = {
+                n: p.to_dict() for n, p in unheld_guard.predictions.items()
+            }
         if pp.without_guard:
             entry["never_worse"] = {
                 "method": "switched off by an evaluation (not a spec key): every marginal "
                 "publishes the consistent solution"
             }
-        if guard.own:
-            entry["kept_own_values"] = {
-                n: (
-                    f"predicted L1 ratio post-processed / own values "
-                    f"{guard.predictions[n].ratio:.3f} under the public model: kept as its "
-                    "own noisy values (non-negative integers where asked); its measurements "
-                    "still inform the others, but its cells are not constrained to them"
-                    if n in guard.predictions
-                    else "no other released marginal to be consistent with: its own values"
-                )
-                for n in guard.own
+        entry["hold_rule"] = (
+            "two marginals joined by released pairs must agree on a common coarsening, so "
+            "at most one of each such group can keep its own (noisy) values; holding a "
+            "marginal imposes the noise of its own values on every other marginal of its "
+            "group at their common coarsening, Σ of its cells' variances in all, so among "
+            "flagged marginals of one group the one with the least Σ variance is held; the "
+            "others publish the solution, which adds up to it"
+        )
+        if holding.held:
+            entry["held"] = {
+                n: f"predicted L1 ratio post-processed / own values "
+                f"{unheld_guard.predictions[n].ratio:.3f} under the public model: published "
+                "as its own values (non-negative integers where asked) and held as an "
+                "invariant of the solve; every other marginal of its group adds up to it"
+                for n in holding.held
             }
+        not_held = {
+            n: f"flagged (predicted ratio {unheld_guard.predictions[n].ratio:.3f} before "
+            f"holding) but not held: {h!r}, held, is in its group and has the smaller "
+            "total variance; it publishes the solution, which adds up to it"
+            for n, h in holding.conflicts.items()
+        }
+        for n in guard.own:
+            if n not in held and n not in not_held and n in guard.predictions:
+                not_held[n] = (
+                    f"predicted ratio {guard.predictions[n].ratio:.3f} with the held marginals "
+                    "held; not held (its group already holds one): it publishes the solution"
+                )
+        if not_held:
+            entry["flagged_not_held"] = not_held
+        add = _additivity(values, pairs, related)
+        entry["additivity"] = {
+            "pairs": add[0],
+            "largest_discrepancy": add[1],
+            "checked": "every released (finer, coarser) pair's published cells, summed "
+            "(0: every pair adds up exactly)",
+        }
         unrelated = [n for n in names if n not in {x for pr in pairs for x in pr}]
         for n in unrelated:
             entry.setdefault("kept_own_values", {})[n] = (

@@ -933,6 +933,36 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
             "accurate (each still a non-negative whole number where asked; the adjusted "
             "tables do not have to add up to these):</p>" + bullets(rows, raw=True)
         )
+    held = entry.get("held")
+    if isinstance(held, Mapping) and held:
+        before = (entry.get("never_worse") or {}).get("predicted_before_holding") or {}
+        rows = []
+        for name in held:
+            ratio = (before.get(name) or {}).get("predicted_ratio")
+            why = (
+                f"adjusting it was not predicted to make it more accurate (predicted error "
+                f"after adjustment: {ratio:.0%} of its own)"
+                if isinstance(ratio, int | float)
+                else "adjusting it was not predicted to make it more accurate"
+            )
+            rows.append(f"{_user(name)}: published as its own values; {esc(why)}")
+        parts.append(
+            "<p>Tables that were <b>not</b> adjusted, because adjustment could make them less "
+            "accurate: they were held as they were published (each a non-negative whole "
+            "number where asked), and the other tables were adjusted to add up to them, so "
+            "every table still adds up to every coarser one:</p>" + bullets(rows, raw=True)
+        )
+    add = entry.get("additivity")
+    if isinstance(add, Mapping) and add.get("pairs"):
+        parts.append(
+            f"<p>Checked in the published values: every one of the {num(add['pairs'])} "
+            "released pairs of a finer and a coarser table adds up exactly.</p>"
+            if add.get("largest_discrepancy") == 0
+            else f"<p>Checked in the published values: the {num(add['pairs'])} released "
+            "pairs of a finer and a coarser table add up to within "
+            f"{esc(str(add.get('largest_discrepancy')))} (not whole numbers: rounding "
+            "error of the solver).</p>"
+        )
     if entry.get("inputs"):
         parts.append(f"<p>Built from: {esc(plain_text(entry['inputs']))}.</p>")
     if "nonnegative" in entry:
