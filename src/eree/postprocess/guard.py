@@ -16,9 +16,10 @@ their own noisy values (clamped at 0, rounded: still non-negative integers):
    mechanism's shape (Laplace, Smooth Gamma's 1/(1+z⁴), Log-Laplace's multiplicative
    noise), publish, re-weight from the simulated published values, post-process; record
    each marginal's mean L1 error post-processed and as its own values.
-3. A marginal whose predicted error ratio (post / own) plus two bootstrap standard
-   errors exceeds ``1 − margin`` is *flagged*: post-processing is not shown to make it
-   better.
+3. A marginal whose paired difference of errors (post − own, replicate by replicate)
+   is positive beyond two bootstrap standard errors is *flagged*: post-processing
+   evidently makes it worse under the model. Replicates are added (in rounds, up to a
+   cap) only while some marginal is undecided (:func:`never_worse_blocks`).
 4. :func:`choose_held` decides which flagged marginals are **held**: published as their
    own values (clamped at 0, rounded) and made an invariant of the solve — every other
    marginal adapts to them, so every released pair still adds up exactly. At most one
@@ -95,10 +96,17 @@ class Prediction:
     own: float
     ratio: float
     ratio_se: float
+    #: mean over the replicates of (post − own) mean L1 per cell, and its SE
+    difference: float = 0.0
+    difference_se: float = 0.0
+    replicates: int = 0
 
     def to_dict(self) -> dict[str, float]:
         """JSON-ready (rounded)."""
-        return {"predicted_ratio": round(self.ratio, 4), "se": round(self.ratio_se, 4)}
+        return {"predicted_ratio": round(self.ratio, 4), "se": round(self.ratio_se, 4),
+                "difference": float(f"{self.difference:.4g}"),
+                "difference_se": float(f"{self.difference_se:.4g}"),
+                "replicates": self.replicates}  # fmt: skip
 
 
 @dataclass
@@ -153,7 +161,7 @@ def never_worse(
     nonnegative: bool,
     integer: bool,
     replicates: int = 6,
-    margin: float = 0.02,
+    max_replicates: int = 18,
     seed: int = 20170514,
 ) -> GuardResult:
     """Decide which marginals publish the consistent solution (module docstring).
@@ -163,14 +171,14 @@ def never_worse(
         variances: the weights of the real run (published or modelled variances).
         solve: the post-processing run to protect.
         nonnegative, integer: what "own values" means (clamped, rounded).
-        replicates: bootstrap replicates per decision round.
-        margin: a marginal stays only if predicted at least this much better.
+        replicates: bootstrap replicates per round.
+        max_replicates: rounds are added while some marginal is undecided, up to this many.
         seed: the public seed of the what-if simulations.
     """
     sizes = {m.name: int(np.shape(m.estimate)[0]) for m in marginals}
     return never_worse_blocks([GuardBlock(marginals, variances, solve)], sizes,
                               nonnegative=nonnegative, integer=integer, replicates=replicates,
-                              margin=margin, seed=seed)  # fmt: skip
+                              max_replicates=max_replicates, seed=seed)  # fmt: skip
 
 
 def never_worse_blocks(
@@ -180,18 +188,29 @@ def never_worse_blocks(
     nonnegative: bool,
     integer: bool,
     replicates: int = 6,
-    margin: float = 0.02,
+    max_replicates: int = 18,
     seed: int = 20170514,
 ) -> GuardResult:
-    """:func:`never_worse` over a problem given as independent blocks, one at a time.
+    r""":func:`never_worse` over a problem given as independent blocks, one at a time.
 
-    The same decision: each replicate's mean L1 error of a marginal is its error summed
-    over the blocks divided by its cells, and one generator (the public seed) draws every
-    block's simulations in turn, so that one block is exactly :func:`never_worse`. Only
-    one block's simulations are in memory at a time (the solution is assembled whole).
+    Each replicate's mean L1 error of a marginal is its error summed over the blocks
+    divided by its cells, and one generator (the public seed) draws every block's
+    simulations in turn, so that one block is exactly :func:`never_worse`. Only one
+    block's simulations are in memory at a time (the solution is assembled whole).
+
+    **The decision, on the paired difference.** Per replicate i and marginal, the
+    difference :math:`d_i` of the mean L1 errors post-processed and as own values (the
+    same simulated release both ways: paired, so the noise common to both cancels). A
+    marginal is *flagged* (post-processing evidently worse under the model) when
+    :math:`\bar d > 2\,\mathrm{SE}(\bar d)`; it is *decided* when
+    :math:`|\bar d| > 2\,\mathrm{SE}`. While some marginal is undecided, another round of
+    ``replicates`` is drawn, up to ``max_replicates``; a marginal still undecided then is
+    not flagged (no evidence that post-processing hurts it). Replicates are spent only
+    while a decision is open.
 
     Args:
-        blocks: the blocks (an iterable: each may be built when it is reached).
+        blocks: the blocks (re-iterable when more than one round may be drawn: each pass
+            may build its blocks when it reaches them).
         sizes: every marginal's number of cells (all blocks together).
         replicates: 0 runs no simulation: every marginal takes the solution, with no
             prediction (an evaluation's "no guard" column, never a release).
@@ -200,33 +219,49 @@ def never_worse_blocks(
     if len(names) < 2:
         return GuardResult(consistent=[], own=list(names))
     rng = np.random.default_rng(seed)
-    post_sum = np.zeros((replicates, len(names)))
-    own_sum = np.zeros((replicates, len(names)))
     truth: dict[str, np.ndarray] = {}
-    for block in blocks:
-        solved = _block_errors(block, names, rng, post_sum, own_sum,
-                               nonnegative=nonnegative, integer=integer)  # fmt: skip
-        for n in names:
-            if block.rows is None:
-                truth[n] = solved[n]
-            else:
-                if n not in truth:
-                    truth[n] = np.zeros(sizes[n], dtype=np.float64)
-                truth[n][block.rows[n]] = solved[n]
-    if replicates == 0:
-        return GuardResult(consistent=list(names), own=[], solution=truth)
+    post_rows: list[np.ndarray] = []
+    own_rows: list[np.ndarray] = []
+    cells = np.array([max(sizes[n], 1) for n in names], dtype=np.float64)
+    first = True
+    while True:
+        post_sum = np.zeros((replicates, len(names)))
+        own_sum = np.zeros((replicates, len(names)))
+        for block in blocks:
+            solved = _block_errors(block, names, rng, post_sum, own_sum,
+                                   nonnegative=nonnegative, integer=integer)  # fmt: skip
+            if not first:
+                continue
+            for n in names:
+                if block.rows is None:
+                    truth[n] = solved[n]
+                else:
+                    if n not in truth:
+                        truth[n] = np.zeros(sizes[n], dtype=np.float64)
+                    truth[n][block.rows[n]] = solved[n]
+        first = False
+        if replicates == 0:
+            return GuardResult(consistent=list(names), own=[], solution=truth)
+        post_rows.append(post_sum / cells)
+        own_rows.append(own_sum / cells)
+        post_r, own_r = np.vstack(post_rows), np.vstack(own_rows)
+        d = post_r - own_r
+        d_mean = d.mean(axis=0)
+        d_se = d.std(axis=0, ddof=1) / np.sqrt(d.shape[0])
+        undecided = np.abs(d_mean) <= 2.0 * d_se
+        if not undecided.any() or post_r.shape[0] + replicates > max_replicates:
+            break
     result = GuardResult(consistent=[], own=[], solution=truth)
     for j, n in enumerate(names):
-        cells = sizes[n]
-        post_r = post_sum[:, j] / cells if cells else post_sum[:, j]
-        own_r = own_sum[:, j] / cells if cells else own_sum[:, j]
-        post_m, own_m = float(post_r.mean()), float(own_r.mean())
+        post_m, own_m = float(post_r[:, j].mean()), float(own_r[:, j].mean())
         ratio = post_m / own_m if own_m > 0 else (1.0 if post_m == 0 else np.inf)
-        r = post_r / np.where(own_r > 0, own_r, 1.0)
+        r = post_r[:, j] / np.where(own_r[:, j] > 0, own_r[:, j], 1.0)
         se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
-        result.predictions[n] = Prediction(post_m, own_m, float(ratio), se)
-        safe = ratio + 2.0 * se <= 1.0 - margin  # better by the margin, beyond 2 SE
-        (result.consistent if safe else result.own).append(n)
+        result.predictions[n] = Prediction(
+            post_m, own_m, float(ratio), se, float(d_mean[j]), float(d_se[j]), len(r)
+        )
+        worse = d_mean[j] > 2.0 * d_se[j]  # evidently worse under the model
+        (result.own if worse else result.consistent).append(n)
     return result
 
 
