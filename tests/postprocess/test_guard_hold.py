@@ -41,3 +41,45 @@ def test_ties_go_by_name_and_nothing_flagged_holds_nothing():
     h = choose_held(["tract_sex", "county"], PAIRS, dict.fromkeys(["county", "tract_sex"], 1.0))
     assert h.held == ["county"]
     assert choose_held([], PAIRS, {}).held == []
+
+
+def _result(flagged, excess):
+    """A guard run: every marginal in ``excess`` predicted (post − own) / own = excess."""
+    from eree.postprocess.guard import GuardResult, Prediction
+
+    preds = {n: Prediction(1.0 + e, 1.0, 1.0 + e, 0.01, e, 0.001, 6) for n, e in excess.items()}
+    return GuardResult(consistent=[n for n in excess if n not in flagged], own=list(flagged),
+                       predictions=preds)  # fmt: skip
+
+
+def test_the_least_harmful_configuration_is_published():
+    from eree.postprocess.guard import decide_holding, predicted_harm
+
+    var = {"county": 4e6, "tract": 3e6, "tract_ind": 2e6, "tract_sex": 4e5, "finest": 1e6}
+    runs = {
+        (): _result(["tract_sex"], {"tract_sex": 0.2, "county": -0.5}),
+        # holding tract × sex makes the county evidently worse by 30%: worse than 20%
+        ("tract_sex",): _result(["county"], {"tract_sex": 0.0, "county": 0.3}),
+    }
+    d = decide_holding(lambda held: runs[tuple(held)], PAIRS, var)
+    assert d.holding.held == [] and d.guard is runs[()]
+    assert d.tried == {(): 0.2, ("tract_sex",): 0.3}
+    assert d.holding.conflicts == {"tract_sex": ""}  # flagged, not held: holding harms more
+    # a hold that harms no one is published
+    runs[("tract_sex",)] = _result([], {"tract_sex": 0.0, "county": 0.05})
+    d = decide_holding(lambda held: runs[tuple(held)], PAIRS, var)
+    assert d.holding.held == ["tract_sex"] and d.guard is runs[("tract_sex",)]
+    assert predicted_harm(runs[()]) == 0.2 and predicted_harm(runs[()], ["tract_sex"]) == 0.0
+
+
+def test_nothing_flagged_runs_the_guard_once():
+    from eree.postprocess.guard import decide_holding
+
+    calls = []
+
+    def run(held):
+        calls.append(tuple(held))
+        return _result([], {"a": -0.1, "b": -0.2})
+
+    d = decide_holding(run, [("b", "a")], {"a": 1.0, "b": 1.0})
+    assert calls == [()] and d.holding.held == []

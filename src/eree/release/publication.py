@@ -31,7 +31,7 @@ from eree.postprocess.guard import (
     GuardResult,
     Holding,
     Solver,
-    choose_held,
+    decide_holding,
     never_worse,
     never_worse_blocks,
     own_values,
@@ -494,6 +494,7 @@ def publication_tables(
     values = dict(own_by_name)
     pairs: dict[tuple[str, str], np.ndarray] = {}
     holding = Holding([], {})
+    tried: dict[tuple[str, ...], float] = {}
     related: list[str] = []
     n_blocks = 1
     if pp.consistent:
@@ -582,15 +583,13 @@ def publication_tables(
                 nonnegative=pp.nonnegative, integer=pp.integer, replicates=replicates,
             )  # fmt: skip
 
-        guard = run_guard(())
-        # the marginals post-processing is not shown to improve are held at their own
-        # values as invariants (at most one per connected group; guard.choose_held), and
-        # the solve and the guard's predictions are run again with them held
-        holding = choose_held(guard.own, list(pairs),
-                              {n: float(np.sum(var[n])) for n in related})  # fmt: skip
-        unheld_guard = guard
-        if holding.held:
-            guard = run_guard(holding.held)
+        # marginals the guard predicts post-processing makes worse may be held at their
+        # own values as invariants of the solve (guard.decide_holding: the configuration
+        # of least predicted harm, at most one held per connected group)
+        decision = decide_holding(run_guard, list(pairs),
+                                  {n: float(np.sum(var[n])) for n in related})  # fmt: skip
+        guard, unheld_guard, holding = decision.guard, decision.first, decision.holding
+        tried = decision.tried
         del blocks
         values.update({n: guard.solution[n] for n in related if n in guard.solution})
     done = [k for k in ("consistent", "nonnegative", "integer") if getattr(pp, k)]
@@ -708,22 +707,29 @@ def publication_tables(
             "predictions are those of the published configuration (held marginals held)",
             "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
         }
-        if holding.held:
+        if unheld_guard is not guard:
             entry["never_worse"]["predicted_before_holding"] = {
                 n: p.to_dict() for n, p in unheld_guard.predictions.items()
             }
+        if len(tried) > 1:
+            entry["never_worse"]["configurations"] = [
+                {"held": list(c), "predicted_harm": round(h, 4)} for c, h in tried.items()
+            ]
         if pp.without_guard:
             entry["never_worse"] = {
                 "method": "switched off by an evaluation (not a spec key): every marginal "
                 "publishes the consistent solution"
             }
         entry["hold_rule"] = (
-            "two marginals joined by released pairs must agree on a common coarsening, so "
-            "at most one of each such group can keep its own (noisy) values; holding a "
-            "marginal imposes the noise of its own values on every other marginal of its "
-            "group at their common coarsening, Σ of its cells' variances in all, so among "
-            "flagged marginals of one group the one with the least Σ variance is held; the "
-            "others publish the solution, which adds up to it"
+            "a marginal the guard predicts post-processing makes worse may be held at its "
+            "own values as an invariant of the solve (every other marginal then adds up to "
+            "it). Two marginals joined by released pairs must agree on a common "
+            "coarsening, so at most one of each such group is held: the one whose own "
+            "values have the least total variance (the noise it imposes on the others). "
+            "Holding costs the others, so the configurations (nothing held; that set; each "
+            "flagged marginal alone) are compared by their predicted harm — the sum over "
+            "the marginals still predicted worse of their relative excess error — and the "
+            "least harmful is published (nothing held on a tie)"
         )
         if holding.held:
             entry["held"] = {
@@ -733,17 +739,25 @@ def publication_tables(
                 "invariant of the solve; every other marginal of its group adds up to it"
                 for n in holding.held
             }
-        not_held = {
-            n: f"flagged (predicted ratio {unheld_guard.predictions[n].ratio:.3f} before "
-            f"holding) but not held: {h!r}, held, is in its group and has the smaller "
-            "total variance; it publishes the solution, which adds up to it"
-            for n, h in holding.conflicts.items()
-        }
+        not_held: dict[str, str] = {}
+        for n, h in holding.conflicts.items():
+            pr = unheld_guard.predictions[n]
+            not_held[n] = (
+                f"predicted ratio {pr.ratio:.3f} (post-processed / own values) with nothing "
+                "held; not held: "
+                + (
+                    f"{h!r}, held, is in its group and has the smaller total variance"
+                    if h
+                    else "holding it was predicted to harm the other marginals more "
+                    "(never_worse.configurations)"
+                )
+                + "; it publishes the solution, which adds up to every other table"
+            )
         for n in guard.own:
             if n not in held and n not in not_held and n in guard.predictions:
                 not_held[n] = (
                     f"predicted ratio {guard.predictions[n].ratio:.3f} with the held marginals "
-                    "held; not held (its group already holds one): it publishes the solution"
+                    "held; it publishes the solution"
                 )
         if not_held:
             entry["flagged_not_held"] = not_held
