@@ -50,6 +50,16 @@ def test_issue_39_lattice_is_additive_and_never_worse(state):
     assert [r.marginal for r in res if r.worse_beyond_2se] == []
 
 
+def test_power_the_lattice_check_fails_under_the_first_model(state, monkeypatch):
+    # the same 2-SE check on the same releases fails with the first model's weights
+    # (tract × sex 0.86x, 20 seeds): the check can tell
+    first = functools.partial(SmoothVarianceModel, beta=0.3, scale=1.0)
+    monkeypatch.setattr("eree.release.publication.SmoothVarianceModel", first)
+    res = evaluate(state, workloads=["lattice-tract"], mechanisms=["smooth_laplace"], seeds=20)
+    assert [r.marginal for r in res if r.worse_beyond_2se] == ["tract_sex"]
+    assert [r.marginal for r in res if r.not_additive] == []  # additive all the same
+
+
 def test_power_the_first_model_fails_the_same_check(state, monkeypatch):
     first = functools.partial(SmoothVarianceModel, beta=0.3, scale=1.0)
     monkeypatch.setattr("eree.release.publication.SmoothVarianceModel", first)

@@ -468,7 +468,7 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
         rows = [r for r in results if r.workload == w]
         oracle = any(not math.isnan(r.oracle) for r in rows)
         head = ("| mechanism | marginal | cells | raw L1 ± SE | post L1 ± SE | raw / post "
-                "| post worse (seeds) | kept own values (seeds) |")  # fmt: skip
+                "| post worse (seeds) | own values, kept or held (seeds) |")  # fmt: skip
         rule = "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
         if oracle:
             head += " oracle L1 ± SE (true variances, not publishable) | raw / oracle |"

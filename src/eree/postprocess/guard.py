@@ -216,11 +216,13 @@ def never_worse_blocks(
     accuracy the guard's predictions have shown against realised errors (evaluated
     flags of 3–7% predicted excess were realised as −3% to +3%; docs/publication-grade.md)
     — a hold costs the other marginals, which must add up to the held one's noisy
-    values, so it is bought only for a loss the model can resolve. It is *decided* when
-    :math:`|\bar d| > 2\,\mathrm{SE}`. While some marginal is undecided, another round of
-    ``replicates`` is drawn, up to ``max_replicates``; a marginal still undecided then is
-    not flagged (no evidence that post-processing hurts it). Replicates are spent only
-    while a decision is open.
+    values, so it is bought only for a loss the model can resolve. A marginal is
+    *undecided* while the mean is within 2 SE of that tolerance line,
+    :math:`|\bar d - \text{tolerance}\cdot\text{own}| \le 2\,\mathrm{SE}`; while
+    one is, another round of ``replicates`` is drawn, up to ``max_replicates``; one still
+    undecided then is flagged only if it meets the rule above (in doubt, the solution is
+    published: no evidence that post-processing materially hurts it). Replicates are
+    spent only while a decision is open.
 
     Args:
         blocks: the blocks (re-iterable when more than one round may be drawn: each pass
@@ -262,7 +264,9 @@ def never_worse_blocks(
         d = post_r - own_r
         d_mean = d.mean(axis=0)
         d_se = d.std(axis=0, ddof=1) / np.sqrt(d.shape[0])
-        undecided = np.abs(d_mean) <= 2.0 * d_se
+        # open: more replicates could move the mean across the tolerance line
+        own_mean = own_r.mean(axis=0)
+        undecided = np.abs(d_mean - tolerance * own_mean) <= 2.0 * d_se
         if not undecided.any() or post_r.shape[0] + replicates > max_replicates:
             break
     result = GuardResult(consistent=[], own=[], solution=truth)
