@@ -4,8 +4,8 @@ On the 200,000-job synthetic state of docs/publication-grade.md, with Smooth Gam
 mechanism where the first variance model failed): no post-processed marginal may be
 worse than its raw values by more than two standard errors of the paired difference
 over 20 seeded releases. Power: the first version's model (x_v share k^-0.3) fails the
-same check on the same releases (tract of ``chain-finest-weak`` 0.78x, county of
-``chain-state`` 0.67x), so the test can tell a good model from a bad one.
+same check on the same releases (tract × sex of ``lattice-tract`` 0.81x with Smooth
+Gamma, 0.86x with Smooth Laplace), so the test can tell a good model from a bad one.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def state(tmp_path_factory):
     return out
 
 
-def _worse(data, workloads=("chain-finest-weak", "chain-state")):
+def _worse(data, workloads=("chain-finest-weak", "chain-state", "lattice-tract")):
     res = evaluate(data, workloads=list(workloads), mechanisms=["smooth_gamma"], seeds=20)
     return [(r.workload, r.marginal, round(r.ratio, 2)) for r in res if r.worse_beyond_2se]
 
@@ -64,5 +64,8 @@ def test_power_the_first_model_fails_the_same_check(state, monkeypatch):
     first = functools.partial(SmoothVarianceModel, beta=0.3, scale=1.0)
     monkeypatch.setattr("eree.release.publication.SmoothVarianceModel", first)
     worse = _worse(state)
-    assert {(w, m) for w, m, _ in worse} >= {("chain-finest-weak", "tract"),
-                                             ("chain-state", "county")}  # fmt: skip
+    # with the two-pass weights the first model no longer makes chain-finest-weak's
+    # tract or chain-state's county worse (they were 0.78x and 0.67x when this test was
+    # written, and this test failed on them before issue 39); issue 39's lattice still
+    # shows the model's error: tract × sex 0.81x
+    assert ("lattice-tract", "tract_sex") in {(w, m) for w, m, _ in worse}
