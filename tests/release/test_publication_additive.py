@@ -155,3 +155,32 @@ def test_without_rounding_the_pairs_add_up_to_the_solver_tolerance(root):
     j = tables["county"].join(agg, on="county", suffix="_sum")
     total = float(tables["county"]["jobs"].sum())
     assert float((j["jobs"] - j["jobs_sum"]).abs().max()) <= 1e-6 * max(total, 1.0)
+
+
+def test_a_lattice_solved_by_geographic_unit_publishes_the_values_of_one_solve(root, monkeypatch):
+    # every marginal of the issue's lattice determines the county, so no released pair
+    # joins two counties: solved one county at a time (every county a block), each cell
+    # gets the value of the whole solve (to the least squares' tolerance), and with
+    # rounding every pair still adds up
+    import eree.release.publication as publication
+
+    post = "consistent = true\nnonnegative = true\n"
+    whole, m_whole = _release(root, post, MECHS, 1, "whole")
+    monkeypatch.setattr(publication, "BLOCK_CELLS", 1)
+    parts, m_parts = _release(root, post, MECHS, 1, "parts")
+    counties = whole["county"].height
+    assert counties >= 3
+    assert "blocks" not in m_whole["postprocess"]
+    assert m_parts["postprocess"]["blocks"].startswith(
+        f"solved in {counties} independent blocks of county units"
+    )
+    same = m_whole["postprocess"].get("held") == m_parts["postprocess"].get("held")
+    assert same  # the same decision (not vacuous)
+    if same:
+        for n in LATTICE:
+            np.testing.assert_allclose(
+                parts[n]["jobs"].to_numpy(), whole[n]["jobs"].to_numpy(), rtol=1e-6, atol=1e-6
+            )
+    tables, manifest = _release(root, POST, MECHS, 1, "partsint")
+    assert "blocks" in manifest["postprocess"]
+    assert _non_additive(root, tables) == ([], 9)

@@ -24,7 +24,7 @@ from eree.engine.base import ESTABLISHMENTS
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
 from eree.mechanisms.er_ee import log_laplace_sd_factor
-from eree.postprocess.blocks import block_rows, local_parent_index
+from eree.postprocess.blocks import block_rows, local_parent_index, unit_block_rows
 from eree.postprocess.guard import (
     GuardBlock,
     GuardInput,
@@ -37,6 +37,7 @@ from eree.postprocess.guard import (
     own_values,
 )
 from eree.postprocess.hierarchy import (
+    GEOGRAPHY,
     HierarchyError,
     MarginalInput,
     cell_parents,
@@ -415,6 +416,60 @@ def _calibrate(
     )  # fmt: skip
 
 
+def _geographic_units(
+    tables: Mapping[str, pl.DataFrame],
+    marg: Mapping[str, tuple[str, ...]],
+    frame: pl.DataFrame | None,
+) -> tuple[str, dict[str, np.ndarray], int] | None:
+    """Each cell's geographic unit at the coarsest level every marginal determines.
+
+    On a lattice a released pair joins a cell to cells of the same unit at any geography
+    level both marginals determine; the coarsest level every marginal determines (the
+    least fine of their finest geography attributes) is therefore one that no constraint
+    crosses: its units are independent problems. None when some marginal has no geography
+    attribute (e.g. a statewide total by sex), or the frame cannot map a finer level to it.
+
+    Returns:
+        The level, per marginal each cell's unit (0 … units − 1), and the number of units.
+    """
+    finest: dict[str, int] = {}
+    for n, by in marg.items():
+        if n not in tables:
+            continue
+        levels = [GEOGRAPHY.index(a) for a in by if a in GEOGRAPHY]
+        if not levels:
+            return None
+        finest[n] = max(levels)
+    if not finest:
+        return None
+    level = GEOGRAPHY[min(finest.values())]
+    values: dict[str, pl.Series] = {}
+    for n in finest:
+        t = tables[n]
+        if level in t.columns:
+            values[n] = t[level].cast(pl.Utf8)
+            continue
+        own = GEOGRAPHY[finest[n]]
+        if frame is None or own not in frame.columns or level not in frame.columns:
+            return None
+        nest = frame.select(pl.col(own).cast(pl.Utf8), pl.col(level).cast(pl.Utf8)).unique()
+        if nest[own].n_unique() != nest.height:
+            return None
+        j = t.select(pl.col(own).cast(pl.Utf8)).join(nest, on=own, how="left",
+                                                      maintain_order="left")  # fmt: skip
+        if j[level].null_count():
+            return None
+        values[n] = j[level]
+    codes = pl.concat([v.unique() for v in values.values()]).unique().sort()
+    lookup = pl.DataFrame({"__u": codes, "__i": np.arange(codes.len(), dtype=np.int64)})
+    unit_of = {
+        n: pl.DataFrame({"__u": v}).join(lookup, on="__u", how="left",
+                                         maintain_order="left")["__i"].to_numpy()
+        for n, v in values.items()
+    }  # fmt: skip
+    return level, unit_of, int(codes.len())
+
+
 def _additivity(
     values: Mapping[str, np.ndarray],
     pairs: Mapping[tuple[str, str], np.ndarray],
@@ -537,10 +592,16 @@ def publication_tables(
         replicates = 0 if pp.without_guard else 6
         cells = sum(est[g.name].shape[0] for g in in_guard)
         blocks: list[dict[str, np.ndarray]] = []
+        unit_level: str | None = None
         if forest is not None and calibration is None and cells > BLOCK_CELLS:
             parent = {n: forest[n] for n in related}
             blocks = block_rows(parent, {c: idx for (c, _), idx in pairs.items()},
                                 {n: est[n].shape[0] for n in related}, BLOCK_CELLS)  # fmt: skip
+        elif forest is None and calibration is None and cells > BLOCK_CELLS:
+            units = _geographic_units({n: by_name[n].table for n in related}, marg, frame)
+            if units is not None:
+                unit_level, unit_of, n_units = units
+                blocks = unit_block_rows(unit_of, n_units, BLOCK_CELLS)
         n_blocks = max(len(blocks), 1)
 
         def run_guard(hold: Sequence[str]) -> GuardResult:
@@ -674,6 +735,13 @@ def publication_tables(
                 f"{BLOCK_CELLS:,} cells each unless one root cell's subtree holds more): on a "
                 "tree every cell's value depends only on its root cell's subtree, so the "
                 "values are those of one solve over every cell"
+                if unit_level is None
+                else f"solved in {n_blocks} independent blocks of {unit_level} units (at "
+                f"most {BLOCK_CELLS:,} cells each unless one {unit_level} holds more): every "
+                f"released marginal determines the {unit_level}, so no released pair joins "
+                f"two {unit_level} units and each block is solved on its own (least squares "
+                "to the solver's tolerance; the controlled rounding starts afresh in each "
+                "block)"
             )
         if tree is not None:
             entry["tree"] = dict(tree)
