@@ -327,7 +327,7 @@ def test_the_report_names_the_tables_left_unadjusted_and_why(nested):
     page = (nested / "out7a" / "report.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "not adjusted" in text
-    assert "the other tables were adjusted to add up to them" in text
+    assert "the others were adjusted to add up to them: every table adds up" in text
     assert f"every one of the {pp['additivity']['pairs']} released pairs" in text
     for name in kept:
         ratio = pp["never_worse"]["predicted_before_holding"][name]["predicted_ratio"]
