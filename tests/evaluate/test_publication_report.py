@@ -97,19 +97,34 @@ def test_the_oracle_weights_are_the_true_noise_variances(state):
         assert abs(r.mean() - 1.0) < 4 * np.sqrt(5 / r.size), name
 
 
-def test_the_no_guard_column_is_the_solution_for_every_marginal(state):
-    # without the guard every marginal publishes the consistent solution: where the guard
-    # kept no marginal's own values in any seed the two columns are the same releases
-    # (equal L1); where it kept a marginal's own values in every seed they differ
+def test_the_no_guard_column_is_the_solution_for_every_marginal(state, monkeypatch):
+    # without the guard every marginal publishes the consistent solution: where no
+    # marginal was held in any seed the two columns are the same releases (equal L1);
+    # where one was held in every seed they differ. The guard holds nothing on this
+    # state, so the state total is held by force (a stand-in decision: the guard's runs
+    # with nothing and with "state" held, the latter published)
+    import eree.release.publication as publication
+    from eree.postprocess.guard import HoldDecision, Holding
+
+    def hold_state(run, pairs, total_variance):
+        first = run(())
+        if not first.predictions:  # the no-guard run: nothing held
+            return HoldDecision(Holding([], {}), first, first, {(): 0.0})
+        return HoldDecision(Holding(["state"], {}), run(("state",)), first,
+                            {(): 0.0, ("state",): 0.0})  # fmt: skip
+
+    monkeypatch.setattr(publication, "decide_holding", hold_state)
     res = evaluate(state, workloads=["chain-state"], mechanisms=["smooth_laplace"],
                    seeds=3)  # fmt: skip
     assert all(not np.isnan(r.unguarded) for r in res)
-    never = [r for r in res if r.own == 0]
     always = [r for r in res if r.own == r.seeds]
-    assert never and always  # both cases occur on this state (not vacuous)
-    for r in never:
-        assert r.unguarded == r.post
-    for r in always:
+    assert [r.marginal for r in always] == ["state"]
+    for r in res:
+        assert r.not_additive == 0  # held or not, every pair adds up
+    never = [r for r in res if r.own == 0]
+    assert len(never) == 3
+    # the held state total changes the solution of every marginal below it
+    for r in always + never:
         assert r.unguarded != r.post
     md = results_markdown(res)
     assert "no guard L1 ± SE" in md

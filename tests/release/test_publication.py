@@ -127,12 +127,11 @@ def test_every_released_pair_adds_up_exactly(nested):
     tables, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n")
     raw, _ = _release(nested, "nonnegative = false\n", tag="raw")  # same seed, same noise
     pp = manifest["postprocess"]
-    kept = pp.get("kept_own_values", {})
-    consistent = [n for n in QUERIES if n not in kept]
-    pairs = _check_pairs(nested, tables, QUERIES, consistent)
-    n = len(consistent)
-    assert n >= 4 and pairs >= 6  # the check is not vacuous
-    # a marginal the guard left alone publishes its own values, clamped and rounded
+    kept = pp.get("held", {})
+    # every pair adds up, the held marginals' too (they are invariants of the solve)
+    pairs = _check_pairs(nested, tables, QUERIES, list(QUERIES))
+    assert pairs >= 10  # the check is not vacuous
+    # a marginal the guard doubted is held at its own values, clamped and rounded
     for name in kept:
         want = np.maximum(np.rint(raw[name]["jobs"].to_numpy()), 0)
         np.testing.assert_array_equal(tables[name]["jobs"].to_numpy(), want)
@@ -145,7 +144,8 @@ def test_every_released_pair_adds_up_exactly(nested):
     assert "public variance model" in pp["weights"]["tract_industry"]  # the model is named
     assert pp["weights"]["county"].startswith("published variance")
     q = {x["name"]: x for x in manifest["queries"]}
-    assert "post-processed" in q[consistent[0]]["uncertainty"]["jobs"]
+    free = [n for n in QUERIES if n not in kept]
+    assert "post-processed" in q[free[0]]["uncertainty"]["jobs"]
 
 
 LATTICE = {
@@ -170,10 +170,8 @@ def test_a_lattice_release_is_consistent_nonnegative_and_integer(nested):
     manifest = json.loads((nested / "lat" / "manifest.json").read_text())
     pp = manifest["postprocess"]
     assert pp["solver"] == "lattice"
-    kept = pp.get("kept_own_values", {})
-    consistent = [n for n in LATTICE if n not in kept]
-    pairs = _check_pairs(nested, tables, LATTICE, consistent)
-    assert len(consistent) >= 2 and pairs >= 1  # (the library test checks a full lattice)
+    pairs = _check_pairs(nested, tables, LATTICE, list(LATTICE))  # held ones too
+    assert pairs == 5
 
 
 def test_without_consistency_cells_are_clamped_and_rounded_alone(nested):
@@ -324,13 +322,15 @@ def test_the_report_names_the_tables_left_unadjusted_and_why(nested):
     _, manifest = _release(nested, "consistent = true\nnonnegative = true\ninteger = true\n",
                            mechs=mechs)  # fmt: skip
     pp = manifest["postprocess"]
-    kept = pp.get("kept_own_values", {})
-    assert kept  # this fixture's most precise marginal is kept (not vacuous)
+    kept = pp.get("held", {})
+    assert kept  # this fixture's most precise marginal is held (not vacuous)
     page = (nested / "out7a" / "report.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "not adjusted" in text
+    assert "the others were adjusted to add up to them: every table adds up" in text
+    assert f"every one of the {pp['additivity']['pairs']} released pairs" in text
     for name in kept:
-        ratio = pp["never_worse"]["predicted"][name]["predicted_ratio"]
+        ratio = pp["never_worse"]["predicted_before_holding"][name]["predicted_ratio"]
         assert f"{name}: published as its own values" in text
         assert f"{ratio:.0%} of its own" in text
     for name in QUERIES:
@@ -372,8 +372,7 @@ def test_variance_calibration_fits_one_multiplier_per_modelled_marginal(nested):
     assert "no privacy cost" in cal["method"]
     assert "calibrated on this release's published values" in pp["weights"]["tract_industry"]
     assert "calibrated" not in pp["weights"]["county"]
-    kept = pp.get("kept_own_values", {})
-    _check_pairs(nested, tables, QUERIES, [n for n in QUERIES if n not in kept])
+    _check_pairs(nested, tables, QUERIES, list(QUERIES))
     _, default = _release(nested, POST, tag="nocal")
     assert "variance_calibration" not in default["postprocess"]  # releases never calibrate
 
@@ -416,16 +415,12 @@ def test_a_tree_solved_block_by_block_publishes_the_values_of_one_solve(nested, 
     assert counties >= 3
     assert "blocks" not in m_whole["postprocess"]
     assert m_parts["postprocess"]["blocks"].startswith(f"solved in {counties} independent blocks")
-    both = [
-        n for n in QUERIES
-        if n not in m_whole["postprocess"].get("kept_own_values", {})
-        and n not in m_parts["postprocess"].get("kept_own_values", {})
-    ]  # fmt: skip
+    held_whole = m_whole["postprocess"].get("held", {})
+    both = [n for n in QUERIES if list(m_parts["postprocess"].get("held", {})) == list(held_whole)]
     assert len(both) >= 3  # not vacuous
     for n in both:
         np.testing.assert_array_equal(parts[n]["jobs"].to_numpy(), whole[n]["jobs"].to_numpy())
-    consistent = [n for n in QUERIES if n not in m_parts["postprocess"].get("kept_own_values", {})]
-    assert _check_pairs(nested, parts, QUERIES, consistent) >= 3
+    assert _check_pairs(nested, parts, QUERIES, list(QUERIES)) >= 3
     # the guard's predictions estimate the same ratio from independent draws (the blocks
     # take the generator's numbers in another order): within 4 SE of their difference
     for n in QUERIES:

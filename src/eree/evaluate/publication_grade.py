@@ -30,6 +30,7 @@ from eree.data.job_tables import load_job_tables
 from eree.engine.polars.engine import PolarsEngine
 from eree.errors import SpecError
 from eree.mechanisms.noise import SeededNoise
+from eree.postprocess.hierarchy import cell_parents, refines
 from eree.release.build import build, split_by
 from eree.release.counts import count_tables
 from eree.release.publication import establishments_per_cell, smooth_model, variance_proxy
@@ -92,6 +93,14 @@ WORKLOADS: dict[str, list[tuple[str, list[str], float]]] = {
         ("block_sex", ["block", "sex"], 2.0),
         ("block_earnings", ["block", "earnings"], 3.0),
     ],
+    # issue 39's lattice: the finest refines both tract × industry and tract × sex
+    "lattice-tract": [
+        ("county", ["county"], 1.0),
+        ("tract", ["tract"], 1.0),
+        ("tract_ind", ["tract", "naics_sector"], 1.0),
+        ("tract_sex", ["tract", "sex"], 2.0),
+        ("tract_ind_sex_age", ["tract", "naics_sector", "sex", "age"], 3.0),
+    ],
     # Haney Workload 1 (tract × sector × ownership) under Workload 3 (× sex × education)
     "haney-w1-w3": [
         ("county", ["county"], 1.0),
@@ -125,6 +134,10 @@ class MarginalResult:
             marginal without the never-worse guard (what the guard protects against;
             evaluation only), and its SE; unguarded_diff_se: SE of the paired difference
             unguarded − raw.
+        not_additive: over the seeds, the cells of this marginal that differ from the sum
+            of their cells in a finer released marginal (every released pair checked in
+            the published tables, independently of the release's own check).
+        pairs: the released pairs with this marginal as the coarser one.
     """
 
     workload: str
@@ -148,6 +161,8 @@ class MarginalResult:
     unguarded: float = math.nan
     unguarded_se: float = math.nan
     unguarded_diff_se: float = math.nan
+    not_additive: int = 0
+    pairs: int = 0
 
     @property
     def ratio(self) -> float:
@@ -216,6 +231,13 @@ def _truth(plan: Plan, data: Any, engine: PolarsEngine) -> dict[str, pl.DataFram
     return out
 
 
+def _keys(plan: Plan, data: Any, engine: PolarsEngine, name: str) -> pl.DataFrame:
+    """A marginal's key columns in the release's cell order."""
+    q = plan.query(name)
+    wp, wk = split_by(q, plan.data)  # type: ignore[arg-type]
+    return engine.cell_statistics(data, wp, wk).select(list(q.by))
+
+
 def evaluate(
     data_dir: Path,
     *,
@@ -257,6 +279,7 @@ def evaluate(
             built = build(plan)
             truth = _truth(plan, data, engine)
             names = [q.name for q in plan.queries]
+            truth_keys = {q.name: _keys(plan, data, engine, q.name) for q in plan.queries}
             raw: dict[str, list[float]] = {n: [] for n in names}
             post: dict[str, list[float]] = {n: [] for n in names}
             orc: dict[str, list[float]] = {n: [] for n in names}
@@ -272,6 +295,16 @@ def evaluate(
                 ),
             )
             frame = engine.workplace_counts(data, workplace_attributes(plan))
+            # every released (finer, coarser) pair, mapped cell to cell from the keys
+            pair_index: dict[tuple[str, str], np.ndarray] = {}
+            keys = {q.name: truth_keys[q.name] for q in plan.queries}
+            for qc in plan.queries:
+                for qp in plan.queries:
+                    if refines(list(qc.by), list(qp.by)):
+                        pair_index[(qc.name, qp.name)] = cell_parents(
+                            keys[qc.name], keys[qp.name], frame
+                        )
+            not_add: dict[str, int] = dict.fromkeys(names, 0)
             for s in range(first_seed, first_seed + seeds):
                 tables = list(count_tables(built, data, engine, SeededNoise(s)))
                 out, entry = publication_tables(built, tables, frame)
@@ -291,8 +324,16 @@ def evaluate(
                     post_b[t.name].append(float(x.sum() - n.sum()))
                     if t.name in best:
                         orc[t.name].append(float(np.abs(best[t.name] - n).mean()))
-                    if t.name in entry.get("kept_own_values", {}):
+                    if t.name in entry.get("kept_own_values", {}) or t.name in entry.get(
+                        "held", {}
+                    ):
                         own[t.name] += 1
+                for (c, par), idx in pair_index.items():
+                    pub = {p.name: p for p in out}
+                    x = pub[c].table["jobs"].to_numpy().astype(np.float64)
+                    y = pub[par].table["jobs"].to_numpy().astype(np.float64)
+                    sums = np.bincount(idx, x, minlength=y.shape[0])
+                    not_add[par] += int(np.sum(sums != y))
             rows = []
             for q in plan.queries:
                 a, b = np.array(raw[q.name]), np.array(post[q.name])
@@ -304,7 +345,8 @@ def evaluate(
                     float(b.mean()), _se(b), _se(b - a), int((b > a).sum()), a.size, own[q.name],
                     float(o.mean()) if o.size else math.nan, _se(o) if o.size else math.nan,
                     float(ra.mean()), _se(ra), float(pb.mean()), _se(pb),
-                    float(u.mean()), _se(u), _se(u - a),
+                    float(u.mean()), _se(u), _se(u - a), not_add[q.name],
+                    sum(1 for (_, p) in pair_index if p == q.name),
                 ))  # fmt: skip
             results.extend(rows)
             if progress is not None:
@@ -426,7 +468,7 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
         rows = [r for r in results if r.workload == w]
         oracle = any(not math.isnan(r.oracle) for r in rows)
         head = ("| mechanism | marginal | cells | raw L1 ± SE | post L1 ± SE | raw / post "
-                "| post worse (seeds) | kept own values (seeds) |")  # fmt: skip
+                "| post worse (seeds) | own values, kept or held (seeds) |")  # fmt: skip
         rule = "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
         if oracle:
             head += " oracle L1 ± SE (true variances, not publishable) | raw / oracle |"
@@ -434,6 +476,10 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
         unguarded = any(not math.isnan(r.unguarded) for r in rows)
         if unguarded:
             head += " no guard L1 ± SE | raw / no guard |"
+            rule += " ---: | ---: |"
+        paired = any(r.pairs for r in rows)
+        if paired:
+            head += " finer released marginals | cells ≠ Σ finer cells (all seeds) |"
             rule += " ---: | ---: |"
         lines += [f"#### {w}", "", head, rule]
         for r in rows:
@@ -450,6 +496,8 @@ def results_markdown(results: Sequence[MarginalResult]) -> str:
                 flag = " **worse > 2 SE**" if r.unguarded_worse_beyond_2se else ""
                 ratio = f"{r.raw / r.unguarded:.2f}" if r.unguarded > 0 else "—"
                 line += f" {_cell(r.unguarded, r.unguarded_se)} | {ratio}{flag} |"
+            if paired:
+                line += f" {r.pairs} | {r.not_additive:,} |"
             lines.append(line)
         lines.append("")
         if any(not math.isnan(r.raw_bias) for r in rows):

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["block_rows", "local_parent_index"]
+__all__ = ["block_rows", "local_parent_index", "unit_block_rows"]
 
 
 def _depth(parent: Mapping[str, str | None], name: str) -> int:
@@ -66,28 +66,47 @@ def block_rows(
             root_of[n] = np.arange(offset[n], offset[n] + sizes[n], dtype=np.int64)
         else:
             root_of[n] = root_of[p][parent_index[n]]
-    per_root = np.zeros(n_roots, dtype=np.int64)
-    for n in order:
-        per_root += np.bincount(root_of[n], minlength=n_roots)
-    # greedy over the root cells in order: a block takes root cells while its cells stay
-    # within the budget, and at least one (few blocks: a loop over blocks is cheap)
-    end = np.cumsum(per_root)  # cells up to and including each root cell
-    block_of_root = np.zeros(n_roots, dtype=np.int64)
+    out = unit_block_rows(root_of, n_roots, budget)
+    return out
+
+
+def unit_block_rows(
+    unit_of: Mapping[str, np.ndarray], n_units: int, budget: int
+) -> list[dict[str, np.ndarray]]:
+    """Every block's cells, given each cell's independent unit (consecutive units a block).
+
+    ``unit_of``: per marginal, each cell's unit (0 … n_units − 1): on a tree its root cell;
+    on a lattice its geographic unit at the coarsest geography every marginal determines
+    (no constraint joins two such units). A block takes units in order while its cells
+    (all marginals together) stay within ``budget``, and at least one unit. Consumes
+    ``unit_of`` (each marginal's labels are dropped once its rows are split).
+    """
+    if budget < 1:
+        raise ValueError("a block holds at least one cell")
+    names = list(unit_of)
+    per_unit = np.zeros(n_units, dtype=np.int64)
+    for n in names:
+        per_unit += np.bincount(unit_of[n], minlength=n_units)
+    # greedy over the units in order: a block takes units while its cells stay within the
+    # budget, and at least one (few blocks: a loop over blocks is cheap)
+    end = np.cumsum(per_unit)  # cells up to and including each unit
+    block_of_unit = np.zeros(n_units, dtype=np.int64)
     first, block = 0, 0
-    while first < n_roots:
-        base = int(end[first] - per_root[first])
+    while first < n_units:
+        base = int(end[first] - per_unit[first])
         last = max(int(np.searchsorted(end, base + budget, side="right")) - 1, first)
-        block_of_root[first : last + 1] = block
+        block_of_unit[first : last + 1] = block
         first, block = last + 1, block + 1
-    n_blocks = int(block_of_root.max()) + 1 if n_roots else 1
+    n_blocks = int(block_of_unit.max()) + 1 if n_units else 1
     out: list[dict[str, np.ndarray]] = [{} for _ in range(n_blocks)]
-    for n in order:
-        b = block_of_root[root_of[n]]
+    for n in names:
+        b = block_of_unit[unit_of[n]]
         rows = np.argsort(b, kind="stable")
         counts = np.bincount(b, minlength=n_blocks)
         for i, part in enumerate(np.split(rows, np.cumsum(counts)[:-1])):
             out[i][n] = part
-        del root_of[n]
+        if isinstance(unit_of, dict):
+            del unit_of[n]
     return out
 
 

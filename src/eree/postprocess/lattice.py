@@ -214,6 +214,7 @@ def lattice_round(
     exact: Mapping[str, np.ndarray] | None = None,
     *,
     batch_cells: int = 20_000,
+    held: Sequence[str] = (),
 ) -> tuple[dict[str, np.ndarray], str]:
     """Non-negative integers, every released pair exactly additive, close to ``values``.
 
@@ -221,6 +222,11 @@ def lattice_round(
         values: marginal name → non-negative real values (consistent up to tolerance).
         pairs: every released pair in a refinement relation.
         exact: marginal name → cells that must keep their (integer) value.
+        held: marginals whose (integer) values must be kept exactly, coarser ones
+            included: with controlled rounding of the finest marginal, a held coarser
+            marginal's cells lead the order, so that each of its cells is a run of the
+            finest's cells whose running sums are integers at both ends — its rounded
+            cells then add up to it exactly.
 
     Returns:
         The integer values and the method used, in words.
@@ -233,7 +239,7 @@ def lattice_round(
         f = finest[0] if finest else names[0]
         idx = {p.parent: p.index for p in pairs if p.child == f}
         # order: coarsest marginal's cell first, then the next finer's, … then the cell
-        ranking = sorted(idx, key=lambda n: sizes[n])
+        ranking = sorted(idx, key=lambda n: (n not in held, sizes[n]))
         keys = [np.arange(sizes[f])] + [idx[n] for n in reversed(ranking)]
         order = np.lexsort(keys)
         x = np.maximum(np.asarray(values[f], dtype=np.float64), 0.0)

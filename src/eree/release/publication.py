@@ -14,7 +14,7 @@ never read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,17 +24,20 @@ from eree.engine.base import ESTABLISHMENTS
 from eree.errors import SpecError
 from eree.mechanisms.base import Measurement, Mechanism
 from eree.mechanisms.er_ee import log_laplace_sd_factor
-from eree.postprocess.blocks import block_rows, local_parent_index
+from eree.postprocess.blocks import block_rows, local_parent_index, unit_block_rows
 from eree.postprocess.guard import (
     GuardBlock,
     GuardInput,
     GuardResult,
+    Holding,
     Solver,
+    decide_holding,
     never_worse,
     never_worse_blocks,
     own_values,
 )
 from eree.postprocess.hierarchy import (
+    GEOGRAPHY,
     HierarchyError,
     MarginalInput,
     cell_parents,
@@ -296,6 +299,7 @@ def _solver(
     integer: bool,
     methods: dict[str, str],
     first_only: bool = False,
+    held: Collection[str] = (),
 ) -> Solver:
     """A post-processing run over a chosen set of marginals: tree or lattice.
 
@@ -306,11 +310,16 @@ def _solver(
     a cell's weight no longer follows its own noise (the source of a downward bias of
     every total; docs/publication-grade.md, "Weights that follow the noise").
     ``first_only``: the first pass alone (what the variance calibration is fitted at).
+    ``held``: marginals held as invariants (:func:`eree.postprocess.guard.choose_held`):
+    each is replaced by its own values as it publishes them (clamped at 0, rounded, as
+    asked) and measured exactly (variance 0) in both passes, so every other marginal
+    adapts to it and every released pair still adds up. The same holds for the values a
+    replicate of the never-worse guard simulates, so the guard predicts what is published.
     """
 
     def run(
         est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str],
-        nonneg: bool, rounded: bool,
+        ex: Mapping[str, np.ndarray], nonneg: bool, rounded: bool,
     ) -> dict[str, np.ndarray]:  # fmt: skip
         sub = {n: marg[n] for n in names}
         try:
@@ -323,7 +332,7 @@ def _solver(
             for n in names:
                 par = parents[n]
                 idx = None if par is None else pairs[(n, par)]
-                inputs.append(MarginalInput(n, est[n], np.where(exact[n], 0.0, var[n]), par, idx))
+                inputs.append(MarginalInput(n, est[n], np.where(ex[n], 0.0, var[n]), par, idx))
             return publication_grade(inputs, consistent=True, nonnegative=nonneg,
                                      integer=rounded)  # fmt: skip
         methods["solver"] = "lattice"
@@ -332,24 +341,33 @@ def _solver(
 
         ps = [Pair(c, p, idx) for (c, p), idx in pairs.items() if c in sub and p in sub]
         values = lattice_least_squares(
-            {n: np.where(exact[n], 0.0, est[n]) for n in names},
-            {n: np.where(exact[n], 0.0, var[n]) for n in names},
+            {n: np.where(ex[n], 0.0, est[n]) if n not in held else est[n] for n in names},
+            {n: np.where(ex[n], 0.0, var[n]) for n in names},
             ps,
             nonnegative=nonneg,
         )
         if rounded:
-            values, how = lattice_round(values, ps, {n: exact[n] for n in names})
+            values, how = lattice_round(values, ps, {n: ex[n] for n in names},
+                                        held=[n for n in names if n in held])  # fmt: skip
             methods["rounding"] = how
         return values
 
     def solve(
         est: Mapping[str, np.ndarray], var: Mapping[str, np.ndarray], names: Sequence[str]
     ) -> dict[str, np.ndarray]:
-        first = run(est, var, names, False, False)
+        ex: Mapping[str, np.ndarray] = exact
+        if held:
+            est = {
+                n: own_values(np.where(exact[n], 0.0, est[n]), nonnegative=nonnegative,
+                              integer=integer) if n in held else est[n]
+                for n in names
+            }  # fmt: skip
+            ex = {n: np.ones_like(exact[n]) if n in held else exact[n] for n in names}
+        first = run(est, var, names, ex, False, False)
         if first_only:
             return first
-        again = {n: np.where(exact[n], 0.0, at_size[n](first[n])) for n in names}
-        return run(est, again, names, nonnegative, integer)
+        again = {n: np.where(ex[n], 0.0, at_size[n](first[n])) for n in names}
+        return run(est, again, names, ex, nonnegative, integer)
 
     return solve
 
@@ -396,6 +414,83 @@ def _calibrate(
         {pr: idx for pr, idx in pairs.items() if pr[0] in names and pr[1] in names},
         modelled, exact,
     )  # fmt: skip
+
+
+def _geographic_units(
+    tables: Mapping[str, pl.DataFrame],
+    marg: Mapping[str, tuple[str, ...]],
+    frame: pl.DataFrame | None,
+) -> tuple[str, dict[str, np.ndarray], int] | None:
+    """Each cell's geographic unit at the coarsest level every marginal determines.
+
+    On a lattice a released pair joins a cell to cells of the same unit at any geography
+    level both marginals determine; the coarsest level every marginal determines (the
+    least fine of their finest geography attributes) is therefore one that no constraint
+    crosses: its units are independent problems. None when some marginal has no geography
+    attribute (e.g. a statewide total by sex), or the frame cannot map a finer level to it.
+
+    Returns:
+        The level, per marginal each cell's unit (0 … units − 1), and the number of units.
+    """
+    finest: dict[str, int] = {}
+    for n, by in marg.items():
+        if n not in tables:
+            continue
+        levels = [GEOGRAPHY.index(a) for a in by if a in GEOGRAPHY]
+        if not levels:
+            return None
+        finest[n] = max(levels)
+    if not finest:
+        return None
+    level = GEOGRAPHY[min(finest.values())]
+    values: dict[str, pl.Series] = {}
+    for n in finest:
+        t = tables[n]
+        if level in t.columns:
+            values[n] = t[level].cast(pl.Utf8)
+            continue
+        own = GEOGRAPHY[finest[n]]
+        if frame is None or own not in frame.columns or level not in frame.columns:
+            return None
+        nest = frame.select(pl.col(own).cast(pl.Utf8), pl.col(level).cast(pl.Utf8)).unique()
+        if nest[own].n_unique() != nest.height:
+            return None
+        j = t.select(pl.col(own).cast(pl.Utf8)).join(nest, on=own, how="left",
+                                                      maintain_order="left")  # fmt: skip
+        if j[level].null_count():
+            return None
+        values[n] = j[level]
+    codes = pl.concat([v.unique() for v in values.values()]).unique().sort()
+    lookup = pl.DataFrame({"__u": codes, "__i": np.arange(codes.len(), dtype=np.int64)})
+    unit_of = {
+        n: pl.DataFrame({"__u": v}).join(lookup, on="__u", how="left",
+                                         maintain_order="left")["__i"].to_numpy()
+        for n, v in values.items()
+    }  # fmt: skip
+    return level, unit_of, int(codes.len())
+
+
+def _additivity(
+    values: Mapping[str, np.ndarray],
+    pairs: Mapping[tuple[str, str], np.ndarray],
+    names: Sequence[str],
+) -> tuple[int, float]:
+    """How many released pairs there are among ``names`` and the largest |parent − Σ child|.
+
+    On a tree only the edges are built; additivity along the edges implies it for every
+    (finer, coarser) pair of the tree.
+    """
+    worst = 0.0
+    n = 0
+    for (c, p), idx in pairs.items():
+        if c in names and p in names:
+            n += 1
+            parent = np.asarray(values[p], dtype=np.float64)
+            sums = np.bincount(idx, np.asarray(values[c], dtype=np.float64),
+                               minlength=parent.shape[0])  # fmt: skip
+            if sums.size:
+                worst = max(worst, float(np.max(np.abs(sums - parent))))
+    return n, worst
 
 
 def publication_tables(
@@ -453,6 +548,10 @@ def publication_tables(
     calibration: VarianceCalibration | None = None
     values = dict(own_by_name)
     pairs: dict[tuple[str, str], np.ndarray] = {}
+    holding = Holding([], {})
+    tried: dict[tuple[str, ...], float] = {}
+    related: list[str] = []
+    n_blocks = 1
     if pp.consistent:
         try:  # a tree needs each marginal's parent only: additivity along the edges of a
             # tree implies it for every (finer, coarser) pair, so the other pairs' maps
@@ -492,11 +591,26 @@ def publication_tables(
         # evaluation switched the guard off to show its effect (not a spec key)
         replicates = 0 if pp.without_guard else 6
         cells = sum(est[g.name].shape[0] for g in in_guard)
+        blocks: list[dict[str, np.ndarray]] = []
+        unit_level: str | None = None
         if forest is not None and calibration is None and cells > BLOCK_CELLS:
             parent = {n: forest[n] for n in related}
             blocks = block_rows(parent, {c: idx for (c, _), idx in pairs.items()},
                                 {n: est[n].shape[0] for n in related}, BLOCK_CELLS)  # fmt: skip
-            n_blocks = len(blocks)
+        elif forest is None and calibration is None and cells > BLOCK_CELLS:
+            units = _geographic_units({n: by_name[n].table for n in related}, marg, frame)
+            if units is not None:
+                unit_level, unit_of, n_units = units
+                blocks = unit_block_rows(unit_of, n_units, BLOCK_CELLS)
+        n_blocks = max(len(blocks), 1)
+
+        def run_guard(hold: Sequence[str]) -> GuardResult:
+            """The guard's run (and the solution) with ``hold`` held as invariants."""
+            if not blocks:
+                solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
+                                integer=pp.integer, methods=methods, held=hold)  # fmt: skip
+                return never_worse(in_guard, var, solve, nonnegative=pp.nonnegative,
+                                   integer=pp.integer, replicates=replicates)  # fmt: skip
 
             def block_problem(rows: dict[str, np.ndarray]) -> GuardBlock:
                 sub_est = {n: est[n][rows[n]] for n in related}
@@ -516,25 +630,29 @@ def publication_tables(
                 return GuardBlock(
                     sub_guard, {n: var[n][rows[n]] for n in related},
                     _solver(marg, sub_pairs, sub_exact, sub_at, nonnegative=pp.nonnegative,
-                            integer=pp.integer, methods=methods),
+                            integer=pp.integer, methods=methods, held=hold),
                     rows,
                 )  # fmt: skip
 
-            guard = never_worse_blocks(
-                (block_problem(rows) for rows in blocks),
+            class Passes:  # each of the guard's rounds builds the blocks anew
+                def __iter__(self) -> Iterator[GuardBlock]:
+                    return (block_problem(rows) for rows in blocks)
+
+            return never_worse_blocks(
+                Passes(),
                 {g.name: est[g.name].shape[0] for g in in_guard},
                 nonnegative=pp.nonnegative, integer=pp.integer, replicates=replicates,
             )  # fmt: skip
-            del blocks
-        else:
-            n_blocks = 1
-            solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
-                            integer=pp.integer, methods=methods)  # fmt: skip
-            guard = never_worse(in_guard, var, solve, nonnegative=pp.nonnegative,
-                                integer=pp.integer, replicates=replicates)  # fmt: skip
-        if guard.consistent:
-            solution = guard.solution  # solved with every marginal: all inform it
-            values.update({n: solution[n] for n in guard.consistent})
+
+        # marginals the guard predicts post-processing makes worse may be held at their
+        # own values as invariants of the solve (guard.decide_holding: the configuration
+        # of least predicted harm, at most one held per connected group)
+        decision = decide_holding(run_guard, list(pairs),
+                                  {n: float(np.sum(var[n])) for n in related})  # fmt: skip
+        guard, unheld_guard, holding = decision.guard, decision.first, decision.holding
+        tried = decision.tried
+        del blocks
+        values.update({n: guard.solution[n] for n in related if n in guard.solution})
     done = [k for k in ("consistent", "nonnegative", "integer") if getattr(pp, k)]
     solver = methods.get("solver", "tree")
     method = (
@@ -554,19 +672,23 @@ def publication_tables(
         + ("non-negative projection, " if pp.nonnegative and pp.consistent else "")
         + ("controlled rounding" if pp.integer and pp.consistent else "")
     ).rstrip(", ")
-    kept = set(guard.own) if guard is not None else set()
+    held = set(holding.held)
     out: list[QueryTable] = []
     for t in tables:
         x = values.get(t.name, own_by_name.get(t.name))
         assert x is not None
-        own = t.name in kept or (pp.consistent and t.name not in (guard.consistent if guard
-                                                                  else []))  # fmt: skip
-        how = (
-            "its own published values (clamped at 0 / rounded cell by cell: "
-            "post-processing with the other marginals was not predicted to make it better)"
-            if own and pp.consistent
-            else method
-        )
+        if not pp.consistent:
+            how = method
+        elif t.name in held:
+            how = (
+                "its own published values (clamped at 0 / rounded cell by cell: "
+                "post-processing was not shown to make it better), held as an invariant of "
+                "the consistent solve: every other table adds up to it"
+            )
+        elif t.name not in related:
+            how = "its own published values (no other released table to add up with)"
+        else:
+            how = method
         uncertainty = (
             f"{how}; the mechanism's std and CI describe its raw output, not these values, "
             "and are not published for them"
@@ -601,7 +723,7 @@ def publication_tables(
         "privacy_cost": "none (post-processing of published values)",
     }
     if pp.consistent and guard is not None:
-        final = guard.consistent
+        final = related
         try:
             tree = marginal_forest({n: marg[n] for n in related}) if final else {}
         except HierarchyError:
@@ -613,6 +735,13 @@ def publication_tables(
                 f"{BLOCK_CELLS:,} cells each unless one root cell's subtree holds more): on a "
                 "tree every cell's value depends only on its root cell's subtree, so the "
                 "values are those of one solve over every cell"
+                if unit_level is None
+                else f"solved in {n_blocks} independent blocks of {unit_level} units (at "
+                f"most {BLOCK_CELLS:,} cells each unless one {unit_level} holds more): every "
+                f"released marginal determines the {unit_level}, so no released pair joins "
+                f"two {unit_level} units and each block is solved on its own (least squares "
+                "to the solver's tolerance; the controlled rounding starts afresh in each "
+                "block)"
             )
         if tree is not None:
             entry["tree"] = dict(tree)
@@ -637,29 +766,76 @@ def publication_tables(
         )
         entry["never_worse"] = {
             "method": "parametric bootstrap under the public variance model with its own "
-            "uncertainty (fixed public seed); a marginal joins the consistent solution "
-            "(computed with every marginal) only if its predicted mean L1 error is at least "
-            "2% below its own values' beyond two bootstrap standard errors; the others keep "
-            "their own values",
+            "uncertainty (fixed public seed); a marginal whose mean L1 error post-processed "
+            "exceeds its own values' by more than two bootstrap standard errors of the "
+            "paired difference (rounds of 6 replicates while any marginal is undecided, up "
+            "to 18) is flagged, and flagged marginals are held at their own values "
+            "as invariants of the solve (at most one per group of marginals joined by "
+            "released pairs: the one whose own values have the least total variance); the "
+            "predictions are those of the published configuration (held marginals held)",
             "predicted": {n: p.to_dict() for n, p in guard.predictions.items()},
         }
+        if unheld_guard is not guard:
+            entry["never_worse"]["predicted_before_holding"] = {
+                n: p.to_dict() for n, p in unheld_guard.predictions.items()
+            }
+        if len(tried) > 1:
+            entry["never_worse"]["configurations"] = [
+                {"held": list(c), "predicted_harm": round(h, 4)} for c, h in tried.items()
+            ]
         if pp.without_guard:
             entry["never_worse"] = {
                 "method": "switched off by an evaluation (not a spec key): every marginal "
                 "publishes the consistent solution"
             }
-        if guard.own:
-            entry["kept_own_values"] = {
-                n: (
-                    f"predicted L1 ratio post-processed / own values "
-                    f"{guard.predictions[n].ratio:.3f} under the public model: kept as its "
-                    "own noisy values (non-negative integers where asked); its measurements "
-                    "still inform the others, but its cells are not constrained to them"
-                    if n in guard.predictions
-                    else "no other released marginal to be consistent with: its own values"
-                )
-                for n in guard.own
+        entry["hold_rule"] = (
+            "a marginal the guard predicts post-processing makes worse may be held at its "
+            "own values as an invariant of the solve (every other marginal then adds up to "
+            "it). Two marginals joined by released pairs must agree on a common "
+            "coarsening, so at most one of each such group is held: the one whose own "
+            "values have the least total variance (the noise it imposes on the others). "
+            "Holding costs the others, so the configurations (nothing held; that set; each "
+            "flagged marginal alone) are compared by their predicted harm — the sum over "
+            "the marginals still predicted worse of their relative excess error — and the "
+            "least harmful is published (nothing held on a tie)"
+        )
+        if holding.held:
+            entry["held"] = {
+                n: f"predicted L1 ratio post-processed / own values "
+                f"{unheld_guard.predictions[n].ratio:.3f} under the public model: published "
+                "as its own values (non-negative integers where asked) and held as an "
+                "invariant of the solve; every other marginal of its group adds up to it"
+                for n in holding.held
             }
+        not_held: dict[str, str] = {}
+        for n, h in holding.conflicts.items():
+            pr = unheld_guard.predictions[n]
+            not_held[n] = (
+                f"predicted ratio {pr.ratio:.3f} (post-processed / own values) with nothing "
+                "held; not held: "
+                + (
+                    f"{h!r}, held, is in its group and has the smaller total variance"
+                    if h
+                    else "holding it was predicted to harm the other marginals more "
+                    "(never_worse.configurations)"
+                )
+                + "; it publishes the solution, which adds up to every other table"
+            )
+        for n in guard.own:
+            if n not in held and n not in not_held and n in guard.predictions:
+                not_held[n] = (
+                    f"predicted ratio {guard.predictions[n].ratio:.3f} with the held marginals "
+                    "held; it publishes the solution"
+                )
+        if not_held:
+            entry["flagged_not_held"] = not_held
+        add = _additivity(values, pairs, related)
+        entry["additivity"] = {
+            "pairs": add[0],
+            "largest_discrepancy": add[1],
+            "checked": "every released (finer, coarser) pair's published cells, summed "
+            "(0: every pair adds up exactly)",
+        }
         unrelated = [n for n in names if n not in {x for pr in pairs for x in pr}]
         for n in unrelated:
             entry.setdefault("kept_own_values", {})[n] = (

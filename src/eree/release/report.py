@@ -915,12 +915,17 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
             "<p>The published tables were adjusted to agree with one another as closely as "
             "possible, each published value weighted by its precision.</p>"
         )
-    kept = entry.get("kept_own_values")
-    if isinstance(kept, Mapping) and kept:
-        predicted = (entry.get("never_worse") or {}).get("predicted") or {}
+    nw = entry.get("never_worse") or {}
+    k = "the adjusted tables do not have to add up to these"
+    h = "the others were adjusted to add up to them: every table adds up"
+    for key, pk, lead in (("kept_own_values", "predicted", k),
+                          ("held", "predicted_before_holding", h)):  # fmt: skip
+        preds = nw.get(pk) or {}
+        if not (isinstance(own := entry.get(key), Mapping) and own):
+            continue
         rows = []
-        for name in kept:
-            ratio = (predicted.get(name) or {}).get("predicted_ratio")
+        for name in own:
+            ratio = (preds.get(name) or {}).get("predicted_ratio")
             why = (
                 f"adjusting it was not predicted to make it more accurate (predicted error "
                 f"after adjustment: {ratio:.0%} of its own)"
@@ -930,9 +935,15 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
             rows.append(f"{_user(name)}: published as its own values; {esc(why)}")
         parts.append(
             "<p>Tables that were <b>not</b> adjusted, because adjustment could make them less "
-            "accurate (each still a non-negative whole number where asked; the adjusted "
-            "tables do not have to add up to these):</p>" + bullets(rows, raw=True)
+            f"accurate (each still a non-negative whole number where asked; {lead}):</p>"
+            + bullets(rows, raw=True)
         )
+    add = entry.get("additivity")
+    if isinstance(add, Mapping) and add.get("pairs"):
+        d = add.get("largest_discrepancy")
+        parts.append(f"<p>Checked in the published values: every one of the {num(add['pairs'])}"
+                     " released pairs of a finer and a coarser table adds up "
+                     + ("exactly.</p>" if d == 0 else f"to within {esc(str(d))}.</p>"))  # fmt: skip
     if entry.get("inputs"):
         parts.append(f"<p>Built from: {esc(plain_text(entry['inputs']))}.</p>")
     if "nonnegative" in entry:
