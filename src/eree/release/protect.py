@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from eree.data.config import JobTablesConfig
 from eree.data.location import input_label
+from eree.data.schema import JOB_TYPES
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
@@ -116,6 +118,34 @@ def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def jobs_description(cfg: JobTablesConfig) -> dict[str, Any]:
+    """What the released jobs are and what k means (public: the spec's choices).
+
+    docs/privacy.md#several-jobs-per-worker.
+    """
+    k = cfg.jobs_per_worker
+    if not cfg.selects_jobs:
+        rule = "each worker holds exactly one job (checked)"
+    elif cfg.primary_only:
+        rule = (
+            "each worker's primary job: the highest-earning (by the job's earnings), ties "
+            "by the smallest workplace id"
+        )
+    else:
+        rule = f"at most k = {k} jobs per worker: the k at the smallest workplace ids"
+    return {
+        "job_type": cfg.job_type,
+        "job_type_meaning": JOB_TYPES[cfg.job_type],
+        "max_jobs_per_worker": k,
+        "rule": rule,
+        "meaning": (
+            f"a worker contributes at most {k} job{'s' if k != 1 else ''}; every query's "
+            "epsilon (delta) covers a worker with that many jobs as well as an "
+            "establishment's alpha-change (docs/privacy.md#several-jobs-per-worker)"
+        ),
+    }
+
+
 def build_manifest(
     plan: Plan,
     report: PrivacyReport,
@@ -144,6 +174,8 @@ def build_manifest(
     }
     if fingerprint is None:
         m["dataset"]["fingerprint_note"] = NO_LEDGER_FINGERPRINT
+    if isinstance(plan.data, JobTablesConfig):
+        m["dataset"]["jobs"] = jobs_description(plan.data)
     m["spec"] = _redacted_spec(plan.raw)
     if engine is not None:
         m["engine"] = engine.describe()

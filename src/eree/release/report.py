@@ -51,6 +51,7 @@ from eree.release.report_words import (
     bayes,
     epsilon_of_mu,
     glossary_html,
+    jobs_words,
     meaning,
     meaning_long,
     plain_text,
@@ -667,7 +668,7 @@ def summary_html(
         what = (
             f"Job counts (in jobs) of dataset {name}: {tables}. Each worker's presence, "
             f"absence and attributes{size} are protected; that an employer exists, and its "
-            "place and industry, are public."
+            "place and industry, are public." + jobs_words(manifest)
         )
         keys = [(k, s) for k, s in (("epsilon", "ε"), ("delta", "δ")) if tot.get(k) is not None]
         spent = (

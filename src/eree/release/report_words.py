@@ -253,3 +253,22 @@ def glossary_html(families: set[str] | None = None) -> str:
         "papers' numbered results in full):</p>"
         + bullets((f"{esc(c)}: {esc(g)}" for c, g in srcs), raw=True)
     )
+
+
+def jobs_words(manifest: Mapping[str, Any]) -> str:
+    """What the counted jobs are and what k means (docs/privacy.md#several-jobs-per-worker)."""
+    jobs = (manifest.get("dataset") or {}).get("jobs")
+    if not jobs or (jobs.get("job_type") == "JT00" and jobs.get("max_jobs_per_worker") == 1):
+        return ""
+    k = int(jobs["max_jobs_per_worker"])
+    words = f" Jobs counted: {esc(jobs['job_type'])}, {esc(jobs['job_type_meaning'])}."
+    if k > 1:
+        words += (
+            f" A worker may hold several jobs; at most k = {k} of each worker's jobs are "
+            "counted (those at the smallest workplace ids; the rest are dropped), and the "
+            f"privacy spent covers a worker with all {k} of them: the noise is calibrated "
+            f"for k = {k}."
+        )
+    else:
+        words += " One job per worker is counted (the primary job), so k = 1."
+    return words

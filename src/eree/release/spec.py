@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig, check_job_selection
 from eree.data.location import DataPath, is_uri, uri_has_password
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
@@ -474,7 +474,18 @@ def _parse_job_tables(d: dict[str, Any], base: Path) -> JobTablesConfig:
             )
         kwargs["worker_attributes"] = wa
     kwargs["domains"] = domains
+    if "max_jobs_per_worker" in d:
+        k = d["max_jobs_per_worker"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise SpecError(f"[data].max_jobs_per_worker must be a whole number ≥ 1 (got {k!r})")
+        kwargs["max_jobs_per_worker"] = k
+    for key in ("job_type", "job_earnings"):
+        if key in d:
+            if not isinstance(d[key], str):
+                raise SpecError(f"[data].{key} must be a string")
+            kwargs[key] = d[key]
     cfg = JobTablesConfig(**kwargs)
+    check_job_selection(cfg)
     attributes = (*cfg.workplace_attributes, *cfg.worker_attributes)
     for attr in d.get("domains", {}):
         if attr not in attributes:

@@ -173,6 +173,40 @@ SECTIONS: tuple[Section, ...] = (
                 "LODES codes of the worker attributes ([spec.md](spec.md)). May only name "
                 "attributes the data declares.",
             ),
+            Key(
+                "max_jobs_per_worker",
+                "whole number ≥ 1",
+                None,
+                "k: workers may hold several jobs, and each contributes at most k of them "
+                "(LODES JT00 counts every job; about 5% of workers hold two or more). A "
+                "worker's jobs beyond k are dropped by a public rule: the k jobs at the "
+                "smallest workplace ids are kept. Every mechanism's noise is calibrated so "
+                "that the query's epsilon (delta) covers a worker with k jobs as well as an "
+                "establishment's α-change ([privacy.md](privacy.md#several-jobs-per-worker)). "
+                "Absent: every worker must hold exactly one job (refused otherwise). Needs "
+                "the three tables (workplace, worker, job).",
+                units="jobs",
+            ),
+            Key(
+                "job_type",
+                "string",
+                "JT00",
+                "The LODES job type released: JT00 all jobs; JT01 primary jobs (each "
+                "worker's highest-earning job, by job_earnings; ties: smallest workplace "
+                "id); JT02 all private jobs (workplace `ownership` = A05); JT03 private "
+                "primary jobs (each worker's highest-earning private job). Primary jobs are "
+                "one per worker (k = 1). Other than JT00 needs the three tables.",
+                ("JT00", "JT01", "JT02", "JT03"),
+            ),
+            Key(
+                "job_earnings",
+                "string",
+                None,
+                "Column of the job table holding each job's earnings (a number ≥ 0, any "
+                "unit): what the primary-job rule of JT01 and JT03 ranks by; required for "
+                "them, refused otherwise. Read only to choose the primary job; never "
+                "published.",
+            ),
         ),
     ),
     Section(
