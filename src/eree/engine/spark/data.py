@@ -214,7 +214,9 @@ class SparkJobTables:
                 spark, config.worker, [kid, *kattrs], [], format, "[data].worker"
             )
             earn = [config.job_earnings] if config.job_earnings else []
-            jb = read_text_columns(spark, config.job, [kid, wid, *earn], [], format, "[data].job")
+            jb = read_text_columns(
+                spark, config.job, [kid, wid, *earn], [], format, "[data].job", numbers=earn
+            )
             workplaces = wp.select(wid, *wattrs)
             # left join: a job with an unknown worker is kept (and refused), never dropped;
             # lazy: only establishment_cells and a ledger's fingerprint read it
