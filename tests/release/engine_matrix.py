@@ -154,6 +154,8 @@ def axes(family: str) -> dict[str, list[str]]:
         out["units"] = ["units none", "units declared"]
     if "max_jobs_per_worker" in keys:  # docs/privacy.md#several-jobs-per-worker
         out["jobs"] = ["jobs one", "jobs several", "jobs primary"]
+    if family == "gedp":  # [[query]] publish = false on the pnc bounds' identity query
+        out["identity"] = ["identity written", "identity not written"]
     return out
 
 
@@ -562,6 +564,8 @@ def spec_dict(case: Case, data: dict[str, str]) -> tuple[dict[str, Any], str]:
     spec["query"] = _queries(case, definition)
     if any(q["mechanism"] in ("pnc", "adaptive") for q in spec["query"]):
         spec["pnc"] = {"zeta": 0.01, "bounds_from": "identity"}
+        if case.get("identity") == "identity not written":
+            spec["query"][0]["publish"] = False
     post = case.get("postprocess")
     if post != "postprocess none":
         spec["postprocess"] = _postprocess_options(case.family)[post]

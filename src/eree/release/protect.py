@@ -22,6 +22,7 @@ from eree.privacy.accountant import PrivacyReport
 from eree.release.build import BuiltPlan, build
 from eree.release.output import (
     ReleaseWriter,
+    UnwrittenTable,
     WrittenTable,
     base_manifest,
     check_finite,
@@ -73,7 +74,7 @@ class ReleaseResult:
 
     out_dir: Path
     manifest: dict[str, Any]
-    tables: list[QueryTable | WrittenTable]
+    tables: list[QueryTable | WrittenTable | UnwrittenTable]
 
 
 def _query_by(plan: Plan, name: str) -> list[str] | str:
@@ -149,7 +150,7 @@ def jobs_description(cfg: JobTablesConfig) -> dict[str, Any]:
 def build_manifest(
     plan: Plan,
     report: PrivacyReport,
-    tables: Sequence[QueryTable | WrittenTable],
+    tables: Sequence[QueryTable | WrittenTable | UnwrittenTable],
     source: NoiseSource,
     fingerprint: str | None,
     policy: SitePolicy | None = None,
@@ -200,6 +201,8 @@ def build_manifest(
             "cells": qt.cells,
             "file": f"tables/{qt.name}.parquet",
         }
+        if isinstance(qt, UnwrittenTable):  # publish = false: answered, charged, not written
+            entry.update(file=None, published=False)
         try:
             c = report.charge(qt.name)
             entry.update(
@@ -346,8 +349,10 @@ class _TableFrames(Mapping[str, pl.DataFrame]):
     categories (a code per cell, not a string).
     """
 
-    def __init__(self, tables: Sequence[QueryTable | WrittenTable], writer: ReleaseWriter) -> None:
-        self._tables = {t.name: t for t in tables}
+    def __init__(
+        self, tables: Sequence[QueryTable | WrittenTable | UnwrittenTable], writer: ReleaseWriter
+    ) -> None:
+        self._tables = {t.name: t for t in tables if not isinstance(t, UnwrittenTable)}
         self._writer = writer
 
     def __getitem__(self, name: str) -> pl.DataFrame:
@@ -370,7 +375,7 @@ class _TableFrames(Mapping[str, pl.DataFrame]):
 def _agency_files(
     plan: Plan,
     frames: Mapping[str, pl.DataFrame],
-    tables: Sequence[QueryTable | WrittenTable],
+    tables: Sequence[QueryTable | WrittenTable | UnwrittenTable],
     counts: Any,
     writer: ReleaseWriter,
     manifest: dict[str, Any],
@@ -414,19 +419,27 @@ def _run(
     with ReleaseWriter(
         Path(out_dir), csv=plan.output.csv, seeded=seeded, tag=tag, force=force
     ) as writer:
-        tables: list[QueryTable | WrittenTable] = []
+        tables: list[QueryTable | WrittenTable | UnwrittenTable] = []
         extra_files: dict[str, Any] = {}
         extra_manifest: dict[str, Any] = {}
+        # publish = false: answered (pnc reads it) and charged, never written
+        unwritten = {q.name for q in plan.queries if not q.publish}
         if family.needs_tables(plan):  # post-processing reads every table: all in memory
             kept = list(family.answer_queries(built, data, engine, source))
             extra_files, extra_manifest = family.postprocess(built, data, engine, kept)
             check_finite(kept, extra_files or None)  # before any file is written
             for qt in kept:
+                if qt.name in unwritten:
+                    tables.append(UnwrittenTable.of(qt))
+                    continue
                 writer.write_table(qt)
-            tables.extend(kept)
+                tables.append(qt)
         else:  # each table goes to disk as it is produced; one in memory at a time
             for qt in family.answer_queries(built, data, engine, source, streaming=True):
-                tables.append(writer.write_table(qt))
+                if qt.name in unwritten:
+                    tables.append(UnwrittenTable.of(qt))
+                else:
+                    tables.append(writer.write_table(qt))
                 del qt
         manifest = build_manifest(plan, report, tables, source, fingerprint, policy, engine)
         if charge is not None:

@@ -51,6 +51,7 @@ from eree.release.report_words import (
     bayes,
     epsilon_of_mu,
     glossary_html,
+    identity_words,
     jobs_words,
     meaning,
     meaning_long,
@@ -498,6 +499,14 @@ def _table_section(
     parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {_user(name)}</h3>']
     by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(one total cell)")
     cells = "1 cell" if q["cells"] == 1 else f"{num(q['cells'])} cells"
+    if q.get("published") is False:  # publish = false
+        parts.append(
+            f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
+            f"<code>{esc(q['mechanism'])}</code>: <b>not written</b> (publish = false). Its "
+            "answers gave the bounds of the pnc mechanism and exist in no file; its privacy "
+            "cost is charged like any other table's.</p>"
+        )
+        return "".join(parts)
     parts.append(
         f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
         f"<code>{esc(q['mechanism'])}</code>, file <code>{_user(q['file'])}</code>.</p>"
@@ -688,6 +697,8 @@ def summary_html(
         "<b>Accuracy:</b> " + (" ".join(_accuracy_words(manifest, frames, units)) or "—"),
         f"<b>Warnings:</b> {warn}",
     ]
+    if identity_words(queries):  # values per establishment: said plainly, second
+        items.insert(1, identity_words(queries))
     if (manifest.get("random") or {}).get("mode") == "seeded":
         items.append("<b>NOT FOR PUBLICATION:</b> seeded randomness (see the banner).")
     unknown = [s for s in stats if unit_of(s, units) == UNKNOWN]

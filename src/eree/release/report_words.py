@@ -272,3 +272,30 @@ def jobs_words(manifest: Mapping[str, Any]) -> str:
     else:
         words += " One job per worker is counted (the primary job), so k = 1."
     return words
+
+
+def identity_words(queries: list[Mapping[str, Any]]) -> str:
+    """The summary's plain statement on values per establishment (identity queries).
+
+    An identity query answers one cell per establishment: when its table is written, the
+    release publishes a noisy value of every measured attribute for each establishment id.
+    ``publish = false`` keeps those answers for pnc's bounds and writes none.
+    """
+    ident = [q for q in queries if q.get("by") == "identity"]
+    if not ident:
+        return ""
+    shown = [q for q in ident if q.get("published") is not False]
+    hidden = [q for q in ident if q.get("published") is False]
+    words = []
+    for q in shown:
+        stats = ", ".join(esc(s) for s in (q.get("uncertainty") or {})) or "its attributes"
+        words.append(
+            f"table {esc(q['name'])} (<code>{esc(q['file'])}</code>) publishes a noisy value "
+            f"of {stats} <b>for each establishment, by its id</b> ({num(q['cells'])} rows)"
+        )
+    for q in hidden:
+        words.append(
+            f"the identity query {esc(q['name'])} was answered for the pnc bounds and "
+            "<b>not written</b> (publish = false): no value per establishment is published"
+        )
+    return "<b>Values per establishment:</b> " + "; ".join(words) + "."

@@ -439,6 +439,16 @@ SECTIONS: tuple[Section, ...] = (
                 "domains.",
             ),
             Key(
+                "publish",
+                "boolean",
+                True,
+                "false: the query is answered and charged but its table is not written "
+                "(no file, no report section; the manifest lists it with file = null). Only "
+                "for the identity query named by [pnc] bounds_from, whose per-establishment "
+                "answers pnc reads for its bounds: without it they are published as "
+                "tables/<name>.parquet, noisy values per establishment id.",
+            ),
+            Key(
                 "variant",
                 "string",
                 "sigmod",
