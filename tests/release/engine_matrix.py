@@ -111,6 +111,12 @@ def _output_options() -> dict[str, dict[str, Any]]:
                 if v.startswith("qcew"):
                     opt["quarter"] = 1
                 options[f"output format={v}"] = opt
+    # a chosen subset of the QCEW levels, the layout's fields named explicitly
+    options["output format=qcew-by-area levels=70-74"] = {
+        "format": "qcew-by-area", "year": 2016, "quarter": 1, "levels": [70, 71, 72, 73, 74],
+        "columns": {"ownership": "own", "sector": "naics_sector"},
+        "codes": {"ownership": {"9": "5"}},
+    }  # fmt: skip
     options["output csv=false"] = {"csv": False}
     return options
 
@@ -126,6 +132,7 @@ REFUSED: dict[str, str] = {
     "output format=lodes-wac@gedp": "lodes-wac",
     "output format=qcew-by-area@eree": "qcew-by-area",
     "output format=qcew-singlefile@eree": "qcew-singlefile",
+    "output format=qcew-by-area levels=70-74@eree": "qcew-by-area",
 }
 
 

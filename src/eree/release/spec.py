@@ -362,9 +362,13 @@ def _agency_keys(
     allowed_jt = schema.key("[output]", "job_type").allowed
     if job_type not in allowed_jt:
         raise SpecError(f"[output].job_type must be one of {', '.join(allowed_jt)}")
-    for k in ("year", "quarter", "job_type", "cells_from"):
+    for k in ("year", "quarter", "job_type", "cells_from", "levels", "columns", "codes"):
         if k in out_raw and fmt is None:
             raise SpecError(f"[output].{k} applies only with [output].format")
+    if fmt is not None and not fmt.startswith("qcew"):
+        for k in ("levels", "columns", "codes"):
+            if k in out_raw:
+                raise SpecError(f"[output].{k} applies only with a QCEW format")
     cells_from = out_raw.get("cells_from")
     if cells_from is not None:
         if not isinstance(cells_from, str) or not cells_from:

@@ -616,6 +616,37 @@ SECTIONS: tuple[Section, ...] = (
                 ("JT00", "JT01", "JT02", "JT03", "JT04", "JT05"),
             ),
             Key(
+                "levels",
+                "list of integers",
+                [70, 71, 72, 73, 74, 75, 76, 77, 78],
+                "With a QCEW format: the county aggregation levels written (each of 70–78 "
+                "once), e.g. [70, 71, 72, 73, 74] for totals, ownership, domain, supersector "
+                "and sector only. Each needs its group-by query, except 72 (summed from "
+                "73's published cells) and 73 (summed from 74's sector cells when no query "
+                "is by supersector).",
+            ),
+            Key(
+                "columns",
+                "table: layout field = data column",
+                None,
+                "With a QCEW format: the data's column for each layout field, when not "
+                "eree's name: `area` (5-digit county FIPS, instead of `state` + `county`), "
+                "`state`, `county`, `ownership` (QCEW own codes), `supersector`, `sector` "
+                "(2-digit NAICS or QCEW's 31-33 ranges), `naics3`–`naics6`, "
+                "`month1_emplvl`–`month3_emplvl`, `total_qtrly_wages` (a money unit in "
+                '[data].units). E.g. { area = "fips", ownership = "own_code", sector = '
+                '"ind2", total_qtrly_wages = "qtr_wages" }. Each level\'s query is found '
+                "by these columns. Checked before any data are read.",
+            ),
+            Key(
+                "codes",
+                "table: field = { data code = layout code }",
+                None,
+                "With a QCEW format: the data's codes of `area`, `ownership`, `supersector` "
+                'or `sector` written as the layout\'s, e.g. ownership = { P = "5", L = '
+                '"3" }; codes not listed are written as they are.',
+            ),
+            Key(
                 "cells_from",
                 "path",
                 None,
