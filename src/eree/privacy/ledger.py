@@ -559,11 +559,18 @@ class Ledger:
         delta: float | None = None,
         alpha: float | None = None,
         mu: float | None = None,
+        below_spent: bool = False,
     ) -> dict[str, str]:
         """Register (or change) the lifetime budget of dataset ``name``.
 
         An ER-EE budget gives ``epsilon`` (δ defaults to 0; α, if given, is the dataset's
-        one α, else the first release's); a GEDP budget gives ``mu``. Not both.
+        one α, else the first release's); a GEDP budget gives ``mu``. Not both. A budget
+        below what the dataset's releases already spent is refused unless ``below_spent``
+        (it then closes the dataset: no release fits any more).
+
+        Raises:
+            BudgetExceededError: the new budget is below what is spent (without
+                ``below_spent``).
         """
         if not name.strip():
             raise LedgerError("a dataset name must not be empty")
@@ -606,6 +613,17 @@ class Ledger:
                 raise PrivacyParameterError(
                     f"dataset {name!r} has a budget of the {old['family']} family; its family "
                     "cannot change"
+                )
+            comp = composition_for("gedp" if family == GAUSSIAN else "eree")
+            spent = comp.compose(st.charges(name, family))
+            over = comp.exceeded(spent, _float_budget({k: v for k, v in exact.items()
+                                                       if k != "alpha"}))  # fmt: skip
+            if over and not below_spent:
+                raise BudgetExceededError(
+                    f"budget of {name!r} is below what its releases already spent ("
+                    + "; ".join(over)
+                    + "): that closes the dataset to every further "
+                    "release; give --below-spent to set it anyway"
                 )
             if family == EPSILON_DELTA and "alpha" in exact:
                 a = st.alpha(name)
