@@ -93,18 +93,18 @@ def _cost_rows(manifest: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]
     tot = priv["total"]
     keys = [k for k in ("epsilon", "delta", "mu") if tot.get(k) is not None] or ["epsilon"]
     sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
-    headers = ["query", "grouped by", "mechanism", "cells", *(sym[k] for k in keys),
+    # the cost right after the query's name: on a phone's screen without scrolling
+    headers = ["query", *(sym[k] for k in keys), "grouped by", "mechanism", "cells",
                "what it means"]  # fmt: skip
     rows: list[list[Any]] = []
     for q in manifest["queries"]:
         c = q.get("cost") or {}
         by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(total)")
-        rows.append([_user(q["name"]), _user(by), esc(q["mechanism"]), num(q["cells"]),
-                     *(num(c.get(k)) for k in keys), esc(meaning(c))])  # fmt: skip
+        rows.append([_user(q["name"]), *(num(c.get(k)) for k in keys), _user(by),
+                     esc(q["mechanism"]), num(q["cells"]), esc(meaning(c))])  # fmt: skip
     cells = sum(int(q["cells"]) for q in manifest["queries"])
-    rows.append(["<b>total</b>", "", "", f"<b>{num(cells)}</b>",
-                 *(f"<b>{num(tot.get(k))}</b>" for k in keys),
-                 f"<b>{esc(meaning_long(tot))}</b>"])  # fmt: skip
+    rows.append(["<b>total</b>", *(f"<b>{num(tot.get(k))}</b>" for k in keys), "", "",
+                 f"<b>{num(cells)}</b>", f"<b>{esc(meaning_long(tot))}</b>"])  # fmt: skip
     return headers, rows
 
 
