@@ -70,7 +70,7 @@ from eree.privacy.definitions import (
     FAMILY_OF_DEFINITION,
     GAUSSIAN,
 )
-from eree.privacy.ledger_state import LedgerState
+from eree.privacy.ledger_state import LedgerState, refuse_below_spent
 from eree.privacy.release_check import check_releases
 
 __all__ = [
@@ -564,13 +564,8 @@ class Ledger:
         """Register (or change) the lifetime budget of dataset ``name``.
 
         An ER-EE budget gives ``epsilon`` (δ defaults to 0; α, if given, is the dataset's
-        one α, else the first release's); a GEDP budget gives ``mu``. Not both. A budget
-        below what the dataset's releases already spent is refused unless ``below_spent``
-        (it then closes the dataset: no release fits any more).
-
-        Raises:
-            BudgetExceededError: the new budget is below what is spent (without
-                ``below_spent``).
+        one α, else the first release's); a GEDP budget gives ``mu``. Not both. Below
+        what is spent: refused unless ``below_spent`` (:func:`refuse_below_spent`).
         """
         if not name.strip():
             raise LedgerError("a dataset name must not be empty")
@@ -614,17 +609,8 @@ class Ledger:
                     f"dataset {name!r} has a budget of the {old['family']} family; its family "
                     "cannot change"
                 )
-            comp = composition_for("gedp" if family == GAUSSIAN else "eree")
-            spent = comp.compose(st.charges(name, family))
-            over = comp.exceeded(spent, _float_budget({k: v for k, v in exact.items()
-                                                       if k != "alpha"}))  # fmt: skip
-            if over and not below_spent:
-                raise BudgetExceededError(
-                    f"budget of {name!r} is below what its releases already spent ("
-                    + "; ".join(over)
-                    + "): that closes the dataset to every further "
-                    "release; give --below-spent to set it anyway"
-                )
+            if not below_spent:  # a budget below the spent total closes the dataset
+                refuse_below_spent(st, name, family, _float_budget(exact))
             if family == EPSILON_DELTA and "alpha" in exact:
                 a = st.alpha(name)
                 if a is not None and st.charges(name, family) and a != float(alpha or 0):

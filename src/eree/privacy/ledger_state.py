@@ -12,10 +12,11 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from eree.privacy.composition import Cost
-from eree.privacy.definitions import ALPHA_DEFINITIONS, EPSILON_DELTA
+from eree.errors import BudgetExceededError
+from eree.privacy.composition import Cost, composition_for
+from eree.privacy.definitions import ALPHA_DEFINITIONS, EPSILON_DELTA, GAUSSIAN
 
-__all__ = ["OLD_EPSILON_DELTA", "LedgerState", "family_name"]
+__all__ = ["OLD_EPSILON_DELTA", "LedgerState", "family_name", "refuse_below_spent"]
 
 #: the ε-δ family's name in ledgers written before it had its own name
 OLD_EPSILON_DELTA = "eree"
@@ -95,3 +96,24 @@ class LedgerState:
                     and self.status[rid] != "void"):  # fmt: skip
                 return float(r["alpha"])
         return None
+
+
+def refuse_below_spent(st: LedgerState, name: str, family: str, budget: dict[str, float]) -> None:
+    """Refuse a budget for ``name`` below what its releases already spent.
+
+    Such a budget closes the dataset to every further release; ``eree ledger budget``
+    sets it only with ``--below-spent``.
+
+    Raises:
+        BudgetExceededError: naming each key below the spent total.
+    """
+    comp = composition_for("gedp" if family == GAUSSIAN else "eree")
+    spent = comp.compose(st.charges(name, family))
+    over = comp.exceeded(spent, {k: v for k, v in budget.items() if k != "alpha"})
+    if over:
+        raise BudgetExceededError(
+            f"budget of {name!r} is below what its releases already spent ("
+            + "; ".join(over)
+            + "): that closes the dataset to every further release; give --below-spent "
+            "to set it anyway"
+        )
