@@ -234,3 +234,23 @@ def test_a_budget_is_registered_as_the_decimal_written(tmp_path):
     with pytest.raises(PrivacyParameterError, match="below the smallest float"):
         book.set_budget("f", epsilon="1e-400")
     assert "f" not in {r["dataset"] for r in book.show()}
+
+
+def test_lowering_a_budget_below_what_is_spent_needs_a_flag(spec, tmp_path):
+    """One release spends ε = 10, δ ≈ 0.037: a budget of ε 8 (below 10) or of δ 0.01
+    (below 0.037) is refused unless --below-spent; one at or above the spent total is not."""
+    led = tmp_path / "l.sqlite"
+    invoke("ledger", "budget", led, "small", "--epsilon", 25, "--delta", 0.1, "--alpha", 0.1)
+    assert invoke("protect", spec, "--out", tmp_path / "r1", "--ledger", led).exit_code == 0
+    for eps, delta, key in ((8, 0.1, "epsilon"), (25, 0.01, "delta")):
+        r = invoke("ledger", "budget", led, "small", "--epsilon", eps, "--delta", delta)
+        assert r.exit_code == 2, r.output
+        assert "below what its releases already spent" in r.output and key in r.output
+        assert "--below-spent" in r.output
+    budget = json.loads(invoke("ledger", "show", led, "--json").raw)["datasets"][0]["budget"]
+    assert budget["epsilon"] == 25  # unchanged by the refusals
+    assert invoke("ledger", "budget", led, "small", "--epsilon", 10, "--delta", 0.1).exit_code == 0
+    r = invoke("ledger", "budget", led, "small", "--epsilon", 8, "--delta", 0.1, "--below-spent")
+    assert r.exit_code == 0, r.output
+    r = invoke("protect", spec, "--out", tmp_path / "r2", "--ledger", led)
+    assert r.exit_code == 2 and "lifetime budget of 'small'" in r.output

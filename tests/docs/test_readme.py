@@ -38,7 +38,14 @@ def test_readme_block_runs_verbatim_from_a_fresh_clone(tmp_path, shared_data):
     assert "pa-2015" in r.stdout
     gedp = json.loads((repo / "rel-qcew" / "manifest.json").read_text())
     assert gedp["privacy"]["definition"] == "gedp"
-    assert abs(gedp["privacy"]["total"]["mu"] - 2.3065) < 1e-3  # Table 7: sqrt(sum mu_q^2)
+    # the recommended spec: √(4·(0.7² + 0.3² + 0.6² + 0.7²)) (Webb et al. Thm 5.7)
+    assert abs(gedp["privacy"]["total"]["mu"] - 2 * (0.49 + 0.09 + 0.36 + 0.49) ** 0.5) < 1e-9
+    # every query of the block's specs validates without a warning of its own
+    for spec in ("pa-lodes-recommended", "qcew-recommended"):
+        warned = [w for w in json.loads((repo / ("rel-2026q1" if spec.startswith("pa") else
+                  "rel-qcew") / "manifest.json").read_text())["warnings"]
+                  if w.get("query")]  # fmt: skip
+        assert warned == [], (spec, warned)
 
 
 def test_the_developer_line_is_what_ci_runs():

@@ -111,6 +111,12 @@ def _output_options() -> dict[str, dict[str, Any]]:
                 if v.startswith("qcew"):
                     opt["quarter"] = 1
                 options[f"output format={v}"] = opt
+    # a chosen subset of the QCEW levels, the layout's fields named explicitly
+    options["output format=qcew-by-area levels=70-74"] = {
+        "format": "qcew-by-area", "year": 2016, "quarter": 1, "levels": [70, 71, 72, 73, 74],
+        "columns": {"ownership": "own", "sector": "naics_sector"},
+        "codes": {"ownership": {"9": "5"}},
+    }  # fmt: skip
     options["output csv=false"] = {"csv": False}
     return options
 
@@ -126,6 +132,7 @@ REFUSED: dict[str, str] = {
     "output format=lodes-wac@gedp": "lodes-wac",
     "output format=qcew-by-area@eree": "qcew-by-area",
     "output format=qcew-singlefile@eree": "qcew-singlefile",
+    "output format=qcew-by-area levels=70-74@eree": "qcew-by-area",
 }
 
 
@@ -152,6 +159,10 @@ def axes(family: str) -> dict[str, list[str]]:
     out["charge"] = ["charge seeded", "charge ledger", "charge policy"]
     if "units" in keys:
         out["units"] = ["units none", "units declared"]
+    if "max_jobs_per_worker" in keys:  # docs/privacy.md#several-jobs-per-worker
+        out["jobs"] = ["jobs one", "jobs several", "jobs primary"]
+    if family == "gedp":  # [[query]] publish = false on the pnc bounds' identity query
+        out["identity"] = ["identity written", "identity not written"]
     return out
 
 
@@ -238,7 +249,9 @@ def pair_refusals(family: str) -> dict[tuple[str, str], str]:
     """Pairs of values refused together by a documented rule, before any data is read.
 
     Noise infusion has no formal guarantee a ledger can account for (so neither a ledger
-    nor a policy requiring one can take it); a combined ψ (``combine``,
+    nor a policy requiring one can take it); workers with several jobs need the three
+    tables, and the workshop variants (under blowfish) have no guarantee for them; a
+    combined ψ (``combine``,
     ``heterogeneous``) publishes no variance estimate, which the WLS microdata needs.
     """
     ax = axes(family)
@@ -248,6 +261,11 @@ def pair_refusals(family: str) -> dict[tuple[str, str], str]:
             if m == "definition none":
                 for c in ("charge ledger", "charge policy"):
                     out[(m, c)] = "no formal guarantee"
+        # a worker's jobs are found by its id in the job table; the workshop variants'
+        # guarantee is not derived for several jobs (docs/privacy.md#several-jobs-per-worker)
+        for j in ("jobs several", "jobs primary"):
+            out[("input joined table", j)] = "three tables"
+        out[("definition blowfish", "jobs several")] = "several jobs"
     else:
         options = _postprocess_options(family)
         for n in ax["neighbor"]:
@@ -529,6 +547,11 @@ def spec_dict(case: Case, data: dict[str, str]) -> tuple[dict[str, Any], str]:
                                                  "naics_sector", "ownership"],
                         "worker_attributes": list(WORKER_DOMAINS),
                         "domains": {"sex": list(WORKER_DOMAINS["sex"])}}  # fmt: skip
+        jobs = case.get("jobs")
+        if jobs == "jobs several":
+            spec["data"]["max_jobs_per_worker"] = SEVERAL_JOBS
+        elif jobs == "jobs primary":
+            spec["data"].update(job_type="JT01", job_earnings="pay")
         privacy: dict[str, Any] = {"definition": definition}
         if definition in ("eree", "eree-weak", "blowfish"):
             privacy["alpha"] = 0.1
@@ -548,6 +571,8 @@ def spec_dict(case: Case, data: dict[str, str]) -> tuple[dict[str, Any], str]:
     spec["query"] = _queries(case, definition)
     if any(q["mechanism"] in ("pnc", "adaptive") for q in spec["query"]):
         spec["pnc"] = {"zeta": 0.01, "bounds_from": "identity"}
+        if case.get("identity") == "identity not written":
+            spec["query"][0]["publish"] = False
     post = case.get("postprocess")
     if post != "postprocess none":
         spec["postprocess"] = _postprocess_options(case.family)[post]
@@ -580,6 +605,28 @@ def _census_codes(wp: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: k of the cases whose workers hold several jobs
+SEVERAL_JOBS = 2
+
+
+def several_jobs(frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Every fourth worker also takes the job after theirs (at another workplace), and one
+    worker holds three (one over k = 2, dropped by the rule); each job gets earnings."""
+    job, worker = frames["job"], frames["worker"]
+    ids, wps = job["worker_id"].to_list(), job["workplace_id"].to_list()
+    owner = list(ids)
+    for i in range(0, len(ids) - 1, 4):
+        if wps[i + 1] != wps[i]:
+            owner[i + 1] = owner[i]
+    third = next(i for i in range(0, len(ids) - 2, 4) if len({*wps[i : i + 3]}) == 3)
+    if owner[third + 1] == owner[third]:
+        owner[third + 2] = owner[third]
+    pay = [float(100 + (37 * i) % 900) for i in range(len(ids))]
+    job = job.with_columns(pl.Series("worker_id", owner), pl.Series("pay", pay))
+    worker = worker.filter(pl.col("worker_id").is_in(list(set(owner))))
+    return {**frames, "job": job, "worker": worker}
+
+
 def _write_tables(case: Case, root: Path) -> dict[str, str]:
     """The case's data files under ``root/data``; the spec's [data] paths to them."""
     ext = case.get("file").removeprefix("file ")
@@ -587,6 +634,8 @@ def _write_tables(case: Case, root: Path) -> dict[str, str]:
     if case.family == "eree":
         frames = eree_frames()
         frames["workplace"] = _census_codes(frames["workplace"])
+        if case.get("jobs") != "jobs one":
+            frames = several_jobs(frames)
         if case.get("input") == "input joined table":
             frames = {"jobs": joined_frame(frames)}
     else:

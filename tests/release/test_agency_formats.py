@@ -497,8 +497,11 @@ def test_output_job_type_names_the_wac_file_and_is_checked(tmp_path: Path) -> No
     assert "[output].job_type must be one of" in _spec_error(
         tmp_path, wac.replace('job_type = "JT00"', 'job_type = "JT9"')
     )
+    # the file is named for the jobs the release counts: [data] job_type must agree
+    jt01 = wac.replace('job_type = "JT00"', 'job_type = "JT01"')
+    assert "names the file for other jobs than the release counts" in _spec_error(tmp_path, jt01)
     p = tmp_path / "jt01.toml"
-    p.write_text(wac.replace('job_type = "JT00"', 'job_type = "JT01"'))
+    p.write_text(jt01.replace("[privacy]", 'job_type = "JT01"\njob_earnings = "pay"\n\n[privacy]'))
     out = load_spec(p).output
     assert out.job_type == "JT01"
     assert lodes_file_name("wac", "42", "S000", out.job_type, out.year) == (

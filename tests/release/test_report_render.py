@@ -81,11 +81,11 @@ NUMBERED = re.compile(
 GLOSSED = re.compile(r"\s*:\s*(?:[^\s]+\s+){3,}[^\s]+")
 
 
-def render(page: Path, tmp: Path, width: int) -> dict:
-    """Open ``page`` (with the layout probe added) in headless Chromium at ``width``."""
+def render(page: Path, tmp: Path, width: int, script: str = LAYOUT_PROBE) -> dict:
+    """Open ``page`` (with the layout probe, or ``script``, added) in headless Chromium."""
     probe = tmp / f"{page.stem}-{width}-probe.html"
     text = page.read_text(encoding="utf-8")
-    probe.write_text(text.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    probe.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
     frame = tmp / f"{page.stem}-{width}-frame.html"
     frame.write_text(FRAME.replace("REPORT", probe.name).replace("WIDTH", str(width))
                      .replace("HEIGHT", str(HEIGHT)), encoding="utf-8")  # fmt: skip
@@ -259,3 +259,30 @@ def test_the_check_rejects_pages_that_break_each_rule(reports, tmp_path):
     nochart = _variant(reports["eree"], "nochart", r"<svg.*?</svg>", "", regex=True)
     nochart.write_text(re.sub(r"<svg.*?</svg>", "", nochart.read_text(), flags=re.S))
     assert problems(render(nochart, nochart.parent, DESKTOP)) == ["no chart within the screenshot"]
+
+
+#: where the browser drew the privacy table's ε / μ column (the first table after the
+#: "Privacy spent" heading): its header cell's box against the screen's width
+COST_PROBE = """<script>(function(){
+var vw=document.documentElement.clientWidth,h=document.getElementById('privacy'),out=[];
+var e=h;while(e&&e.tagName!=='TABLE'){e=e.nextElementSibling;
+  if(e&&e.tagName!=='TABLE'&&e.querySelector){var t=e.querySelector('table');if(t){e=t;}}}
+if(e){e.querySelectorAll('th').forEach(function(c){var x=c.textContent.trim();
+  if(x==='ε'||x==='μ'||x==='δ'){var r=c.getBoundingClientRect();
+    out.push(x+':'+Math.round(r.left)+'-'+Math.round(r.right)+'/'+vw);}});}
+parent.postMessage({cost:out.join(';'),errors:''},'*');
+})();</script>"""
+
+
+@pytest.mark.parametrize("kind", ["eree", "gedp", "charged"])
+def test_the_privacy_tables_epsilon_or_mu_column_is_on_screen_at_phone_width(reports, kind):
+    """At 420 px a review board sees each query's ε (or μ) without scrolling the table."""
+    page = reports[kind]
+    cost = _probe(render(page, page.parent, PHONE, COST_PROBE)["dom"], "cost")
+    assert cost, "no ε/μ column found in the privacy table"
+    for col in cost.split(";"):
+        name, box = col.split(":")
+        span, vw = box.split("/")
+        left, right = (int(v) for v in span.rsplit("-", 1))
+        if name in ("ε", "μ"):
+            assert left >= 0 and right <= int(vw), (kind, cost)

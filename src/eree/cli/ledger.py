@@ -42,12 +42,20 @@ def ledger_budget(
         typer.Option(help="ER-EE family: the dataset's one α (default: the first release's)"),
     ] = None,
     mu: Annotated[str | None, typer.Option(help="GEDP family: lifetime μ")] = None,
+    below_spent: Annotated[
+        bool,
+        typer.Option(
+            "--below-spent",
+            help="set a budget below what the dataset already spent (closes it to releases)",
+        ),
+    ] = False,
 ) -> None:
     """Register a dataset and its lifetime budget (administrators).
 
     A release with --ledger on an unregistered dataset is refused. Give --epsilon
     [--delta] [--alpha] for ER-EE data, --mu for establishment (GEDP) data. Running it
-    again changes the budget (recorded in the ledger).
+    again changes the budget (recorded in the ledger); a budget below what the dataset's
+    releases already spent is refused unless --below-spent.
 
     Example: eree ledger budget budget.sqlite pa-2015 --epsilon 4 --delta 1e-6 --alpha 0.1
     """
@@ -61,7 +69,9 @@ def ledger_budget(
         fail(e)
     book = _open_ledger(ledger, must_exist=False)
     try:
-        b = book.set_budget(name, epsilon=epsilon, delta=delta, alpha=alpha, mu=mu)
+        b = book.set_budget(
+            name, epsilon=epsilon, delta=delta, alpha=alpha, mu=mu, below_spent=below_spent
+        )
     except EreeError as e:
         fail(e)
     from fractions import Fraction

@@ -349,7 +349,7 @@ def print_release(manifest: dict[str, Any], out_dir: Path) -> None:
     for q in manifest["queries"]:
         c = q.get("cost") or {}
         t.add_row(
-            q["file"],
+            q["file"] or f"{q['name']} (not written: publish = false)",
             q["mechanism"],
             str(q["cells"]),
             table_value(c.get("epsilon")),

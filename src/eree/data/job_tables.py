@@ -23,21 +23,24 @@ from pathlib import Path
 
 import polars as pl
 
-from eree.data.config import JobTablesConfig
+from eree.data.config import JobSelection, JobTablesConfig, check_job_selection
 from eree.data.io import (
     check_domain,
+    check_nonnegative_finite,
     check_not_missing,
     check_unique,
     first_true,
     read_table,
 )
 from eree.data.location import local_path
-from eree.data.schema import WORKPLACE_ID
+from eree.data.schema import OWNERSHIP, PRIVATE_OWNERSHIP, WORKPLACE_ID
 from eree.errors import DataValidationError, SpecError
 
-__all__ = ["JobTables", "load_job_tables"]
+__all__ = ["JobSelection", "JobTables", "load_job_tables", "select_jobs"]
 
 _MULTIPLE_JOBS = "worker {id!r} holds more than one job (also in row {first_row})"
+#: a worker's job at one workplace listed twice (a job is a worker–workplace pair)
+_SAME_JOB_TWICE = "worker {id!r} holds a job at the same workplace twice (also in row {first_row})"
 
 
 #: :attr:`JobTables.job_counts`' column of establishment rows (0-based, in ``workplaces``)
@@ -62,6 +65,8 @@ class JobTables:
             asked).
         domains: declared domain of every worker attribute, and of the workplace
             attributes that have one.
+        selection: what the job-selection rule dropped, when workers may hold several
+            jobs (:class:`JobSelection`); ``None`` otherwise.
         job_counts: ``None``, or the jobs counted per establishment and combination of
             worker attributes: :data:`ROW` (the establishment's 0-based row in
             ``workplaces``, UInt32), each worker attribute that has a declared domain
@@ -73,6 +78,7 @@ class JobTables:
     jobs: pl.DataFrame
     domains: dict[str, tuple[str, ...]]
     job_counts: pl.DataFrame | None = None
+    selection: JobSelection | None = None
 
     @property
     def worker_attributes(self) -> tuple[str, ...]:
@@ -134,20 +140,64 @@ def load_job_tables(config: JobTablesConfig) -> JobTables:
     for a in config.workplace_attributes:
         if a in config.domains:
             domains[a] = tuple(config.domains[a])
+    loaded: pl.DataFrame | tuple[pl.DataFrame, JobSelection]
     if config.jobs is not None:
-        workplaces, jobs = _load_joined(config, local_path(config.jobs, "[data].jobs"))
+        workplaces, loaded = _load_joined(config, local_path(config.jobs, "[data].jobs"))
     else:
         wp, wk, jb = config.workplace, config.worker, config.job
         if wp is None or wk is None or jb is None:  # pragma: no cover - check_config
             raise SpecError("[data] needs workplace, worker and job tables")
-        workplaces, jobs = _load_three(
+        workplaces, loaded = _load_three(
             config,
             local_path(wp, "[data].workplace"),
             local_path(wk, "[data].worker"),
             local_path(jb, "[data].job"),
         )
+    jobs, selection = loaded if isinstance(loaded, tuple) else (loaded, None)
     workplaces, jobs = canonical_ids(config, workplaces), canonical_ids(config, jobs)
-    return JobTables(workplaces=workplaces, jobs=jobs, domains=domains)
+    return JobTables(workplaces=workplaces, jobs=jobs, domains=domains, selection=selection)
+
+
+def select_jobs(jobs: pl.DataFrame, config: JobTablesConfig) -> tuple[pl.DataFrame, JobSelection]:
+    """The jobs a release counts: of the job type, at most k per worker, by the public rule.
+
+    docs/privacy.md#several-jobs-per-worker. ``jobs`` holds one row per job with the
+    worker id, the workplace id, and (JT02, JT03) the workplace's ``ownership`` and
+    (JT01, JT03) the job's earnings. Private jobs (JT02, JT03) are those of ownership
+    :data:`~eree.data.schema.PRIVATE_OWNERSHIP`. Each worker's jobs are then ordered by
+    :data:`~eree.data.schema.JOB_ORDER` (earnings descending for primary jobs, then
+    workplace id ascending) and the first k kept (k = 1 for primary jobs). The rule reads
+    only the worker's own jobs: adding or removing a worker changes no other worker's
+    kept jobs, which is what the guarantee's proof needs. Row order is kept.
+
+    Returns:
+        The kept rows (same columns) and the counts of what was dropped.
+    """
+    kid, wid = config.worker_id, config.workplace_id
+    n_in = jobs.height
+    if config.private_only:
+        jobs = jobs.filter(pl.col(OWNERSHIP) == PRIVATE_OWNERSHIP)
+    not_of_type = n_in - jobs.height
+    k = config.jobs_per_worker
+    row, rank = "__eree_row", "__eree_rank"
+    keys, descending = [kid, wid], [False, False]
+    if config.primary_only:
+        assert config.job_earnings is not None  # check_config
+        keys, descending = [kid, config.job_earnings, wid], [False, True, False]
+    ranked = (
+        jobs.with_row_index(row)
+        .sort(keys, descending=descending)
+        .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over(kid).alias(rank))
+    )
+    over = ranked.filter(pl.col(rank) == k).height
+    kept = ranked.filter(pl.col(rank) < k).sort(row).drop(row, rank)
+    return kept, JobSelection(
+        k=k,
+        job_type=config.job_type,
+        workers_over=over,
+        jobs_dropped=jobs.height - kept.height,
+        jobs_not_of_type=not_of_type,
+    )
 
 
 def canonical_ids(config: JobTablesConfig, frame: pl.DataFrame) -> pl.DataFrame:
@@ -198,6 +248,7 @@ def check_config(config: JobTablesConfig) -> None:
     for a in config.worker_attributes:
         if a not in config.domains or len(config.domains[a]) == 0:
             raise SpecError(f"worker attribute {a!r} has no declared domain")
+    check_job_selection(config)
 
 
 def _check_workplace_attributes(df: pl.DataFrame, config: JobTablesConfig, file: Path) -> None:
@@ -209,11 +260,12 @@ def _check_workplace_attributes(df: pl.DataFrame, config: JobTablesConfig, file:
 
 def _load_three(
     config: JobTablesConfig, wp_path: Path, wk_path: Path, jb_path: Path
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame | tuple[pl.DataFrame, JobSelection]]:
     wid, kid = config.workplace_id, config.worker_id
     wp = read_table(wp_path, {wid: pl.Utf8, **dict.fromkeys(config.workplace_attributes, pl.Utf8)})
     wk = read_table(wk_path, {kid: pl.Utf8, **dict.fromkeys(config.worker_attributes, pl.Utf8)})
-    jb = read_table(jb_path, {kid: pl.Utf8, wid: pl.Utf8})
+    earn = config.job_earnings
+    jb = read_table(jb_path, {kid: pl.Utf8, wid: pl.Utf8, **({earn: pl.Float64} if earn else {})})
 
     # ids present and unique
     check_not_missing(wp, [wid], wp_path, rule="missing-id")
@@ -237,6 +289,8 @@ def _load_three(
             column=wid,
             rule="unknown-workplace",
         )
+    if config.selects_jobs:
+        return wp, _select_three(config, wp, wk, jb, wk_path, jb_path)
     check_unique(jb, kid, jb_path, rule="multiple-jobs", message=_MULTIPLE_JOBS)
     worker_row = _match_workers(jb.get_column(kid), wk.get_column(kid))
     unknown = first_true(worker_row.is_null())
@@ -264,6 +318,66 @@ def _load_three(
         attrs = attrs[worker_row]
     jobs = pl.concat([jb.select(wid), attrs], how="horizontal")
     return wp, jobs
+
+
+def _select_three(
+    config: JobTablesConfig,
+    wp: pl.DataFrame,
+    wk: pl.DataFrame,
+    jb: pl.DataFrame,
+    wk_path: Path,
+    jb_path: Path,
+) -> tuple[pl.DataFrame, JobSelection]:
+    """Jobs of workers who may hold several: checked, selected, joined to their workers.
+
+    Refused: a job pointing at an unknown worker, a worker holding no job, one worker's
+    job at one workplace listed twice (a job is a worker–workplace pair), an earnings
+    value missing, negative or not finite.
+    """
+    wid, kid = config.workplace_id, config.worker_id
+    rows = jb.select(kid, wid).with_row_index("__eree_r")
+    second = rows.filter(~pl.struct(kid, wid).is_first_distinct()).head(1)
+    if second.height:
+        r, k, w = second.row(0)
+        first = rows.filter((pl.col(kid) == k) & (pl.col(wid) == w)).get_column("__eree_r")[0]
+        raise DataValidationError(
+            _SAME_JOB_TWICE.format(id=k, first_row=int(first) + 1),
+            file=str(jb_path),
+            row=int(r) + 1,
+            column=wid,
+            rule="same-job-twice",
+        )
+    known = jb.get_column(kid).is_in(wk.get_column(kid).implode())
+    unknown = first_true(~known)
+    if unknown is not None:
+        raise DataValidationError(
+            f"job points at unknown worker {jb.get_column(kid)[unknown]!r}",
+            file=str(jb_path),
+            row=unknown + 1,
+            column=kid,
+            rule="unknown-worker",
+        )
+    nojob = first_true(~wk.get_column(kid).is_in(jb.get_column(kid).implode()))
+    if nojob is not None:
+        raise DataValidationError(
+            f"worker {wk.get_column(kid)[nojob]!r} holds no job (each worker must hold at "
+            "least one)",
+            file=str(wk_path),
+            row=nojob + 1,
+            column=kid,
+            rule="no-job",
+        )
+    if config.job_earnings is not None:
+        check_not_missing(jb, [config.job_earnings], jb_path)
+        check_nonnegative_finite(jb, [config.job_earnings], jb_path)
+    frame = jb
+    if config.private_only:
+        frame = frame.join(wp.select(wid, OWNERSHIP), on=wid, how="left", maintain_order="left")
+    kept, selection = select_jobs(frame, config)
+    jobs = kept.select(kid, wid).join(
+        wk.select(kid, *config.worker_attributes), on=kid, how="left", maintain_order="left"
+    )
+    return jobs.select(wid, *config.worker_attributes), selection
 
 
 def _is_identity(idx: pl.Series) -> bool:

@@ -49,3 +49,23 @@ NAICS_SECTORS: tuple[str, ...] = (
 #: ownership codes (QWI label_ownercode): A00 state & local government, A05 private;
 #: federal is kept separate as A01 (QCEW own_code 1)
 OWNERSHIP_CODES: tuple[str, ...] = ("A01", "A00", "A05")
+
+#: LODES job types eree releases (LODES technical documentation, "Job types"): JT00 all
+#: jobs, JT01 primary jobs, JT02 all private jobs, JT03 private primary jobs. JT04 and
+#: JT05 (federal) are not offered: the federal jobs of LODES come from another source.
+JOB_TYPES: dict[str, str] = {
+    "JT00": "all jobs",
+    "JT01": "primary jobs (each worker's highest-earning job)",
+    "JT02": "all private jobs",
+    "JT03": "private primary jobs (each worker's highest-earning private job)",
+}
+PRIMARY_JOB_TYPES: tuple[str, ...] = ("JT01", "JT03")
+PRIVATE_JOB_TYPES: tuple[str, ...] = ("JT02", "JT03")
+#: the workplace column and code that mark a private job (JT02, JT03): QWI's A05
+OWNERSHIP = "ownership"
+PRIVATE_OWNERSHIP = "A05"
+#: the public, data-independent order in which a worker's jobs are kept (the first k):
+#: by workplace id (text, byte order); for primary jobs by earnings, highest first,
+#: ties by workplace id. It reads only the worker's own jobs, so adding or removing
+#: one worker never changes another worker's kept jobs.
+JOB_ORDER = "workplace id ascending (primary jobs: earnings descending, then workplace id)"

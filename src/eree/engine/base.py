@@ -105,7 +105,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.config import EstablishmentDataConfig, JobSelection, JobTablesConfig
 
 __all__ = [
     "CELL_STAT_COLUMNS",
@@ -138,6 +138,14 @@ class LoadedJobTables(Protocol):
     @property
     def domains(self) -> Mapping[str, tuple[str, ...]]:
         """Declared domain of every worker attribute (and workplace ones that have one)."""
+        ...
+
+    @property
+    def selection(self) -> JobSelection | None:
+        """What the job-selection rule dropped, or ``None`` (one job per worker).
+
+        Confidential counts, for ``eree validate`` only.
+        """
         ...
 
 

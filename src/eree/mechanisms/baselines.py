@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,6 +48,14 @@ class WholeMarginalMechanism(CountMechanism):
         """Every cell gets the marginal's ε."""
         return epsilon
 
+    @override
+    def epsilon_divisor(self) -> Fraction:
+        """K: a worker's k jobs move the whole marginal k times as far as one job.
+
+        docs/privacy.md#several-jobs-per-worker; 1 with one job per worker.
+        """
+        return Fraction(self.jobs_per_worker)
+
 
 @dataclass(frozen=True, kw_only=True)
 class EdgeLaplace(WholeMarginalMechanism):
@@ -70,7 +79,7 @@ class EdgeLaplace(WholeMarginalMechanism):
 
     @override
     def guarantee(self) -> str:
-        return f"{EdgeDP(self.epsilon)}; each job is in exactly one cell"
+        return f"{EdgeDP(self.epsilon)}; each job is in exactly one cell" + self._jobs_words()
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:
@@ -140,7 +149,10 @@ class TruncatedLaplace(WholeMarginalMechanism):
 
     @override
     def guarantee(self) -> str:
-        return f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
+        return (
+            f"{NodeDP(self.epsilon)}; each establishment contributes < θ={self.theta:g} jobs"
+            + self._jobs_words()
+        )
 
     @override
     def expected_error(self, at: Mapping[str, float]) -> ExpectedError | None:

@@ -19,6 +19,15 @@ composition, Thm 7.4), so a marginal costs ε. A marginal with worker attributes
 privacy only and costs d·ε_cell (sequential over the d combinations, §8); asking for
 strong privacy there is refused. Under the workshop's Blowfish policy
 (``definition = "blowfish"``) the same d·ε_cell is charged.
+
+Several jobs per worker (docs/privacy.md#several-jobs-per-worker): with k, the most jobs
+one worker contributes, a worker's presence changes at most k job records, each one
+α-neighbour step of one cell. Every cell's noise is independent, so the worker costs
+Σ_c f(m_c) ≤ k·f(1) over the cells c holding m_c of its jobs, f(1) the per-cell loss of
+one job: ε_cell for the smooth mechanisms and the baselines, ln(1+α)/λ = ε_cell/2 for
+Log-Laplace (:attr:`CountMechanism.job_share`). The mechanism draws with
+ε_cell = ε / max(d, k·share), so the query's ε bounds both the establishment's α-change
+(d·ε_cell) and the worker (k·share·ε_cell); δ likewise (:class:`ApproximateCountMechanism`).
 """
 
 from __future__ import annotations
@@ -97,6 +106,14 @@ class CountMechanism(Mechanism):
     #: the public grid the published values are rounded to, in the space the noise is
     #: added in (:mod:`eree.mechanisms.sampling`); None: the mechanism's default
     grid: float | None = None
+    #: k, the most jobs one worker contributes ([data] max_jobs_per_worker; 1: one job)
+    jobs_per_worker: int = 1
+
+    #: a cell's privacy loss from one job of a worker, as a share of ε_cell
+    #: (docs/privacy.md#several-jobs-per-worker)
+    job_share: ClassVar[Fraction] = Fraction(1)
+    #: whether the mechanism's guarantee is derived for workers with several jobs
+    several_jobs: ClassVar[bool] = True
 
     #: the count mechanisms of this module run under the definitions stated at an α
     allowed_definitions: ClassVar[tuple[str, ...]] = ALPHA_DEFINITIONS
@@ -126,7 +143,15 @@ class CountMechanism(Mechanism):
             )
         if not 0 < self.confidence < 1:
             raise self._fail(f"confidence must lie in (0, 1) (got {self.confidence!r})")
-        eps_cell = self.cell_epsilon(self.epsilon, self.worker_cells)
+        k = self.jobs_per_worker
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise self._fail(f"jobs per worker must be a whole number ≥ 1 (got {k!r})")
+        if k > 1 and not self.several_jobs:
+            raise self._fail(
+                "its guarantee is not derived for workers with several jobs "
+                "([data] max_jobs_per_worker > 1); use the SIGMOD variant"
+            )
+        eps_cell = float_down(Fraction(self.epsilon) / self.epsilon_divisor())
         if not eps_cell > 0:
             raise self._fail("epsilon / d underflows to 0")
         object.__setattr__(self, "epsilon_cell", eps_cell)
@@ -146,7 +171,38 @@ class CountMechanism(Mechanism):
         """
         return float_down(Fraction(epsilon) / worker_cells)
 
-    #: ε each cell's noise is drawn with (set in __post_init__ by :meth:`cell_epsilon`)
+    def epsilon_divisor(self) -> Fraction:
+        """D with ε_cell = ε/D: max(d, k·share) (docs/privacy.md#several-jobs-per-worker).
+
+        d·ε_cell bounds an establishment's α-change over the d combinations (§8);
+        k·share·ε_cell bounds a worker with k jobs. With k = 1 it is d, as
+        :meth:`cell_epsilon`.
+        """
+        return max(Fraction(self.worker_cells), self.jobs_per_worker * self.job_share)
+
+    def worker_cost(self) -> Cost:
+        """One worker's privacy loss in this query, with up to k jobs.
+
+        ε: k·share·ε_cell (each job a one-cell α-neighbour step, at most f(1) each, the
+        cells' noises independent); δ: δ_cell·Σ_{i<k} e^{i·ε_cell} (group privacy when
+        the k jobs share one cell, the worst case). ≤ :meth:`cost` by construction.
+        """
+        per = self.per_cell_cost()
+        eps = Fraction(self.epsilon_cell) * self.jobs_per_worker * self.job_share
+        delta = (per.exact_delta or 0) * Fraction(self.group_delta_factor())
+        return Cost(epsilon=eps, delta=delta)
+
+    def group_delta_factor(self) -> float:
+        """Σ_{i<k} e^{i·ε_cell}, rounded up: the δ of k one-job steps, per δ_cell."""
+        k = self.jobs_per_worker
+        if k == 1:
+            return 1.0
+        g = math.fsum(math.exp(i * self.epsilon_cell) for i in range(k))
+        for _ in range(k + 2):  # past the rounding of each exp and of the sum
+            g = math.nextafter(g, math.inf)
+        return g
+
+    #: ε each cell's noise is drawn with (set in __post_init__ by :meth:`epsilon_divisor`)
     epsilon_cell: float = field(init=False, default=0.0)
 
     def _derive(self) -> None:
@@ -191,8 +247,21 @@ class CountMechanism(Mechanism):
 
     def _composition_words(self) -> str:
         if self.worker_cells > 1:
-            return f"; d = {self.worker_cells} worker-attribute combinations composed sequentially"
-        return "; cells partition the establishments (parallel composition)"
+            words = f"; d = {self.worker_cells} worker-attribute combinations composed sequentially"
+        else:
+            words = "; cells partition the establishments (parallel composition)"
+        return words + self._jobs_words()
+
+    def _jobs_words(self) -> str:
+        """The guarantee for a worker with up to k jobs, when k > 1."""
+        k = self.jobs_per_worker
+        if k == 1:
+            return ""
+        w = self.worker_cost()
+        words = f"; a worker with up to k = {k} jobs: ε={w.epsilon:.6g}"
+        if w.exact_delta:
+            words += f", δ={w.delta:.6g}"
+        return words
 
     def _definition_words(self, eps_delta: str) -> str:
         alpha = getattr(self, "alpha", None)
@@ -339,6 +408,8 @@ class LogLaplace(CountMechanism):
     """
 
     default_grid: ClassVar[float] = TRANSFORMED_GRID
+    #: one job moves ln(n+γ) by at most ln(1+α) = λ·ε_cell/2 (γ = 1/α, n ≥ 0)
+    job_share: ClassVar[Fraction] = Fraction(1, 2)
     alpha: float
     force: bool = False
     lam: float = field(init=False, default=0.0)
@@ -348,7 +419,7 @@ class LogLaplace(CountMechanism):
         try:
             lam = check_log_laplace(self.alpha, self.epsilon_cell, force=self.force)
         except PrivacyParameterError as e:
-            need = 2 * math.log1p(self.alpha) * self.worker_cells
+            need = 2 * math.log1p(self.alpha) * float(self.epsilon_divisor())
             raise self._query_level(str(e), need) from None
         object.__setattr__(self, "lam", lam)
         object.__setattr__(self, "gamma", 1.0 / self.alpha)
@@ -409,7 +480,7 @@ class SmoothGamma(CountMechanism):
         try:
             eps1, eps2 = smooth_gamma_epsilons(self.alpha, self.epsilon_cell)
         except PrivacyParameterError as e:
-            need = 5 * math.log1p(self.alpha) * self.worker_cells
+            need = 5 * math.log1p(self.alpha) * float(self.epsilon_divisor())
             raise self._query_level(str(e), need) from None
         object.__setattr__(self, "epsilon1", eps1)
         object.__setattr__(self, "epsilon2", eps2)
@@ -466,9 +537,17 @@ class ApproximateCountMechanism(CountMechanism):
         """δ_min at (α, ε_cell)."""
         return smooth_laplace_delta_min(alpha, epsilon)
 
+    def delta_divisor(self) -> Fraction:
+        """The δ divisor max(d, Σ_{i<k} e^{i·ε_cell}).
+
+        δ_cell = δ / this bounds both the establishment's α-change (d cells) and a
+        worker's k jobs in one cell (group privacy).
+        """
+        return max(Fraction(self.worker_cells), Fraction(self.group_delta_factor()))
+
     @override
     def _derive(self) -> None:
-        d = self.worker_cells
+        d = self.delta_divisor()
         alpha = getattr(self, "alpha")  # noqa: B009 - every subclass defines α
         cell_delta = None if self.delta is None else float_down(Fraction(self.delta) / d)
         try:
@@ -476,7 +555,9 @@ class ApproximateCountMechanism(CountMechanism):
         except PrivacyParameterError as e:
             need = None
             if cell_delta is not None and 0 < cell_delta < 1:  # ε_cell ≥ 2 ln(1+α) ln(1/δ_cell)
-                need = 2 * math.log1p(alpha) * math.log(1 / cell_delta) * d
+                need = (
+                    2 * math.log1p(alpha) * math.log(1 / cell_delta) * float(self.epsilon_divisor())
+                )
             raise self._query_level(str(e), need) from None
         object.__setattr__(self, "delta_cell", dcell)
         object.__setattr__(self, "delta_min", self.smallest_delta(alpha, self.epsilon_cell))
@@ -487,8 +568,8 @@ class ApproximateCountMechanism(CountMechanism):
 
     @override
     def cost(self) -> Cost:
-        """The query's ε and δ: the δ asked for, never less than d·δ_cell."""
-        d_delta = Fraction(self.delta_cell) * self.worker_cells
+        """The query's ε and δ: the δ asked for, never less than max(d, Σe^{iε_cell})·δ_cell."""
+        d_delta = Fraction(self.delta_cell) * self.delta_divisor()
         delta = Fraction(self.delta) if self.delta is not None else d_delta
         return Cost(epsilon=self.epsilon, delta=max(delta, d_delta))
 

@@ -133,6 +133,8 @@ class _Workshop(CountMechanism):
     """The workshop variants run only under the Blowfish policy (``definition = "blowfish"``)."""
 
     allowed_definitions: ClassVar[tuple[str, ...]] = ("blowfish",)
+    #: not derived for workers with several jobs (docs/privacy.md#several-jobs-per-worker)
+    several_jobs: ClassVar[bool] = False
     definition: str = "blowfish"
     alpha: float
     #: the smooth variants as the workshop prints them (S = α·x_V, which breaks the

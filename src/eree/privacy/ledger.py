@@ -74,7 +74,7 @@ from eree.privacy.definitions import (
     GAUSSIAN,
 )
 from eree.privacy.ledger_anchor import read_anchor, write_anchor
-from eree.privacy.ledger_state import LedgerState, require_scheme
+from eree.privacy.ledger_state import LedgerState, refuse_below_spent, require_scheme
 from eree.privacy.release_check import check_releases
 from eree.privacy.similarity import SCHEME as SKETCH_SCHEME
 from eree.privacy.similarity import similar_dataset, sketch
@@ -550,13 +550,15 @@ class Ledger:
         delta: float | str | Fraction | None = None,
         alpha: float | str | Fraction | None = None,
         mu: float | str | Fraction | None = None,
+        below_spent: bool = False,
     ) -> dict[str, str]:
         """Register (or change) the lifetime budget of dataset ``name``.
 
         An ER-EE budget gives ``epsilon`` (δ defaults to 0; α, if given, is the dataset's
         one α, else the first release's); a GEDP budget gives ``mu``. Not both. Each value
         is kept exactly as given (:func:`budget_value`: a decimal text such as ``"0.3"``
-        is 3/10; a positive value no float can hold is refused, never registered as 0).
+        is 3/10; a positive value no float can hold is refused, never registered as 0). Below
+        what is spent: refused unless ``below_spent`` (:func:`refuse_below_spent`).
         """
         if not name.strip():
             raise LedgerError("a dataset name must not be empty")
@@ -602,6 +604,8 @@ class Ledger:
                     f"dataset {name!r} has a budget of the {old['family']} family; its family "
                     "cannot change"
                 )
+            if not below_spent:  # a budget below the spent total closes the dataset
+                refuse_below_spent(st, name, family, float_budget(exact))
             if family == EPSILON_DELTA and "alpha" in exact:
                 a = st.alpha(name)
                 if a is not None and st.charges(name, family) and a != given.get("alpha", 0.0):

@@ -13,11 +13,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from eree.errors import LedgerError
-from eree.privacy.composition import Cost
-from eree.privacy.definitions import ALPHA_DEFINITIONS, EPSILON_DELTA
+from eree.errors import BudgetExceededError, LedgerError
+from eree.privacy.composition import Cost, composition_for
+from eree.privacy.definitions import ALPHA_DEFINITIONS, EPSILON_DELTA, GAUSSIAN
 
-__all__ = ["OLD_EPSILON_DELTA", "LedgerState", "family_name", "require_scheme"]
+__all__ = [
+    "OLD_EPSILON_DELTA",
+    "LedgerState",
+    "family_name",
+    "refuse_below_spent",
+    "require_scheme",
+]
 
 #: the ε-δ family's name in ledgers written before it had its own name
 OLD_EPSILON_DELTA = "eree"
@@ -118,4 +124,25 @@ def require_scheme(st: LedgerState, scheme: str, path: Path) -> None:
             f"this eree computes {scheme}: known content could not be recognised, so "
             "nothing is charged to this ledger; start a new ledger and register the "
             "remaining budgets (see docs/privacy.md, 'Fingerprint schemes')"
+        )
+
+
+def refuse_below_spent(st: LedgerState, name: str, family: str, budget: dict[str, float]) -> None:
+    """Refuse a budget for ``name`` below what its releases already spent.
+
+    Such a budget closes the dataset to every further release; ``eree ledger budget``
+    sets it only with ``--below-spent``.
+
+    Raises:
+        BudgetExceededError: naming each key below the spent total.
+    """
+    comp = composition_for("gedp" if family == GAUSSIAN else "eree")
+    spent = comp.compose(st.charges(name, family))
+    over = comp.exceeded(spent, {k: v for k, v in budget.items() if k != "alpha"})
+    if over:
+        raise BudgetExceededError(
+            f"budget of {name!r} is below what its releases already spent ("
+            + "; ".join(over)
+            + "): that closes the dataset to every further release; give --below-spent "
+            "to set it anyway"
         )

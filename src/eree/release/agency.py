@@ -52,6 +52,7 @@ from eree.data.qcew import (
     ALL_INDUSTRIES,
     ALL_OWNERSHIPS,
     QCEW_SECTOR_LABEL,
+    SUPERSECTOR_OF_QCEW_SECTOR,
     domain_of_supersector,
 )
 from eree.data.schema import NAICS_SECTORS
@@ -106,30 +107,157 @@ def wac_families() -> dict[str, tuple[str, ...]]:
     return {"C000": (_GEO,), **{f: (_GEO, *a) for f, (a, _) in _WAC_SOURCE.items()}}
 
 
-#: QCEW county level → the ``by`` of its released group-by sum (None: derived)
-_QCEW_SOURCE: dict[int, tuple[str, ...] | None] = {
-    70: ("state", "cnty"),
-    71: ("state", "cnty", "own"),
+#: QCEW county level → the layout fields of its released group-by sum (None: derived).
+#: ``area`` is the 5-digit county FIPS: one data column (``[output.columns] area``) or
+#: the state and county columns
+_QCEW_ROLES: dict[int, tuple[str, ...] | None] = {
+    70: ("area",),
+    71: ("area", "ownership"),
     72: None,
-    73: ("state", "cnty", "own", "super_sector"),
-    74: ("state", "cnty", "own", "naics_sector"),
-    75: ("state", "cnty", "own", "naics3"),
-    76: ("state", "cnty", "own", "naics4"),
-    77: ("state", "cnty", "own", "naics5"),
-    78: ("state", "cnty", "own", "naics"),
+    73: ("area", "ownership", "supersector"),
+    74: ("area", "ownership", "sector"),
+    75: ("area", "ownership", "naics3"),
+    76: ("area", "ownership", "naics4"),
+    77: ("area", "ownership", "naics5"),
+    78: ("area", "ownership", "naics6"),
 }
-#: the confidential attribute (Syn-RI name) of each QCEW measure
-_QCEW_MEASURE = {
+#: QCEW layout field → the data column it is read from by default (eree's Syn-RI names)
+QCEW_DEFAULT_COLUMNS: dict[str, str] = {
+    "state": "state",
+    "county": "cnty",
+    "ownership": "own",
+    "supersector": "super_sector",
+    "sector": "naics_sector",
+    "naics3": "naics3",
+    "naics4": "naics4",
+    "naics5": "naics5",
+    "naics6": "naics",
     "month1_emplvl": "m1emp",
     "month2_emplvl": "m2emp",
     "month3_emplvl": "m3emp",
     "total_qtrly_wages": "wage",
 }
+#: the QCEW layout fields ``[output.columns]`` may map (besides ``area``)
+QCEW_FIELDS: tuple[str, ...] = ("area", *QCEW_DEFAULT_COLUMNS)
+#: fields whose codes ``[output.codes]`` may map to the layout's
+QCEW_CODED_FIELDS: tuple[str, ...] = ("area", "ownership", "supersector", "sector")
+#: the measures, in the layout's order
+_MEASURE_FIELDS = ("month1_emplvl", "month2_emplvl", "month3_emplvl", "total_qtrly_wages")
+#: the frame's column names of the measures and the level's keys (internal)
+_STATS = ("m1emp", "m2emp", "m3emp", "wage")
+
+
+@dataclass(frozen=True)
+class QcewMapping:
+    """Which data columns and codes fill the QCEW layout's fields ([output] columns, codes).
+
+    Attributes:
+        columns: layout field → data column (``area`` only when the data have one).
+        codes: layout field → {data code: layout code}; codes not listed pass unchanged.
+        levels: the county aggregation levels written (subset of 70–78).
+    """
+
+    columns: dict[str, str]
+    codes: dict[str, dict[str, str]]
+    levels: tuple[int, ...]
+
+    def by(self, level: int) -> tuple[str, ...] | None:
+        """The data columns a level's group-by sum is over (None: derived)."""
+        roles = _QCEW_ROLES[level]
+        if roles is None:
+            return None
+        area = ([self.columns["area"]] if "area" in self.columns
+                else [self.columns["state"], self.columns["county"]])  # fmt: skip
+        return (*area, *(self.columns[r] for r in roles[1:]))
+
+    def measures(self) -> tuple[str, ...]:
+        """The data columns of month1–3 employment and the quarter's wages."""
+        return tuple(self.columns[m] for m in _MEASURE_FIELDS)
+
+
+def qcew_mapping(plan: Any) -> QcewMapping:
+    """The ``[output]`` columns, codes and levels of a QCEW format, checked (no data read).
+
+    Raises:
+        SpecError: naming the ``[output]`` key at fault.
+    """
+    out = (plan.raw.get("output") or {}) if hasattr(plan, "raw") else {}
+    given = out.get("columns", {})
+    if not isinstance(given, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in given.items()
+    ):
+        raise SpecError("[output.columns] must be a table of layout field = data column")
+    unknown = [k for k in given if k not in QCEW_FIELDS]
+    if unknown:
+        raise SpecError(
+            f"[output.columns]: {', '.join(map(repr, unknown))} is not a QCEW layout field "
+            f"(fields: {', '.join(QCEW_FIELDS)})"
+        )
+    codes = out.get("codes", {})
+    if not isinstance(codes, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in codes.items()
+    ):
+        raise SpecError('[output.codes] must be tables: field = { "data code" = "layout code" }')
+    bad = [k for k in codes if k not in QCEW_CODED_FIELDS]
+    if bad:
+        raise SpecError(
+            f"[output.codes]: {', '.join(map(repr, bad))} has no codes to map (fields: "
+            f"{', '.join(QCEW_CODED_FIELDS)})"
+        )
+    for f, m in codes.items():
+        if not all(isinstance(a, str) and isinstance(b, str | int) for a, b in m.items()):
+            raise SpecError(f"[output.codes].{f}: each data code (text) = a layout code")
+    levels = out.get("levels", list(_QCEW_ROLES))
+    if (
+        not isinstance(levels, list)
+        or not levels
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in levels)
+        or any(x not in _QCEW_ROLES for x in levels)
+        or len(set(levels)) != len(levels)
+    ):
+        raise SpecError(
+            "[output].levels must list county aggregation levels from 70 to 78, each once "
+            f"(got {levels!r})"
+        )
+    cols = {**QCEW_DEFAULT_COLUMNS, **given}
+    return QcewMapping(
+        cols, {f: {a: str(b) for a, b in m.items()} for f, m in codes.items()},
+        tuple(sorted(levels)),
+    )  # fmt: skip
+
+
+def _sources(m: QcewMapping, has_query: Callable[[Sequence[str]], bool]) -> dict[int, str]:
+    """How each written level (and each level it needs) is made.
+
+    "query": its group-by sum; "derived": 72 from 73's cells, 73 from 74's when no query
+    is by supersector (post-processing of published cells).
+    """
+    src: dict[int, str] = {}
+
+    def need(lv: int) -> bool:
+        by = m.by(lv)
+        if by is not None and has_query(by):
+            src[lv] = "query"
+            return True
+        if lv == 72:
+            ok = need(73)
+        elif lv == 73:
+            ok = need(74)
+        else:
+            return False
+        if ok:
+            src[lv] = "derived"
+        return ok
+
+    for lv in m.levels:
+        need(lv)
+    return src
 
 
 def qcew_levels() -> dict[int, tuple[str, ...]]:
-    """Each released QCEW county level → the ``by`` of its group-by sum."""
-    return {lv: by for lv, by in _QCEW_SOURCE.items() if by is not None}
+    """Each QCEW county level made from a group-by sum → its ``by`` under eree's names."""
+    m = QcewMapping(dict(QCEW_DEFAULT_COLUMNS), {}, tuple(_QCEW_ROLES))
+    return {lv: by for lv in _QCEW_ROLES if (by := m.by(lv)) is not None}
 
 
 @dataclass(frozen=True)
@@ -157,6 +285,16 @@ def _units(plan: Any) -> dict[str, str]:
     return dict((plan.raw.get("data") or {}).get("units") or {})
 
 
+def wac_job_type(plan: Any) -> str:
+    """The job type a LODES file is named for.
+
+    ``[output] job_type`` when given, else the ``[data] job_type`` the release counts
+    (docs/privacy.md#several-jobs-per-worker).
+    """
+    given = (plan.raw.get("output") or {}).get("job_type")
+    return str(given) if given is not None else str(getattr(plan.data, "job_type", "JT00"))
+
+
 def check_agency_plan(plan: Any) -> None:
     """Refuse, before any data is read, an ``[output] format`` the plan cannot fill.
 
@@ -182,6 +320,13 @@ def check_agency_plan(plan: Any) -> None:
         if missing:
             need = "; ".join(f"{f}: by = {json.dumps(wac_families()[f])}" for f in missing)
             raise SpecError(f"{where}: no [[query]] releases the WAC families {need}")
+        counted = getattr(plan.data, "job_type", "JT00")
+        if wac_job_type(plan) != counted:
+            raise SpecError(
+                f"[output].job_type = {wac_job_type(plan)!r} names the file for other jobs than "
+                f"the release counts ([data].job_type = {counted!r}); leave [output].job_type "
+                "out or make them agree"
+            )
         p = plan.postprocess
         if not (p.consistent and p.nonnegative and p.integer):
             raise SpecError(
@@ -194,23 +339,33 @@ def check_agency_plan(plan: Any) -> None:
         raise SpecError(f'{where} needs [data] kind = "establishments" (QCEW-like data)')
     if out.quarter is None:
         raise SpecError(f"{where} needs [output].quarter (1–4)")
-    missing_q = [lv for lv, by in qcew_levels().items() if _query_of(plan, by) is None]
+    m = qcew_mapping(plan)
+    src = _sources(m, lambda by: _query_of(plan, by) is not None)
+    missing_q = [lv for lv in m.levels if lv not in src]
     if missing_q:
-        need = "; ".join(f"{lv}: by = {json.dumps(qcew_levels()[lv])}" for lv in missing_q)
+        need = "; ".join(
+            f"{lv}: by = {json.dumps(m.by(lv) or m.by(73))}"
+            + (" (or level 73's or 74's query: 72 is summed from them)" if lv == 72 else "")
+            + (" (or level 74's query: 73 is summed from its sectors)" if lv == 73 else "")
+            for lv in missing_q
+        )
         raise SpecError(f"{where}: no [[query]] releases the county levels {need}")
     conf = plan.establishment_data.confidential
-    absent = [a for a in _QCEW_MEASURE.values() if a not in conf]
+    absent = [a for a in m.measures() if a not in conf]
     if absent:
         raise SpecError(f"{where}: [data].confidential lacks {', '.join(absent)}")
-    for lv, by in qcew_levels().items():
-        q = plan.query(_query_of(plan, by))
-        if any(a not in q.mu for a in _QCEW_MEASURE.values()):
+    for lv, how in src.items():
+        if how != "query":
+            continue
+        q = plan.query(_query_of(plan, m.by(lv) or ()))
+        if any(a not in (q.mu or {}) for a in m.measures()):
             raise SpecError(
-                f"{where}: query {q.name!r} (level {lv}) must measure m1emp, m2emp, m3emp and wage"
+                f"{where}: query {q.name!r} (level {lv}) must measure {', '.join(m.measures())}"
             )
-    if money_scale(unit_of("wage", _units(plan))) is None:
+    wage = m.columns["total_qtrly_wages"]
+    if money_scale(unit_of(wage, _units(plan))) is None:
         raise SpecError(
-            f'{where}: the unit of wage must be money ([data].units, e.g. wage = "dollars")'
+            f'{where}: the unit of {wage} must be money ([data].units, e.g. {wage} = "dollars")'
         )
 
 
@@ -359,7 +514,7 @@ def _wac(
     counts = pl.concat(values, how="horizontal")
     variances = pl.concat(var_parts, how="horizontal")
     state = str(blocks.item(0, _GEO))[:2]
-    fname = lodes_file_name("wac", state, "S000", plan.output.job_type, plan.output.year)
+    fname = lodes_file_name("wac", state, "S000", wac_job_type(plan), plan.output.year)
     frame = counts.with_columns(
         *[pl.col(c).round(0).cast(pl.Int64) for c in counts.columns if c != _GEO],
         *[pl.lit(0, dtype=pl.Int64).alias(c) for c in firm],
@@ -379,7 +534,7 @@ def _wac(
             "format": "lodes-wac",
             "files": sorted(files),
             "segment": "S000 (all jobs released)",
-            "job_type": plan.output.job_type,
+            "job_type": wac_job_type(plan),
             "blocks": blocks.height,
             "margins_of_error": f"{moe_name}: 90% margins of error ({MOE_Z} × the standard "
             "error of each cell's noisy measurement, before post-processing), rounded up; "
@@ -405,52 +560,82 @@ def _gz_csv(frame: pl.DataFrame) -> bytes:
 # QCEW
 # --------------------------------------------------------------------------------------
 
-_STATS = tuple(_QCEW_MEASURE.values())
-
 
 def _qcew_level(
     lv: int,
     t: pl.DataFrame,
     by: Sequence[str],
     counts: pl.DataFrame,
+    m: QcewMapping,
 ) -> pl.DataFrame:
-    """One level's cells: area, own, industry, level, estabs, values and variances."""
-    cols = [pl.col(s).cast(pl.Float64) for s in _STATS]
+    """One level's cells: area, own, industry, level, estabs, values and variances.
+
+    The table's columns are the data's (``m.columns``); its codes are mapped to the
+    layout's by ``m.codes`` (codes not listed pass unchanged).
+    """
+    stats = [pl.col(c).cast(pl.Float64).alias(s) for c, s in zip(m.measures(), _STATS,
+                                                                   strict=True)]  # fmt: skip
     var = [
-        (pl.col(f"{s}_std").cast(pl.Float64) ** 2).alias(f"{s}_var")
-        for s in _STATS
-    ]  # fmt: skip
+        (pl.col(f"{c}_std").cast(pl.Float64) ** 2).alias(f"{s}_var")
+        for c, s in zip(m.measures(), _STATS, strict=True)
+    ]
     text = [pl.col(c).cast(pl.Utf8) for c in by]
     frame = (
         t.with_columns(text)
         .join(counts.with_columns(text), on=list(by), how="left")
-        .select(*by, *cols, *var, "establishments")
+        .select(*by, *stats, *var, "establishments")
     )
-    area = (
-        pl.col("state").cast(pl.Utf8).str.zfill(2) + pl.col("cnty").cast(pl.Utf8).str.zfill(3)
-    ).alias("area_fips")
-    own = pl.col("own").cast(pl.Int64) if "own" in by else pl.lit(ALL_OWNERSHIPS)
-    ind_col = by[-1] if len(by) > 3 else None
-    if ind_col is None:
-        industry = pl.lit(ALL_INDUSTRIES)
-    elif lv == 74:
-        industry = pl.col(ind_col).cast(pl.Utf8).replace_strict(QCEW_SECTOR_LABEL)
+
+    def coded(field: str, column: str) -> pl.Expr:
+        e = pl.col(column).cast(pl.Utf8)
+        codes = m.codes.get(field)
+        return e.replace(codes) if codes else e
+
+    roles = _QCEW_ROLES[lv] or ()
+    if "area" in m.columns:
+        area = coded("area", m.columns["area"]).str.zfill(5)
     else:
-        industry = pl.col(ind_col).cast(pl.Utf8)
+        area = pl.col(m.columns["state"]).cast(pl.Utf8).str.zfill(2) + pl.col(
+            m.columns["county"]
+        ).cast(pl.Utf8).str.zfill(3)
+    own = (coded("ownership", m.columns["ownership"]).cast(pl.Int64) if "ownership" in roles
+           else pl.lit(ALL_OWNERSHIPS))  # fmt: skip
+    ind = roles[2] if len(roles) > 2 else None
+    if ind is None:
+        industry = pl.lit(ALL_INDUSTRIES)
+    elif ind == "sector":  # QCEW's merged sector ranges (31-33, 44-45, 48-49)
+        labels = {**QCEW_SECTOR_LABEL, **{v: v for v in QCEW_SECTOR_LABEL.values()}}
+        industry = coded("sector", m.columns["sector"]).replace_strict(labels)
+    else:
+        industry = coded(ind, m.columns[ind]) if ind in m.codes else pl.col(
+            m.columns[ind]).cast(pl.Utf8)  # fmt: skip
     keyed = frame.select(
-        area, own.alias("own_code"), industry.alias("industry_code"),
+        area.alias("area_fips"), own.alias("own_code"), industry.alias("industry_code"),
         *_STATS, *[f"{s}_var" for s in _STATS], "establishments",
     )  # fmt: skip
-    if lv in (72, 74):  # BLS aggregation: domains of supersectors, merged sector ranges
-        if lv == 72:
-            keyed = keyed.with_columns(
-                domain_of_supersector(pl.col("industry_code")).alias("industry_code")
-            )
-        keyed = keyed.group_by("area_fips", "own_code", "industry_code").agg(
-            pl.col(*_STATS, *[f"{s}_var" for s in _STATS]).sum(),
-            pl.col("establishments").sum(),
-        )
+    if lv == 74:
+        keyed = _summed(keyed)
     return keyed.with_columns(pl.lit(lv).alias("agglvl_code"))
+
+
+def _summed(keyed: pl.DataFrame) -> pl.DataFrame:
+    """Cells with the same key summed: values, variances (independent noises) and counts."""
+    return keyed.group_by("area_fips", "own_code", "industry_code").agg(
+        pl.col(*_STATS, *[f"{s}_var" for s in _STATS]).sum(),
+        pl.col("establishments").sum(),
+    )
+
+
+def _derived(lv: int, finer: pl.DataFrame) -> pl.DataFrame:
+    """Level 73 from 74's cells (supersector of each sector) or 72 from 73's (domain)."""
+    code = pl.col("industry_code")
+    if lv == 73:
+        up = code.replace_strict(SUPERSECTOR_OF_QCEW_SECTOR)
+    else:
+        up = domain_of_supersector(code)
+    return _summed(finer.drop("agglvl_code").with_columns(up.alias("industry_code"))).with_columns(
+        pl.lit(lv).alias("agglvl_code")
+    )
 
 
 def _qcew(
@@ -459,14 +644,20 @@ def _qcew(
     establishments: Callable[[Sequence[str]], pl.DataFrame],
     fmt: str,
 ) -> AgencyOutput:
-    to_dollars = money_scale(unit_of("wage", _units(plan))) or 1.0
-    parts = []
-    for lv, src in _QCEW_SOURCE.items():
-        by = src if src is not None else _QCEW_SOURCE[73]
-        assert by is not None
-        t = tables[str(_query_of(plan, by))]
-        counts = establishments(by).select(*by, "establishments")
-        parts.append(_qcew_level(lv, t, by, counts))
+    m = qcew_mapping(plan)
+    to_dollars = money_scale(unit_of(m.columns["total_qtrly_wages"], _units(plan))) or 1.0
+    src = _sources(m, lambda by: _query_of(plan, by) is not None)
+    made: dict[int, pl.DataFrame] = {}
+    for lv in sorted(src, reverse=True):  # finer levels first: 73 and 72 may be sums
+        if src[lv] == "query":
+            by = m.by(lv)
+            assert by is not None
+            t = tables[str(_query_of(plan, by))]
+            counts = establishments(by).select(*by, "establishments")
+            made[lv] = _qcew_level(lv, t, by, counts, m)
+        else:
+            made[lv] = _derived(lv, made[lv + 1])
+    parts = [made[lv] for lv in m.levels]
     cells = pl.concat(parts, how="vertical_relaxed").sort(
         "area_fips", "agglvl_code", "own_code", "industry_code"
     )
@@ -491,9 +682,11 @@ def _qcew(
         {
             "format": fmt,
             "files": sorted(files),
-            "levels": "county 70–78 by ownership; 72 = sum of the published supersector "
-            "cells (73), 74 = sum of the published 2-digit sector cells (31-33, 44-45, "
-            "48-49 merged); their standard errors the root sum of squares",
+            "levels": f"county levels {', '.join(map(str, m.levels))} by ownership; 72 = sum "
+            "of the published supersector cells (73), 74 = sum of the published 2-digit "
+            "sector cells (31-33, 44-45, 48-49 merged), 73 = sum of the sector cells when no "
+            "query is by supersector; their standard errors the root sum of squares",
+            "columns": dict(m.columns),
             "values": "employment and wages: the published values rounded half to even and "
             "clamped at 0 (wages converted to dollars); qtrly_estabs: the public frame's "
             "count; avg_wkly_wage: from these published values",

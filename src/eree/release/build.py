@@ -182,6 +182,8 @@ def _build_counts(plan: Plan) -> BuiltPlan:
                        if q.target is not None or plan.budget_plan is not None else "")
                 )  # fmt: skip
             kwargs.update(epsilon=q.epsilon, worker_cells=d, worker_attributes=tuple(wk))
+            if cfg.jobs_per_worker > 1:  # docs/privacy.md#several-jobs-per-worker
+                kwargs["jobs_per_worker"] = cfg.jobs_per_worker
             if "alpha" in e.cls.__dataclass_fields__:
                 if plan.privacy.alpha is None:
                     raise PrivacyParameterError(f"query {q.name!r}: {q.mechanism} needs alpha")

@@ -235,6 +235,33 @@ class WrittenTable:
         return pl.read_parquet(self.path)
 
 
+@dataclass(frozen=True)
+class UnwrittenTable:
+    """A query answered and charged but not written (``publish = false``).
+
+    Its answers were used by the release (pnc's bounds) and exist nowhere else: no file,
+    no report section; the manifest lists it with ``file = null``.
+
+    Attributes:
+        name: the query name.
+        cells: number of cells answered (per establishment for an identity query).
+        uncertainty: statistic → how its std/CI were obtained.
+        notes: public remarks.
+        measurements: none (the answers are not kept).
+    """
+
+    name: str
+    cells: int
+    uncertainty: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    measurements: tuple[Measurement, ...] = ()
+
+    @classmethod
+    def of(cls, qt: QueryTable) -> UnwrittenTable:
+        """The description of ``qt``, whose values are dropped."""
+        return cls(qt.name, qt.table.height, dict(qt.uncertainty), tuple(qt.notes))
+
+
 def write_release(
     out_dir: Path,
     tables: list[QueryTable],

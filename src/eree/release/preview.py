@@ -491,8 +491,11 @@ def delta_warning(q: QueryPlan, n_establishments: int) -> dict[str, Any] | None:
         f"{1.0 / n_establishments:.3g}: a mechanism could publish some establishments "
         f"exactly at this delta (Haney et al. §9; query {q.name!r})"
     )
+    per_cell = target / mech.worker_cells
+    if need is not None:  # with k > 1 jobs per worker δ splits over more than d
+        per_cell = dataclasses.replace(mech, epsilon=need, delta=target).delta_cell
     remedy = (
-        f"set the query's delta to {target:g} (per cell {target / mech.worker_cells:.2g}); "
+        f"set the query's delta to {target:g} (per cell {per_cell:.2g}); "
         + (f"that needs epsilon >= {round_up(need)}; " if need is not None else "")
         + "or use log_laplace or smooth_gamma, which have no delta"
     )

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from eree.data.config import JobTablesConfig
 from eree.data.location import input_label
+from eree.data.schema import JOB_TYPES
 from eree.engine.base import Engine
 from eree.errors import LedgerError
 from eree.mechanisms.noise import NoiseSource
@@ -20,6 +22,7 @@ from eree.privacy.accountant import PrivacyReport
 from eree.release.build import BuiltPlan, build
 from eree.release.output import (
     ReleaseWriter,
+    UnwrittenTable,
     WrittenTable,
     base_manifest,
     check_finite,
@@ -71,7 +74,7 @@ class ReleaseResult:
 
     out_dir: Path
     manifest: dict[str, Any]
-    tables: list[QueryTable | WrittenTable]
+    tables: list[QueryTable | WrittenTable | UnwrittenTable]
 
 
 def _query_by(plan: Plan, name: str) -> list[str] | str:
@@ -116,10 +119,38 @@ def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def jobs_description(cfg: JobTablesConfig) -> dict[str, Any]:
+    """What the released jobs are and what k means (public: the spec's choices).
+
+    docs/privacy.md#several-jobs-per-worker.
+    """
+    k = cfg.jobs_per_worker
+    if not cfg.selects_jobs:
+        rule = "each worker holds exactly one job (checked)"
+    elif cfg.primary_only:
+        rule = (
+            "each worker's primary job: the highest-earning (by the job's earnings), ties "
+            "by the smallest workplace id"
+        )
+    else:
+        rule = f"at most k = {k} jobs per worker: the k at the smallest workplace ids"
+    return {
+        "job_type": cfg.job_type,
+        "job_type_meaning": JOB_TYPES[cfg.job_type],
+        "max_jobs_per_worker": k,
+        "rule": rule,
+        "meaning": (
+            f"a worker contributes at most {k} job{'s' if k != 1 else ''}; every query's "
+            "epsilon (delta) covers a worker with that many jobs as well as an "
+            "establishment's alpha-change (docs/privacy.md#several-jobs-per-worker)"
+        ),
+    }
+
+
 def build_manifest(
     plan: Plan,
     report: PrivacyReport,
-    tables: Sequence[QueryTable | WrittenTable],
+    tables: Sequence[QueryTable | WrittenTable | UnwrittenTable],
     source: NoiseSource,
     fingerprint: str | None,
     policy: SitePolicy | None = None,
@@ -144,6 +175,8 @@ def build_manifest(
     }
     if fingerprint is None:
         m["dataset"]["fingerprint_note"] = NO_LEDGER_FINGERPRINT
+    if isinstance(plan.data, JobTablesConfig):
+        m["dataset"]["jobs"] = jobs_description(plan.data)
     m["spec"] = _redacted_spec(plan.raw)
     if engine is not None:
         m["engine"] = engine.describe()
@@ -168,6 +201,8 @@ def build_manifest(
             "cells": qt.cells,
             "file": f"tables/{qt.name}.parquet",
         }
+        if isinstance(qt, UnwrittenTable):  # publish = false: answered, charged, not written
+            entry.update(file=None, published=False)
         try:
             c = report.charge(qt.name)
             entry.update(
@@ -318,8 +353,10 @@ class _TableFrames(Mapping[str, pl.DataFrame]):
     categories (a code per cell, not a string).
     """
 
-    def __init__(self, tables: Sequence[QueryTable | WrittenTable], writer: ReleaseWriter) -> None:
-        self._tables = {t.name: t for t in tables}
+    def __init__(
+        self, tables: Sequence[QueryTable | WrittenTable | UnwrittenTable], writer: ReleaseWriter
+    ) -> None:
+        self._tables = {t.name: t for t in tables if not isinstance(t, UnwrittenTable)}
         self._writer = writer
 
     def __getitem__(self, name: str) -> pl.DataFrame:
@@ -342,7 +379,7 @@ class _TableFrames(Mapping[str, pl.DataFrame]):
 def _agency_files(
     plan: Plan,
     frames: Mapping[str, pl.DataFrame],
-    tables: Sequence[QueryTable | WrittenTable],
+    tables: Sequence[QueryTable | WrittenTable | UnwrittenTable],
     counts: Any,
     writer: ReleaseWriter,
     manifest: dict[str, Any],
@@ -386,19 +423,27 @@ def _run(
     with ReleaseWriter(
         Path(out_dir), csv=plan.output.csv, seeded=seeded, tag=tag, force=force
     ) as writer:
-        tables: list[QueryTable | WrittenTable] = []
+        tables: list[QueryTable | WrittenTable | UnwrittenTable] = []
         extra_files: dict[str, Any] = {}
         extra_manifest: dict[str, Any] = {}
+        # publish = false: answered (pnc reads it) and charged, never written
+        unwritten = {q.name for q in plan.queries if not q.publish}
         if family.needs_tables(plan):  # post-processing reads every table: all in memory
             kept = list(family.answer_queries(built, data, engine, source))
             extra_files, extra_manifest = family.postprocess(built, data, engine, kept)
             check_finite(kept, extra_files or None)  # before any file is written
             for qt in kept:
+                if qt.name in unwritten:
+                    tables.append(UnwrittenTable.of(qt))
+                    continue
                 writer.write_table(qt)
-            tables.extend(kept)
+                tables.append(qt)
         else:  # each table goes to disk as it is produced; one in memory at a time
             for qt in family.answer_queries(built, data, engine, source, streaming=True):
-                tables.append(writer.write_table(qt))
+                if qt.name in unwritten:
+                    tables.append(UnwrittenTable.of(qt))
+                else:
+                    tables.append(writer.write_table(qt))
                 del qt
         manifest = build_manifest(plan, report, tables, source, fingerprint, policy, engine)
         if charge is not None:

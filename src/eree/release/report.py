@@ -51,6 +51,8 @@ from eree.release.report_words import (
     bayes,
     epsilon_of_mu,
     glossary_html,
+    identity_words,
+    jobs_words,
     meaning,
     meaning_long,
     plain_text,
@@ -91,18 +93,18 @@ def _cost_rows(manifest: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]
     tot = priv["total"]
     keys = [k for k in ("epsilon", "delta", "mu") if tot.get(k) is not None] or ["epsilon"]
     sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
-    headers = ["query", "grouped by", "mechanism", "cells", *(sym[k] for k in keys),
+    # the cost right after the query's name: on a phone's screen without scrolling
+    headers = ["query", *(sym[k] for k in keys), "grouped by", "mechanism", "cells",
                "what it means"]  # fmt: skip
     rows: list[list[Any]] = []
     for q in manifest["queries"]:
         c = q.get("cost") or {}
         by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(total)")
-        rows.append([_user(q["name"]), _user(by), esc(q["mechanism"]), num(q["cells"]),
-                     *(num(c.get(k)) for k in keys), esc(meaning(c))])  # fmt: skip
+        rows.append([_user(q["name"]), *(num(c.get(k)) for k in keys), _user(by),
+                     esc(q["mechanism"]), num(q["cells"]), esc(meaning(c))])  # fmt: skip
     cells = sum(int(q["cells"]) for q in manifest["queries"])
-    rows.append(["<b>total</b>", "", "", f"<b>{num(cells)}</b>",
-                 *(f"<b>{num(tot.get(k))}</b>" for k in keys),
-                 f"<b>{esc(meaning_long(tot))}</b>"])  # fmt: skip
+    rows.append(["<b>total</b>", *(f"<b>{num(tot.get(k))}</b>" for k in keys), "", "",
+                 f"<b>{num(cells)}</b>", f"<b>{esc(meaning_long(tot))}</b>"])  # fmt: skip
     return headers, rows
 
 
@@ -497,6 +499,14 @@ def _table_section(
     parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {_user(name)}</h3>']
     by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(one total cell)")
     cells = "1 cell" if q["cells"] == 1 else f"{num(q['cells'])} cells"
+    if q.get("published") is False:  # publish = false
+        parts.append(
+            f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
+            f"<code>{esc(q['mechanism'])}</code>: <b>not written</b> (publish = false). Its "
+            "answers gave the bounds of the pnc mechanism and exist in no file; its privacy "
+            "cost is charged like any other table's.</p>"
+        )
+        return "".join(parts)
     parts.append(
         f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
         f"<code>{esc(q['mechanism'])}</code>, file <code>{_user(q['file'])}</code>.</p>"
@@ -667,7 +677,7 @@ def summary_html(
         what = (
             f"Job counts (in jobs) of dataset {name}: {tables}. Each worker's presence, "
             f"absence and attributes{size} are protected; that an employer exists, and its "
-            "place and industry, are public."
+            "place and industry, are public." + jobs_words(manifest)
         )
         keys = [(k, s) for k, s in (("epsilon", "ε"), ("delta", "δ")) if tot.get(k) is not None]
         spent = (
@@ -687,6 +697,8 @@ def summary_html(
         "<b>Accuracy:</b> " + (" ".join(_accuracy_words(manifest, frames, units)) or "—"),
         f"<b>Warnings:</b> {warn}",
     ]
+    if identity_words(queries):  # values per establishment: said plainly, second
+        items.insert(1, identity_words(queries))
     if (manifest.get("random") or {}).get("mode") == "seeded":
         items.append("<b>NOT FOR PUBLICATION:</b> seeded randomness (see the banner).")
     unknown = [s for s in stats if unit_of(s, units) == UNKNOWN]

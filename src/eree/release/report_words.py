@@ -253,3 +253,49 @@ def glossary_html(families: set[str] | None = None) -> str:
         "papers' numbered results in full):</p>"
         + bullets((f"{esc(c)}: {esc(g)}" for c, g in srcs), raw=True)
     )
+
+
+def jobs_words(manifest: Mapping[str, Any]) -> str:
+    """What the counted jobs are and what k means (docs/privacy.md#several-jobs-per-worker)."""
+    jobs = (manifest.get("dataset") or {}).get("jobs")
+    if not jobs or (jobs.get("job_type") == "JT00" and jobs.get("max_jobs_per_worker") == 1):
+        return ""
+    k = int(jobs["max_jobs_per_worker"])
+    words = f" Jobs counted: {esc(jobs['job_type'])}, {esc(jobs['job_type_meaning'])}."
+    if k > 1:
+        words += (
+            f" A worker may hold several jobs; at most k = {k} of each worker's jobs are "
+            "counted (those at the smallest workplace ids; the rest are dropped), and the "
+            f"privacy spent covers a worker with all {k} of them: the noise is calibrated "
+            f"for k = {k}."
+        )
+    else:
+        words += " One job per worker is counted (the primary job), so k = 1."
+    return words
+
+
+def identity_words(queries: list[Mapping[str, Any]]) -> str:
+    """The summary's plain statement on values per establishment (identity queries).
+
+    An identity query answers one cell per establishment: when its table is written, the
+    release publishes a noisy value of every measured attribute for each establishment id.
+    ``publish = false`` keeps those answers for pnc's bounds and writes none.
+    """
+    ident = [q for q in queries if q.get("by") == "identity"]
+    if not ident:
+        return ""
+    shown = [q for q in ident if q.get("published") is not False]
+    hidden = [q for q in ident if q.get("published") is False]
+    words = []
+    for q in shown:
+        stats = ", ".join(esc(s) for s in (q.get("uncertainty") or {})) or "its attributes"
+        words.append(
+            f"table {esc(q['name'])} (<code>{esc(q['file'])}</code>) publishes a noisy value "
+            f"of {stats} <b>for each establishment, by its id</b> ({num(q['cells'])} rows)"
+        )
+    for q in hidden:
+        words.append(
+            f"the identity query {esc(q['name'])} was answered for the pnc bounds and "
+            "<b>not written</b> (publish = false): no value per establishment is published"
+        )
+    return "<b>Values per establishment:</b> " + "; ".join(words) + "."

@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EstablishmentDataConfig, JobTablesConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig, check_job_selection
 from eree.data.location import DataPath, is_uri, uri_has_password
 from eree.data.schema import WORKER_DOMAINS
 from eree.engine.select import ENGINES
@@ -159,6 +159,8 @@ class QuerySpec:
             attribute for GEDP), read by ``eree plan`` (:mod:`eree.release.targets`).
         weight: the query's weight when ``eree plan`` splits ``[plan]``'s total.
         at: the query's representative cell size in that split (default ``[plan].at``).
+        publish: whether the table is written; ``False`` only for the ``[pnc]
+            bounds_from`` identity query, whose answers pnc reads (charged, not written).
     """
 
     name: str
@@ -172,6 +174,7 @@ class QuerySpec:
     target: dict[str, Target] | None = None
     weight: float = 1.0
     at: float | dict[str, float] | None = None
+    publish: bool = True
 
     @property
     def is_identity(self) -> bool:
@@ -198,6 +201,8 @@ class QuerySpec:
             d["weight"] = self.weight
         if self.at is not None:
             d["at"] = self.at
+        if not self.publish:
+            d["publish"] = False
         return d
 
 
@@ -357,9 +362,13 @@ def _agency_keys(
     allowed_jt = schema.key("[output]", "job_type").allowed
     if job_type not in allowed_jt:
         raise SpecError(f"[output].job_type must be one of {', '.join(allowed_jt)}")
-    for k in ("year", "quarter", "job_type", "cells_from"):
+    for k in ("year", "quarter", "job_type", "cells_from", "levels", "columns", "codes"):
         if k in out_raw and fmt is None:
             raise SpecError(f"[output].{k} applies only with [output].format")
+    if fmt is not None and not fmt.startswith("qcew"):
+        for k in ("levels", "columns", "codes"):
+            if k in out_raw:
+                raise SpecError(f"[output].{k} applies only with a QCEW format")
     cells_from = out_raw.get("cells_from")
     if cells_from is not None:
         if not isinstance(cells_from, str) or not cells_from:
@@ -474,7 +483,18 @@ def _parse_job_tables(d: dict[str, Any], base: Path) -> JobTablesConfig:
             )
         kwargs["worker_attributes"] = wa
     kwargs["domains"] = domains
+    if "max_jobs_per_worker" in d:
+        k = d["max_jobs_per_worker"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise SpecError(f"[data].max_jobs_per_worker must be a whole number ≥ 1 (got {k!r})")
+        kwargs["max_jobs_per_worker"] = k
+    for key in ("job_type", "job_earnings"):
+        if key in d:
+            if not isinstance(d[key], str):
+                raise SpecError(f"[data].{key} must be a string")
+            kwargs[key] = d[key]
     cfg = JobTablesConfig(**kwargs)
+    check_job_selection(cfg)
     attributes = (*cfg.workplace_attributes, *cfg.worker_attributes)
     for attr in d.get("domains", {}):
         if attr not in attributes:
@@ -524,7 +544,7 @@ def _parse_mu(value: Any, where: str) -> dict[str, float]:
 
 
 #: [[query]] keys every mechanism accepts
-_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete", "target", "weight", "at")
+_COMMON_QUERY_KEYS = ("name", "by", "mechanism", "complete", "target", "weight", "at", "publish")
 
 
 def _check_settings(q: dict[str, Any], mech: str, where: str) -> None:
@@ -605,7 +625,12 @@ def _parse_query(q: dict[str, Any], i: int, confidential: tuple[str, ...] | None
     target = parse_targets(q["target"], where, confidential) if "target" in q else None
     weight = parse_weight(q["weight"], where) if "weight" in q else 1.0
     at = parse_at(q["at"], f"{where}: at", confidential) if "at" in q else None
-    return QuerySpec(name, by, str(mech), epsilon, delta, mu, params, complete, target, weight, at)
+    publish = q.get("publish", True)
+    if not isinstance(publish, bool):
+        raise SpecError(f"{where}: publish must be true or false")
+    return QuerySpec(
+        name, by, str(mech), epsilon, delta, mu, params, complete, target, weight, at, publish
+    )
 
 
 def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) -> Plan:
@@ -679,6 +704,13 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     bounds_from = pnc_raw.get("bounds_from")
     if bounds_from is not None and bounds_from not in names:
         raise SpecError(f"[pnc].bounds_from names no query ({bounds_from!r})")
+    for q in queries:
+        if not q.publish and q.name != bounds_from:
+            raise SpecError(
+                f"query {q.name!r}: publish = false is only for the identity query named by "
+                "[pnc] bounds_from (its answers give pnc's bounds); any other query would be "
+                "charged for a table nobody sees: leave it out instead"
+            )
     pp_raw = raw.get("postprocess", {})
     _check_keys(pp_raw, _POSTPROCESS_KEYS, "[postprocess]")
     for key in _POSTPROCESS_KEYS:

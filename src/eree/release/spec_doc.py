@@ -20,7 +20,7 @@ _FAMILY = {
     "eree": 'ER-EE counts (`kind = "eree"`)',
     "establishments": 'establishment sums (`kind = "establishments"`, GEDP)',
 }
-_EVERY_QUERY = ("name", "by", "mechanism", "complete")
+_EVERY_QUERY = ("name", "by", "mechanism", "complete", "publish")
 
 
 def _toml(value: Any) -> str:

@@ -173,6 +173,40 @@ SECTIONS: tuple[Section, ...] = (
                 "LODES codes of the worker attributes ([spec.md](spec.md)). May only name "
                 "attributes the data declares.",
             ),
+            Key(
+                "max_jobs_per_worker",
+                "whole number ≥ 1",
+                None,
+                "k: workers may hold several jobs, and each contributes at most k of them "
+                "(LODES JT00 counts every job; about 5% of workers hold two or more). A "
+                "worker's jobs beyond k are dropped by a public rule: the k jobs at the "
+                "smallest workplace ids are kept. Every mechanism's noise is calibrated so "
+                "that the query's epsilon (delta) covers a worker with k jobs as well as an "
+                "establishment's α-change ([privacy.md](privacy.md#several-jobs-per-worker)). "
+                "Absent: every worker must hold exactly one job (refused otherwise). Needs "
+                "the three tables (workplace, worker, job).",
+                units="jobs",
+            ),
+            Key(
+                "job_type",
+                "string",
+                "JT00",
+                "The LODES job type released: JT00 all jobs; JT01 primary jobs (each "
+                "worker's highest-earning job, by job_earnings; ties: smallest workplace "
+                "id); JT02 all private jobs (workplace `ownership` = A05); JT03 private "
+                "primary jobs (each worker's highest-earning private job). Primary jobs are "
+                "one per worker (k = 1). Other than JT00 needs the three tables.",
+                ("JT00", "JT01", "JT02", "JT03"),
+            ),
+            Key(
+                "job_earnings",
+                "string",
+                None,
+                "Column of the job table holding each job's earnings (a number ≥ 0, any "
+                "unit): what the primary-job rule of JT01 and JT03 ranks by; required for "
+                "them, refused otherwise. Read only to choose the primary job; never "
+                "published.",
+            ),
         ),
     ),
     Section(
@@ -405,6 +439,16 @@ SECTIONS: tuple[Section, ...] = (
                 "domains.",
             ),
             Key(
+                "publish",
+                "boolean",
+                True,
+                "false: the query is answered and charged but its table is not written "
+                "(no file, no report section; the manifest lists it with file = null). Only "
+                "for the identity query named by [pnc] bounds_from, whose per-establishment "
+                "answers pnc reads for its bounds: without it they are published as "
+                "tables/<name>.parquet, noisy values per establishment id.",
+            ),
+            Key(
                 "variant",
                 "string",
                 "sigmod",
@@ -570,6 +614,37 @@ SECTIONS: tuple[Section, ...] = (
                 "JT05 federal primary jobs); it names what the input holds, it filters "
                 "nothing.",
                 ("JT00", "JT01", "JT02", "JT03", "JT04", "JT05"),
+            ),
+            Key(
+                "levels",
+                "list of integers",
+                [70, 71, 72, 73, 74, 75, 76, 77, 78],
+                "With a QCEW format: the county aggregation levels written (each of 70–78 "
+                "once), e.g. [70, 71, 72, 73, 74] for totals, ownership, domain, supersector "
+                "and sector only. Each needs its group-by query, except 72 (summed from "
+                "73's published cells) and 73 (summed from 74's sector cells when no query "
+                "is by supersector).",
+            ),
+            Key(
+                "columns",
+                "table: layout field = data column",
+                None,
+                "With a QCEW format: the data's column for each layout field, when not "
+                "eree's name: `area` (5-digit county FIPS, instead of `state` + `county`), "
+                "`state`, `county`, `ownership` (QCEW own codes), `supersector`, `sector` "
+                "(2-digit NAICS or QCEW's 31-33 ranges), `naics3`–`naics6`, "
+                "`month1_emplvl`–`month3_emplvl`, `total_qtrly_wages` (a money unit in "
+                '[data].units). E.g. { area = "fips", ownership = "own_code", sector = '
+                '"ind2", total_qtrly_wages = "qtr_wages" }. Each level\'s query is found '
+                "by these columns. Checked before any data are read.",
+            ),
+            Key(
+                "codes",
+                "table: field = { data code = layout code }",
+                None,
+                "With a QCEW format: the data's codes of `area`, `ownership`, `supersector` "
+                'or `sector` written as the layout\'s, e.g. ownership = { P = "5", L = '
+                '"3" }; codes not listed are written as they are.',
             ),
             Key(
                 "cells_from",

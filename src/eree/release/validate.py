@@ -7,9 +7,13 @@ ledger reads the columns its queries use, a release with a ledger every configur
 (its fingerprint covers them), so ``all_columns`` (``eree validate --all-columns``) checks
 what ``eree protect --ledger`` checks. Both accept and refuse the same inputs, with the
 same message. Nothing is written, no ledger is opened and no
-noise is drawn. What is returned holds public information only: which checks passed,
-the plan's cost, semantics and accuracy preview (:mod:`eree.release.preview`), where
-the number of establishments (public: the workplace frame) sharpens the warnings.
+noise is drawn. What is returned holds public information (which checks passed,
+the plan's cost, semantics and accuracy preview, :mod:`eree.release.preview`, where
+the number of establishments — public: the workplace frame — sharpens the warnings),
+with one exception for the operator's own review: when workers may hold several jobs,
+how many held more than k and how many jobs the rule dropped, by count only (no id), a
+line marked confidential (docs/privacy.md#several-jobs-per-worker). No release output
+carries these counts.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from eree.data.config import JobSelection
 from eree.data.location import is_uri, local_path
 from eree.errors import SpecError
 from eree.release.spec import Plan, check_spark_settings, load_spec
@@ -54,6 +59,20 @@ def check_paths(plan: Plan) -> list[str]:
             raise SpecError(f"[data].{key}: {path} is not readable")
         checked.append(key)
     return checked
+
+
+def selection_words(sel: JobSelection) -> str:
+    """The job-selection counts, by count only, marked confidential (for the operator)."""
+    words = (
+        f"jobs ({sel.job_type}, at most k = {sel.k} per worker) [CONFIDENTIAL counts, for "
+        f"your review only: not published]: {sel.workers_over} worker"
+        f"{'s' if sel.workers_over != 1 else ''} held more than {sel.k} job"
+        f"{'s' if sel.k != 1 else ''}; {sel.jobs_dropped} job"
+        f"{'s' if sel.jobs_dropped != 1 else ''} beyond k dropped by the rule"
+    )
+    if sel.job_type in ("JT02", "JT03"):
+        words += f"; {sel.jobs_not_of_type} non-private jobs not counted"
+    return words
 
 
 def validate_plan(
@@ -121,6 +140,9 @@ def validate_plan(
             "them (--all-columns: every configured column, as with --ledger)"
         )
         checks.append(f"data: {read} (ids, links, domains, values; the checks of a release)")
+        selection = getattr(data, "selection", None)
+        if selection is not None:
+            checks.append(selection_words(selection))
     return {
         "spec": str(spec),
         "checks": checks,

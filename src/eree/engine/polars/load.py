@@ -42,7 +42,7 @@ from eree.data.config import JobTablesConfig
 from eree.data.io import table_format
 from eree.data.job_tables import JOBS, ROW, JobTables, canonical_ids, check_config, load_job_tables
 from eree.data.location import local_path
-from eree.data.schema import WORKPLACE_ID
+from eree.data.schema import OWNERSHIP, WORKPLACE_ID
 from eree.errors import DataValidationError
 
 __all__ = ["local_inputs", "narrow_config", "scan_job_tables"]
@@ -67,6 +67,8 @@ def narrow_config(config: JobTablesConfig, attributes: Iterable[str] | None) -> 
     if attributes is None:
         return config
     want = set(attributes)
+    if config.private_only:  # the job-type rule reads each job's ownership
+        want.add(OWNERSHIP)
     return dataclasses.replace(
         config,
         workplace_attributes=tuple(a for a in config.workplace_attributes if a in want),
@@ -183,6 +185,8 @@ def scan_job_tables(config: JobTablesConfig, *, lazy_jobs: bool = False) -> JobT
     """
     check_config(config)
     config = local_inputs(config)
+    if config.selects_jobs:  # workers with several jobs: the loader that selects them
+        return load_job_tables(config)
     if config.jobs is None:
         # a Polars failure on the fast path (an unreadable Parquet page, a panic) hands the
         # input to the eager loader, which names the file, row and column

@@ -17,14 +17,18 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from eree.data.config import JobTablesConfig
+from eree.data.config import JobSelection, JobTablesConfig
 from eree.data.job_tables import JobTables
 from eree.data.location import data_path
 from eree.data.schema import WORKER_DOMAINS, WORKER_ID, WORKPLACE_ID
 from eree.engine.spark.coding import CodedData
 from eree.engine.spark.fingerprint import WORD_PREFIX, text_word
 from eree.engine.spark.io import polars_to_spark, read_text_columns
-from eree.engine.spark.validate import validate_and_code_three, validate_joined
+from eree.engine.spark.validate import (
+    validate_and_code_three,
+    validate_and_select_three,
+    validate_joined,
+)
 from eree.errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +55,8 @@ class SparkJobTables:
         coded: the dataset already coded for queries (see :meth:`SparkEngine.prepare`)
             and held in Spark's cache, or ``None``. :meth:`from_config` produces it for
             the three-table form in the same Spark passes that validate the data.
+        selection: what the job-selection rule dropped when workers may hold several
+            jobs (:class:`~eree.data.job_tables.JobSelection`), else ``None``.
 
     Build one with :meth:`from_parquet`, :meth:`from_config` (Spark reads and validates
     the files) or :meth:`from_job_tables` (an in-memory :class:`JobTables`), or directly from
@@ -63,6 +69,7 @@ class SparkJobTables:
     domains: dict[str, tuple[str, ...]]
     hashed: SparkDataFrame | None = None
     coded: CodedData | None = None
+    selection: JobSelection | None = None
 
     def unpersist(self) -> None:
         """Drop the cached coding (later queries recompute it from the files)."""
@@ -89,6 +96,7 @@ class SparkJobTables:
             workplaces=polars_to_spark(spark, data.workplaces),
             jobs=polars_to_spark(spark, jobs),
             domains=dict(data.domains),
+            selection=data.selection,
         )
 
     @classmethod
@@ -188,6 +196,7 @@ class SparkJobTables:
         wattrs, kattrs = list(config.workplace_attributes), list(config.worker_attributes)
         hashed = None
         coded: CodedData | None = None
+        selection: JobSelection | None = None
         if config.jobs is not None:
             df = read_text_columns(
                 spark, config.jobs, [wid, *wattrs, *kattrs], [kid], format, "[data].jobs"
@@ -204,13 +213,18 @@ class SparkJobTables:
             wk = read_text_columns(
                 spark, config.worker, [kid, *kattrs], [], format, "[data].worker"
             )
-            jb = read_text_columns(spark, config.job, [kid, wid], [], format, "[data].job")
+            earn = [config.job_earnings] if config.job_earnings else []
+            jb = read_text_columns(
+                spark, config.job, [kid, wid, *earn], [], format, "[data].job", numbers=earn
+            )
             workplaces = wp.select(wid, *wattrs)
             # left join: a job with an unknown worker is kept (and refused), never dropped;
             # lazy: only establishment_cells and a ledger's fingerprint read it
             jobs = jb.select(kid, wid).join(wk.select(kid, *kattrs), on=kid, how="left")
             jobs = jobs.select(wid, *kattrs)
-            if validate:  # validated and coded for queries in the same Spark passes
+            if config.selects_jobs:  # workers with several jobs: checked, then selected
+                jobs, selection = validate_and_select_three(wp, wk, jb, config, doms)
+            elif validate:  # validated and coded for queries in the same Spark passes
                 coded = validate_and_code_three(wp, wk, jb, config, doms)
                 # the fingerprint's input: each workplace id hashed once, per workplace
                 hashed = (
@@ -229,10 +243,14 @@ class SparkJobTables:
             jobs = jobs.withColumnRenamed(wid, WORKPLACE_ID)
         return cls(
             workplaces=workplaces, jobs=jobs, domains=doms, hashed=hashed, coded=coded,
+            selection=selection,
         )  # fmt: skip
 
 
 def _check_config(config: JobTablesConfig) -> None:
+    from eree.data.config import check_job_selection
+
+    check_job_selection(config)
     three = (config.workplace, config.worker, config.job)
     if config.jobs is not None and any(p is not None for p in three):
         raise SpecError("[data] gives both 'jobs' and workplace/worker/job tables")

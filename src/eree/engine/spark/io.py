@@ -172,16 +172,25 @@ def read_text_columns(
     key: str | None = None,
     *,
     every_column: bool = False,
+    numbers: Sequence[str] = (),
 ) -> SparkDataFrame:
     """Read ``required`` (+ ``optional`` when present) columns of a table, as strings.
 
     ``path`` is a local path or a URI (read by Spark alone: :mod:`eree.engine.spark.uri`);
     ``key`` is its ``[data]`` key, named when a URI cannot be reached. With
     ``every_column``, every named column of the table is read (``optional`` then only
-    tells a CSV header from a data row).
+    tells a CSV header from a data row). The columns in ``numbers`` may also be stored as
+    any number (a Parquet double): read as its text, to be parsed as the Polars loader
+    parses it (:func:`eree.engine.spark.checks.number_from_text`).
     """
     from pyspark.sql import functions as sf
-    from pyspark.sql.types import IntegralType, StringType, StructField, StructType
+    from pyspark.sql.types import (
+        IntegralType,
+        NumericType,
+        StringType,
+        StructField,
+        StructType,
+    )
 
     from eree.engine.spark import uri as by_uri
 
@@ -265,6 +274,9 @@ def read_text_columns(
     out = []
     for c in cols:
         t = types[c]
+        if c in numbers and isinstance(t, NumericType):
+            out.append(sf.col(c).cast("string").alias(c))
+            continue
         if not isinstance(t, StringType | IntegralType):
             raise DataValidationError(
                 f"column is stored as {t.simpleString()}, expected text or integer codes",

@@ -26,8 +26,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from eree.data.config import JobTablesConfig
-from eree.engine.spark.checks import ID_MISSING, Check, attr_checks, missing, outside, run_checks
+from eree.data.config import JobSelection, JobTablesConfig
+from eree.engine.spark.checks import (
+    ID_MISSING,
+    Check,
+    attr_checks,
+    missing,
+    number_from_text,
+    outside,
+    run_checks,
+)
 from eree.engine.spark.coding import (
     N_JOBS,
     SIZE,
@@ -53,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkDataFrame
 
-__all__ = ["validate_and_code_three", "validate_joined"]
+__all__ = ["validate_and_code_three", "validate_and_select_three", "validate_joined"]
 
 #: rows per partition of the fused validation's shuffles (the worker-id join holds one
 #: partition's workers in a hash table)
@@ -540,3 +548,122 @@ def _raise_named_error(
         f"eree internal error: the {path} validation failed where the rule-by-rule "
         "checks found nothing"
     )
+
+
+def validate_and_select_three(
+    wp: SparkDataFrame,
+    wk: SparkDataFrame,
+    jb: SparkDataFrame,
+    config: JobTablesConfig,
+    doms: Mapping[str, Sequence[str]],
+) -> tuple[SparkDataFrame, JobSelection]:
+    """The input rules for workers who may hold several jobs, and the job selection.
+
+    The Spark twin of the Polars loader's selection (:func:`eree.data.job_tables.select_jobs`,
+    docs/privacy.md#several-jobs-per-worker): the workplace and worker tables checked as
+    always; each job's ids present and known; a worker's job at one workplace listed once;
+    every worker holding a job; a job's earnings (primary jobs) present, a number, ≥ 0 and
+    finite. Then private jobs only (JT02, JT03), each worker's jobs ordered by earnings
+    (descending, primary jobs) and workplace id, and the first k kept.
+
+    Returns:
+        The kept jobs (workplace id, worker attributes) and the counts of what was
+        dropped (confidential: for ``eree validate`` only).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    from eree.data.schema import OWNERSHIP, PRIVATE_OWNERSHIP
+
+    wid, kid = config.workplace_id, config.worker_id
+    assert config.workplace and config.worker and config.job
+    run_checks(
+        wp,
+        config.workplace,
+        [
+            Check(missing(wid), wid, "missing-id", ID_MISSING),
+            *attr_checks(config.workplace_attributes, doms, wid),
+        ],
+        unique=wid,
+    )
+    run_checks(
+        wk,
+        config.worker,
+        [
+            Check(missing(kid), kid, "missing-id", ID_MISSING),
+            *attr_checks(config.worker_attributes, doms, kid),
+        ],
+        unique=kid,
+    )
+    in_wp, in_wk, earn, bad = "__eree_in_wp", "__eree_in_wk", "__eree_earn", "__eree_bad"
+    kattrs = list(config.worker_attributes)
+    own = [OWNERSHIP] if config.private_only else []
+    jcols = [kid, wid]
+    if config.job_earnings is not None:
+        number, unparsed = number_from_text(config.job_earnings)
+        jcols += [number.alias(earn), unparsed.alias(bad)]  # type: ignore[list-item]
+    jj = (
+        jb.select(*jcols)
+        .join(wp.select(wid, *own, sf.lit(True).alias(in_wp)), on=wid, how="left")
+        .join(wk.select(kid, *kattrs, sf.lit(True).alias(in_wk)), on=kid, how="left")
+    )
+    checks = [
+        Check(missing(kid), kid, "missing-id", ID_MISSING),
+        Check(missing(wid), wid, "missing-id", ID_MISSING),
+        Check(sf.col(in_wp).isNull(), wid, "unknown-workplace",
+              "job points at unknown workplace {id!r}", wid),
+        Check(sf.col(in_wk).isNull(), kid, "unknown-worker",
+              "job points at unknown worker {id!r}", kid),
+    ]  # fmt: skip
+    if config.job_earnings is not None:
+        e = config.job_earnings
+        checks += [
+            Check(sf.col(bad), e, "type", "value does not parse as a number at worker {id!r}",
+                  kid),
+            Check(sf.col(earn).isNull() & ~sf.col(bad), e, "missing-value",
+                  "missing value (null or blank) at worker {id!r}", kid),
+            Check(sf.isnan(earn) | (sf.col(earn) < 0) | sf.col(earn).isin(
+                float("inf"), float("-inf")), e, "negative-or-nonfinite",
+                "value is negative, NaN or infinite at worker {id!r}", kid),
+        ]  # fmt: skip
+    run_checks(jj, config.job, checks)
+    twice = jb.groupBy(kid, wid).count().filter(sf.col("count") > 1).limit(1).collect()
+    if twice:
+        raise DataValidationError(
+            f"worker {twice[0][0]!r} holds a job at the same workplace twice",
+            file=str(config.job),
+            column=wid,
+            rule="same-job-twice",
+        )
+    nojob = wk.join(jb.select(kid), on=kid, how="left_anti").select(kid).limit(1).collect()
+    if nojob:
+        raise DataValidationError(
+            f"worker {nojob[0][0]!r} holds no job (each worker must hold at least one)",
+            file=str(config.worker),
+            column=kid,
+            rule="no-job",
+        )
+    rank = "__eree_rank"
+    typed = jj.where(sf.col(OWNERSHIP) == PRIVATE_OWNERSHIP) if config.private_only else jj
+    order = [sf.col(wid).asc()]
+    if config.primary_only:
+        order = [sf.col(earn).desc(), *order]
+    k = config.jobs_per_worker
+    ranked = typed.withColumn(
+        rank, sf.row_number().over(Window.partitionBy(kid).orderBy(*order))
+    ).cache()
+    row = ranked.agg(
+        sf.count(sf.lit(1)).alias("typed"),
+        sf.sum(sf.when(sf.col(rank) == k + 1, 1).otherwise(0)).alias("over"),
+        sf.sum(sf.when(sf.col(rank) > k, 1).otherwise(0)).alias("dropped"),
+    ).first()
+    assert row is not None
+    n_jobs = jb.count()
+    selection = JobSelection(
+        k=k,
+        job_type=config.job_type,
+        workers_over=int(row["over"] or 0),
+        jobs_dropped=int(row["dropped"] or 0),
+        jobs_not_of_type=n_jobs - int(row["typed"] or 0),
+    )
+    return ranked.where(sf.col(rank) <= k).select(wid, *kattrs), selection
