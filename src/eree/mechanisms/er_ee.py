@@ -261,7 +261,25 @@ class CountMechanism(Mechanism):
         words = f"; a worker with up to k = {k} jobs: ε={w.epsilon:.6g}"
         if w.exact_delta:
             words += f", δ={w.delta:.6g}"
+        a = self.attribute_change_cost()
+        if a is not None:
+            words += f"; a change of such a worker's attributes: ε={a.epsilon:.6g}"
+            if a.exact_delta:
+                words += f", δ={a.delta:.6g}"
         return words
+
+    def attribute_change_cost(self) -> Cost | None:
+        """The privacy loss of a change of one worker's attributes, when k > 1.
+
+        The change moves each of the worker's (at most k) counted jobs out of one cell of
+        the marginal and into another: the cells left and the cells entered are disjoint,
+        each side at most :meth:`worker_cost`, so by basic composition twice it (ε and δ).
+        None when k = 1 or the query has no worker attributes (the change moves no job).
+        """
+        if self.jobs_per_worker == 1 or not self.worker_attributes:
+            return None
+        w = self.worker_cost()
+        return Cost(epsilon=2 * (w.exact_epsilon or 0), delta=2 * (w.exact_delta or 0))
 
     def _definition_words(self, eps_delta: str) -> str:
         alpha = getattr(self, "alpha", None)
