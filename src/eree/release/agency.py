@@ -52,6 +52,7 @@ from eree.data.qcew import (
     ALL_INDUSTRIES,
     ALL_OWNERSHIPS,
     QCEW_SECTOR_LABEL,
+    SUPERSECTOR_OF_SECTOR,
     domain_of_supersector,
 )
 from eree.data.schema import NAICS_SECTORS
@@ -73,6 +74,7 @@ __all__ = [
     "AgencyOutput",
     "agency_output",
     "check_agency_plan",
+    "check_qcew_codes",
     "check_wac_blocks",
     "qcew_levels",
     "wac_families",
@@ -247,6 +249,64 @@ def check_wac_blocks(blocks: pl.Series, file: str) -> None:
             f"{want} of one state (a LODES file is per state); the blocks are in "
             f"{len(states)} states", file=file, column=_GEO, rule="lodes-block",
         )  # fmt: skip
+
+
+#: each QCEW key column → (what its codes must be, the pattern or list they must match)
+def _qcew_code_rules() -> dict[str, tuple[str, str | frozenset[str]]]:
+    return {
+        "state": ("a state FIPS code (1-2 digits)", r"^\d{1,2}$"),
+        "cnty": ("a county FIPS code (1-3 digits)", r"^\d{1,3}$"),
+        "own": ("a one-digit QCEW ownership code", r"^\d$"),
+        "super_sector": (
+            "a BLS supersector code (1011-1029)",
+            frozenset(SUPERSECTOR_OF_SECTOR.values()),
+        ),
+        "naics_sector": ("a 2-digit NAICS sector of BLS's list", frozenset(QCEW_SECTOR_LABEL)),
+        "naics3": ("a 3-digit NAICS code", r"^\d{3}$"),
+        "naics4": ("a 4-digit NAICS code", r"^\d{4}$"),
+        "naics5": ("a 5-digit NAICS code", r"^\d{5}$"),
+        "naics": ("a 6-digit NAICS code", r"^\d{6}$"),
+    }
+
+
+def check_qcew_codes(plan: Any, groups: Callable[[Sequence[str]], pl.DataFrame], file: str) -> None:
+    """The public codes of the establishment frame make QCEW files (after loading).
+
+    The by-area files are named by the area code (``<state><county>.csv``) and every file
+    keys its cells by ownership and industry codes of BLS's lists: a code outside them
+    (text in an ownership, a sector BLS does not publish, HTML or a path in an area code)
+    would be a traceback after the whole release, or a file name carrying the code. A spec
+    cannot tell (the codes are data), so this runs once the data are loaded, before any
+    noise, on the public frame's groups (``groups(by)``: one row per group of ``by``).
+
+    Raises:
+        DataValidationError: naming the file, the column and what its codes must be; never
+            a code.
+    """
+    if plan.output.format not in ("qcew-by-area", "qcew-singlefile"):
+        return
+    rules = _qcew_code_rules()
+    seen: set[str] = set()
+    for by in qcew_levels().values():
+        frame = groups(by)
+        for column in by:
+            if column in seen or column not in rules:
+                continue
+            seen.add(column)
+            what, allowed = rules[column]
+            codes = frame.get_column(column).cast(pl.Utf8).unique()
+            if isinstance(allowed, str):
+                bad = codes.is_null() | ~codes.str.contains(allowed)
+            else:
+                bad = codes.is_null() | ~codes.is_in(sorted(allowed))
+            if bad.any():
+                raise DataValidationError(
+                    f'[output] format = "{plan.output.format}" needs {what} in every row; '
+                    f"{int(bad.sum()):,} of {codes.len():,} codes are not",
+                    file=file,
+                    column=column,
+                    rule="qcew-code",
+                )
 
 
 def agency_output(
