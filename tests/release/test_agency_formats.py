@@ -562,3 +562,26 @@ def test_public_codes_that_make_no_qcew_file_are_refused_before_the_release(
     line = assert_clean_failure(r, out, words, f"column '{column}'", "establishments.parquet")
     assert code not in line and "<" not in line, line
     assert not answer.called  # refused before any query is answered
+
+
+@pytest.mark.parametrize("fmt", ["lodes-wac", "qcew-by-area", "qcew-singlefile"])
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "not-gzip"])
+def test_check_format_of_a_corrupt_gzip_file_is_one_line(tmp_path: Path, fmt: str, damage: str):
+    """A .csv.gz whose deflate stream is damaged (was a zlib.error traceback), cut short or
+    not gzip at all: one line naming the file, exit 2."""
+    header = ",".join(f'"{c}"' for c in QCEW_FIELDS).encode() + b"\n"
+    data = gzip.compress(header + b'"44001","0"\n' * 2000, mtime=0)
+    body = {
+        "flipped": data[:30] + b"\x00" * 50 + data[30:],  # inside the deflate stream
+        "truncated": data[:40],
+        "not-gzip": b"zq9x not a gzip file",
+    }[damage]
+    name = "pa_wac_S000_JT00_2015.csv.gz" if fmt == "lodes-wac" else "44001.csv.gz"
+    path = tmp_path / name
+    path.write_bytes(body)
+    r = _check(path, fmt)
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    lines = r.output.strip().splitlines()  # type: ignore[attr-defined]
+    assert len(lines) == 1 and name in lines[0], r.output  # type: ignore[attr-defined]
+    assert "cannot read" in lines[0] or damage == "not-gzip", lines  # (Polars reads it as text)
+    assert "zq9x" not in r.output  # type: ignore[attr-defined]
