@@ -309,6 +309,12 @@ def protect(
         fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
     except EreeError as e:
         fail(e)
+    except MemoryError:  # past the estimate (a lower bound): the release is removed
+        fail(EreeError(
+            "the release ran out of memory (the cell estimate is a lower bound); publish "
+            "fewer attributes or smaller domains, run with more memory, or set [engine] "
+            "memory to what the release may use"
+        ))  # fmt: skip
     print_release(result.manifest, result.out_dir)
 
 

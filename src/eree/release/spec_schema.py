@@ -652,8 +652,10 @@ SECTIONS: tuple[Section, ...] = (
                 "The memory a query's cell table may take (a size like [spark] "
                 "driver_memory, e.g. 8g). A query whose estimated cell table (from its cell "
                 "count) exceeds it is refused before any cell is allocated, naming the query "
-                "and this key. Absent: the memory available when the release starts "
-                "(MemAvailable in /proc/meminfo; no check where the system does not say).",
+                "and this key. Absent: the least of the memory available when the release "
+                "starts (MemAvailable in /proc/meminfo), what the process's address-space "
+                "limit leaves (RLIMIT_AS, ulimit -v) and what its control group's memory "
+                "limit leaves; no check where the system says none of them).",
                 units="bytes (k, m, g, t: powers of 1024)",
             ),
         ),
