@@ -285,7 +285,7 @@ def check_plan_memory(plan: Plan, counts: dict[str, QueryCells]) -> None:
             remedies.
     """
     if plan.engine.memory is not None:
-        limit: int | None = parse_size(plan.engine.memory)
+        limit: int = parse_size(plan.engine.memory)
         source = f"[engine] memory = {plan.engine.memory!r}"
     else:
         found = memory_limit()
