@@ -304,7 +304,9 @@ def check_spark_settings(plan: Plan) -> None:
 
     Raises:
         SpecError: the engine is not Spark but the spec (or ``--master``/``--conf``)
-            gives Spark settings: a setting that silently does nothing is an error.
+            gives Spark settings: a setting that silently does nothing is an error; or
+            a setting this machine cannot run (:func:`~eree.engine.spark.settings.
+            check_machine`: the driver's heap, local worker threads).
     """
     if plan.engine.kind != "spark" and plan.spark.given:
         raise SpecError(
@@ -312,6 +314,10 @@ def check_spark_settings(plan: Plan) -> None:
             f'{plan.engine.kind!r}: set [engine] kind = "spark" (or run with --engine '
             "spark), or remove it"
         )
+    if plan.engine.kind == "spark":
+        from eree.engine.spark.settings import check_machine
+
+        check_machine(plan.spark.cores, plan.spark.driver_memory, plan.spark.master)
 
 
 @dataclass(frozen=True)

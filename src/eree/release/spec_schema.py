@@ -672,14 +672,17 @@ SECTIONS: tuple[Section, ...] = (
                 "cores",
                 "positive integer",
                 2,
-                "Local worker threads when eree starts the session (local[cores]).",
+                "Local worker threads when eree starts the session (local[cores]); at most "
+                "8 per CPU of the machine (as is N of a local[N] master).",
                 units="threads",
             ),
             Key(
                 "driver_memory",
                 "string",
                 "4g",
-                "Driver heap when eree starts the session (a JVM size, e.g. 4g).",
+                "Driver heap when eree starts the session (a JVM size, e.g. 4g): at least "
+                "512m (Spark needs 450 MiB) and at most the machine's memory (the driver "
+                "runs on it whatever the master).",
             ),
             Key(
                 "master",
@@ -697,7 +700,9 @@ SECTIONS: tuple[Section, ...] = (
                 "Further Spark settings for the session eree starts, "
                 '`"spark.key" = value` (text, number or boolean); sizes such as '
                 '`"spark.executor.memory" = "2g"` are checked, as are core, partition and '
-                "task counts; the master and driver heap have keys of their own. Values of "
+                "task counts (spark.executor.memory at least 450m, Spark's least); the "
+                "master and driver heap have keys of their own (no -Xmx or -Xms in an "
+                "extraJavaOptions). Values of "
                 "keys Spark treats as secret are withheld from the manifest. "
                 "`eree protect --conf KEY=VALUE` adds to it.",
             ),
