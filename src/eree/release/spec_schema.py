@@ -386,7 +386,8 @@ SECTIONS: tuple[Section, ...] = (
                 "float-safe noise). Default 1 (jobs, or the attribute's unit) where the "
                 "noise is added to counts or sums; 2^-20 in log space (log_laplace) and in "
                 "ψ space for ψ other than dp (psi, and the ψ branch of adaptive). Not for "
-                "noise_infusion (its factors are on the grid 2^-24).",
+                "noise_infusion (its factors are on the grid 2^-24). Between 2^-64 and 2^64 "
+                "(a grid outside is refused naming this key).",
                 units="the statistic's unit",
             ),
             Key(
