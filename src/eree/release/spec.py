@@ -655,6 +655,13 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     alpha = _number(p["alpha"], "[privacy].alpha") if "alpha" in p else None
     if definition in ALPHA_DEFINITIONS and alpha is None:
         raise SpecError(f"[privacy].alpha is required for definition {definition!r}")
+    if definition != "gedp":  # a setting that silently does nothing is an error
+        for k in ("neighbor", "distance"):
+            if k in p:
+                raise SpecError(
+                    f'[privacy].{k} applies to GEDP (definition = "gedp"), not to '
+                    f"definition {definition!r}: remove it"
+                )
     distance = _parse_mu(p["distance"], "[privacy].distance") if "distance" in p else None
     neighbor = p.get("neighbor")
     if neighbor is not None and not isinstance(neighbor, str | dict):
