@@ -585,3 +585,19 @@ def test_check_format_of_a_corrupt_gzip_file_is_one_line(tmp_path: Path, fmt: st
     assert len(lines) == 1 and name in lines[0], r.output  # type: ignore[attr-defined]
     assert "cannot read" in lines[0] or damage == "not-gzip", lines  # (Polars reads it as text)
     assert "zq9x" not in r.output  # type: ignore[attr-defined]
+
+
+def test_wac_of_what_synth_lodes_writes_without_a_wac_file_is_one_line(tmp_path: Path) -> None:
+    """`eree synth lodes` without --wac writes blocks of state 99 (no state): the WAC
+    product of them is refused in one line naming the block column, nothing written."""
+    from tests.cli.inputs import assert_clean_failure
+
+    r = runner.invoke(app, ["synth", "lodes", "--out", str(tmp_path / "syn"), "--jobs", "2000",
+                            "--seed", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (tmp_path / "syn" / "product.toml").write_text(_preset("lodes-wac", "2016"))
+    out = tmp_path / "rel"
+    r = runner.invoke(app, ["protect", str(tmp_path / "syn" / "product.toml"), "--out",
+                            str(out), "--seed", "3"])  # fmt: skip
+    line = assert_clean_failure(r, out, "does not start with a state FIPS code")
+    assert "workplace.parquet" in line and "column 'block'" in line, line
