@@ -300,14 +300,19 @@ def build_case(case: SpecCase, bases: dict[str, dict[str, Any]]) -> tuple[str, A
 _MARKUP = ("<script>alert(1)</script>", "<img src=x onerror=alert(5)>", "<b>bold</b>")
 
 
-def run_spec_case(case: SpecCase, bases: dict[str, dict[str, Any]], work: Path) -> tuple[str, str]:
+def run_spec_case(
+    case: SpecCase, bases: dict[str, dict[str, Any]], work: Path, engine: str = "polars"
+) -> tuple[str, str]:
     """Run one case through the CLI in this process; returns (verdict, detail)."""
     text, original, key = build_case(case, bases)
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "spec.toml"
     spec.write_text(text, encoding="utf-8")
     out = work / "rel"
-    r = run_cli(["protect", str(spec), "--out", str(out), "--seed", "1"])
+    args = ["protect", str(spec), "--out", str(out), "--seed", "1"]
+    if engine != "polars":
+        args += ["--engine", engine]
+    r = run_cli(args)
     verdict, detail = classify(r, out, must_refuse(case, key, original))
     shutil.rmtree(work, ignore_errors=True)
     return verdict, detail

@@ -38,7 +38,7 @@ from tests.cli.spec_fuzz import (
 )
 
 CASES = all_cases()
-DEFAULT = sample(CASES, 300)
+DEFAULT = sample(CASES, 200)
 #: the default part in chunks, so that pytest -n 2 spreads them
 CHUNK = 50
 
@@ -98,7 +98,7 @@ def test_spec_key_fuzz_sample(bases, tmp_path, chunk):
     assert counts["clean"] == len(DEFAULT[chunk : chunk + CHUNK])
 
 
-@pytest.mark.parametrize("i", range(6))
+@pytest.mark.parametrize("i", range(3))
 def test_spec_key_fuzz_as_a_subprocess(bases, tmp_path, i):
     """A few cases through the installed command (a real process: its exit code and
     stderr as a shell sees them)."""
@@ -181,3 +181,23 @@ def test_a_gedp_privacy_key_in_an_eree_spec_is_refused(bases, tmp_path, setting)
         out,
         f"[privacy].{key} applies to GEDP",
     )
+
+
+@pytest.mark.slow
+def test_spec_key_fuzz_sample_on_spark(bases, tmp_path):
+    """The default sample with --engine spark (one Spark session for all)."""
+    pytest.importorskip("pyspark")
+    counts: Counter[str] = Counter()
+    bad = []
+    for i, case in enumerate(DEFAULT):
+        verdict, detail = run_spec_case(case, bases, tmp_path / str(i), engine="spark")
+        counts[verdict] += 1
+        if verdict != "clean":
+            bad.append(f"{verdict}: {case.label}: {detail}")
+    report = os.environ.get("EREE_FUZZ_REPORT")
+    if report:
+        Path(report).mkdir(parents=True, exist_ok=True)
+        Path(report, "spec-key-fuzz-spark.json").write_text(
+            json.dumps({"cases": len(DEFAULT), **counts, "failures": bad[:200]}, indent=1)
+        )
+    assert bad == [], "\n".join(bad[:20])
