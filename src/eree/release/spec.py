@@ -413,6 +413,8 @@ class Plan:
 
 def _resolved(p: Path, key: str) -> Path:
     """``p`` made absolute, symbolic links followed; a link loop is one line naming the key."""
+    if "\x00" in str(p):  # no file system takes it (Python raises ValueError)
+        raise SpecError(f"{key}: a path must not contain a NUL character")
     try:
         return p.resolve()
     except (RuntimeError, OSError):  # Python raises RuntimeError for a symlink loop
@@ -424,6 +426,8 @@ def _data_path(v: str, base: Path, key: str) -> DataPath:
 
     See docs/design.md#input-locations (:mod:`eree.data.location`).
     """
+    if "\x00" in v:
+        raise SpecError(f"{key}: a path must not contain a NUL character")
     if is_uri(v):
         if uri_has_password(v):  # the manifest records the URI as given
             raise SpecError(
