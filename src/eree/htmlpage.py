@@ -229,10 +229,17 @@ PALETTE = ("#2457a6", "#d0641e", "#2e8b57", "#a23b72", "#6b6b6b", "#c9a227")
 
 
 def _nice_ticks(lo: float, hi: float, log: bool, integer: bool = False) -> list[float]:
+    try:
+        lo, hi = float(lo), float(hi)
+    except OverflowError:  # a whole number beyond a float (an ε of 1e308 times a count)
+        return []
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
     if log:
         a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
         step = max(1, math.ceil((b - a) / 6))
-        return [10.0**k for k in range(a, b + 1, step)]
+        # powers of ten a float holds (a range up to 1e308 has its top tick beyond)
+        return [10.0**k for k in range(a, b + 1, step) if -307 <= k <= 308]
     if hi <= lo:
         return [lo]
     raw = (hi - lo) / 5

@@ -10,8 +10,9 @@ missing column, a row with a field more or fewer, a blank line, an empty file). 
 ``expect`` is what the rules require of ``eree protect`` (no ledger):
 
 * ``"reject"``: exit 2, one line naming the file (and the column where there is one);
-* ``"accept"``: the release succeeds (the column is one no query reads: protect checks
-  what it reads, docs/design.md#validation);
+* ``"accept"``: the release succeeds (the column is one the spec does not configure:
+  no release reads it; every configured column is read and checked, whether a query
+  reads it or not, docs/design.md#validation);
 * ``"either"``: the rules allow both (an id changed to a fresh one, a public value
   without a declared domain); only the agreement of the engines is required.
 
@@ -49,11 +50,14 @@ BAD_NUMBERS = {
 }
 #: values outside a declared domain (worker attributes); each holds a planted secret
 BAD_CODES = {"outside": "zq9xZZZ", "padded": " zq9xM", "missing": ""}
-#: values of a column no query reads
+#: values of a column the spec does not configure
 UNUSED_VALUES = {"text": "zq9xanything", "missing": ""}
 
-_WORKER_DOMAIN_USED = ("sex",)  # the queries of tests.cli.inputs.EREE_SPEC read county, sex
-_WORKPLACE_USED = ("county",)
+#: the configured worker attributes (declared domains; the queries of
+#: tests.cli.inputs.EREE_SPEC read sex, the others are configured all the same) and
+#: workplace attributes (county read, the others configured): every release checks them
+_WORKER_DOMAIN_USED = ("age", "sex", "race", "ethnicity", "education", "earnings")
+_WORKPLACE_USED = ("state", "county", "tract", "block", "naics_sector", "ownership")
 _NUMBERS = ("m1emp", "m2emp", "m3emp", "wage")
 _ESTAB_PUBLIC = ("cnty", "own", "naics")
 _IDS = ("workplace_id", "worker_id", "primary_key")

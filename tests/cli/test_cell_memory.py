@@ -92,3 +92,73 @@ def test_available_memory_reads_memavailable(tmp_path):
     f.write_text("MemTotal:       16384 kB\n")
     assert available_memory(str(f)) is None
     assert available_memory(str(tmp_path / "absent")) is None
+
+
+def _limited(spec: Path, out: Path, address_space: int):
+    """``eree protect`` in a child process under ``ulimit -v`` (RLIMIT_AS) of this many bytes."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**__import__("os").environ, "PYTHONPATH": str(root / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(out), "--seed", "1"],
+        preexec_fn=limit, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_the_process_address_space_limit_bounds_the_query(tmp_path):
+    """64⁴ = 16.8M cells (at least 2 GiB) under a 3 GiB ``ulimit -v`` on a machine with more
+    memory available: refused in one line naming the address-space limit (was numpy's
+    _ArrayMemoryError traceback: the estimate was compared with MemAvailable only)."""
+    avail = available_memory()
+    if avail is None or avail < 4 << 30:
+        pytest.skip("needs MemAvailable above the 3 GiB limit, to tell the two apart")
+    spec = _spec(tmp_path, 64, None, extra_attrs=2)
+    out = tmp_path / "rel"
+    r = _limited(spec, out, 3 << 30)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "'big'" in lines[0] and "16,777,216 cells" in lines[0] and "RLIMIT_AS" in lines[0]
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if "partial" in p.name]
+
+
+def test_running_out_of_memory_past_the_estimate_is_one_line(tmp_path, monkeypatch):
+    """The estimate is a lower bound: a MemoryError during the release is one line, exit 2,
+    nothing written."""
+    import eree.release.family as family
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(family.CountRelease, "answer_queries", exhausted)
+    spec = _spec(tmp_path, 3, None)
+    out = tmp_path / "rel"
+    assert_clean_failure(_protect(spec, out), out, "ran out of memory", "[engine] memory")
+    assert not [p for p in tmp_path.iterdir() if "partial" in p.name]
+
+
+def test_cgroup_headroom_reads_v2_and_v1(tmp_path):
+    from eree.release.cells import cgroup_headroom
+
+    root = tmp_path / "cg"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "memory.max").write_text("max\n")
+    (root / "a" / "memory.max").write_text(f"{3 << 30}\n")
+    (root / "a" / "memory.current").write_text(f"{1 << 30}\n")
+    own = tmp_path / "cgroup"
+    own.write_text("0::/a/b\n")
+    assert cgroup_headroom(str(root), str(own)) == 2 << 30  # the parent's limit binds
+    v1 = tmp_path / "v1"
+    (v1 / "memory" / "g").mkdir(parents=True)
+    (v1 / "memory" / "g" / "memory.limit_in_bytes").write_text(f"{5 << 30}\n")
+    (v1 / "memory" / "g" / "memory.usage_in_bytes").write_text(f"{1 << 30}\n")
+    own.write_text("4:memory:/g\n1:cpu:/\n")
+    assert cgroup_headroom(str(v1), str(own)) == 4 << 30
+    (v1 / "memory" / "g" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert cgroup_headroom(str(v1), str(own)) is None  # v1's "no limit"

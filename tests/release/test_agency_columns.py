@@ -198,3 +198,33 @@ def test_the_mapping_is_checked_before_any_data_are_read(
     assert r.exit_code == 2, r.output
     assert words in r.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("column", "bad", "words"),
+    [
+        ("fips", "44<img src=x onerror=alert(5)>", "5-digit county FIPS"),
+        ("own_code", "private", "one-digit QCEW ownership"),
+        ("ind2", "07", "2-digit NAICS sector"),
+    ],
+)
+def test_the_agencys_own_columns_are_checked_for_layout_codes(
+    tmp_path: Path, column: str, bad: str, words: str
+) -> None:
+    """A code no QCEW file can carry, in a mapped column, is refused naming that column."""
+    data = _data(n=60)
+    data = data.with_columns(
+        pl.when(pl.int_range(pl.len()) == 7)
+        .then(pl.lit(bad))
+        .otherwise(pl.col(column))
+        .alias(column)
+    )
+    data.write_csv(tmp_path / "qcew_like.csv")
+    (tmp_path / "spec.toml").write_text(SPEC)
+    out = tmp_path / "o"
+    r = runner.invoke(
+        app, ["protect", str(tmp_path / "spec.toml"), "--out", str(out), "--seed", "1"]
+    )
+    assert r.exit_code == 2, r.output
+    assert words in r.output and column in r.output and bad not in r.output
+    assert not out.exists()

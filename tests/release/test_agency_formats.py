@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 from pathlib import Path
+from unittest import mock
 
 import polars as pl
 import pytest
@@ -507,3 +508,99 @@ def test_output_job_type_names_the_wac_file_and_is_checked(tmp_path: Path) -> No
     assert lodes_file_name("wac", "42", "S000", out.job_type, out.year) == (
         "pa_wac_S000_JT01_2015.csv.gz"
     )
+
+
+# --------------------------------------------------------------------------------------
+# public codes that make no QCEW file: refused before the release is computed
+# --------------------------------------------------------------------------------------
+
+#: (column, hostile code, words of the error): each code is one BLS's layout has not
+_BAD_QCEW_CODES = {
+    "own-text": ("own", "X5", "a one-digit QCEW ownership code"),
+    "sector-outside": ("naics_sector", "98", "a 2-digit NAICS sector of BLS's list"),
+    "cnty-html": ("cnty", "1<img src=x onerror=alert(5)>", "a county FIPS code"),
+    "state-html": ("state", "<b>", "a state FIPS code"),
+    "state-traversal": ("state", "../../x", "a state FIPS code"),
+    "naics-newline": ("naics", "11\n1110", "a 6-digit NAICS code"),
+}
+
+
+@pytest.fixture(scope="module")
+def synth_qcew(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("qcew-codes")
+    r = runner.invoke(app, ["synth", "qcew", "--out", str(root / "q"), "--establishments",
+                            "600", "--seed", "1", "--format", "parquet"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return root / "q"
+
+
+@pytest.mark.parametrize("fmt", ["qcew-by-area", "qcew-singlefile"])
+@pytest.mark.parametrize("bad", sorted(_BAD_QCEW_CODES))
+def test_public_codes_that_make_no_qcew_file_are_refused_before_the_release(
+    synth_qcew: Path, tmp_path: Path, bad: str, fmt: str
+) -> None:
+    """A code outside the QCEW layout's lists (an ownership that is not a digit, a sector
+    outside BLS's list, an area code with HTML or a path in it) is refused in one line
+    naming the file and the column, never the code, before any noise is drawn and with
+    nothing written (was a traceback after the whole release, or a file named
+    ``011<img src=x onerror=alert(5)>.csv``)."""
+    from tests.cli.inputs import assert_clean_failure
+
+    column, code, words = _BAD_QCEW_CODES[bad]
+    frame = pl.read_parquet(synth_qcew / "establishments.parquet")
+    frame = frame.with_columns(pl.col(column).cast(pl.Utf8)).with_columns(
+        pl.when(pl.int_range(pl.len()) == 5).then(pl.lit(code)).otherwise(pl.col(column))
+        .alias(column)
+    )  # fmt: skip
+    frame.write_parquet(tmp_path / "establishments.parquet")
+    r = runner.invoke(app, ["spec", "preset", "qcew-county", "--year", "2016"])
+    assert r.exit_code == 0, r.output
+    spec = r.output.replace("establishments.csv.gz", "establishments.parquet")
+    spec = spec.replace('format = "qcew-by-area"', f'format = "{fmt}"')
+    (tmp_path / "spec.toml").write_text(spec)
+    out = tmp_path / "rel"
+    with mock.patch("eree.release.family.EstablishmentRelease.answer_queries") as answer:
+        r = runner.invoke(app, ["protect", str(tmp_path / "spec.toml"), "--out", str(out),
+                                "--seed", "3"])  # fmt: skip
+    line = assert_clean_failure(r, out, words, f"column '{column}'", "establishments.parquet")
+    assert code not in line and "<" not in line, line
+    assert not answer.called  # refused before any query is answered
+
+
+@pytest.mark.parametrize("fmt", ["lodes-wac", "qcew-by-area", "qcew-singlefile"])
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "not-gzip"])
+def test_check_format_of_a_corrupt_gzip_file_is_one_line(tmp_path: Path, fmt: str, damage: str):
+    """A .csv.gz whose deflate stream is damaged (was a zlib.error traceback), cut short or
+    not gzip at all: one line naming the file, exit 2."""
+    header = ",".join(f'"{c}"' for c in QCEW_FIELDS).encode() + b"\n"
+    data = gzip.compress(header + b'"44001","0"\n' * 2000, mtime=0)
+    body = {
+        "flipped": data[:30] + b"\x00" * 50 + data[30:],  # inside the deflate stream
+        "truncated": data[:40],
+        "not-gzip": b"zq9x not a gzip file",
+    }[damage]
+    name = "pa_wac_S000_JT00_2015.csv.gz" if fmt == "lodes-wac" else "44001.csv.gz"
+    path = tmp_path / name
+    path.write_bytes(body)
+    r = _check(path, fmt)
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    lines = r.output.strip().splitlines()  # type: ignore[attr-defined]
+    assert len(lines) == 1 and name in lines[0], r.output  # type: ignore[attr-defined]
+    assert "cannot read" in lines[0] or damage == "not-gzip", lines  # (Polars reads it as text)
+    assert "zq9x" not in r.output  # type: ignore[attr-defined]
+
+
+def test_wac_of_what_synth_lodes_writes_without_a_wac_file_is_one_line(tmp_path: Path) -> None:
+    """`eree synth lodes` without --wac writes blocks of state 99 (no state): the WAC
+    product of them is refused in one line naming the block column, nothing written."""
+    from tests.cli.inputs import assert_clean_failure
+
+    r = runner.invoke(app, ["synth", "lodes", "--out", str(tmp_path / "syn"), "--jobs", "2000",
+                            "--seed", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (tmp_path / "syn" / "product.toml").write_text(_preset("lodes-wac", "2016"))
+    out = tmp_path / "rel"
+    r = runner.invoke(app, ["protect", str(tmp_path / "syn" / "product.toml"), "--out",
+                            str(out), "--seed", "3"])  # fmt: skip
+    line = assert_clean_failure(r, out, "does not start with a state FIPS code")
+    assert "workplace.parquet" in line and "column 'block'" in line, line

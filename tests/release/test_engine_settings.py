@@ -50,6 +50,19 @@ BAD = {
     'conf = { "spark.master" = "yarn" }': '[spark.conf] "spark.master"',
     'conf = { "spark.driver.memory" = "2g" }': '[spark.conf] "spark.driver.memory"',
     'conf = { "spark.remote" = "sc://h" }': '[spark.conf] "spark.remote"',
+    # settings that passed the checks and then killed or hung the JVM: bounded by the
+    # machine (no machine has 12,500 CPUs or 100 TiB of memory) and by Spark's own minimums
+    "cores = 100000": "[spark].cores",
+    'master = "local[100000]"': "[spark].master",
+    'driver_memory = "100t"': "[spark].driver_memory",
+    'driver_memory = "100m"': "[spark].driver_memory",
+    'conf = { "spark.driver.extraJavaOptions" = "-Xmx1k" }': (
+        '[spark.conf] "spark.driver.extraJavaOptions"'
+    ),
+    'conf = { "spark.executor.extraJavaOptions" = "-Dx=1 -Xms64g" }': (
+        '[spark.conf] "spark.executor.extraJavaOptions"'
+    ),
+    'conf = { "spark.executor.memory" = "1k" }': '[spark.conf] "spark.executor.memory"',
 }
 GOOD = [
     'driver_memory = "512m"', 'driver_memory = "4g"', 'driver_memory = "2G"', "cores = 3",
@@ -85,7 +98,7 @@ def _one_line(r: subprocess.CompletedProcess) -> str:
 @pytest.mark.parametrize("setting", sorted(BAD))
 def test_a_bad_engine_setting_is_one_line_naming_the_key(tmp_path, setting):
     r = _validate(tmp_path, setting)
-    assert BAD[setting] in _one_line(r) and "Java" not in r.stderr
+    assert BAD[setting] in _one_line(r) and "java." not in r.stderr.lower()
 
 
 @pytest.mark.parametrize("setting", GOOD)
@@ -127,3 +140,39 @@ def test_a_loop_of_symbolic_links_as_a_data_path_is_one_line(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "[data].workplace" in lines[0], r.stderr
     assert "loop of symbolic links" in lines[0]
+
+
+def _protect_spark(tmp_path, setting: str) -> subprocess.CompletedProcess:
+    write_small_job_tables(tmp_path / "data")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC + f'\n[engine]\nkind = "spark"\n{setting}\n')
+    return subprocess.run(
+        [sys.executable, "-m", "eree.cli", "protect", str(spec), "--out", str(tmp_path / "o"),
+         "--seed", "1"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_a_master_that_does_not_answer_is_one_line(tmp_path):
+    """A standalone master whose port accepts no connection: one line naming it at once
+    (Spark itself retried for over a minute, then failed with a traceback)."""
+    import socket
+
+    pytest.importorskip("pyspark")
+    with socket.socket() as s:  # a port nothing listens on (bound, never listening)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        r = _protect_spark(tmp_path, f'[spark]\nmaster = "spark://127.0.0.1:{port}"')
+    line = _one_line(r)
+    assert f"spark://127.0.0.1:{port}" in line and "does not answer" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_jvm_that_does_not_start_is_one_line(tmp_path):
+    """A setting the checks cannot judge that stops the JVM at start (an unknown JVM
+    option): one line naming what to check, exit 2, nothing written."""
+    pytest.importorskip("pyspark")
+    r = _protect_spark(tmp_path, '[spark.conf]\n"spark.driver.extraJavaOptions" = "-Xss1k"')
+    line = _one_line(r)
+    assert "Spark could not start" in line and "[spark.conf]" in line, line
+    assert not (tmp_path / "o").exists()

@@ -86,3 +86,82 @@ def test_roles_are_checked(tmp_path):
     with pytest.raises(SpecError, match="Polars, pandas or Arrow"):
         protect_frames(_spec_without_paths(spec), {**eree_frames(), "worker": [1, 2]},
                        tmp_path / "r", SeededNoise(1))  # fmt: skip
+
+
+def test_a_frame_of_mixed_types_is_named_without_its_value(tmp_path):
+    """A pandas column Arrow cannot convert: the frame, row and column, never the cell."""
+    spec = write_estab_case(tmp_path)
+    pdf = estab_frame().to_pandas()
+    pdf["wage"] = pdf["wage"].astype(object)
+    pdf.loc[3, "wage"] = "987654.321x"
+    with pytest.raises(DataValidationError) as e:
+        protect_frames(_spec_without_paths(spec), {"path": pdf}, tmp_path / "r", SeededNoise(1))
+    message = str(e.value)
+    assert "987654" not in message and "\n" not in message, message
+    assert e.value.file == "<in-memory establishment frame>"
+    assert (e.value.row, e.value.column) == (4, "wage")
+    assert not (tmp_path / "r").exists()
+
+
+_KILLED = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+import eree.release.frames as frames
+from eree.mechanisms.noise import SeededNoise
+from tests.cli.inputs import estab_frame
+
+def stop(*args, **kwargs):
+    print("inside", flush=True)
+    time.sleep(600)
+
+frames.protect = stop  # the release is under way: the frame has been handed over
+frames.protect_frames({spec!r}, {{"path": estab_frame()}}, {out!r}, SeededNoise(1))
+"""
+
+
+def _holds_the_frame(path: Path) -> bool:
+    from tests.cli.inputs import SECRET_PREFIX, SECRET_WAGE_BYTES
+
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    if SECRET_WAGE_BYTES in raw or SECRET_PREFIX.encode() in raw:
+        return True
+    try:
+        frame = pl.read_parquet(path)
+    except Exception:  # not a Parquet file
+        return False
+    return "wage" in frame.columns and 987654.321 in frame["wage"].to_list()
+
+
+def test_a_kill_9_during_a_frame_release_leaves_no_confidential_byte(tmp_path):
+    """SIGKILL while the release runs: no file under $TMPDIR holds the frame, then or later."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    spec = write_estab_case(tmp_path / "case")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    script = _KILLED.format(
+        root=str(Path(__file__).resolve().parents[2]),
+        spec=_spec_without_paths(spec),
+        out=str(tmp_path / "rel"),
+    )
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "inside"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    left = [p for p in tmpdir.rglob("*") if _holds_the_frame(p)]
+    assert left == [], left
+    assert not (tmp_path / "rel").exists()

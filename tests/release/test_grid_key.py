@@ -125,3 +125,34 @@ def test_a_grid_with_a_ledger(tmp_path, family):
     col = "jobs" if family == "eree" else "m1emp"
     v = pl.read_parquet(out / "tables" / f"{table}.parquet")[col].to_numpy()
     assert _on_grid(v, 0.5)  # (secure noise: whether all are also on 1 is chance)
+
+
+@pytest.mark.parametrize("mech", ["smooth_laplace", "log_laplace"])
+@pytest.mark.parametrize("grid", [2.0**-1074, 2.0**-1030, 2.0**-65, 2.0**65])
+def test_a_grid_beyond_the_float_range_is_refused_naming_the_grid(tmp_path, mech, grid):
+    """A subnormal grid made every published value non-finite, and the error blamed a
+    noise scale or a sum ('check epsilon, alpha, mu'); a grid is a power of two within
+    2^-64..2^64, the error names the query's grid key."""
+    spec = write_eree_case(tmp_path)
+    text = spec.read_text().replace(
+        f'mechanism = "{mech}"', f'mechanism = "{mech}"\ngrid = {grid!r}'
+    )
+    spec.write_text(text)
+    out = tmp_path / "rel"
+    query = "county_sex" if mech == "smooth_laplace" else "county"
+    msg = assert_clean_failure(_protect(spec, out), out, f"query '{query}'", "grid", "2**-64")
+    assert "scale" not in msg and "epsilon" not in msg, msg
+
+
+@pytest.mark.parametrize("grid", [2.0**-64, 2.0**-40])
+def test_a_fine_grid_within_the_range_is_honoured(tmp_path, grid):
+    spec = write_eree_case(tmp_path)
+    text = spec.read_text().replace(
+        'mechanism = "smooth_laplace"', f'mechanism = "smooth_laplace"\ngrid = {grid!r}'
+    )
+    spec.write_text(text)
+    out = tmp_path / "rel"
+    r = _protect(spec, out)
+    assert r.exit_code == 0, r.output
+    values = pl.read_parquet(out / "tables" / "county_sex.parquet")["jobs"].to_numpy()
+    assert _on_grid(values.astype(float), grid)

@@ -541,3 +541,50 @@ target = {{ ci_half_width = {half}, at = {at} }}
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if width(mid) <= half else (lo, mid)
     assert got == pytest.approx(_up3(2 * math.log(1.1) / lo), rel=1e-6)
+
+
+@pytest.mark.parametrize("mechanism", ["log_laplace", "smooth_laplace", "smooth_gamma"])
+@pytest.mark.parametrize(
+    ("target", "key"),
+    [
+        ("{ relative_error = 1e308, at = 50 }", "target.relative_error"),
+        ("{ relative_error = 0.1, at = 1e308 }", "target.at"),
+        ("{ cv = 1e300, at = 1e10 }", "target.cv"),
+        ("{ ci_half_width = 1e308, at = 50 }", "target.ci_half_width"),
+    ],
+)
+def test_a_target_beyond_a_float_is_one_line_naming_its_key(tmp_path, mechanism, target, key):
+    """relative_error = 1e308 made an error bound of inf jobs (an OverflowError traceback in
+    the error law's grid steps); a target's error and size must be counted in grid steps."""
+    spec = _lodes_spec(
+        tmp_path,
+        f"""[[query]]
+name = "q"
+by = ["county"]
+mechanism = "{mechanism}"
+target = {target}
+""",
+    )
+    out = tmp_path / "planned.toml"
+    r = RUNNER.invoke(app, ["plan", str(spec), "--write", str(out)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and isinstance(r.exception, SystemExit), r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and key in lines[0] and "at most 1e+15" in lines[0], r.output
+    assert not out.exists()
+
+
+def test_a_large_target_within_a_float_is_planned(tmp_path):
+    """At the limit (an error of 1e15 jobs) the plan is made: the guard is no refusal of
+    what the error law can count."""
+    spec = _lodes_spec(
+        tmp_path,
+        """[[query]]
+name = "q"
+by = ["county"]
+mechanism = "smooth_laplace"
+target = { relative_error = 1e5, at = 1e10 }
+""",
+    )
+    got = plan_budget(load_spec(spec)).statistics[0].chosen
+    assert got > 0 and math.isfinite(got)

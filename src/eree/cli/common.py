@@ -73,9 +73,22 @@ console: Any = LazyConsole()
 err_console: Any = LazyConsole(stderr=True)
 
 
+def one_line(text: str) -> str:
+    """``text`` with every control or line-breaking character written as its escape.
+
+    An error names files, keys and values of the spec as given; a newline (or a NUL, a
+    carriage return, a Unicode line separator) in one of them would break the one-line
+    error into several, or rewrite the terminal's line.
+    """
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
 def fail(e: BaseException | str) -> NoReturn:
     """Print ``error: <message>`` on one line of standard error and exit with status 2."""
-    err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(one_line(str(e)))}", soft_wrap=True)
     raise typer.Exit(code=2)
 
 

@@ -181,17 +181,17 @@ def validate(
         bool,
         typer.Option(
             "--all-columns",
-            help="check every configured column, as `protect --ledger` reads them "
-            "(default: the columns the queries read, as `protect` without a ledger)",
+            help="kept for scripts of earlier versions: every configured column is "
+            "checked, as every `protect` reads them",
         ),
     ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Check a spec, its paths and its data; print the accuracy preview. Spends nothing.
 
-    Reads the data through the same loader as `eree protect` and the same columns (every
-    check of a release: it accepts and refuses what `eree protect` does, with the same
-    message; --all-columns: what `eree protect --ledger` does), writes nothing and touches
+    Reads the data through the same loader as `eree protect` and the same columns, every
+    configured one (every check of a release: it accepts and refuses what `eree protect`
+    does, with or without --ledger, with the same message), writes nothing and touches
     no ledger. Prints no value of the data: only whether it
     passed, and the file, row and column of a problem. Exit code 0 when valid (warnings
     allowed), 2 on any problem.
@@ -309,6 +309,12 @@ def protect(
         fail(EreeError(f"cannot write the release: {e.strerror or type(e).__name__} ({out})"))
     except EreeError as e:
         fail(e)
+    except MemoryError:  # past the estimate (a lower bound): the release is removed
+        fail(EreeError(
+            "the release ran out of memory (the cell estimate is a lower bound); publish "
+            "fewer attributes or smaller domains, run with more memory, or set [engine] "
+            "memory to what the release may use"
+        ))  # fmt: skip
     print_release(result.manifest, result.out_dir)
 
 

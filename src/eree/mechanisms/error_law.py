@@ -46,8 +46,12 @@ def _noise_reach(t: float, grid: float, on_grid: bool) -> float:
     """The largest |unrounded noise| that still publishes an error of at most ``t``."""
     if t < 0:
         return -1.0
-    if on_grid:  # errors are multiples of r: |err| ≤ t ⇔ |err| ≤ r⌊t/r⌋ ⇔ |noise| < r(⌊t/r⌋+½)
-        return grid * (math.floor(t / grid * (1 + 1e-12)) + 0.5)
+    steps = t / grid * (1 + 1e-12)
+    if on_grid and steps < 2.0**52:
+        # errors are multiples of r: |err| ≤ t ⇔ |err| ≤ r⌊t/r⌋ ⇔ |noise| < r(⌊t/r⌋+½)
+        return grid * (math.floor(steps) + 0.5)
+    if on_grid:  # beyond 2^52 steps the grid is below a float's resolution of t
+        return t
     return t - grid / 2.0
 
 

@@ -79,6 +79,8 @@ from eree.mechanisms.noise_laws import (
 __all__ = [
     "LAWS",
     "LIBM_RELATIVE_ERROR",
+    "MAX_GRID",
+    "MIN_GRID",
     "Centre",
     "Law",
     "Term",
@@ -94,14 +96,23 @@ __all__ = [
 ]
 
 
+#: the finest and coarsest grid: ``value/grid`` and the grid's square (in the variance)
+#: stay normal floats for every value a release publishes (a subnormal grid made every
+#: published value non-finite)
+MIN_GRID = 2.0**-64
+MAX_GRID = 2.0**64
+
+
 def check_grid(grid: float, what: str = "grid") -> float:
-    """A grid must be a positive power of two (exact in binary, so ``value/grid`` is exact)."""
+    """A grid: a power of two (``value/grid`` is exact) within MIN_GRID .. MAX_GRID."""
     g = float(grid)
     if not (math.isfinite(g) and g > 0):
         raise ValueError(f"{what} must be a power of two > 0 (got {grid!r})")
     m, _ = math.frexp(g)
     if m != 0.5:
         raise ValueError(f"{what} must be a power of two such as 1, 0.5 or 2**-20 (got {grid!r})")
+    if not MIN_GRID <= g <= MAX_GRID:
+        raise ValueError(f"{what} must be at least 2**-64 and at most 2**64 (got {grid!r})")
     return g
 
 

@@ -49,15 +49,24 @@ def er_ee_semantics(report: PrivacyReport) -> dict[str, Any]:
     sizes: list[dict[str, Any]] = []
     if alpha is not None and report.definition in ("eree", "eree-weak"):
         for r in SIZE_RATIOS:
-            k = math.ceil(math.log(r) / math.log1p(alpha) - 1e-12)
+            steps = math.log(r) / math.log1p(alpha) - 1e-12
+            # a tiny α makes the chain longer than any count (k beyond 2^53: no bound)
+            k = math.ceil(steps) if steps < 2.0**53 else None
+            bound = k * eps if k is not None and math.isfinite(k * eps) else None
             sizes.append(
-                {"size_ratio": r, "k": k, "log_bayes_factor_bound": k * eps,
-                 "bayes_factor_bound": exp_or_none(k * eps)}
+                {"size_ratio": r, "k": k, "log_bayes_factor_bound": bound,
+                 "bayes_factor_bound": exp_or_none(bound) if bound is not None else None}
             )  # fmt: skip
+        example = sizes[1]
+        told = (
+            f"k = {example['k']}, bound {fmt_exp(example['log_bayes_factor_bound'])}"
+            if example["log_bayes_factor_bound"] is not None
+            else "no finite bound at these parameters"
+        )
         lines.append(
             f"An establishment's size x cannot be told from a size y <= (1+{alpha:g})^k x "
             f"with odds better than e^(k*{eps:.4g}); e.g. sizes within {SIZE_RATIOS[1]:g}x: "
-            f"k = {sizes[1]['k']}, bound {fmt_exp(sizes[1]['log_bayes_factor_bound'])}."
+            f"{told}."
         )
         if report.definition == "eree-weak":
             lines.append(

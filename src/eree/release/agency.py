@@ -53,6 +53,7 @@ from eree.data.qcew import (
     ALL_OWNERSHIPS,
     QCEW_SECTOR_LABEL,
     SUPERSECTOR_OF_QCEW_SECTOR,
+    SUPERSECTOR_OF_SECTOR,
     domain_of_supersector,
 )
 from eree.data.schema import NAICS_SECTORS
@@ -74,6 +75,7 @@ __all__ = [
     "AgencyOutput",
     "agency_output",
     "check_agency_plan",
+    "check_qcew_codes",
     "check_wac_blocks",
     "qcew_levels",
     "wac_families",
@@ -402,6 +404,79 @@ def check_wac_blocks(blocks: pl.Series, file: str) -> None:
             f"{want} of one state (a LODES file is per state); the blocks are in "
             f"{len(states)} states", file=file, column=_GEO, rule="lodes-block",
         )  # fmt: skip
+
+
+#: each QCEW layout key field → (what its codes must be, the pattern or list they must match)
+def _qcew_code_rules() -> dict[str, tuple[str, str | frozenset[str]]]:
+    return {
+        "area": ("a 5-digit county FIPS code", r"^\d{5}$"),
+        "state": ("a state FIPS code (1-2 digits)", r"^\d{1,2}$"),
+        "county": ("a county FIPS code (1-3 digits)", r"^\d{1,3}$"),
+        "ownership": ("a one-digit QCEW ownership code", r"^\d$"),
+        "supersector": (
+            "a BLS supersector code (1011-1029)",
+            frozenset(SUPERSECTOR_OF_SECTOR.values()),
+        ),
+        "sector": ("a 2-digit NAICS sector of BLS's list", frozenset(QCEW_SECTOR_LABEL)),
+        "naics3": ("a 3-digit NAICS code", r"^\d{3}$"),
+        "naics4": ("a 4-digit NAICS code", r"^\d{4}$"),
+        "naics5": ("a 5-digit NAICS code", r"^\d{5}$"),
+        "naics6": ("a 6-digit NAICS code", r"^\d{6}$"),
+    }
+
+
+def check_qcew_codes(plan: Any, groups: Callable[[Sequence[str]], pl.DataFrame], file: str) -> None:
+    """The public codes of the establishment frame make QCEW files (after loading).
+
+    The by-area files are named by the area code (``<state><county>.csv``) and every file
+    keys its cells by ownership and industry codes of BLS's lists: a code outside them
+    (text in an ownership, a sector BLS does not publish, HTML or a path in an area code)
+    would be a traceback after the whole release, or a file name carrying the code. A spec
+    cannot tell (the codes are data), so this runs once the data are loaded, before any
+    noise, on the public frame's groups (``groups(by)``: one row per group of ``by``), for
+    the data columns of each level written from a query (``[output.columns]``), after the
+    data's codes are mapped to the layout's (``[output.codes]``).
+
+    Raises:
+        DataValidationError: naming the file, the column and what its codes must be; never
+            a code.
+    """
+    if plan.output.format not in ("qcew-by-area", "qcew-singlefile"):
+        return
+    m = qcew_mapping(plan)
+    rules = _qcew_code_rules()
+    area = ("area",) if "area" in m.columns else ("state", "county")
+    seen: set[str] = set()
+    for lv in m.levels:
+        roles, by = _QCEW_ROLES[lv], m.by(lv)
+        if roles is None or by is None:
+            continue
+        fields = (*area, *roles[1:])
+        todo = [(f, c) for f, c in zip(fields, by, strict=True) if c not in seen]
+        if not todo:
+            continue
+        if _query_of(plan, by) is None:  # made from another level's cells (72, 73)
+            continue
+        frame = groups(by)
+        for f, column in todo:
+            seen.add(column)
+            what, allowed = rules[f]
+            codes = frame.get_column(column).cast(pl.Utf8)
+            if m.codes.get(f):
+                codes = codes.replace(m.codes[f])
+            codes = codes.unique()
+            if isinstance(allowed, str):
+                bad = codes.is_null() | ~codes.str.contains(allowed)
+            else:
+                bad = codes.is_null() | ~codes.is_in(sorted(allowed))
+            if bad.any():
+                raise DataValidationError(
+                    f'[output] format = "{plan.output.format}" needs {what} in every row; '
+                    f"{int(bad.sum()):,} of {codes.len():,} codes are not",
+                    file=file,
+                    column=column,
+                    rule="qcew-code",
+                )
 
 
 def agency_output(

@@ -19,15 +19,18 @@ come from the public frame), so they are not counted here.
 The same counts bound the memory a query's cell table takes: at least
 :data:`BYTES_PER_CELL` times its cells (the largest query's table is the peak: tables
 are answered one at a time). A query whose table would not fit the memory limit
-(``[engine] memory``, else the memory available when the release starts:
-``MemAvailable`` in ``/proc/meminfo``) is refused before any cell is allocated, instead
-of the process being killed while it allocates.
+(``[engine] memory``, else the least of the memory available when the release starts,
+``MemAvailable`` in ``/proc/meminfo``, what the process's address-space limit leaves,
+``RLIMIT_AS``/``ulimit -v`` less ``VmSize``, and what its control group's memory limit
+leaves) is refused before any cell is allocated, instead of the process being killed
+while it allocates.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -38,9 +41,12 @@ from eree.release.spec import Plan, QuerySpec
 __all__ = [
     "BYTES_PER_CELL",
     "QueryCells",
+    "address_space_headroom",
     "available_memory",
+    "cgroup_headroom",
     "check_plan_cells",
     "check_plan_memory",
+    "memory_limit",
     "parse_size",
     "plan_cells",
 ]
@@ -175,6 +181,93 @@ def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
     return None
 
 
+def _status_bytes(field: str, status: str = "/proc/self/status") -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (``VmSize``: the address space in use)."""
+    try:
+        with open(status, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def address_space_headroom() -> int | None:
+    """What ``RLIMIT_AS`` (``ulimit -v``) leaves this process: the limit less ``VmSize``."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    used = _status_bytes("VmSize")
+    return max(int(soft) - (used or 0), 0)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None  # "max": no limit
+
+
+def cgroup_headroom(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> int | None:
+    """What this process's control group's memory limit leaves: the limit less its usage.
+
+    cgroup v2 (``memory.max`` − ``memory.current`` of the group in ``/proc/self/cgroup``,
+    and of each group above it), else v1 (``memory.limit_in_bytes`` −
+    ``memory.usage_in_bytes``); None where no limit is set or none can be read.
+    """
+    base = Path(root)
+    try:
+        lines = Path(own).read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    heads: list[int] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":  # v2: the group and its ancestors
+            group = base / parts[2].lstrip("/")
+            for d in [group, *group.parents]:
+                if not d.is_relative_to(base):
+                    break
+                limit, current = _read_int(d / "memory.max"), _read_int(d / "memory.current")
+                if limit is not None:
+                    heads.append(max(limit - (current or 0), 0))
+        elif "memory" in parts[1].split(","):  # v1
+            d = base / "memory" / parts[2].lstrip("/")
+            for g in (d, base / "memory"):
+                limit = _read_int(g / "memory.limit_in_bytes")
+                if limit is not None and limit < 1 << 60:  # v1 writes a huge number for none
+                    used = _read_int(g / "memory.usage_in_bytes")
+                    heads.append(max(limit - (used or 0), 0))
+                    break
+    return min(heads) if heads else None
+
+
+def memory_limit() -> tuple[int, str] | None:
+    """The memory a release may still allocate, and where that limit comes from.
+
+    The least of: the memory available now (``MemAvailable``), what this process's
+    address-space limit leaves (``RLIMIT_AS``, ``ulimit -v``) and what its control
+    group's memory limit leaves; None when none is known.
+    """
+    found = [
+        (available_memory(), "the memory available now (MemAvailable in /proc/meminfo)"),
+        (address_space_headroom(), "what the process's address-space limit leaves "
+         "(RLIMIT_AS, ulimit -v, less the address space in use)"),
+        (cgroup_headroom(), "what the process's control group's memory limit leaves "
+         "(cgroup memory.max less memory.current)"),
+    ]  # fmt: skip
+    known = [(n, why) for n, why in found if n is not None]
+    return min(known, key=lambda k: k[0]) if known else None
+
+
 def _gib(n: int) -> str:
     return f"{n / (1 << 30):,.1f} GiB"
 
@@ -184,20 +277,21 @@ def check_plan_memory(plan: Plan, counts: dict[str, QueryCells]) -> None:
 
     The estimate is :data:`BYTES_PER_CELL` times the query's cells (or their lower bound
     before the data are read); the limit is ``[engine] memory``, else
-    :func:`available_memory` (no check when neither is known).
+    :func:`memory_limit` (the least of MemAvailable, the address-space limit's and the
+    control group's headroom; no check when none is known).
 
     Raises:
         SpecError: naming the query, the estimate, the limit and its source, and the
             remedies.
     """
     if plan.engine.memory is not None:
-        limit: int | None = parse_size(plan.engine.memory)
+        limit: int = parse_size(plan.engine.memory)
         source = f"[engine] memory = {plan.engine.memory!r}"
     else:
-        limit = available_memory()
-        source = "the memory available now (MemAvailable in /proc/meminfo)"
-    if limit is None:
-        return
+        found = memory_limit()
+        if found is None:
+            return
+        limit, source = found
     for qc in counts.values():
         need = qc.at_least * BYTES_PER_CELL
         if need > limit:

@@ -71,7 +71,7 @@ def measure_marginal(
     except (OverflowError, ZeroDivisionError):
         raise PrivacyParameterError(
             f"query {q.name!r}: the mechanism's arithmetic overflows at these parameters "
-            "([privacy].alpha, the query's epsilon/delta); choose less extreme values"
+            "([privacy].alpha, the query's epsilon/delta or grid); choose less extreme values"
         ) from None
     m = m.named(q.name, COUNT_STATISTIC).with_values(public_zero, 0.0)
     keys = stats.select([*q.workplace_by, *q.worker_by])

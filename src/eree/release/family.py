@@ -213,7 +213,13 @@ class EstablishmentRelease(ReleaseFamily[LoadedEstablishments]):
 
     @override
     def load(self, plan: Plan, engine: Engine, *, narrow: bool = True) -> LoadedEstablishments:
-        return engine.load_establishments(plan.data)  # type: ignore[arg-type]
+        data = engine.load_establishments(plan.data)  # type: ignore[arg-type]
+        if plan.output.format is not None:  # the agency files' names and keys are codes
+            from eree.release.agency import check_qcew_codes
+
+            file = str(plan.data.inputs().get("[data].path"))
+            check_qcew_codes(plan, self.frame_counts(data, engine), file)  # type: ignore[arg-type]
+        return data
 
     @override
     def answer_queries(

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -227,7 +228,7 @@ def _check_lodes(path: Path, fmt: str, companion: bool) -> LayoutCheck:
     assert m is not None
     try:
         df = pl.read_csv(path, infer_schema_length=0)
-    except (pl.exceptions.PolarsError, OSError, EOFError) as e:
+    except (pl.exceptions.PolarsError, OSError, EOFError, zlib.error) as e:
         raise DataValidationError(
             f"cannot read as CSV ({type(e).__name__})", file=str(path), rule="parse"
         ) from e
@@ -373,7 +374,7 @@ def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
             _fail(path, "empty file")
         assert header_line is not None
         header = list(_fields(header_line))
-    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as e:
         raise DataValidationError(
             f"cannot read as CSV ({type(e).__name__})", file=str(path), rule="parse"
         ) from e
@@ -411,7 +412,7 @@ def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
             if fmt == "qcew-by-area" and len(areas) > 1:
                 _fail(path, "a by-area file holds more than one area", rows, "area_fips")
             _check_qcew_row(path, rows, {c: fields[at[c]][0] for c in at}, companion)
-    except (OSError, EOFError, UnicodeDecodeError) as e:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
         raise DataValidationError(
             f"cannot read as CSV ({type(e).__name__})", file=str(path), row=rows + 1,
             rule="parse",

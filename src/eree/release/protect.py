@@ -308,9 +308,10 @@ def protect(
             master=s.master,
             conf=s.conf,
         )
-    # without a ledger nothing identifies the data (see NO_LEDGER_FINGERPRINT), so only
-    # the columns the queries use need to be read, and no fingerprint is computed
-    data = family.load(plan, engine, narrow=book is None)
+    # every configured column is read and checked, with or without a ledger: one verdict
+    # on the data (eree validate's), whatever the release (docs/design.md#validation);
+    # without a ledger nothing identifies the data (NO_LEDGER_FINGERPRINT): no fingerprint
+    data = family.load(plan, engine, narrow=False)
     if book is None:
         return _warn(_run(built, out_dir, source, engine, report, data, None, None, force, policy))
     from eree.data.fingerprint import SCHEME

@@ -309,7 +309,9 @@ def check_spark_settings(plan: Plan) -> None:
 
     Raises:
         SpecError: the engine is not Spark but the spec (or ``--master``/``--conf``)
-            gives Spark settings: a setting that silently does nothing is an error.
+            gives Spark settings: a setting that silently does nothing is an error; or
+            a setting this machine cannot run (:func:`~eree.engine.spark.settings.
+            check_machine`: the driver's heap, local worker threads).
     """
     if plan.engine.kind != "spark" and plan.spark.given:
         raise SpecError(
@@ -317,6 +319,10 @@ def check_spark_settings(plan: Plan) -> None:
             f'{plan.engine.kind!r}: set [engine] kind = "spark" (or run with --engine '
             "spark), or remove it"
         )
+    if plan.engine.kind == "spark":
+        from eree.engine.spark.settings import check_machine
+
+        check_machine(plan.spark.cores, plan.spark.driver_memory, plan.spark.master)
 
 
 @dataclass(frozen=True)
@@ -416,6 +422,8 @@ class Plan:
 
 def _resolved(p: Path, key: str) -> Path:
     """``p`` made absolute, symbolic links followed; a link loop is one line naming the key."""
+    if "\x00" in str(p):  # no file system takes it (Python raises ValueError)
+        raise SpecError(f"{key}: a path must not contain a NUL character")
     try:
         return p.resolve()
     except (RuntimeError, OSError):  # Python raises RuntimeError for a symlink loop
@@ -427,6 +435,8 @@ def _data_path(v: str, base: Path, key: str) -> DataPath:
 
     See docs/design.md#input-locations (:mod:`eree.data.location`).
     """
+    if "\x00" in v:
+        raise SpecError(f"{key}: a path must not contain a NUL character")
     if is_uri(v):
         if uri_has_password(v):  # the manifest records the URI as given
             raise SpecError(
@@ -674,6 +684,13 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     alpha = _number(p["alpha"], "[privacy].alpha") if "alpha" in p else None
     if definition in ALPHA_DEFINITIONS and alpha is None:
         raise SpecError(f"[privacy].alpha is required for definition {definition!r}")
+    if definition != "gedp":  # a setting that silently does nothing is an error
+        for k in ("neighbor", "distance"):
+            if k in p:
+                raise SpecError(
+                    f'[privacy].{k} applies to GEDP (definition = "gedp"), not to '
+                    f"definition {definition!r}: remove it"
+                )
     distance = _parse_mu(p["distance"], "[privacy].distance") if "distance" in p else None
     neighbor = p.get("neighbor")
     if neighbor is not None and not isinstance(neighbor, str | dict):

@@ -420,7 +420,8 @@ SECTIONS: tuple[Section, ...] = (
                 "float-safe noise). Default 1 (jobs, or the attribute's unit) where the "
                 "noise is added to counts or sums; 2^-20 in log space (log_laplace) and in "
                 "ψ space for ψ other than dp (psi, and the ψ branch of adaptive). Not for "
-                "noise_infusion (its factors are on the grid 2^-24).",
+                "noise_infusion (its factors are on the grid 2^-24). Between 2^-64 and 2^64 "
+                "(a grid outside is refused naming this key).",
                 units="the statistic's unit",
             ),
             Key(
@@ -727,8 +728,10 @@ SECTIONS: tuple[Section, ...] = (
                 "The memory a query's cell table may take (a size like [spark] "
                 "driver_memory, e.g. 8g). A query whose estimated cell table (from its cell "
                 "count) exceeds it is refused before any cell is allocated, naming the query "
-                "and this key. Absent: the memory available when the release starts "
-                "(MemAvailable in /proc/meminfo; no check where the system does not say).",
+                "and this key. Absent: the least of the memory available when the release "
+                "starts (MemAvailable in /proc/meminfo), what the process's address-space "
+                "limit leaves (RLIMIT_AS, ulimit -v) and what its control group's memory "
+                "limit leaves; no check where the system says none of them).",
                 units="bytes (k, m, g, t: powers of 1024)",
             ),
         ),
@@ -745,14 +748,17 @@ SECTIONS: tuple[Section, ...] = (
                 "cores",
                 "positive integer",
                 2,
-                "Local worker threads when eree starts the session (local[cores]).",
+                "Local worker threads when eree starts the session (local[cores]); at most "
+                "8 per CPU of the machine (as is N of a local[N] master).",
                 units="threads",
             ),
             Key(
                 "driver_memory",
                 "string",
                 "4g",
-                "Driver heap when eree starts the session (a JVM size, e.g. 4g).",
+                "Driver heap when eree starts the session (a JVM size, e.g. 4g): at least "
+                "512m (Spark needs 450 MiB) and at most the machine's memory (the driver "
+                "runs on it whatever the master).",
             ),
             Key(
                 "master",
@@ -770,7 +776,9 @@ SECTIONS: tuple[Section, ...] = (
                 "Further Spark settings for the session eree starts, "
                 '`"spark.key" = value` (text, number or boolean); sizes such as '
                 '`"spark.executor.memory" = "2g"` are checked, as are core, partition and '
-                "task counts; the master and driver heap have keys of their own. Values of "
+                "task counts (spark.executor.memory at least 450m, Spark's least); the "
+                "master and driver heap have keys of their own (no -Xmx or -Xms in an "
+                "extraJavaOptions). Values of "
                 "keys Spark treats as secret are withheld from the manifest. "
                 "`eree protect --conf KEY=VALUE` adds to it.",
             ),

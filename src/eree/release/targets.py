@@ -62,6 +62,9 @@ DEFAULT_PLAN_AT = 100.0
 #: 5,649,077 jobs in 351,007 workplaces (16.1); the US QCEW about 15 (public totals)
 DEFAULT_JOBS_PER_ESTABLISHMENT = 16.0
 _TARGET_KEYS = (*TARGET_KINDS, "at", "confidence", "largest_share")
+#: the largest representative size and error a target may state: every integer up to it
+#: is a float (2^53 ≈ 9.0e15), so the error laws count grid steps exactly
+LARGEST_TARGET = 1e15
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,15 @@ def _one_target(d: Any, where: str) -> Target:
         raise SpecError(f"{where}: confidence applies to a relative_error target only")
     conf = _fraction(d.get("confidence", DEFAULT_CONFIDENCE), f"{where}.confidence", closed=False)
     share = _fraction(d.get("largest_share", 1.0), f"{where}.largest_share", closed=True)
+    if at > LARGEST_TARGET:
+        raise SpecError(f"{where}.at must be at most {LARGEST_TARGET:.0e} (got {d['at']!r})")
+    bound = value if kind == "ci_half_width" else value * at  # the error, in the unit of at
+    if not bound <= LARGEST_TARGET:
+        what = kind if kind == "ci_half_width" else f"{kind} × at"
+        raise SpecError(
+            f"{where}.{kind}: {what} (the error allowed, in the unit of at) must be at "
+            f"most {LARGEST_TARGET:.0e} (got {d[kind]!r})"
+        )
     return Target(kind, value, at, conf, share)
 
 

@@ -2,14 +2,13 @@
 
 The data are read through the same family loader and engine as
 :func:`eree.release.protect.protect` (every check of docs/design.md#validation, the same one-line
-errors naming file, row and column), and exactly the columns it reads: a release without a
-ledger reads the columns its queries use, a release with a ledger every configured column
-(its fingerprint covers them), so ``all_columns`` (``eree validate --all-columns``) checks
-what ``eree protect --ledger`` checks. Both accept and refuse the same inputs, with the
-same message. Nothing is written, no ledger is opened and no
-noise is drawn. What is returned holds public information (which checks passed,
-the plan's cost, semantics and accuracy preview, :mod:`eree.release.preview`, where
-the number of establishments — public: the workplace frame — sharpens the warnings),
+errors naming file, row and column), and exactly the columns it reads: every configured
+column, as every release reads them (with or without a ledger), so there is one verdict
+on the data: ``eree validate``, ``eree protect`` and ``eree protect --ledger`` accept
+and refuse the same inputs, with the same message. Nothing is written, no ledger is opened and no
+noise is drawn. What is returned holds public information only: which checks passed,
+the plan's cost, semantics and accuracy preview (:mod:`eree.release.preview`), where
+the number of establishments (public: the workplace frame) sharpens the warnings;
 with one exception for the operator's own review: when workers may hold several jobs,
 how many held more than k and how many jobs the rule dropped, by count only (no id), a
 line marked confidential (docs/privacy.md#several-jobs-per-worker). No release output
@@ -76,15 +75,15 @@ def selection_words(sel: JobSelection) -> str:
 
 
 def validate_plan(
-    spec: str | Path, *, read_data: bool = True, all_columns: bool = False
+    spec: str | Path, *, read_data: bool = True, all_columns: bool = True
 ) -> dict[str, Any]:
     """Check ``spec`` as a release would, without spending or writing anything.
 
     Args:
         spec: the TOML spec file.
         read_data: also load and validate the data (False: the spec and its paths only).
-        all_columns: check every configured column, as a release with a ledger reads
-            them (default: the columns the queries use, as a release without one).
+        all_columns: kept for callers of earlier versions: every configured column is
+            checked, as every release reads them (a value of False changes nothing).
 
     Returns:
         ``{"spec", "checks", "data_checked", "explain"}``: the checks passed (in words),
@@ -131,14 +130,9 @@ def validate_plan(
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            data = family.load(plan, engine, narrow=not all_columns)
+            data = family.load(plan, engine, narrow=False)
         n_establishments = family.n_establishments(data, engine)
-        read = (
-            "every configured column, as `eree protect --ledger` reads them"
-            if all_columns
-            else "the columns the release reads, as `eree protect` without --ledger reads "
-            "them (--all-columns: every configured column, as with --ledger)"
-        )
+        read = "every configured column, as `eree protect` reads them (with or without --ledger)"
         checks.append(f"data: {read} (ids, links, domains, values; the checks of a release)")
         selection = getattr(data, "selection", None)
         if selection is not None:

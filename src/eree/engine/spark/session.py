@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -150,8 +151,21 @@ def spark_session(
         before = os.environ.get("SPARK_SUBMIT_OPTS")
         quiet = f"-Dlog4j2.configurationFile={QUIET_LOGGING.as_uri()}"
         os.environ["SPARK_SUBMIT_OPTS"] = f"{before} {quiet}" if before else quiet
+        if not is_local(url):  # Spark waits a minute and more for a silent master
+            from eree.engine.spark.settings import check_master_reachable
+
+            check_master_reachable(url)
         try:
-            spark = builder.getOrCreate()
+            with _jvm_stderr_silenced():
+                spark = builder.getOrCreate()
+        except Exception as e:  # the JVM did not start, or stopped at once
+            why = "the JVM refused the settings or exited"
+            if not is_local(url):
+                why = f"the master did not take the application, or {why}"
+            raise EngineError(
+                f"Spark could not start with master {url} ({type(e).__name__}): {why}; "
+                "check [spark] master, driver_memory, [spark.conf] and Java 17"
+            ) from None
         finally:
             if before is None:
                 os.environ.pop("SPARK_SUBMIT_OPTS", None)
@@ -164,6 +178,28 @@ def spark_session(
     if not is_local(str(spark.sparkContext.master)):
         check_executors(spark)
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_stderr_silenced() -> Iterator[None]:
+    """Start the JVM with its standard error on the null device.
+
+    The JVM inherits the process's standard error when it starts: its own messages ("Could
+    not create the Java Virtual Machine", its notice of incubator modules, a crash
+    report, what the Python workers it starts print) would come before or instead of
+    eree's one line, and a worker's message may quote input. eree reports every Spark
+    failure in its own line; this process's standard error is restored at once.
+    """
+    sys.stderr.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(2)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def refuse_spark_connect(spark: SparkSession | None = None) -> None:
