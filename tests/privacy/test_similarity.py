@@ -95,3 +95,29 @@ def test_a_small_structure_keeps_every_token(n):
     w = np.arange(n, dtype=np.uint64)
     c = np.full(n, 2, dtype=np.int64)
     assert len(sketch(b"k" * 32, w, c)) == 3 * n
+
+
+def test_a_stored_sketch_does_not_tell_the_datas_size():
+    """Sealed, a sketch is K + 1 words whatever the data; only the key unseals it.
+
+    Unsealed, the K-th smallest of T uniform 64-bit hashes is about 2^64·K/T, and a sketch
+    of T < K tokens has T values: the stored hashes would tell the size. Sealed, the
+    words of a 3-token and of a 30,000-token dataset are alike: the mean of uniform 64-bit
+    words is 2^63 with standard error 2^64/√(12·K·40) over 40 records, so both means lie
+    within 5 SE of 2^63 (an unsealed K-th smallest is about 2^64/117 for 30,000 tokens).
+    """
+    from eree.privacy.similarity import seal, unseal
+
+    key = b"k" * 32
+    small = sketch(key, np.array([7], dtype=np.uint64), np.array([2]))
+    big = sketch(key, np.arange(1000, dtype=np.uint64), np.full(1000, 29))
+    assert len(small) == 3 and len(big) == K
+    se = 2**64 / np.sqrt(12 * K * 40)
+    for sk in (small, big):
+        records = [seal(key, sk) for _ in range(40)]
+        assert {len(r) for r in records} == {K + 1}
+        assert all(unseal(key, r) == sk for r in records)  # the key gives it back exactly
+        words = [int(x, 16) for r in records for x in r[1:]]
+        assert abs(np.mean(words) - 2**63) < 5 * se
+    # another key does not unseal it
+    assert unseal(b"l" * 32, seal(key, big)) != big

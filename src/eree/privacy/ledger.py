@@ -77,7 +77,7 @@ from eree.privacy.ledger_anchor import read_anchor, write_anchor
 from eree.privacy.ledger_state import LedgerState, refuse_below_spent, require_scheme
 from eree.privacy.release_check import check_releases
 from eree.privacy.similarity import SCHEME as SKETCH_SCHEME
-from eree.privacy.similarity import similar_dataset, sketch
+from eree.privacy.similarity import seal, similar_dataset, sketch
 
 __all__ = [
     "Charge",
@@ -733,7 +733,9 @@ class Ledger:
             known = st.by_fp.get(kfp)
             related = st.by_structure.get(kst) if kst is not None else None
             similar = (
-                similar_dataset(st.versions, sk) if known is None and related is None else None
+                similar_dataset(st.versions, sk, self.key)
+                if known is None and related is None
+                else None
             )
             version: int
             if known is not None:
@@ -783,7 +785,7 @@ class Ledger:
                         "previous": versions[-1]["fingerprint"] if versions else None,
                         "scheme": scheme}  # fmt: skip
                 if sk is not None:
-                    body.update(sketch=sk, sketch_scheme=SKETCH_SCHEME)
+                    body.update(sketch=seal(self.key, sk), sketch_scheme=SKETCH_SCHEME)
                 self._append(con, "version", name, body)
                 if name != dataset:
                     how = "nearly share" if similar is not None else "share"

@@ -29,22 +29,38 @@ Definition (scheme ``eree-sketch-v1``):
   except with probability below :math:`10^{-6}` (``tests/privacy/test_similarity.py``
   measures it).
 
-What is stored: K keyed hashes (16 hex digits each), never an id, a count or an unkeyed
-hash. Without the key they are random numbers; SipHash being a PRF, even someone who knows
-every workplace id cannot tell which token a stored value belongs to. Whoever holds the
-key (the office) can test guesses about job counts, as they can with the fingerprints.
+What is stored (:func:`seal`): the K keyed hashes, padded to exactly K values and each
+masked with a one-time pad drawn from HMAC-SHA-256 under a second key derived from the
+ledger's key and a fresh random nonce per record — never an id, a count or an unkeyed
+hash. The hashes themselves would tell the data's size: the K-th smallest of T uniform
+values is about K/T of the range, and fewer than K values is T exactly. Sealed, every
+record is K + 1 uniformly random words whatever the data. Whoever holds the ledger's key
+(the office) can unseal them and test guesses about job counts, as they can with the
+fingerprints. A real hash equal to the padding word (2^64 − 1, probability 2^-64 per
+token) is dropped from the sketch: the estimate then uses K − 1 values.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SCHEME", "THRESHOLD", "K", "similarity", "siphash24", "sketch", "sketch_key"]
+__all__ = [
+    "SCHEME",
+    "THRESHOLD",
+    "K",
+    "seal",
+    "similarity",
+    "siphash24",
+    "sketch",
+    "sketch_key",
+    "unseal",
+]
 
 #: the sketch scheme, recorded beside every sketch in the ledger
 SCHEME = "eree-sketch-v1"
@@ -167,13 +183,49 @@ def similarity(a: Sequence[str], b: Sequence[str]) -> float:
     return sum(1 for u in union if u in sa and u in sb) / len(union)
 
 
+#: the padding word of a sealed sketch with fewer than K hashes (never a kept hash)
+_PAD = (1 << 64) - 1
+
+
+def _mask(ledger_key: bytes, nonce: bytes, n: int) -> list[int]:
+    """The first n one-time-pad words: HMAC-SHA-256 under the sealing key, of nonce ‖ i."""
+    key = hmac.new(ledger_key, (SCHEME + "/seal").encode("ascii"), hashlib.sha256).digest()
+    return [
+        int.from_bytes(hmac.new(key, nonce + i.to_bytes(4, "big"), hashlib.sha256).digest()[:8])
+        for i in range(n)
+    ]
+
+
+def seal(ledger_key: bytes, sk: Sequence[str], nonce: bytes | None = None) -> list[str]:
+    """A sketch as the ledger stores it: the nonce, then K masked words (module docstring).
+
+    ``nonce``: 16 bytes; a fresh random one when None (tests pass one to be repeatable).
+    """
+    values = [int(x, 16) for x in sk if int(x, 16) != _PAD][:K]
+    values += [_PAD] * (K - len(values))
+    nonce = os.urandom(16) if nonce is None else nonce
+    pad = _mask(ledger_key, nonce, K)
+    return [nonce.hex(), *(f"{v ^ m:016x}" for v, m in zip(values, pad, strict=True))]
+
+
+def unseal(ledger_key: bytes, sealed: Sequence[str]) -> list[str]:
+    """The sketch a :func:`seal` record holds (its padding removed)."""
+    nonce, words = bytes.fromhex(sealed[0]), sealed[1:]
+    pad = _mask(ledger_key, nonce, len(words))
+    values = (int(w, 16) ^ m for w, m in zip(words, pad, strict=True))
+    return [f"{v:016x}" for v in values if v != _PAD]
+
+
 def similar_dataset(
-    versions: Mapping[str, Sequence[Mapping[str, Any]]], sk: list[str] | None
+    versions: Mapping[str, Sequence[Mapping[str, Any]]],
+    sk: list[str] | None,
+    ledger_key: bytes,
 ) -> str | None:
     """The first dataset (in ledger order) with a version whose sketch is similar to ``sk``.
 
     Similar: the estimated similarity reaches :data:`THRESHOLD`. ``versions``: per
-    dataset name, its version records as the ledger stores them (versions recorded
+    dataset name, its version records as the ledger stores them (sketches sealed under
+    ``ledger_key``, :func:`seal`) (versions recorded
     without a sketch, or with another sketch scheme, are compared by their exact
     fingerprints only, elsewhere).
     """
@@ -183,6 +235,6 @@ def similar_dataset(
         for v in records:
             theirs = v.get("sketch")
             if (theirs and v.get("sketch_scheme") == SCHEME
-                    and similarity(sk, theirs) >= THRESHOLD):  # fmt: skip
+                    and similarity(sk, unseal(ledger_key, theirs)) >= THRESHOLD):  # fmt: skip
                 return name
     return None
