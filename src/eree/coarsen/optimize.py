@@ -27,6 +27,7 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +130,7 @@ def greedy_coarsen(
     rounding: str = "deterministic",
     seed: int | None = None,
     max_rounds: int = 200,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -140,6 +142,7 @@ def greedy_coarsen(
         rounding: ``deterministic`` or ``random`` (unbiased random rounding).
         seed: random rounding's seed — experiments only (default: the OS's secure source).
         max_rounds: most check rounds.
+        progress: called with (round, violations) after each check.
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -200,6 +203,8 @@ def greedy_coarsen(
         chk = disclosure_check(tables, p, attribute, primary)
         rounds += 1
         bad = np.flatnonzero(chk.violated)
+        if progress is not None:
+            progress(rounds, int(bad.size))
         if bad.size == 0 or rounds >= max_rounds:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
