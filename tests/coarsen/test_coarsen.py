@@ -152,3 +152,18 @@ def test_information_loss_is_the_relative_interval_width():
     # exact 0; base 5 → [7.5, 12.5] → whole numbers [8, 12], width 4 → 0.4; suppressed 1;
     # 0 rounded to 0 → [0, 2], width 2 / max(0, 1) capped at 1
     assert cell_loss(pub, t).tolist() == pytest.approx([0.0, 0.4, 1.0, 1.0])
+
+
+def test_the_last_resort_is_complementary_suppression_and_passes():
+    """Stopped after its first check, the optimizer falls back on suppression: AX and its
+    complements. With the margins exact, a 2 × 2 table protects AX only by withholding a
+    rectangle: AX, AY, BX, BY (4 cells), or cells of the margins with them."""
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim, max_rounds=1)
+    s = res.summary()
+    assert s["audit"]["violations"] == 0
+    assert _audit_independently(tables, res.publication, prim) == 0
+    assert s["suppressed_as_last_resort"] >= 4
+    assert s["by_status"]["suppressed"] >= 4
+    assert res.publication.status[_cell(tables, "A", "X")] == "suppressed"

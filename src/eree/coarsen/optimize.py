@@ -28,7 +28,7 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from eree.coarsen.check import CheckResult, disclosure_check
 from eree.coarsen.publication import Publication
 from eree.coarsen.rounding import round_to_base, rounding_rng
 from eree.suppression.rules import PrimaryResult
+from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
 
 __all__ = ["BASES", "CoarseningResult", "cell_loss", "greedy_coarsen", "publication_at"]
@@ -98,6 +99,7 @@ class CoarseningResult:
         rounds: check rounds run.
         rounding: ``deterministic`` or ``random``; seeded: random rounding was seeded
             (experiments only).
+        last_resort: cells suppressed by the last resort (complementary suppression).
     """
 
     publication: Publication
@@ -106,6 +108,7 @@ class CoarseningResult:
     rounds: int
     rounding: str
     seeded: bool
+    last_resort: int = 0
 
     def summary(self) -> dict[str, Any]:
         """Counts and the aggregate loss (no cell value)."""
@@ -117,6 +120,7 @@ class CoarseningResult:
             "information_loss": self.loss,
             "audit": self.check.summary(),
             "rounds": self.rounds,
+            "suppressed_as_last_resort": self.last_resort,
             "rounding": self.rounding,
             "seeded": self.seeded,
         }
@@ -130,6 +134,8 @@ def greedy_coarsen(
     rounding: str = "deterministic",
     seed: int | None = None,
     max_rounds: int = 200,
+    patience: int = 20,
+    secondary: SecondaryConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
@@ -141,7 +147,9 @@ def greedy_coarsen(
             (:func:`eree.suppression.primary_suppression`).
         rounding: ``deterministic`` or ``random`` (unbiased random rounding).
         seed: random rounding's seed — experiments only (default: the OS's secure source).
-        max_rounds: most check rounds.
+        max_rounds: most check rounds of the greedy part.
+        patience: stop the greedy part after this many rounds without fewer violations.
+        secondary: configuration of the last resort's complementary suppression.
         progress: called with (round, violations) after each check.
     """
     if rounding not in ("deterministic", "random"):
@@ -198,6 +206,7 @@ def greedy_coarsen(
         return np.array([], dtype=np.int64)
 
     rounds = 0
+    best, since = n + 1, 0
     while True:
         p = pub(level)
         chk = disclosure_check(tables, p, attribute, primary)
@@ -205,7 +214,11 @@ def greedy_coarsen(
         bad = np.flatnonzero(chk.violated)
         if progress is not None:
             progress(rounds, int(bad.size))
-        if bad.size == 0 or rounds >= max_rounds:
+        if bad.size < best:
+            best, since = int(bad.size), 0
+        else:
+            since += 1
+        if bad.size == 0 or rounds >= max_rounds or since >= patience:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
         moved = False
@@ -229,7 +242,21 @@ def greedy_coarsen(
             moved = raised[j] = True
         if not moved:
             break
+    last_resort = 0
+    if chk.violated.any():
+        # the last resort: suppress the cells still violated and their complements, as
+        # if every other cell were exact (an attacker who knows less — rounded cells —
+        # has a wider feasible set, so the protection found holds here too)
+        left = replace(primary, primary=chk.violated.copy())
+        sec = secondary_suppression(tables, left, secondary, attributes=(attribute,))
+        last_resort = int((sec.suppressed & (level < top)).sum())
+        level[sec.suppressed] = top
+        p = pub(level)
+        chk = disclosure_check(tables, p, attribute, primary)
+        rounds += 1
+        if progress is not None:
+            progress(rounds, int(chk.violated.sum()))
     p = pub(level)
     return CoarseningResult(
-        p, chk, float(cell_loss(p, t).mean()), rounds, rounding, seed is not None
+        p, chk, float(cell_loss(p, t).mean()), rounds, rounding, seed is not None, last_resort
     )
