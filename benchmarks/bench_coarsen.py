@@ -43,7 +43,7 @@ def establishments(source: str) -> pl.DataFrame:
 
     fips = {"DE": "10", "RI": "44", "DC": "11"}[source]
     est = synth_qcew_from_area(DATA / "qcew_2016_by_area", seed=1).establishments
-    return est.filter(pl.col("state") == fips).drop("state")
+    return est.filter(pl.col("state").cast(pl.Int64) == int(fips)).drop("state")
 
 
 def main() -> None:
