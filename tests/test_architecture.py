@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "mechanisms": {"privacy"},
     "synth": {"data"},
     "suppression": {"data", "postprocess"},
+    "coarsen": {"data", "postprocess", "suppression"},
     "release": {"data", "engine", "mechanisms", "privacy", "postprocess", "htmlpage"},
     "evaluate": {
         "data",
@@ -38,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
         "release",
         "synth",
         "suppression",
+        "coarsen",
         "htmlpage",
     },
     "cli": {"*"},  # the ``eree`` command (eree.cli): the one place that imports Typer and Rich

@@ -15,11 +15,12 @@ module            commands
 ``audit``         ``audit privacy``, ``audit noise-infusion``, ``audit suppression``,
                   ``audit reconstruct``, ``audit reconstruct-frontier``
 ``suppress``      ``suppress``
+``coarsen``       ``coarsen``
 ``common``        the options, consoles, progress bars and the one error exit they share
 ``_program``      the machinery: lazy imports, a fast start, plain output, a fast exit
 ================  ============================================================
 
-``evaluate``, ``audit`` and ``suppress`` are imported only when their group is used
+``evaluate``, ``audit``, ``suppress`` and ``coarsen`` are imported only when their group is used
 (:func:`register_lazy_commands`); the other modules import Typer and the standard
 library only, until a command runs.
 """
@@ -45,7 +46,7 @@ def register_lazy_commands() -> None:
     if _registered:
         return
     _registered = True
-    from eree.cli import audit, evaluate, suppress
+    from eree.cli import audit, coarsen, evaluate, suppress
 
     for name, help_text, command in evaluate.experiment_commands():
         evaluate_app.command(name, help=help_text)(command)
@@ -60,12 +61,15 @@ def register_lazy_commands() -> None:
         audit.audit_reconstruct_frontier
     )
     app.command("suppress", help=suppress.suppress.__doc__)(suppress.suppress)
+    app.command("coarsen", help=coarsen.coarsen.__doc__)(coarsen.coarsen)
 
 
 app = lazy_typer(
     {
         "suppress": "Cell suppression, the current QCEW practice: primary rules, complementary "
-        "suppression over the linked tables (HiGHS), and the attacker's LP audit."
+        "suppression over the linked tables (HiGHS), and the attacker's LP audit.",
+        "coarsen": "Coarsening: round to a base, suppress only as last resort, audited by "
+        "the attacker's LP over all published tables. No formal guarantee.",
     },
     register_lazy_commands,
     help="Formally private releases of employer-employee and establishment statistics.",

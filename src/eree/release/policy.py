@@ -60,6 +60,7 @@ _MAX_BYTES = 1 << 20
 #: lists them in ``allow_without_ledger`` (docs/privacy.md)
 UNCHARGED_COMMANDS = (
     "suppress",
+    "coarsen",
     "audit suppression",
     "audit noise-infusion",
     "audit claims",

@@ -1,0 +1,115 @@
+"""Coarsening vs cell suppression at the same audited risk (docs/coarsening.md).
+
+One attribute (default ``m1emp``), the QCEW linked tables, the suppression package's
+primary rules (BLS: federal ownership exempt). Cell suppression (primary +
+complementary) and the greedy coarsening are both checked by the same disclosure check
+(the interval LP over all published tables, :func:`eree.coarsen.disclosure_check`);
+printed: cells, cells published, information loss (docs/coarsening.md), violations,
+cells pinned, seconds. Counts only.
+
+    python benchmarks/bench_coarsen.py syn_ri      # ../shared/data/syn_ri (synthetic RI)
+    python benchmarks/bench_coarsen.py DE          # synthesised from the DE by-area files
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def establishments(source: str) -> pl.DataFrame:
+    """The establishments of ``source``: ``syn_ri`` or a state of the by-area files."""
+    if source == "syn_ri":
+        from eree.data.config import EstablishmentDataConfig
+        from eree.data.establishments import load_establishments
+
+        public = ("cnty", "own", "naics", "naics3", "naics4", "naics5", "super_sector")
+        cfg = EstablishmentDataConfig(
+            path=DATA / "syn_ri" / "ri44_qbp_2016_1.csv.gz",
+            id="primary_key",
+            public=public,
+            confidential=("m1emp",),
+        )
+        return load_establishments(cfg).frame
+    from eree.synth.qcew import synth_qcew_from_area
+
+    fips = {"DE": "10", "RI": "44", "DC": "11"}[source]
+    est = synth_qcew_from_area(DATA / "qcew_2016_by_area", seed=1).establishments
+    return est.filter(pl.col("state").cast(pl.Int64) == int(fips)).drop("state")
+
+
+def main() -> None:
+    """Run the comparison and print one JSON object."""
+    from eree.coarsen import cell_loss, disclosure_check, greedy_coarsen
+    from eree.coarsen.publication import Publication
+    from eree.suppression import (
+        PrimaryRules,
+        SecondaryConfig,
+        primary_suppression,
+        qcew_tables,
+        secondary_suppression,
+    )
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("source")
+    ap.add_argument("--attribute", default="m1emp")
+    ap.add_argument("--max-rounds", type=int, default=400)
+    args = ap.parse_args()
+    a = args.attribute
+    est = establishments(args.source)
+    tables = qcew_tables(est, (a,), top=2)
+    rules = PrimaryRules(exempt={"own": ("1",)})
+    prim = primary_suppression(tables, rules, (a,))
+    t = tables.values(a).astype(np.float64)
+    out: dict[str, object] = {
+        "source": args.source,
+        "attribute": a,
+        "establishments": est.height,
+        "cells": tables.n_cells,
+        "sensitive": int(prim.primary.sum()),
+    }
+    t0 = time.perf_counter()
+    sec = secondary_suppression(
+        tables, prim, SecondaryConfig(keep_tables=("50", "51", "70")), attributes=(a,)
+    )
+    sup = sec.suppressed
+    nan = np.full(t.size, np.nan)
+    pub = Publication(
+        np.where(sup, "suppressed", "exact").astype("<U16"),
+        np.where(sup, np.nan, t),
+        nan,
+        nan.copy(),
+        nan.copy(),
+        bool(np.all(t == np.round(t))),
+    )
+    chk = disclosure_check(tables, pub, a, prim)
+    out["suppression"] = {
+        "cells_published": int((~sup).sum()),
+        "information_loss": float(cell_loss(pub, t).mean()),
+        **chk.summary(),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    t0 = time.perf_counter()
+    res = greedy_coarsen(
+        tables,
+        a,
+        prim,
+        max_rounds=args.max_rounds,
+        progress=lambda r, v: print(f"round {r}: {v} violations", file=sys.stderr, flush=True),
+    )
+    s = res.summary()
+    s["seconds"] = round(time.perf_counter() - t0, 1)
+    out["coarsening"] = s
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Coarsening as a protection mode: rounding, ranges, suppression as last resort, audited.
+
+No formal guarantee: the publication is checked by the attacker's LP over all published
+tables together (the audited risk), see docs/coarsening.md.
+
+* :mod:`.rounding` — deterministic rounding to a base; unbiased random rounding.
+* :mod:`.ranges` — fixed size-class ranges.
+* :mod:`.publication` — one attribute's cells as published (status flags) and each
+  cell's own interval.
+* :mod:`.check` — the disclosure check: the LP over all tables, the suppression rules.
+* :mod:`.optimize` — the greedy optimizer and the information-loss measure.
+"""
+
+from eree.coarsen.check import CheckResult, disclosure_check
+from eree.coarsen.optimize import BASES, CoarseningResult, cell_loss, greedy_coarsen
+from eree.coarsen.publication import STATUSES, Publication
+from eree.coarsen.ranges import SIZE_CLASS_EDGES, size_class
+from eree.coarsen.rounding import random_round, round_to_base, rounding_rng
+
+__all__ = [
+    "BASES",
+    "SIZE_CLASS_EDGES",
+    "STATUSES",
+    "CheckResult",
+    "CoarseningResult",
+    "Publication",
+    "cell_loss",
+    "disclosure_check",
+    "greedy_coarsen",
+    "random_round",
+    "round_to_base",
+    "rounding_rng",
+    "size_class",
+]

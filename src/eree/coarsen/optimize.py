@@ -1,0 +1,262 @@
+r"""A first optimizer: greedy coarsening until the disclosure check passes.
+
+Start from the finest publication (every cell exact). Each cell has a ladder of
+publications: exact, then rounded (deterministically, or by unbiased random rounding) to
+the bases :data:`BASES` in turn, then suppressed — the last resort. Each round runs the
+check (:func:`.check.disclosure_check`, the LP over all tables) and, for every violated
+sensitive cell :math:`c`:
+
+* if :math:`c`'s own publication does not cover its protection interval, :math:`c` goes
+  up its ladder to the first step that does (or is suppressed);
+* otherwise the linked tables narrow it: among the nearest cells (walking the
+  relations from :math:`c`, layer by layer) that can still be rounded more — up to the
+  first base of at least twice their value — the one whose next step widens its
+  interval least, relative to its value, goes up one step (cells are rounded, never
+  suppressed, here: a suppressed neighbour can be peeled off the relations and
+  protects nothing);
+* when no neighbour can go further, :math:`c` is suppressed — the last resort.
+
+Rounds repeat until no violation remains (every ladder ends in suppression, which the
+attacker's LP cannot narrow below non-negativity and the linked bounds, so the loop
+ends) or no step is left; the result says how many violations remain (0 when it passed).
+
+**Information loss** (:func:`cell_loss`): a cell's loss is the width of its published
+interval relative to its value, :math:`\min(1, (u_c - \ell_c)/\max(T_c, 1))`: 0 for an
+exact cell, 1 for a suppressed one; the publication's loss is the mean over cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from eree.coarsen.check import CheckResult, disclosure_check
+from eree.coarsen.publication import Publication
+from eree.coarsen.rounding import round_to_base, rounding_rng
+from eree.suppression.rules import PrimaryResult
+from eree.suppression.secondary import SecondaryConfig, secondary_suppression
+from eree.suppression.tables import LinkedTables
+
+__all__ = ["BASES", "CoarseningResult", "cell_loss", "greedy_coarsen", "publication_at"]
+
+#: the rounding bases of the ladder, in order
+BASES: tuple[float, ...] = tuple(
+    float(m * 10**d) for d in range(0, 13) for m in (1, 2.5, 5) if m * 10**d >= 5
+)
+
+
+def publication_at(
+    values: np.ndarray,
+    level: np.ndarray,
+    *,
+    rounding: str = "deterministic",
+    uniform: np.ndarray | None = None,
+    integer: bool = True,
+) -> Publication:
+    """The publication of each cell at its ladder level (0 exact, k: BASES[k−1], top: suppressed).
+
+    ``uniform``: one uniform draw per cell for random rounding (the same draw at every
+    base, so each base's rounding is unbiased).
+    """
+    n = values.size
+    top = len(BASES) + 1
+    status = np.where(level == 0, "exact", np.where(level >= top, "suppressed", "rounded"))
+    base = np.full(n, np.nan)
+    m = status == "rounded"
+    base[m] = np.asarray(BASES)[level[m] - 1]
+    value = np.where(status == "exact", values, np.nan)
+    if rounding == "random":
+        if uniform is None:
+            raise ValueError("random rounding needs its uniform draws")
+        q = np.floor(values[m] / base[m])
+        r = values[m] - q * base[m]
+        value[m] = (q + (uniform[m] < r / base[m])) * base[m]
+        status = np.where(m, "random_rounded", status)
+    else:
+        value[m] = round_to_base(values[m], base[m])
+    nan = np.full(n, np.nan)
+    return Publication(status.astype("<U16"), value, base, nan, nan.copy(), integer)
+
+
+def cell_loss(publication: Publication, values: np.ndarray) -> np.ndarray:
+    """Per cell: min(1, published interval width / max(value, 1)); suppressed: 1."""
+    lo, hi = publication.own_bounds()
+    w = np.where(np.isfinite(hi), hi - lo, np.inf)
+    return np.minimum(1.0, w / np.maximum(values, 1.0))
+
+
+@dataclass(frozen=True)
+class CoarseningResult:
+    """The optimizer's publication of one attribute and its final check.
+
+    Attributes:
+        publication: the cells as published.
+        check: the disclosure check of that publication.
+        loss: mean information loss over cells (:func:`cell_loss`).
+        rounds: check rounds run.
+        rounding: ``deterministic`` or ``random``; seeded: random rounding was seeded
+            (experiments only).
+        last_resort: cells suppressed by the last resort (complementary suppression).
+    """
+
+    publication: Publication
+    check: CheckResult
+    loss: float
+    rounds: int
+    rounding: str
+    seeded: bool
+    last_resort: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and the aggregate loss (no cell value)."""
+        c = self.publication.counts()
+        return {
+            "cells": int(self.publication.status.size),
+            "cells_published": int(self.publication.status.size - c["suppressed"]),
+            "by_status": c,
+            "information_loss": self.loss,
+            "audit": self.check.summary(),
+            "rounds": self.rounds,
+            "suppressed_as_last_resort": self.last_resort,
+            "rounding": self.rounding,
+            "seeded": self.seeded,
+        }
+
+
+def greedy_coarsen(
+    tables: LinkedTables,
+    attribute: str,
+    primary: PrimaryResult,
+    *,
+    rounding: str = "deterministic",
+    seed: int | None = None,
+    max_rounds: int = 200,
+    patience: int = 20,
+    secondary: SecondaryConfig | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> CoarseningResult:
+    """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
+
+    Args:
+        tables: the linked tables.
+        attribute: the attribute to publish.
+        primary: sensitive cells and protection levels
+            (:func:`eree.suppression.primary_suppression`).
+        rounding: ``deterministic`` or ``random`` (unbiased random rounding).
+        seed: random rounding's seed — experiments only (default: the OS's secure source).
+        max_rounds: most check rounds of the greedy part.
+        patience: stop the greedy part after this many rounds without fewer violations.
+        secondary: configuration of the last resort's complementary suppression.
+        progress: called with (round, violations) after each check.
+    """
+    if rounding not in ("deterministic", "random"):
+        raise ValueError("rounding must be 'deterministic' or 'random'")
+    t = tables.values(attribute).astype(np.float64)
+    integer = bool(np.all(t == np.round(t)))
+    n = t.size
+    top = len(BASES) + 1
+    uniform = rounding_rng(seed).random(n) if rounding == "random" else None
+    level = np.zeros(n, dtype=np.int64)
+    u = primary.protection.get(attribute, np.zeros(n))
+    need_lo, need_hi = t - np.minimum(u, t), t + u
+    rel = abs(tables.relations).tocsr()
+    rel_c = rel.tocsc()
+
+    def pub(lv: np.ndarray) -> Publication:
+        return publication_at(t, lv, rounding=rounding, uniform=uniform, integer=integer)
+
+    def width_cost(q: Publication) -> np.ndarray:
+        lo, hi = q.own_bounds()
+        return (hi - lo) / np.maximum(t, 1.0)
+
+    def own_covers(i: int, lv: int) -> bool:
+        one = np.array([lv])
+        p = publication_at(
+            t[i : i + 1],
+            one,
+            rounding=rounding,
+            uniform=None if uniform is None else uniform[i : i + 1],
+            integer=integer,
+        )
+        lo, hi = p.own_bounds()
+        return bool(lo[0] <= need_lo[i] + 1e-9 and hi[0] >= need_hi[i] - 1e-9)
+
+    # a neighbour is rounded at most to the first base of at least twice its value
+    cap = np.minimum(1 + np.searchsorted(np.asarray(BASES), 2.0 * np.maximum(t, 1.0)), top - 1)
+
+    def candidates(c: int) -> np.ndarray:
+        """The nearest cells to ``c`` (in relations walked) that can still be rounded more."""
+        seen = {c}
+        layer = [c]
+        while layer:
+            nxt: list[int] = []
+            for i in layer:
+                for r in rel_c.indices[rel_c.indptr[i] : rel_c.indptr[i + 1]]:
+                    for j in rel.indices[rel.indptr[r] : rel.indptr[r + 1]]:
+                        if int(j) not in seen:
+                            seen.add(int(j))
+                            nxt.append(int(j))
+            out = np.array([j for j in nxt if level[j] < cap[j] and not raised[j]], dtype=np.int64)
+            if out.size:
+                return out
+            layer = nxt
+        return np.array([], dtype=np.int64)
+
+    rounds = 0
+    best, since = n + 1, 0
+    while True:
+        p = pub(level)
+        chk = disclosure_check(tables, p, attribute, primary)
+        rounds += 1
+        bad = np.flatnonzero(chk.violated)
+        if progress is not None:
+            progress(rounds, int(bad.size))
+        if bad.size < best:
+            best, since = int(bad.size), 0
+        else:
+            since += 1
+        if bad.size == 0 or rounds >= max_rounds or since >= patience:
+            break
+        step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
+        moved = False
+        raised = np.zeros(n, dtype=bool)
+        for c in bad:
+            if level[c] < top and not own_covers(int(c), int(level[c])):
+                lv = int(level[c]) + 1
+                while lv < top and not own_covers(int(c), lv):
+                    lv += 1
+                level[c] = lv
+                moved = raised[c] = True
+                continue
+            nb = candidates(int(c))
+            if nb.size == 0:
+                if level[c] < top:
+                    level[c] = top
+                    moved = raised[c] = True
+                continue
+            j = int(nb[np.argmin(step_cost[nb])])
+            level[j] += 1
+            moved = raised[j] = True
+        if not moved:
+            break
+    last_resort = 0
+    if chk.violated.any():
+        # the last resort: suppress the cells still violated and their complements, as
+        # if every other cell were exact (an attacker who knows less — rounded cells —
+        # has a wider feasible set, so the protection found holds here too)
+        left = replace(primary, primary=chk.violated.copy())
+        sec = secondary_suppression(tables, left, secondary, attributes=(attribute,))
+        last_resort = int((sec.suppressed & (level < top)).sum())
+        level[sec.suppressed] = top
+        p = pub(level)
+        chk = disclosure_check(tables, p, attribute, primary)
+        rounds += 1
+        if progress is not None:
+            progress(rounds, int(chk.violated.sum()))
+    p = pub(level)
+    return CoarseningResult(
+        p, chk, float(cell_loss(p, t).mean()), rounds, rounding, seed is not None, last_resort
+    )

@@ -1,0 +1,169 @@
+"""Coarsening: rounding, ranges, the LP disclosure check and the greedy optimizer.
+
+Known answers are worked out by hand on a 2 × 2 table with its margins (docstrings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from eree.coarsen import (
+    BASES,
+    Publication,
+    cell_loss,
+    disclosure_check,
+    greedy_coarsen,
+    random_round,
+    round_to_base,
+    rounding_rng,
+    size_class,
+)
+from eree.coarsen.optimize import publication_at
+from eree.evaluate.reconstruct import from_frame, interval_audit
+from eree.suppression import PrimaryRules, primary_suppression
+from eree.suppression.tables import Dimension, TableLayout, tabulate
+
+RULES = PrimaryRules(threshold=3, dominance_k=None, p_percent=10.0)
+
+
+def _two_by_two(ax: float = 6.0) -> pl.DataFrame:
+    """AX: one establishment (value ``ax``); AY, BX, BY: four establishments of 3 each."""
+    rows = [("A", "X", ax)]
+    for r, c in (("A", "Y"), ("B", "X"), ("B", "Y")):
+        rows += [(r, c, 3.0)] * 4
+    return pl.DataFrame(rows, schema=["r", "c", "emp"], orient="row")
+
+
+def _tables(frame: pl.DataFrame):
+    dims = tuple(Dimension(d, (("total", None), (d, d))) for d in ("r", "c"))
+    layout = TableLayout(dims, (("total", "total"), ("r", "total"), ("total", "c"), ("r", "c")))
+    return tabulate(frame, layout, ["emp"], top=2)
+
+
+def _cell(tables, r: str, c: str) -> int:
+    cells = tables.cells.with_row_index("_i")
+    return int(cells.filter((pl.col("r") == r) & (pl.col("c") == c))["_i"][0])
+
+
+def test_rounding_to_base_is_the_nearest_multiple():
+    assert round_to_base(np.array([0, 2, 3, 7, 12, 18, 42]), 5).tolist() == [
+        0,
+        0,
+        5,
+        5,
+        10,
+        20,
+        40,
+    ]
+    with pytest.raises(ValueError):
+        round_to_base(np.array([1.0]), 0)
+
+
+def test_random_rounding_is_unbiased_and_has_the_power_to_see_a_bias():
+    """T = 7, b = 5: 10 w.p. 2/5, else 5; mean 7, sd of one draw √(2·3) = 2.449."""
+    n = 40_000
+    draws = random_round(np.full(n, 7.0), 5.0, rounding_rng(11))
+    assert set(np.unique(draws).tolist()) == {5.0, 10.0}
+    se = np.sqrt(2.0 * 3.0) / np.sqrt(n)
+    assert abs(draws.mean() - 7.0) < 4 * se
+    # a rounding whose up-probability were 30% off would move the mean by 0.3·2 = 0.6
+    assert 40 * se < 0.6
+
+
+def test_size_classes_hold_their_values():
+    lo, hi = size_class(np.array([0, 3, 9, 10, 260, 1200]))
+    assert lo.tolist() == [0, 1, 5, 10, 250, 1000]
+    assert hi.tolist() == [0, 4, 9, 19, 499, 2499]
+
+
+def test_the_lp_undoes_rounding_to_base_5_of_overlapping_totals():
+    """Every cell rounded to base 5. AX = 6 is one establishment (threshold rule), U = 1
+    (p% 0.6, threshold 10% of 6, at least 1): it needs [5, 7]. Its own interval is
+    5 ± 2.5 → [3, 7], which covers; but row A = 18 → 20 gives A ≥ 18 (whole numbers) and
+    AY = 12 → 10 gives AY ≤ 12, so AX = A − AY ≥ 6: the attacker's interval is [6, 7]
+    and the check must flag AX (cell by cell it would pass).
+    """
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    ax = _cell(tables, "A", "X")
+    assert np.flatnonzero(prim.primary).tolist() == [ax]
+    assert prim.protection["emp"][ax] == pytest.approx(1.0)
+    t = tables.values("emp").astype(float)
+    pub = publication_at(t, np.ones(t.size, dtype=np.int64))
+    assert BASES[0] == 5.0
+    own_lo, own_hi = pub.own_bounds()
+    assert (own_lo[ax], own_hi[ax]) == (3.0, 7.0)
+    chk = disclosure_check(tables, pub, "emp", prim)
+    assert (chk.lower[ax], chk.upper[ax]) == (6.0, 7.0)
+    assert chk.violated.tolist() == [i == ax for i in range(t.size)]
+    # the same bounds without the true values as a starting point
+    chk2 = disclosure_check(tables, pub, "emp", prim, use_truth=False)
+    assert (chk2.lower[ax], chk2.upper[ax]) == (6.0, 7.0)
+
+
+def _audit_independently(tables, pub: Publication, prim) -> int:
+    """Violations by the reconstruction audit's reader and LP (evaluate/), protection by hand."""
+    frame = pub.to_frame(tables, "emp").drop("attribute")
+    res = interval_audit(from_frame(frame, relations=tables.relations, integer=True))
+    t = tables.values("emp").astype(float)
+    u = prim.protection["emp"]
+    ok = (res.lower <= t - np.minimum(u, t) + 1e-9) & (res.upper >= t + u - 1e-9)
+    return int((prim.primary & ~ok).sum())
+
+
+@pytest.mark.parametrize("rounding", ["deterministic", "random"])
+def test_the_optimizer_publishes_every_cell_and_passes_the_audit(rounding):
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim, rounding=rounding, seed=3)
+    s = res.summary()
+    assert s["audit"]["violations"] == 0
+    assert _audit_independently(tables, res.publication, prim) == 0
+    # suppression would withhold AX and at least three more cells (a 2 × 2 rectangle):
+    # coarsening publishes all nine
+    assert s["cells_published"] == tables.n_cells == 9
+    assert 0 < s["information_loss"] < 1
+    assert s["seeded"] is True
+
+
+def test_a_weakened_coarsening_is_flagged():
+    """The optimizer's output with every cell but AX put back to exact: AX = total − the
+    others is pinned, whatever AX's own rounding."""
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim)
+    ax = _cell(tables, "A", "X")
+    t = tables.values("emp").astype(float)
+    level = np.zeros(t.size, dtype=np.int64)
+    p = res.publication
+    level[ax] = 1 + BASES.index(float(p.base[ax])) if p.status[ax] == "rounded" else 0
+    weak = publication_at(t, level)
+    chk = disclosure_check(tables, weak, "emp", prim)
+    assert chk.violated[ax]
+    assert chk.lower[ax] == chk.upper[ax] == 6.0
+    assert _audit_independently(tables, weak, prim) == 1
+
+
+def test_information_loss_is_the_relative_interval_width():
+    t = np.array([10.0, 10.0, 10.0, 0.0])
+    pub = publication_at(t, np.array([0, 1, len(BASES) + 1, 1]))
+    # exact 0; base 5 → [7.5, 12.5] → whole numbers [8, 12], width 4 → 0.4; suppressed 1;
+    # 0 rounded to 0 → [0, 2], width 2 / max(0, 1) capped at 1
+    assert cell_loss(pub, t).tolist() == pytest.approx([0.0, 0.4, 1.0, 1.0])
+
+
+def test_the_last_resort_is_complementary_suppression_and_passes():
+    """Stopped after its first check, the optimizer falls back on suppression: AX and its
+    complements. With the margins exact, a 2 × 2 table protects AX only by withholding a
+    rectangle: AX, AY, BX, BY (4 cells), or cells of the margins with them."""
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim, max_rounds=1)
+    s = res.summary()
+    assert s["audit"]["violations"] == 0
+    assert _audit_independently(tables, res.publication, prim) == 0
+    assert s["suppressed_as_last_resort"] >= 4
+    assert s["by_status"]["suppressed"] >= 4
+    assert res.publication.status[_cell(tables, "A", "X")] == "suppressed"
