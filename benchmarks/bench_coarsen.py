@@ -3,7 +3,7 @@
 One attribute (default ``m1emp``), the QCEW linked tables, the suppression package's
 primary rules (BLS: federal ownership exempt). Cell suppression (primary +
 complementary) and the greedy coarsening are both checked by the same disclosure check
-(the interval LP over all published tables, :func:`eree.coarsen.disclosure_check`);
+(the interval LP over all published tables, :func:`eree.suppression.coarsening.disclosure_check`);
 printed: cells, cells published, information loss (docs/coarsening.md), violations,
 cells pinned, seconds. Counts only.
 
@@ -48,8 +48,6 @@ def establishments(source: str) -> pl.DataFrame:
 
 def main() -> None:
     """Run the comparison and print one JSON object."""
-    from eree.coarsen import cell_loss, disclosure_check, greedy_coarsen
-    from eree.coarsen.publication import Publication
     from eree.suppression import (
         PrimaryRules,
         SecondaryConfig,
@@ -57,6 +55,8 @@ def main() -> None:
         qcew_tables,
         secondary_suppression,
     )
+    from eree.suppression.coarsening import cell_loss, disclosure_check, greedy_coarsen
+    from eree.suppression.coarsening.publication import Publication
 
     ap = argparse.ArgumentParser()
     ap.add_argument("source")

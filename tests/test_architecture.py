@@ -28,7 +28,6 @@ ALLOWED: dict[str, set[str]] = {
     "mechanisms": {"privacy"},
     "synth": {"data"},
     "suppression": {"data", "postprocess"},
-    "coarsen": {"data", "postprocess", "suppression"},
     "release": {"data", "engine", "mechanisms", "privacy", "postprocess", "htmlpage"},
     "evaluate": {
         "data",
@@ -39,7 +38,6 @@ ALLOWED: dict[str, set[str]] = {
         "release",
         "synth",
         "suppression",
-        "coarsen",
         "htmlpage",
     },
     "cli": {"*"},  # the ``eree`` command (eree.cli): the one place that imports Typer and Rich

@@ -2,7 +2,8 @@
 
 See docs/coarsening.md. Reads an establishment file like ``eree suppress``
 (:mod:`eree.cli.suppress`), applies the same primary rules, and publishes every
-attribute's linked tables coarsened by the greedy optimizer (:mod:`eree.coarsen`) until
+attribute's linked tables coarsened by the greedy optimizer
+(:mod:`eree.suppression.coarsening`) until
 the attacker's LP over all published tables finds no violation. There is no formal
 guarantee: the output says so and states the audited risk. Screen output holds counts
 only; the published tables hold what a release publishes (exact, rounded values,
@@ -50,8 +51,8 @@ NO_GUARANTEE = (
 
 def coarsen_state(part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None) -> dict[str, Any]:
     """Coarsen one state's linked tables: per attribute, the publication and its summary."""
-    from eree.coarsen import greedy_coarsen
     from eree.suppression import primary_suppression, qcew_tables
+    from eree.suppression.coarsening import greedy_coarsen
 
     tables = qcew_tables(part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
     prim = primary_suppression(tables, cfg.rules, cfg.attributes)

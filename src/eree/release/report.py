@@ -53,11 +53,14 @@ from eree.release.report_words import (
     glossary_html,
     identity_words,
     jobs_words,
+    lifetime_budget_html,
     meaning,
     meaning_long,
+    percent,
     plain_text,
     power_of_epsilon,
     power_of_mu,
+    user_text,
 )
 from eree.release.tables import CLAMP_NOTE, QueryTable
 from eree.release.units import UNKNOWN, amount, unit_of, units_of
@@ -79,11 +82,6 @@ _SUFFIXES = ("_std", "_ci_low", "_ci_high")
 _ND = NormalDist()
 
 
-def _user(text: Any) -> str:
-    """A user's string (dataset, query, attribute name): escaped and isolated for bidi."""
-    return f"<bdi>{esc(text)}</bdi>"
-
-
 def _is_gedp(manifest: Mapping[str, Any]) -> bool:
     return manifest["privacy"]["total"].get("mu") is not None
 
@@ -100,7 +98,7 @@ def _cost_rows(manifest: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]
     for q in manifest["queries"]:
         c = q.get("cost") or {}
         by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(total)")
-        rows.append([_user(q["name"]), *(num(c.get(k)) for k in keys), _user(by),
+        rows.append([user_text(q["name"]), *(num(c.get(k)) for k in keys), user_text(by),
                      esc(q["mechanism"]), num(q["cells"]), esc(meaning(c))])  # fmt: skip
     cells = sum(int(q["cells"]) for q in manifest["queries"])
     rows.append(["<b>total</b>", *(f"<b>{num(tot.get(k))}</b>" for k in keys), "", "",
@@ -293,7 +291,7 @@ def warnings_html(
     units = units_of(manifest) if manifest is not None else {}
     out = []
     for w in warnings:
-        where = f"query <b>{_user(w['query'])}</b>: " if w.get("query") else ""
+        where = f"query <b>{user_text(w['query'])}</b>: " if w.get("query") else ""
         after = after_remedy(w, manifest) if manifest is not None else None
         cost = f'<div class="after">{esc(_after_words(after, manifest))}</div>' if (
             after and manifest is not None) else ""  # fmt: skip
@@ -496,20 +494,20 @@ def _table_section(
     units: Mapping[str, str],
 ) -> str:
     name = q["name"]
-    parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {_user(name)}</h3>']
+    parts = [f'<h3 id="{prefix}table-{slug(name)}">Table {user_text(name)}</h3>']
     by = q["by"] if isinstance(q["by"], str) else (", ".join(q["by"]) or "(one total cell)")
     cells = "1 cell" if q["cells"] == 1 else f"{num(q['cells'])} cells"
     if q.get("published") is False:  # publish = false
         parts.append(
-            f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
+            f"<p>{cells} grouped by <b>{user_text(by)}</b>, mechanism "
             f"<code>{esc(q['mechanism'])}</code>: <b>not written</b> (publish = false). Its "
             "answers gave the bounds of the pnc mechanism and exist in no file; its privacy "
             "cost is charged like any other table's.</p>"
         )
         return "".join(parts)
     parts.append(
-        f"<p>{cells} grouped by <b>{_user(by)}</b>, mechanism "
-        f"<code>{esc(q['mechanism'])}</code>, file <code>{_user(q['file'])}</code>.</p>"
+        f"<p>{cells} grouped by <b>{user_text(by)}</b>, mechanism "
+        f"<code>{esc(q['mechanism'])}</code>, file <code>{user_text(q['file'])}</code>.</p>"
     )
     grouped: dict[str, list[str]] = {}
     for stat, how in (q.get("uncertainty") or {}).items():
@@ -575,7 +573,7 @@ def _budget_words(manifest: Mapping[str, Any]) -> str:
         )
     lb = led.get("lifetime_budget") or {}
     if not lb:
-        return f"Charged to the budget ledger (dataset {_user(led.get('dataset'))})."
+        return f"Charged to the budget ledger (dataset {user_text(led.get('dataset'))})."
     sym = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
     parts = []
     for k in ("epsilon", "delta", "mu"):
@@ -589,7 +587,7 @@ def _budget_words(manifest: Mapping[str, Any]) -> str:
                      f"this release {v('this_release')}, remaining {v('remaining')}")  # fmt: skip
     ds = lb.get("dataset") or led.get("dataset")
     return (
-        f"Charged to the budget ledger of dataset {_user(ds)}, whose releases share one "
+        f"Charged to the budget ledger of dataset {user_text(ds)}, whose releases share one "
         f"lifetime budget — {esc('; '.join(parts))}."
     )
 
@@ -611,7 +609,7 @@ def _accuracy_words(
             continue
         for s in statistics_of(frame) or ([] if "jobs" not in frame.columns else ["jobs"]):
             unit = unit_of(s, units)
-            name = _user(q["name"]) + ("" if s == "jobs" else f", {_user(s)}")
+            name = user_text(q["name"]) + ("" if s == "jobs" else f", {user_text(s)}")
             a = stated.get((q["name"], s))
             if a is None or a.get("median_relative_error") is None:
                 out.append(
@@ -623,22 +621,17 @@ def _accuracy_words(
             med = esc(amount(a["median_cell"], unit, plain=num(a["median_cell"], 3)))
             text = (
                 f"<b>{name}</b> ({esc(unit)}): of {cells} (median published value {med}), "
-                f"half are expected within ±{_pct(a['median_relative_error'])} of their "
+                f"half are expected within ±{percent(a['median_relative_error'])} of their "
                 "true value"
             )
             if a.get("share_within_10") is not None:
-                text += f" and {_pct(a['share_within_10'], share=True)} within ±{GOOD_RELATIVE:.0%}"
+                text += (
+                    f" and {percent(a['share_within_10'], share=True)} within ±{GOOD_RELATIVE:.0%}"
+                )
             if a.get("interval") is not None:
                 text += f"; each cell has a published {a['interval']:.0%} interval"
             out.append(text + ".")
     return out
-
-
-def _pct(v: float, share: bool = False) -> str:
-    """A fraction as a percentage, to 2 significant digits (a share: whole percent)."""
-    if share:
-        return f"{v:.0%}" if 0.01 <= v <= 0.99 or v in (0.0, 1.0) else f"{100 * v:.2g}%"
-    return f"{100 * v:.2g}%"
 
 
 def summary_html(
@@ -655,8 +648,8 @@ def summary_html(
     queries = manifest["queries"]
     cells = sum(int(q["cells"]) for q in queries)
     stats = list(dict.fromkeys(s for f in frames.values() for s in statistics_of(f)))
-    said = ", ".join(f"{_user(s)} ({esc(unit_of(s, units))})" for s in stats) or "—"
-    name = _user(manifest["dataset"]["name"])
+    said = ", ".join(f"{user_text(s)} ({esc(unit_of(s, units))})" for s in stats) or "—"
+    name = user_text(manifest["dataset"]["name"])
     tables = f"{len(queries)} table{'s' if len(queries) != 1 else ''} ({num(cells)} cells)"
     if _is_gedp(manifest):
         micro = " and synthetic establishment microdata" if manifest.get("microdata") else ""
@@ -786,17 +779,16 @@ def release_section(
     units = units_of(manifest)
     ds = manifest["dataset"]
     priv = manifest["privacy"]
-    head = (
-        f'<h2 id="{prefix}release">{esc(title) if title else "Release " + _user(ds["name"])}</h2>'
-    )
+    name = esc(title) if title else "Release " + user_text(ds["name"])
+    head = f'<h2 id="{prefix}release">{name}</h2>'
     parts = [head, _banner(manifest)]
     if summary:
         parts.append(summary_html(manifest, tables, heading="h3", prefix=prefix))
     parts.append(f'<h3 id="{prefix}about">About this release</h3>')
     cells = sum(int(q["cells"]) for q in manifest["queries"])
     facts = [
-        ("dataset", _user(ds["name"])),
-        ("input files", _user(", ".join(ds.get("files", [])) or "—")),
+        ("dataset", user_text(ds["name"])),
+        ("input files", user_text(", ".join(ds.get("files", [])) or "—")),
         (
             "fingerprint (keyed)",
             f"<code>{esc(ds['fingerprint'])}</code> "
@@ -847,7 +839,7 @@ def release_section(
         parts.append(bullets(plain_text(n, units) for n in priv["notes"]))
     if led and led.get("lifetime_budget"):
         lb = led["lifetime_budget"]
-        parts.append(_lifetime_budget_html(lb, str(lb.get("dataset") or led.get("dataset"))))
+        parts.append(lifetime_budget_html(lb, str(lb.get("dataset") or led.get("dataset"))))
     parts.append(f'<h3 id="{prefix}meaning">What this means</h3>' + _semantics_html(manifest))
 
     for key in ("postprocess", "microdata"):
@@ -861,8 +853,8 @@ def release_section(
         parts.append(_table_section(q, tables.get(q["name"]), notes, prefix, units))
     for rel, frame in (extra or {}).items():
         parts.append(
-            f"<h3>{_user(rel)}</h3><p>{num(frame.height)} rows, columns "
-            f"{_user(', '.join(frame.columns))}.</p>"
+            f"<h3>{user_text(rel)}</h3><p>{num(frame.height)} rows, columns "
+            f"{user_text(', '.join(frame.columns))}.</p>"
         )
         stats = [c for c in frame.columns if c in (units or {}) or unit_of(c, units) != UNKNOWN]
         parts.append(f"<h4>{_rows_heading(frame.height)}</h4>" + _units_line(stats, units))
@@ -881,30 +873,6 @@ def _banner(manifest: Mapping[str, Any]) -> str:
     )
 
 
-_BUDGET_WORDS = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
-
-
-def _lifetime_budget_html(lb: Mapping[str, Any], dataset: str) -> str:
-    """The dataset's lifetime budget: budget, spent before, this release, after, remaining."""
-    keys = [k for k in ("epsilon", "delta", "mu") if k in (lb.get("budget") or {})]
-    stages = ("budget", "spent_before", "this_release", "spent_after", "remaining")
-
-    def cell(stage: str, k: str) -> Any:
-        v = (lb.get(stage) or {}).get(k)
-        return "—" if v is None else float(v)
-
-    rows = [[_BUDGET_WORDS[k], *(cell(st, k) for st in stages)] for k in keys]
-    headers = ["", "lifetime budget", "spent before", "this release", "spent after",
-               "remaining"]  # fmt: skip
-    words = (
-        f"<p>Every release of dataset {_user(dataset)} draws on one lifetime budget held in "
-        "the ledger. Spent amounts are rounded up and what remains is rounded down; "
-        "“remaining” is the largest cost one more release could have (for μ, whose releases "
-        "add as √(μ₁² + μ₂² + …), it is √(budget² − spent²)).</p>"
-    )
-    return "<h3>Lifetime budget</h3>" + words + table(headers, rows, left=1, digits=6)
-
-
 def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
     """A post-processing or microdata manifest entry, in words.
 
@@ -917,7 +885,7 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
     rows = entry.get("rows")
     if key == "microdata":
         parts.append(
-            f"<p>{_user(file or 'microdata')}: {num(rows)} synthetic establishment records "
+            f"<p>{user_text(file or 'microdata')}: {num(rows)} synthetic establishment records "
             "whose confidential columns were fitted so that their sums agree as closely as "
             "possible with the published tables, each published value weighted by its "
             "precision. They are not any establishment's confidential values.</p>"
@@ -944,7 +912,7 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
                 if isinstance(ratio, int | float)
                 else "no other released table to agree with"
             )
-            rows.append(f"{_user(name)}: published as its own values; {esc(why)}")
+            rows.append(f"{user_text(name)}: published as its own values; {esc(why)}")
         parts.append(
             "<p>Tables that were <b>not</b> adjusted, because adjustment could make them less "
             f"accurate (each still a non-negative whole number where asked; {lead}):</p>"
@@ -971,11 +939,11 @@ def _entry_html(key: str, entry: Mapping[str, Any]) -> str:
             a for a, x in attrs.items() if isinstance(x, Mapping) and x.get("converged") is False
         ]
         parts.append(
-            f"<p>The fit did not reach its accuracy target for {_user(', '.join(failed))}: "
+            f"<p>The fit did not reach its accuracy target for {user_text(', '.join(failed))}: "
             "those values may disagree with the tables more than necessary.</p>"
             if failed
             else f"<p>The fit reached its accuracy target for every attribute "
-            f"({_user(', '.join(attrs))}).</p>"
+            f"({user_text(', '.join(attrs))}).</p>"
         )
     parts.append(
         '<p class="muted">The exact method and the fit\'s numerical diagnostics are recorded '

@@ -22,6 +22,7 @@ from eree.htmlpage import (
     definitions,
     esc,
     num,
+    table,
 )
 from eree.release.units import amount, money_scale, unit_of
 
@@ -299,3 +300,39 @@ def identity_words(queries: list[Mapping[str, Any]]) -> str:
             "<b>not written</b> (publish = false): no value per establishment is published"
         )
     return "<b>Values per establishment:</b> " + "; ".join(words) + "."
+
+
+def user_text(text: Any) -> str:
+    """A user's string (dataset, query, attribute name): escaped and isolated for bidi."""
+    return f"<bdi>{esc(text)}</bdi>"
+
+
+def percent(v: float, share: bool = False) -> str:
+    """A fraction as a percentage, to 2 significant digits (a share: whole percent)."""
+    if share:
+        return f"{v:.0%}" if 0.01 <= v <= 0.99 or v in (0.0, 1.0) else f"{100 * v:.2g}%"
+    return f"{100 * v:.2g}%"
+
+
+_BUDGET_WORDS = {"epsilon": "ε", "delta": "δ", "mu": "μ"}
+
+
+def lifetime_budget_html(lb: Mapping[str, Any], dataset: str) -> str:
+    """The dataset's lifetime budget: budget, spent before, this release, after, remaining."""
+    keys = [k for k in ("epsilon", "delta", "mu") if k in (lb.get("budget") or {})]
+    stages = ("budget", "spent_before", "this_release", "spent_after", "remaining")
+
+    def cell(stage: str, k: str) -> Any:
+        v = (lb.get(stage) or {}).get(k)
+        return "—" if v is None else float(v)
+
+    rows = [[_BUDGET_WORDS[k], *(cell(st, k) for st in stages)] for k in keys]
+    headers = ["", "lifetime budget", "spent before", "this release", "spent after",
+               "remaining"]  # fmt: skip
+    words = (
+        f"<p>Every release of dataset {user_text(dataset)} draws on one lifetime budget held in "
+        "the ledger. Spent amounts are rounded up and what remains is rounded down; "
+        "“remaining” is the largest cost one more release could have (for μ, whose releases "
+        "add as √(μ₁² + μ₂² + …), it is √(budget² − spent²)).</p>"
+    )
+    return "<h3>Lifetime budget</h3>" + words + table(headers, rows, left=1, digits=6)

@@ -11,7 +11,7 @@ cells' bounds without an LP.
 
 This is the attacker's core used by the reconstruction audit
 (:mod:`eree.evaluate.reconstruct.intervals`) and by the coarsening disclosure check
-(:mod:`eree.coarsen.check`); it lives here, in a lower layer, so that the protection
+(:mod:`eree.suppression.coarsening.check`); it lives here, in a lower layer, so that the protection
 mode can use it.
 """
 

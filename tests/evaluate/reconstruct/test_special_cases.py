@@ -65,7 +65,9 @@ def test_preserved_zeros_give_away_the_lone_graduate(tmp_path: Path) -> None:
     spec = tmp_path / "spec.toml"
     spec.write_text(
         'name = "zeros"\n[data]\nkind = "eree"\nworkplace = "workplace.parquet"\n'
-        'worker = "worker.parquet"\njob = "job.parquet"\n[privacy]\ndefinition = "none"\n'
+        'worker = "worker.parquet"\njob = "job.parquet"\n'
+        'workplace_attributes = ["block", "naics_sector", "ownership"]\n'
+        'worker_attributes = ["age", "sex", "education"]\n[privacy]\ndefinition = "none"\n'
         '[[query]]\nname = "bsae"\nby = ["block", "education", "sex", "age"]\n'
         'mechanism = "noise_infusion"\n'
     )

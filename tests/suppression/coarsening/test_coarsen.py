@@ -9,7 +9,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.coarsen import (
+from eree.evaluate.reconstruct import from_frame, interval_audit
+from eree.suppression import PrimaryRules, primary_suppression
+from eree.suppression.coarsening import (
     BASES,
     Publication,
     cell_loss,
@@ -20,9 +22,7 @@ from eree.coarsen import (
     rounding_rng,
     size_class,
 )
-from eree.coarsen.optimize import publication_at
-from eree.evaluate.reconstruct import from_frame, interval_audit
-from eree.suppression import PrimaryRules, primary_suppression
+from eree.suppression.coarsening.optimize import publication_at
 from eree.suppression.tables import Dimension, TableLayout, tabulate
 
 RULES = PrimaryRules(threshold=3, dominance_k=None, p_percent=10.0)

@@ -11,11 +11,11 @@ tables together (the audited risk), see docs/coarsening.md.
 * :mod:`.optimize` — the greedy optimizer and the information-loss measure.
 """
 
-from eree.coarsen.check import CheckResult, disclosure_check
-from eree.coarsen.optimize import BASES, CoarseningResult, cell_loss, greedy_coarsen
-from eree.coarsen.publication import STATUSES, Publication
-from eree.coarsen.ranges import SIZE_CLASS_EDGES, size_class
-from eree.coarsen.rounding import random_round, round_to_base, rounding_rng
+from eree.suppression.coarsening.check import CheckResult, disclosure_check
+from eree.suppression.coarsening.optimize import BASES, CoarseningResult, cell_loss, greedy_coarsen
+from eree.suppression.coarsening.publication import STATUSES, Publication
+from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
+from eree.suppression.coarsening.rounding import random_round, round_to_base, rounding_rng
 
 __all__ = [
     "BASES",

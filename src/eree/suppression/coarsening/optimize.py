@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from eree.coarsen.check import CheckResult, disclosure_check
-from eree.coarsen.publication import Publication
-from eree.coarsen.rounding import round_to_base, rounding_rng
+from eree.suppression.coarsening.check import CheckResult, disclosure_check
+from eree.suppression.coarsening.publication import Publication
+from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables

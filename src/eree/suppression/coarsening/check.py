@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from eree.coarsen.publication import Publication
+from eree.suppression.coarsening.publication import Publication
 from eree.suppression.linked import linked_bounds, tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.tables import LinkedTables
