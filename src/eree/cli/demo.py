@@ -19,7 +19,6 @@ import typer
 from eree.cli.common import Force, Out, Table, check_out, console, fail
 from eree.cli.release import print_release
 from eree.errors import EreeError, ReleaseWarning
-from eree.release.output import UnwrittenTable
 
 LODES_SPEC = """\
 # Demo release of LODES-like job counts under weak (alpha, epsilon)-ER-EE privacy.
@@ -69,6 +68,7 @@ def _lodes_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     from eree.engine.polars.engine import PolarsEngine
     from eree.mechanisms.noise import make_noise_source
     from eree.release.build import split_by
+    from eree.release.output import UnwrittenTable
     from eree.release.protect import protect
     from eree.release.spec import load_spec
     from eree.synth.lodes import synth_parametric
@@ -160,6 +160,7 @@ def _gedp_half(out: Path, seed: int | None, console: Any) -> dict[str, Any]:
     from eree.data.establishments import load_establishments
     from eree.engine.polars.establishments import group_sums
     from eree.mechanisms.noise import make_noise_source
+    from eree.release.output import UnwrittenTable
     from eree.release.protect import protect
     from eree.release.spec import load_spec
     from eree.synth.qcew import synth_qcew_parametric
