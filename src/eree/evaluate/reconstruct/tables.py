@@ -73,6 +73,8 @@ RESERVED = (
     "establishments",
 )
 _FLOATS = ("value", "base", "lower", "upper", "scale", "establishments")
+#: a cell's fields after the table and its keys, in the format's column order
+_FIELDS = ("status", "value", "base", "lower", "upper", "law", "scale", "establishments")
 
 
 def band_halfwidth(law: str, scale: float, level: float) -> float:
@@ -251,21 +253,7 @@ def from_frame(
         casts.append(pl.lit(None, dtype=pl.Utf8).alias("law"))
     else:
         casts.append(pl.col("law").cast(pl.Utf8).str.to_lowercase())
-    cells = frame.with_columns(casts).select(["table", *keys, "status", *_FLOATS, "law"])
-    cells = cells.select(
-        [
-            "table",
-            *keys,
-            "status",
-            "value",
-            "base",
-            "lower",
-            "upper",
-            "law",
-            "scale",
-            "establishments",
-        ]
-    )
+    cells = frame.with_columns(casts).select(["table", *keys, *_FIELDS])
     rowi = pl.int_range(1, pl.len() + 1).alias("_row")
     chk = cells.with_columns(rowi)
 
@@ -354,20 +342,7 @@ def concat(parts: Sequence[PublishedTables]) -> PublishedTables:
     frames = [
         p.cells.with_columns(
             [pl.lit(None, dtype=pl.Utf8).alias(k) for k in keys if k not in p.keys]
-        ).select(
-            [
-                "table",
-                *keys,
-                "status",
-                "value",
-                "base",
-                "lower",
-                "upper",
-                "law",
-                "scale",
-                "establishments",
-            ]
-        )
+        ).select(["table", *keys, *_FIELDS])
         for p in parts
     ]
     tables: dict[str, tuple[str, ...]] = {}
