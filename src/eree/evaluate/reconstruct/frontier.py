@@ -8,9 +8,10 @@ CD = age × education, CS) each method publishes the same tables:
   without learning anything about who works where;
 * **exact** — the true counts;
 * **suppressed** — a threshold rule as agencies run it on small cells: a cell with 1 or
-  2 jobs is withheld (primary); in a block's table with exactly one withheld cell, the
-  smallest other non-zero cell is withheld too (complementary, so that no table row
-  gives a withheld cell away by subtraction from the published block total);
+  2 jobs is withheld (primary), and complements are chosen by the suppression package
+  (:func:`eree.suppression.suppress_tables`) over every relation of the linked families
+  (C000 = each one-way family; each CA cell = its row of CD), so that the LP attacker
+  cannot narrow a withheld cell below ±1 job (:func:`suppress_small`);
 * **noise infusion** — ``eree protect`` with ``noise_infusion`` on every table (the
   SDL baseline, Haney et al. §5.1; no formal guarantee);
 * **ER-EE** at ε per cell e (0.5, 1, 2, 4 by default) — ``eree protect`` of the WAC
@@ -48,6 +49,7 @@ __all__ = [
     "plot_frontier",
     "shuffled",
     "suppress_small",
+    "wac_layout",
 ]
 
 #: the WAC families: name → (by, ε multiplicity d of one cell)
@@ -113,32 +115,83 @@ def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:
     return moved.group_by(["unit", *attrs]).agg(pl.len().cast(pl.Int64).alias("true"))
 
 
-def suppress_small(cells: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
-    """Withhold cells with 1 … threshold−1 jobs, and one complement per lone withheld cell.
+def wac_layout() -> Any:
+    """The WAC families as linked tables of the suppression package (:mod:`eree.suppression`).
 
-    (Module docstring.) Returns the cells with ``status`` ``suppressed`` and ``value``
-    null where withheld.
+    One dimension per key (``block`` and each attribute: a total level and the values);
+    one table per family. The package derives the relations: a block's C000 cell is the
+    sum of each one-way family's cells (CA, CE, CNS, CR, CT, CS), and each CA cell the sum
+    of its row of CD (age × education) — the relations the format derives from the keys.
     """
-    v = pl.col("value")
-    primary = (v > 0) & (v < threshold)
-    df = cells.with_row_index("_i").with_columns(primary.alias("_p"))
-    attrs = [a for a in ATTRIBUTES if a in df.columns]
-    # one row of a table per block: the C000 table's row is the block itself
-    grp = ["table", "block"]
-    n_p = df.group_by(grp).agg(pl.col("_p").sum().alias("_np"))
-    df = df.join(n_p, on=grp)
-    cand = df.filter(
-        (pl.col("_np") == 1) & ~pl.col("_p") & (v > 0) & (pl.col("table") != "wac_c000")
+    from eree.suppression.tables import Dimension, TableLayout
+
+    dims = (
+        Dimension("block", (("total", None), ("block", "block"))),
+        *(Dimension(a, (("total", None), (a, a))) for a in ATTRIBUTES),
     )
-    comp = cand.sort(["value", *attrs], nulls_last=True).group_by(grp).first().get_column("_i")
-    out = df.with_columns((pl.col("_p") | pl.col("_i").is_in(comp.implode())).alias("_s"))
-    return out.select(
+    tables = tuple(
+        tuple(d.name if d.name in by else "total" for d in dims) for by, _ in WAC_TABLES.values()
+    )
+    return TableLayout(dims, tables, tuple(WAC_TABLES))
+
+
+def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
+    """Cell suppression of the WAC families by the suppression package, per relation.
+
+    Primary: a cell with 1 … ``threshold``−1 jobs (the threshold rule with every job a
+    contributor; its protection is one job either way, ``min_protection``). Complements:
+    the package's complementary suppression (:func:`eree.suppression.suppress_tables`),
+    which protects every primary cell against the LP attacker over **every relation** of
+    the linked families — a row of CD inside its CA cell as well as a family inside the
+    block's C000 — not only within one table.
+
+    Args:
+        truth: ``unit`` (the block), the attributes, ``true`` (jobs per combination).
+        exact: the exact cells (:func:`exact_tables` of ``truth``).
+        threshold: the threshold rule's limit.
+
+    Returns:
+        ``exact`` with ``status`` ``suppressed`` and ``value`` null where withheld.
+    """
+    from eree.suppression import SuppressionConfig, suppress_tables
+    from eree.suppression.rules import PrimaryRules
+    from eree.suppression.tables import tabulate
+
+    jobs = (
+        truth.filter(pl.col("true") > 0)
+        .select(pl.all().repeat_by("true").explode())
+        .drop("true")
+        .rename({"unit": "block"})
+        .with_columns(pl.lit(1.0).alias("jobs"))
+    )
+    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
+    tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
+    res = suppress_tables(
+        tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
+    )
+    names = list(WAC_TABLES)
+    keyed = tables.cells.select(
+        pl.col("table").replace_strict(dict(enumerate(names)), return_dtype=pl.Utf8),
+        pl.col("block").cast(pl.Utf8),
+        *[
+            pl.when(pl.col(f"{a}_level") == "total").then(None).otherwise(pl.col(a)).alias(a)
+            for a in ATTRIBUTES
+        ],
+    ).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
+    keys = ["table", "block", *ATTRIBUTES]
+    j = (
+        exact.drop("status")
+        .join(keyed, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("_s").fill_null(False))  # a zero cell: published
+    )
+    v = pl.col("value")
+    return j.select(
         "table",
         "block",
-        *attrs,
+        *ATTRIBUTES,
         pl.when(pl.col("_s")).then(pl.lit("suppressed")).otherwise(pl.lit("exact")).alias("status"),
         pl.when(pl.col("_s")).then(None).otherwise(v).alias("value"),
-    ).sort("table", "block", *attrs)
+    ).sort("table", "block", *ATTRIBUTES, nulls_last=True)
 
 
 def _subset(data: Path, prefixes: Sequence[str] | None, out: Path) -> Path:
@@ -270,7 +323,7 @@ def frontier_jobs(
     if "exact" in want:
         releases.append(("exact", None, lambda: from_frame(exact)))
     if "suppressed" in want:
-        releases.append(("suppressed", None, lambda: from_frame(suppress_small(exact))))
+        releases.append(("suppressed", None, lambda: from_frame(suppress_small(truth, exact))))
     if "noise_infusion" in want:
         q = [(n, by, "noise_infusion", 0.0) for n, (by, _) in WAC_TABLES.items()]
 
