@@ -429,6 +429,7 @@ def frontier_establishments(
     attribute: str = "m3emp",
     budget_factors: Sequence[float] = (0.5, 1.0, 2.0, 4.0),
     seed: int = 1,
+    level: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> pl.DataFrame:
     """QCEW-like establishments: exact tables, cell suppression and GEDP, side by side.
@@ -438,18 +439,27 @@ def frontier_establishments(
     seeded GEDP release of Webb et al.'s Table 7 plan with every μ multiplied by a factor
     (:func:`eree.evaluate.suppression_compare.gedp_cell_estimates`). Measured:
 
-    * cells pinned by the interval audit (exact and suppressed releases; the GEDP path
-      used here does not keep its cells' standard errors, so no intervals: ``null``);
+    * cells pinned and narrowed by the interval audit (:func:`.intervals.interval_audit`).
+      A GEDP release is read with each cell's published standard error
+      (:func:`eree.evaluate.suppression_compare.gedp_cell_release`): every cell is
+      ``noisy``, Gaussian, and its band of probability ``level`` is intersected with
+      every other through the relations — intervals like any release's, but confidence
+      statements, so the share of cells whose interval holds the true value
+      (``share_cells_covered``) is reported beside them. ``level`` defaults to
+      1 − 0.05/cells (Bonferroni): every band holds at once with probability ≥ 95% under
+      the stated laws, so the intervals are simultaneous 95% statements (at 95% per cell
+      a few hundred bands miss and, jointly, contradict each other);
     * **establishments disclosed within 10%**: of the establishments alone in a cell of
       the finest table (county × ownership × NAICS-6), those whose value the attacker
-      knows within ±10% — its interval lies in [0.9 x, 1.1 x] (exact, suppressed), or
-      the published value of its cell is within 10% of x (GEDP: a point estimate, with
-      no way for the attacker to know which ones are close);
-    * table error: mean absolute error per cell (withheld = 0) and the share withheld.
+      knows within ±10% — its interval lies in [0.9 x, 1.1 x] (``share_lone_within_10pct``,
+      every method); for GEDP also the share whose published point estimate is within
+      10% (``share_lone_estimate_within_10pct``; the attacker cannot tell which);
+    * the mean width of the cells' intervals (finite ones) and the table error: mean
+      absolute error per cell (withheld = 0) and the share withheld.
     """
     from eree.evaluate.reconstruct.intervals import interval_audit
     from eree.evaluate.reconstruct.release import from_linked_tables
-    from eree.evaluate.suppression_compare import TABLE7_MU, gedp_cell_estimates
+    from eree.evaluate.suppression_compare import TABLE7_MU, gedp_cell_release
     from eree.suppression import SuppressionConfig, suppress_establishments
 
     say = progress or (lambda _m: None)
@@ -473,6 +483,7 @@ def frontier_establishments(
         t1 = time.perf_counter()
         ia = interval_audit(from_linked_tables(tables, mask, attribute), truth=x)
         published = np.where(mask, 0.0, x)
+        covered = (ia.lower <= x + 1e-6) & (x <= ia.upper + 1e-6)
         rows.append(
             {
                 "method": method,
@@ -481,8 +492,15 @@ def frontier_establishments(
                 "share_withheld": float(mask.mean()),
                 "cells": tables.n_cells,
                 "cells_pinned": int(ia.pinned.sum()),
+                "cells_narrowed": int(ia.narrowed.sum()),
                 "lone_establishments": int(lone.size),
                 "share_lone_within_10pct": within(ia.lower, ia.upper),
+                "share_lone_estimate_within_10pct": within(ia.lower, ia.upper),
+                "share_cells_covered": float(covered.mean()),
+                "mean_interval_width": float(
+                    np.nanmean(np.where(np.isfinite(ia.upper), ia.upper - ia.lower, np.nan))
+                ),
+                "inconsistent_components": 0,
                 "seconds": round(time.perf_counter() - t1 + (t_supp if mask.any() else 0.0), 1),
                 "peak_memory_mb": round(peak_memory_mb(), 0),
             }
@@ -491,20 +509,31 @@ def frontier_establishments(
         say(f"GEDP × {f:g}")
         t1 = time.perf_counter()
         mu = {q: (m[0] * f, m[1] * f) for q, m in TABLE7_MU.items()}
-        est = gedp_cell_estimates(frame, tables, [attribute], seed=seed, mu=mu)[attribute]
-        est = np.where(np.isnan(est), 0.0, est)
+        est, sd = gedp_cell_release(frame, tables, [attribute], seed=seed, mu=mu)[attribute]
+        pub = from_linked_tables(
+            tables, np.zeros(tables.n_cells, bool), attribute, estimate=est, std=sd
+        )
+        lvl = level if level is not None else 1.0 - 0.05 / tables.n_cells
+        ia = interval_audit(pub, level=lvl)
+        point = np.where(np.isnan(est), 0.0, est)
         v = x[lone]
-        close = np.abs(est[lone] - v) <= 0.1 * v
+        close = np.abs(point[lone] - v) <= 0.1 * v
+        covered = (ia.lower <= x + 1e-6) & (x <= ia.upper + 1e-6)
         rows.append(
             {
                 "method": "gedp",
                 "budget_factor": f,
-                "mean_abs_error": float(np.abs(est - x).mean()),
+                "mean_abs_error": float(np.abs(point - x).mean()),
                 "share_withheld": 0.0,
                 "cells": tables.n_cells,
-                "cells_pinned": None,
+                "cells_pinned": int(ia.pinned.sum()),
+                "cells_narrowed": int(ia.narrowed.sum()),
                 "lone_establishments": int(lone.size),
-                "share_lone_within_10pct": float(close.mean()) if lone.size else 0.0,
+                "share_lone_within_10pct": within(ia.lower, ia.upper),
+                "share_lone_estimate_within_10pct": float(close.mean()) if lone.size else 0.0,
+                "share_cells_covered": float(covered.mean()),
+                "mean_interval_width": float(np.mean(ia.upper - ia.lower)),
+                "inconsistent_components": ia.stats.get("inconsistent_components", 0),
                 "seconds": round(time.perf_counter() - t1, 1),
                 "peak_memory_mb": round(peak_memory_mb(), 0),
             }
@@ -525,6 +554,8 @@ def plot_establishment_frontier(
     for r in results.to_dicts():
         xv = max(float(r["mean_abs_error"]), 1e-3)
         ax.scatter(xv, r["share_lone_within_10pct"], color="C2")
+        if r["method"] == "gedp":
+            ax.scatter(xv, r["share_lone_estimate_within_10pct"], color="C3", marker="x")
         name = r["method"] + (
             f" μ×{r['budget_factor']:g}" if r["budget_factor"] is not None else ""
         )
@@ -537,6 +568,9 @@ def plot_establishment_frontier(
             xytext=(4, 2),
             textcoords="offset points",
         )
+    ax.scatter([], [], color="C2", label="interval within ±10% (the attacker knows it)")
+    ax.scatter([], [], color="C3", marker="x", label="GEDP point estimate within ±10%")
+    ax.legend(fontsize=7)
     ax.set_xscale("log")
     ax.set_xlabel("table error: mean |published − true| per cell (employees; withheld = 0)")
     ax.set_ylabel("one-establishment cells known within ±10%")

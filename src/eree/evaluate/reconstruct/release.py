@@ -210,21 +210,46 @@ def read_release(
 
 
 def from_linked_tables(
-    tables: LinkedTables, suppressed: np.ndarray, attribute: str, *, integer: bool = False
+    tables: LinkedTables,
+    suppressed: np.ndarray,
+    attribute: str,
+    *,
+    integer: bool = False,
+    estimate: np.ndarray | None = None,
+    std: np.ndarray | None = None,
 ) -> PublishedTables:
     """The suppression package's tables as published: exact cells, suppressed cells unknown.
 
     Keys: ``table_code`` and each dimension's code path (``<dim>``); ``establishments``
     is the public count. The relations are the package's.
+
+    With ``estimate`` and ``std`` (a GEDP release's cells,
+    :func:`eree.evaluate.suppression_compare.gedp_cell_release`) the cells not suppressed
+    are ``noisy``, law Gaussian with σ = the published std (the manifest's law of
+    ``psi`` and ``pnc``; for ψ = √ the estimate's law is Gaussian only approximately), so
+    a GEDP release gets the interval audit like any other.
     """
     c = tables.cells
     keys = ["table_code", *[d.name for d in tables.layout.dimensions]]
-    vals = tables.values(attribute)
     sup = np.asarray(suppressed, dtype=bool)
+    noisy = estimate is not None
+    if noisy:
+        if std is None:
+            raise ValueError("a noisy release needs the cells' standard errors")
+        vals = np.asarray(estimate, dtype=np.float64)
+        sd = np.asarray(std, dtype=np.float64)
+        sup = sup | np.isnan(vals) | ~(sd > 0)
+        status = np.where(sup, "suppressed", "noisy")
+    else:
+        vals = tables.values(attribute)
+        sd = np.full(vals.size, np.nan)
+        status = np.where(sup, "suppressed", "exact")
     frame = c.select([pl.col(k).cast(pl.Utf8) for k in keys]).with_columns(
         pl.Series("table", c.get_column("table_code").cast(pl.Utf8)),
-        pl.Series("status", np.where(sup, "suppressed", "exact")),
+        pl.Series("status", status),
         pl.Series("value", np.where(sup, np.nan, vals)).fill_nan(None),
+        pl.Series("law", ["gaussian" if x == "noisy" else None for x in status], dtype=pl.Utf8),
+        pl.Series("scale", np.where(status == "noisy", sd, np.nan)).fill_nan(None),
         pl.Series("establishments", tables.counts().astype(np.float64)),
     )
     cells = frame.select(
@@ -234,8 +259,8 @@ def from_linked_tables(
             "status",
             "value",
             *[pl.lit(None, dtype=pl.Float64).alias(x) for x in ("base", "lower", "upper")],
-            pl.lit(None, dtype=pl.Utf8).alias("law"),
-            pl.lit(None, dtype=pl.Float64).alias("scale"),
+            "law",
+            "scale",
             "establishments",
             pl.lit(None, dtype=pl.Utf8).alias("factor"),
         ]
