@@ -174,3 +174,48 @@ def test_private_jobs_need_the_ownership_attribute(tmp_path: Path) -> None:
     cfg = replace(_config(tmp_path, job_type="JT02"), workplace_attributes=("block",))
     with pytest.raises(SpecError, match="ownership"):
         load_job_tables(cfg)
+
+
+def test_partitioned_parquet_folders_with_several_jobs(tmp_path: Path) -> None:
+    """The three tables as folders of Parquet files (a partitioned table) keep the same jobs
+    as the single files, on the Polars loader the release uses; a bad value in a later
+    part is refused naming the folder and its row counted over the parts in order."""
+    (tmp_path / "one").mkdir()
+    one = _config(tmp_path / "one", order_key=KEY, max_jobs_per_worker=2)
+    parts = tmp_path / "parts"
+    for name, frame in (("workplace", WORKPLACES), ("worker", WORKERS), ("job", JOBS)):
+        (parts / name / "k=1").mkdir(parents=True)
+        half = frame.height // 2
+        frame[:half].write_parquet(parts / name / "a.parquet")
+        frame[half:].write_parquet(parts / name / "k=1" / "b.parquet")
+    cfg = replace(one, workplace=parts / "workplace", worker=parts / "worker", job=parts / "job")
+    expected, over, dropped, _ = _by_rule({"max_jobs_per_worker": 2})
+    for loaded in (load_job_tables(cfg), scan_job_tables(cfg)):
+        got = sorted(zip(loaded.jobs["workplace_id"].cast(pl.Utf8), loaded.jobs["sex"].cast(
+            pl.Utf8), strict=True))  # fmt: skip
+        assert got == expected
+        assert loaded.selection is not None
+        assert (loaded.selection.workers_over, loaded.selection.jobs_dropped) == (over, dropped)
+    bad = JOBS[JOBS.height // 2 :].with_columns(pl.lit("w9").alias("workplace_id"))
+    bad.write_parquet(parts / "job" / "k=1" / "b.parquet")
+    with pytest.raises(DataValidationError) as e:
+        scan_job_tables(cfg)
+    assert e.value.file == str(parts / "job") and e.value.row == JOBS.height // 2 + 1
+
+
+@pytest.mark.parametrize("kw", [{"max_jobs_per_worker": 2}, {"job_type": "JT02"}])
+def test_a_joined_table_with_several_jobs_is_refused_before_reading(
+    tmp_path: Path, kw: dict
+) -> None:
+    """Documented refusal (docs/privacy.md#several-jobs-per-worker): the selection needs the
+    three tables; nothing is read (the joined file does not exist)."""
+    cfg = JobTablesConfig(
+        jobs=tmp_path / "absent.parquet",
+        workplace_attributes=("block", "ownership"),
+        worker_attributes=("sex",),
+        domains={"sex": ("M", "F")},
+        **kw,
+    )
+    for load in (load_job_tables, scan_job_tables):
+        with pytest.raises(SpecError, match="need the three tables"):
+            load(cfg)

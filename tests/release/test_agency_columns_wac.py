@@ -62,7 +62,7 @@ def _release(root: Path, spec: str) -> Path:
     r = runner.invoke(app, ["protect", str(root / "spec.toml"), "--out", str(root / "rel"),
                             "--seed", "7"])  # fmt: skip
     assert r.exit_code == 0, r.output
-    return root / "rel" / "agency" / "pa_wac_S000_JT00_2016.csv.gz"
+    return root / "rel" / "agency" / "pa_wac_S000_JT00_2016.NOT-FOR-PUBLICATION.csv.gz"
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_own_columns_write_the_same_wac_file_that_passes(files: dict[str, Path])
     own, eree = read_lodes_wac(files["own"]), read_lodes_wac(files["eree"])
     assert own == eree
     assert sum(row["C000"] for row in own) > 0  # type: ignore[misc]
-    moe = files["own"].with_name("pa_wac_S000_JT00_2016_moe.csv.gz")
+    moe = files["own"].with_name("pa_wac_S000_JT00_2016_moe.NOT-FOR-PUBLICATION.csv.gz")
     assert _check(moe, "lodes-wac", "--moe").exit_code == 0
 
 

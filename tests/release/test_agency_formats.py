@@ -192,8 +192,10 @@ def wac_release(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def test_wac_product_passes_the_layout_and_has_the_real_blocks(wac_release: dict) -> None:
     agency = wac_release["rel"] / "agency"
-    f = agency / "pa_wac_S000_JT00_2015.csv.gz"
-    assert sorted(p.name for p in agency.iterdir()) == [f.name, "pa_wac_S000_JT00_2015_moe.csv.gz"]
+    # a seeded release: every file name carries the mark (docs/design.md#release-outputs)
+    f = agency / "pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz"
+    moe = agency / "pa_wac_S000_JT00_2015_moe.NOT-FOR-PUBLICATION.csv.gz"
+    assert sorted(p.name for p in agency.iterdir()) == [f.name, moe.name]
     r = _check(f, "lodes-wac")
     assert r.exit_code == 0, r.output
     rows = read_lodes_wac(f)
@@ -206,7 +208,6 @@ def test_wac_product_passes_the_layout_and_has_the_real_blocks(wac_release: dict
             assert sum(row[c] for c in cols) == row["C000"], fam  # type: ignore[misc]
         assert sum(row[f"CD0{i}"] for i in range(1, 5)) == row["CA02"] + row["CA03"]  # type: ignore[misc]
         assert all(row[f"CF{k}0{i}"] == 0 for k in "AS" for i in range(1, 6))
-    moe = agency / "pa_wac_S000_JT00_2015_moe.csv.gz"
     assert _check(moe, "lodes-wac", "--moe").exit_code == 0
     moe_rows = read_lodes_wac(moe)
     assert len(moe_rows) == len(rows) and all(m["C000"] >= 0 for m in moe_rows)  # type: ignore[operator]
@@ -217,7 +218,8 @@ def test_wac_file_is_the_published_tables(wac_release: dict) -> None:
     CNS the published block × sector cells (0 where the frame has no establishment)."""
     rel = wac_release["rel"]
     rows = {
-        r["w_geocode"]: r for r in read_lodes_wac(rel / "agency" / "pa_wac_S000_JT00_2015.csv.gz")
+        r["w_geocode"]: r
+        for r in read_lodes_wac(rel / "agency" / "pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz")
     }
     c000 = pl.read_parquet(rel / "tables" / "wac_c000.parquet")
     assert {b: rows[b]["C000"] for b in c000["block"]} == dict(
@@ -289,8 +291,8 @@ def test_wac_product_of_a_mechanism_that_withholds_its_variance(tmp_path: Path) 
                             "--seed", "3"])  # fmt: skip
     assert r.exit_code == 0, r.output
     blocks = sorted(frames["workplace"].get_column("block").unique().to_list())
-    f = out / "agency" / "pa_wac_S000_JT00_2016.csv.gz"
-    moe = out / "agency" / "pa_wac_S000_JT00_2016_moe.csv.gz"
+    f = out / "agency" / "pa_wac_S000_JT00_2016.NOT-FOR-PUBLICATION.csv.gz"
+    moe = out / "agency" / "pa_wac_S000_JT00_2016_moe.NOT-FOR-PUBLICATION.csv.gz"
     assert _check(f, "lodes-wac").exit_code == 0
     rows = read_lodes_wac(f)
     assert [row["w_geocode"] for row in rows] == blocks
@@ -384,8 +386,9 @@ def test_qcew_product_has_the_real_rhode_island_cells(ri_area: Path, ri_synth: P
     spec.write_text((ri_synth / "product.toml").read_text() + f'cells_from = "{ri_area}"\n')
     _protect(spec, ri_synth.parent / "rel")
     files = sorted((ri_synth.parent / "rel" / "agency" / "2016" / "1" / "area").glob("*.csv"))
-    values = [f for f in files if not f.name.endswith("_moe.csv")]
-    assert [f.stem for f in values] == ["44001", "44003", "44005", "44007", "44009", "44999"]
+    values = [f for f in files if "_moe." not in f.name]
+    assert [f.name.split(".")[0] for f in values] == ["44001", "44003", "44005", "44007", "44009",
+                                                      "44999"]  # fmt: skip
     rows = []
     for f in files:
         assert _check(f, "qcew-by-area", *(["--moe"] if "moe" in f.name else [])).exit_code == 0
@@ -414,7 +417,7 @@ def test_qcew_without_cells_from_lacks_only_the_empty_cells(ri_area: Path, ri_sy
     text = (ri_synth / "product.toml").read_text().replace('path = "', f'path = "{ri_synth}/')
     spec.write_text(text.replace('"qcew-by-area"', '"qcew-singlefile"'))
     _protect(spec, ri_synth.parent / "single")
-    f = ri_synth.parent / "single" / "agency" / "2016.q1-q1.singlefile.csv"
+    f = ri_synth.parent / "single" / "agency" / "2016.q1-q1.singlefile.NOT-FOR-PUBLICATION.csv"
     assert _check(f, "qcew-singlefile").exit_code == 0
     ours = pl.DataFrame(read_qcew(f), infer_schema_length=None)
     real = _real_cells(ri_area)

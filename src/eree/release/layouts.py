@@ -174,6 +174,9 @@ class LayoutCheck:
         rows: data rows.
         columns: the header, in order.
         notes: what the layout allows and this file does (e.g. empty derived columns).
+        seeded: the file's name carries the seeded release's mark (``NOT-FOR-PUBLICATION``
+            before the extension, :func:`eree.privacy.release_check.seeded_name`): its
+            layout is checked as the name without the mark, and it must not be published.
     """
 
     path: Path
@@ -181,6 +184,7 @@ class LayoutCheck:
     rows: int
     columns: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    seeded: bool = False
 
 
 def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> LayoutCheck:
@@ -195,14 +199,21 @@ def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> Layo
             excluded) and column; never a value of the file.
         ValueError: an unknown format.
     """
+    from dataclasses import replace
+
+    from eree.privacy.release_check import unmarked_name
+
     path = Path(path)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise DataValidationError("file not found", file=str(path), rule="missing-file")
+    name, seeded = unmarked_name(path.name)
     if fmt.startswith("lodes"):
-        return _check_lodes(path, fmt, companion)
-    return _check_qcew(path, fmt, companion)
+        result = _check_lodes(path, fmt, companion, name)
+    else:
+        result = _check_qcew(path, fmt, companion)
+    return replace(result, seeded=seeded)
 
 
 # --------------------------------------------------------------------------------------
@@ -218,10 +229,10 @@ def _first(mask: pl.Series) -> int:
     return int(mask.arg_max() or 0) + 1
 
 
-def _check_lodes(path: Path, fmt: str, companion: bool) -> LayoutCheck:
+def _check_lodes(path: Path, fmt: str, companion: bool, name: str) -> LayoutCheck:
     kind = fmt.split("-")[1]
     expected = WAC_COLUMNS if kind == "wac" else RAC_COLUMNS
-    m = _LODES_NAME.match(path.name)
+    m = _LODES_NAME.match(name)
     if m is None or m["kind"] != kind or bool(m["moe"]) != companion:
         moe = "_moe" if companion else ""
         _fail(path, f"file name is not [st]_{kind}_[SEG]_[JT]_[year]{moe}.csv.gz (LODES naming)")

@@ -413,9 +413,12 @@ def _agency_files(
     out = agency_output(plan, frames, measurements, counts, created)
     if out is None:
         return
-    for rel, data in out.files.items():
-        writer.write_bytes(rel, data)
-    manifest["agency_files"] = out.manifest
+    written = {rel: writer.write_bytes(rel, data) for rel, data in out.files.items()}
+    files = out.manifest.get("files")
+    manifest["agency_files"] = {
+        **out.manifest,
+        **({"files": sorted(written[f] for f in files)} if files is not None else {}),
+    }
 
 
 def _run(
