@@ -198,6 +198,16 @@ def test_wac_product_passes_the_layout_and_has_the_real_blocks(wac_release: dict
     assert sorted(p.name for p in agency.iterdir()) == [f.name, moe.name]
     r = _check(f, "lodes-wac")
     assert r.exit_code == 0, r.output
+    assert "NOT FOR PUBLICATION" in r.output  # checked as the LODES name, and flagged
+    r = _check(f, "lodes-wac", "--for-publication")
+    assert r.exit_code == 2 and "NOT FOR PUBLICATION" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert f.read_bytes()[10:30].startswith(b"NOT-FOR-PUBLICATION\x00")  # the gzip FNAME
+    unmarked = wac_release["root"] / "copy" / "pa_wac_S000_JT00_2015.csv.gz"
+    unmarked.parent.mkdir(exist_ok=True)
+    unmarked.write_bytes(f.read_bytes())  # the same content under the plain name passes
+    r = _check(unmarked, "lodes-wac", "--for-publication")
+    assert r.exit_code == 0 and "NOT FOR PUBLICATION" not in r.output, r.output
     rows = read_lodes_wac(f)
     real = wac_release["real"]
     assert [row["w_geocode"] for row in rows] == real.get_column("w_geocode").to_list()
