@@ -13,6 +13,7 @@ import csv
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 from unittest import mock
 
@@ -617,3 +618,22 @@ def test_wac_of_what_synth_lodes_writes_without_a_wac_file_is_one_line(tmp_path:
                             str(out), "--seed", "3"])  # fmt: skip
     line = assert_clean_failure(r, out, "does not start with a state FIPS code")
     assert "workplace.parquet" in line and "column 'block'" in line, line
+
+
+def test_qcew_margin_file_may_leave_a_margin_empty(shared_data: Path, tmp_path: Path) -> None:
+    """A QCEW companion's empty employment or wage margin is one its mechanism withholds
+    (a combined ψ publishes no variance): accepted with --moe, as for LODES; in a values
+    file it is still an empty number, refused by row and column."""
+    real = sorted((shared_data / "qcew_2016_by_area").glob("*.csv.gz"))[0]
+    lines = gzip.decompress(real.read_bytes()).decode().splitlines()
+    header = next(csv.reader([lines[0]]))
+    # the field's text as written (quoted codes and titles, bare numbers), then blanked
+    spans = [m.group(1) for m in re.finditer(r'("(?:[^"]|"")*"|[^,]*)(?:,|$)', lines[1])]
+    spans = spans[: len(header)]
+    spans[header.index("month1_emplvl")] = ""
+    f = tmp_path / "44001.csv"
+    f.write_text("\n".join([lines[0], ",".join(spans), *lines[2:]]) + "\n")
+    r = _check(f, "qcew-by-area", "--moe")
+    assert r.exit_code == 0, r.output
+    r = _check(f, "qcew-by-area")
+    assert r.exit_code == 2 and "row 1, column 'month1_emplvl'" in r.output, r.output

@@ -413,7 +413,7 @@ def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
             if len(fields) != len(names):
                 _fail(path, f"{len(fields)} fields, the header has {len(names)}", rows)
             for c, (text, quoted) in zip(names, fields, strict=True):
-                _check_qcew_field(path, rows, c, text, quoted, empty_derived)
+                _check_qcew_field(path, rows, c, text, quoted, empty_derived, companion)
             key = tuple(fields[at[c]][0] for c in _KEYS)
             if key in seen:
                 _fail(path, "the cell (area, ownership, industry, level, size, year, "
@@ -434,14 +434,19 @@ def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
         ) from e
     if rows == 0:
         _fail(path, "no data rows")
-    allowed = "empty in some rows (allowed: not measured or derived)"
+    allowed = "empty in some rows (allowed: not measured, derived, or a withheld margin)"
     notes = (f"{allowed}: {', '.join(sorted(empty_derived))}",) if empty_derived else ()
     return LayoutCheck(path, fmt, rows, names, notes)
 
 
+#: the measures whose margin a companion leaves empty where the mechanism withholds it
+_QCEW_MARGINS = ("month1_emplvl", "month2_emplvl", "month3_emplvl", "total_qtrly_wages")
+
+
 def _check_qcew_field(
-    path: Path, row: int, c: str, text: str, quoted: bool, empty_derived: set[str]
-) -> None:
+    path: Path, row: int, c: str, text: str, quoted: bool, empty_derived: set[str],
+    companion: bool = False,
+) -> None:  # fmt: skip
     if c in QCEW_TEXT_COLUMNS:
         if not quoted:
             _fail(path, "a code or title field is not quoted", row, c)
@@ -450,6 +455,9 @@ def _check_qcew_field(
         _fail(path, "a number is quoted", row, c)
     if text == "":
         if c.startswith(("lq_", "oty_")) or c in _OPTIONAL or c == "avg_wkly_wage":
+            empty_derived.add(c)
+            return
+        if companion and c in _QCEW_MARGINS:  # a margin the mechanism withholds
             empty_derived.add(c)
             return
         _fail(path, "empty number", row, c)
