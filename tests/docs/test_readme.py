@@ -40,6 +40,11 @@ def test_readme_block_runs_verbatim_from_a_fresh_clone(tmp_path, shared_data):
     assert gedp["privacy"]["definition"] == "gedp"
     # the recommended spec: √(4·(0.7² + 0.3² + 0.6² + 0.7²)) (Webb et al. Thm 5.7)
     assert abs(gedp["privacy"]["total"]["mu"] - 2 * (0.49 + 0.09 + 0.36 + 0.49) ** 0.5) < 1e-9
+    # its identity query is answered and charged, but no per-establishment table is written
+    ident = next(q for q in gedp["queries"] if q["name"] == "identity")
+    assert (
+        ident["file"] is None and not (repo / "rel-qcew" / "tables" / "identity.parquet").exists()
+    )
     # every query of the block's specs validates without a warning of its own
     for spec in ("pa-lodes-recommended", "qcew-recommended"):
         warned = [w for w in json.loads((repo / ("rel-2026q1" if spec.startswith("pa") else

@@ -539,16 +539,21 @@ def eree_k_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 @pytest.mark.parametrize("e", EREE_ENTRIES, ids=_id)
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_count_mechanism_contract_k_jobs(eree_k_roots: dict[int, Path], e: Entry, k: int) -> None:
+@pytest.mark.parametrize("by,d", [(["block"], 1), (["block", "sex"], 2)], ids=["d1", "d2"])
+def test_count_mechanism_contract_k_jobs(
+    eree_k_roots: dict[int, Path], e: Entry, k: int, by: list[str], d: int
+) -> None:
+    """k jobs per worker with d = 1 and d = 2 worker-attribute combinations: the cell's ε is
+    ε / max(d, k·share) — at d = 2, k = 3 the smooth mechanisms are bound by k (ε/3, not
+    ε/2) and Log-Laplace by d (max(2, 3/2) = 2); edge- and node-DP at ε/k whatever d."""
     root = eree_k_roots[k]
     jobs = pl.read_parquet(root / "data" / "job.parquet")
     assert jobs.group_by("worker_id").len()["len"].max() == k  # workers do hold k jobs
-    d, by = 1, ["block"]
-    eps = 2.0 * k
+    eps = 2.0 * k * d
     spec = _eree_spec(e, by, eps).replace(
         'job = "data/job.parquet"', f'job = "data/job.parquet"\nmax_jobs_per_worker = {k}'
     )
-    tag = f"{_id(e)}-k{k}"
+    tag = f"{_id(e)}-k{k}-d{d}"
     if e.variant == "workshop" and k > 1:  # not derived for several jobs: refused
         with pytest.raises(Exception, match="several jobs"):
             _release(root, spec, tag, seed=13)

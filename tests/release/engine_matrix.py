@@ -34,7 +34,12 @@ import tomlkit
 
 from eree.data.schema import WORKER_DOMAINS
 from eree.mechanisms import registry
-from eree.release.agency import qcew_levels, wac_families
+from eree.release.agency import (
+    QCEW_DEFAULT_COLUMNS,
+    WAC_DEFAULT_COLUMNS,
+    qcew_levels,
+    wac_families,
+)
 from eree.release.spec_schema import REQUIRED, key, section
 from tests.cli.inputs import eree_frames, joined_frame, write_frame
 
@@ -287,16 +292,13 @@ def refusal(family: str, values: dict[str, str]) -> tuple[str, ...]:
 def compatible(values: dict[str, str]) -> bool:
     """Whether (possibly partial) values make a spec that must release.
 
-    Besides the refusals (:func:`refusal`), the spec cannot be written: an agency layout
-    names the columns of its product (block, NAICS levels), so its cases keep eree's
-    column names; the LODES WAC product needs publication-grade counts (consistent,
+    Besides the refusals (:func:`refusal`), the spec cannot be written: the LODES WAC
+    product needs publication-grade counts (consistent,
     non-negative, integer; refused otherwise) and has worker-attribute families, which
     strong ER-EE does not cover (weak ER-EE only, Haney et al. Thm 8.1; a strong-ER-EE
     case's queries are by workplace attributes alone).
     """
     fmt = values.get("output", "")
-    if fmt.startswith("output format") and values.get("names") == "names own":
-        return False
     if "lodes-wac" in fmt:
         if values.get("definition") == "definition eree":
             return False
@@ -654,10 +656,18 @@ def write_case(case: Case, root: Path) -> Written:
     data = _write_tables(case, root)
     spec, definition = spec_dict(case, data)
     if case.get("names") == "names own":
-        spec = _rename(spec, OWN_NAMES[case.family])
+        names = OWN_NAMES[case.family]
+        spec = _rename(spec, names)
         if case.family == "eree":  # a renamed worker attribute has no default domain
             gender = OWN_NAMES["eree"]["sex"]
             spec["data"]["domains"] = {gender: list(WORKER_DOMAINS["sex"])}
+        fmt = spec.get("output", {}).get("format")
+        if fmt is not None:  # the agency layout's fields from the data's own columns
+            defaults = WAC_DEFAULT_COLUMNS if fmt == "lodes-wac" else QCEW_DEFAULT_COLUMNS
+            spec["output"]["columns"] = {f: names[c] for f, c in defaults.items() if c in names}
+            wage = names.get("wage")
+            if fmt.startswith("qcew") and wage is not None:  # an own name has no known unit
+                spec["data"].setdefault("units", {})[wage] = "dollars"
     path = root / "spec.toml"
     path.write_text(tomlkit.dumps(spec))
     if case.family == "gedp":

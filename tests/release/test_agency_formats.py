@@ -13,6 +13,7 @@ import csv
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 from unittest import mock
 
@@ -192,10 +193,22 @@ def wac_release(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def test_wac_product_passes_the_layout_and_has_the_real_blocks(wac_release: dict) -> None:
     agency = wac_release["rel"] / "agency"
-    f = agency / "pa_wac_S000_JT00_2015.csv.gz"
-    assert sorted(p.name for p in agency.iterdir()) == [f.name, "pa_wac_S000_JT00_2015_moe.csv.gz"]
+    # a seeded release: every file name carries the mark (docs/design.md#release-outputs)
+    f = agency / "pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz"
+    moe = agency / "pa_wac_S000_JT00_2015_moe.NOT-FOR-PUBLICATION.csv.gz"
+    assert sorted(p.name for p in agency.iterdir()) == [f.name, moe.name]
     r = _check(f, "lodes-wac")
     assert r.exit_code == 0, r.output
+    assert "NOT FOR PUBLICATION" in r.output  # checked as the LODES name, and flagged
+    r = _check(f, "lodes-wac", "--for-publication")
+    assert r.exit_code == 2 and "NOT FOR PUBLICATION" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert f.read_bytes()[10:30].startswith(b"NOT-FOR-PUBLICATION\x00")  # the gzip FNAME
+    unmarked = wac_release["root"] / "copy" / "pa_wac_S000_JT00_2015.csv.gz"
+    unmarked.parent.mkdir(exist_ok=True)
+    unmarked.write_bytes(f.read_bytes())  # the same content under the plain name passes
+    r = _check(unmarked, "lodes-wac", "--for-publication")
+    assert r.exit_code == 0 and "NOT FOR PUBLICATION" not in r.output, r.output
     rows = read_lodes_wac(f)
     real = wac_release["real"]
     assert [row["w_geocode"] for row in rows] == real.get_column("w_geocode").to_list()
@@ -206,7 +219,6 @@ def test_wac_product_passes_the_layout_and_has_the_real_blocks(wac_release: dict
             assert sum(row[c] for c in cols) == row["C000"], fam  # type: ignore[misc]
         assert sum(row[f"CD0{i}"] for i in range(1, 5)) == row["CA02"] + row["CA03"]  # type: ignore[misc]
         assert all(row[f"CF{k}0{i}"] == 0 for k in "AS" for i in range(1, 6))
-    moe = agency / "pa_wac_S000_JT00_2015_moe.csv.gz"
     assert _check(moe, "lodes-wac", "--moe").exit_code == 0
     moe_rows = read_lodes_wac(moe)
     assert len(moe_rows) == len(rows) and all(m["C000"] >= 0 for m in moe_rows)  # type: ignore[operator]
@@ -217,7 +229,8 @@ def test_wac_file_is_the_published_tables(wac_release: dict) -> None:
     CNS the published block × sector cells (0 where the frame has no establishment)."""
     rel = wac_release["rel"]
     rows = {
-        r["w_geocode"]: r for r in read_lodes_wac(rel / "agency" / "pa_wac_S000_JT00_2015.csv.gz")
+        r["w_geocode"]: r
+        for r in read_lodes_wac(rel / "agency" / "pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz")
     }
     c000 = pl.read_parquet(rel / "tables" / "wac_c000.parquet")
     assert {b: rows[b]["C000"] for b in c000["block"]} == dict(
@@ -289,8 +302,8 @@ def test_wac_product_of_a_mechanism_that_withholds_its_variance(tmp_path: Path) 
                             "--seed", "3"])  # fmt: skip
     assert r.exit_code == 0, r.output
     blocks = sorted(frames["workplace"].get_column("block").unique().to_list())
-    f = out / "agency" / "pa_wac_S000_JT00_2016.csv.gz"
-    moe = out / "agency" / "pa_wac_S000_JT00_2016_moe.csv.gz"
+    f = out / "agency" / "pa_wac_S000_JT00_2016.NOT-FOR-PUBLICATION.csv.gz"
+    moe = out / "agency" / "pa_wac_S000_JT00_2016_moe.NOT-FOR-PUBLICATION.csv.gz"
     assert _check(f, "lodes-wac").exit_code == 0
     rows = read_lodes_wac(f)
     assert [row["w_geocode"] for row in rows] == blocks
@@ -384,8 +397,9 @@ def test_qcew_product_has_the_real_rhode_island_cells(ri_area: Path, ri_synth: P
     spec.write_text((ri_synth / "product.toml").read_text() + f'cells_from = "{ri_area}"\n')
     _protect(spec, ri_synth.parent / "rel")
     files = sorted((ri_synth.parent / "rel" / "agency" / "2016" / "1" / "area").glob("*.csv"))
-    values = [f for f in files if not f.name.endswith("_moe.csv")]
-    assert [f.stem for f in values] == ["44001", "44003", "44005", "44007", "44009", "44999"]
+    values = [f for f in files if "_moe." not in f.name]
+    assert [f.name.split(".")[0] for f in values] == ["44001", "44003", "44005", "44007", "44009",
+                                                      "44999"]  # fmt: skip
     rows = []
     for f in files:
         assert _check(f, "qcew-by-area", *(["--moe"] if "moe" in f.name else [])).exit_code == 0
@@ -414,7 +428,7 @@ def test_qcew_without_cells_from_lacks_only_the_empty_cells(ri_area: Path, ri_sy
     text = (ri_synth / "product.toml").read_text().replace('path = "', f'path = "{ri_synth}/')
     spec.write_text(text.replace('"qcew-by-area"', '"qcew-singlefile"'))
     _protect(spec, ri_synth.parent / "single")
-    f = ri_synth.parent / "single" / "agency" / "2016.q1-q1.singlefile.csv"
+    f = ri_synth.parent / "single" / "agency" / "2016.q1-q1.singlefile.NOT-FOR-PUBLICATION.csv"
     assert _check(f, "qcew-singlefile").exit_code == 0
     ours = pl.DataFrame(read_qcew(f), infer_schema_length=None)
     real = _real_cells(ri_area)
@@ -604,3 +618,22 @@ def test_wac_of_what_synth_lodes_writes_without_a_wac_file_is_one_line(tmp_path:
                             str(out), "--seed", "3"])  # fmt: skip
     line = assert_clean_failure(r, out, "does not start with a state FIPS code")
     assert "workplace.parquet" in line and "column 'block'" in line, line
+
+
+def test_qcew_margin_file_may_leave_a_margin_empty(shared_data: Path, tmp_path: Path) -> None:
+    """A QCEW companion's empty employment or wage margin is one its mechanism withholds
+    (a combined ψ publishes no variance): accepted with --moe, as for LODES; in a values
+    file it is still an empty number, refused by row and column."""
+    real = sorted((shared_data / "qcew_2016_by_area").glob("*.csv.gz"))[0]
+    lines = gzip.decompress(real.read_bytes()).decode().splitlines()
+    header = next(csv.reader([lines[0]]))
+    # the field's text as written (quoted codes and titles, bare numbers), then blanked
+    spans = [m.group(1) for m in re.finditer(r'("(?:[^"]|"")*"|[^,]*)(?:,|$)', lines[1])]
+    spans = spans[: len(header)]
+    spans[header.index("month1_emplvl")] = ""
+    f = tmp_path / "44001.csv"
+    f.write_text("\n".join([lines[0], ",".join(spans), *lines[2:]]) + "\n")
+    r = _check(f, "qcew-by-area", "--moe")
+    assert r.exit_code == 0, r.output
+    r = _check(f, "qcew-by-area")
+    assert r.exit_code == 2 and "row 1, column 'month1_emplvl'" in r.output, r.output

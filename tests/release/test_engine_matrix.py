@@ -99,6 +99,31 @@ def assert_same_seeded_release(a: Path, b: Path) -> None:
         assert da == db, name
 
 
+def assert_seeded_mark(out: Path, manifest: dict[str, Any], *, seeded: bool) -> None:
+    """Every CSV and agency file of a seeded release carries NOT-FOR-PUBLICATION in its
+    name (and a gzip file in its header); a publishable release's none. Each agency file
+    still passes ``eree check-format``, which says it is not for publication, and refuses
+    it with --for-publication (docs/design.md#release-outputs)."""
+    text = [n for n in _files(out) if n.endswith((".csv", ".csv.gz"))]
+    assert text or not manifest.get("agency_files")
+    for name in text:
+        assert (".NOT-FOR-PUBLICATION.csv" in name) is seeded, name
+        if name.endswith(".gz"):
+            assert (b"NOT-FOR-PUBLICATION\x00" in (out / name).read_bytes()[:64]) is seeded
+    agency = manifest.get("agency_files")
+    if not agency:
+        return
+    assert sorted(agency["files"]) == sorted(n for n in text if n.startswith("agency/"))
+    for name in agency["files"]:
+        moe = ["--moe"] if "_moe." in name else []
+        r = run_cli(["check-format", str(out / name), "--format", agency["format"], *moe])
+        assert r.exit_code == 0, r.output
+        assert ("NOT FOR PUBLICATION" in r.output) is seeded, r.output
+        r = run_cli(["check-format", str(out / name), "--format", agency["format"], *moe,
+                     "--for-publication"])  # fmt: skip
+        assert r.exit_code == (2 if seeded else 0), r.output
+
+
 def assert_same_charged_release(a: Path, b: Path) -> None:
     """Two charged releases: one dataset, the same costs and the same published cells."""
     ma, mb = _manifest(a), _manifest(b)
@@ -164,6 +189,7 @@ def run_case(
         assert (m["random"]["mode"] == "seeded") is (w.charge == "seeded")
         if w.charge != "seeded":
             assert m["dataset"]["fingerprint"] and m["ledger"]
+        assert_seeded_mark(outs[e], m, seeded=w.charge == "seeded")
     if len(engines) < 2:  # slow-only on the others (SLOW_ONLY)
         return
     if w.charge == "seeded":
@@ -312,3 +338,18 @@ def test_case_on_a_standalone_cluster(case: Case, tmp_path: Path, spark_cluster)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
     assert _manifest(spark)["engine"]["master"] == c.master
     assert_same_seeded_release(polars, spark)
+
+
+@pytest.mark.parametrize("jobs", ["jobs one", "jobs several"])
+def test_lodes_wac_from_the_agencys_own_columns_on_both_engines(
+    jobs: str, tmp_path: Path, monkeypatch
+) -> None:
+    """The WAC product of data under the agency's own column names ([output.columns]),
+    seeded, on both engines: the same bytes, every file marked not for publication and
+    passing ``eree check-format`` (the default cover may pick another own-names case)."""
+    values = {**base_values("eree"), "definition": "definition eree-weak",
+              "postprocess": "postprocess publication-grade",
+              "output": "output format=lodes-wac", "names": "names own", "jobs": jobs}  # fmt: skip
+    case = make_case("eree", values)
+    assert not case.refused
+    run_case(case, tmp_path, monkeypatch)

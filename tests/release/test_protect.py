@@ -37,7 +37,7 @@ def test_release_writes_tables_and_manifest(small_spec, tmp_path):
         df = pl.read_parquet(tmp_path / "out" / q["file"])
         assert df.height == q["cells"]
         assert df.columns == [*q["by"], *STAT_COLS]
-        assert (tmp_path / "out" / "tables" / f"{q['name']}.csv").exists()
+        assert (tmp_path / "out" / "tables" / f"{q['name']}.NOT-FOR-PUBLICATION.csv").exists()
         assert set(q["cost"]) == {"epsilon", "delta", "mu"}
     by_name = {t.name: t.table for t in res.tables}
     # smooth mechanisms publish no std / CI; Log-Laplace does
@@ -264,5 +264,5 @@ def test_streamed_tables_are_the_in_memory_tables(small_spec, tmp_path):
         assert_frame_equal(on_disk, mem.table)
         assert_frame_equal(written.table, mem.table)
         assert written.cells == mem.table.height
-        csv = (tmp_path / "out" / "tables" / f"{mem.name}.csv").read_text()
+        csv = (tmp_path / "out" / "tables" / f"{mem.name}.NOT-FOR-PUBLICATION.csv").read_text()
         assert csv == mem.table.write_csv()

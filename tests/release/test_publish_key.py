@@ -73,7 +73,10 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_the_identity_table_is_written_only_when_published(releases: dict[str, Path]) -> None:
     assert (releases["shown"] / "tables" / "identity.parquet").is_file()
     hidden = releases["hidden"]
-    assert sorted(p.name for p in (hidden / "tables").iterdir()) == ["groups.csv", "groups.parquet"]
+    assert sorted(p.name for p in (hidden / "tables").iterdir()) == [
+        "groups.NOT-FOR-PUBLICATION.csv",
+        "groups.parquet",
+    ]
     assert not any("identity" in p.name for p in hidden.rglob("*") if p.is_file())
     m = json.loads((hidden / "manifest.json").read_text())
     q = next(q for q in m["queries"] if q["name"] == "identity")

@@ -92,7 +92,7 @@ def test_the_data_hold_workers_with_two_or_three_jobs(several: dict) -> None:
 
 def test_the_wac_file_passes_and_states_the_guarantee_for_k_jobs(several: dict) -> None:
     rel = several["rel"]
-    f = rel / "agency" / "pa_wac_S000_JT00_2015.csv.gz"
+    f = rel / "agency" / "pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz"
     r = runner.invoke(app, ["check-format", str(f), "--format", "lodes-wac"])
     assert r.exit_code == 0, r.output
     manifest = json.loads((rel / "manifest.json").read_text())
@@ -111,9 +111,29 @@ def test_the_wac_file_passes_and_states_the_guarantee_for_k_jobs(several: dict) 
 
 
 def test_the_c000_total_beside_the_true_job_total(several: dict) -> None:
-    rows = read_lodes_wac(several["rel"] / "agency" / "pa_wac_S000_JT00_2015.csv.gz")
+    rows = read_lodes_wac(
+        several["rel"] / "agency" / "pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz"
+    )
     published = sum(int(r["C000"]) for r in rows)  # type: ignore[arg-type]
     true = several["job"].height  # no worker holds more than 3: every job is counted
     published_tables = pl.read_parquet(several["rel"] / "tables" / "wac_c000.parquet")
     assert published == int(published_tables["jobs"].sum())  # the file is the tables
     print(f"C000 total: published {published}, true {true} ({published / true - 1:+.2%})")
+
+
+def test_the_order_key_is_written_nowhere(several: dict) -> None:
+    """The seeded release's job-order key (derived from --seed 2) is in no file it wrote,
+    as hex or as bytes, compressed files read decompressed; the manifest names the rule."""
+    from eree.mechanisms.noise import SeededNoise
+
+    key = SeededNoise(2).order_key()
+    rel = several["rel"]
+    files = [p for p in rel.rglob("*") if p.is_file()]
+    assert len(files) > 5
+    for p in files:
+        data = p.read_bytes()
+        if p.suffix == ".gz":
+            data = gzip.decompress(data)
+        assert key not in data and key.hex().encode() not in data, p
+    manifest = json.loads((rel / "manifest.json").read_text())
+    assert "keyed random order" in manifest["dataset"]["jobs"]["rule"]

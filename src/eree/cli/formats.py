@@ -27,6 +27,13 @@ def check_format(
             "empty (withheld by its mechanism)",
         ),
     ] = False,
+    for_publication: Annotated[
+        bool,
+        typer.Option(
+            "--for-publication",
+            help="refuse (exit 2) a file marked NOT-FOR-PUBLICATION (from a seeded release)",
+        ),
+    ] = False,
 ) -> None:
     """Read a file back against an agency's public layout (LODES WAC/RAC, QCEW open data).
 
@@ -34,7 +41,9 @@ def check_format(
     quoted, numbers bare), codes, that counts are non-negative integers, that each LODES
     family adds up to C000 (education to CA02 + CA03) and QCEW's average weekly wage.
     Prints no value of the file: only whether it passed, or the file, row and column of
-    the first problem (exit code 2).
+    the first problem (exit code 2). A file of a seeded release (``NOT-FOR-PUBLICATION``
+    in its name, before the extension) is checked as the name without the mark and said
+    to be not for publication; with --for-publication it is refused.
 
     Example: eree check-format pa_wac_S000_JT00_2015.csv.gz --format lodes-wac
     """
@@ -47,10 +56,23 @@ def check_format(
         result = check(file, file_format, companion=moe)
     except EreeError as e:
         fail(e)
+    if result.seeded and for_publication:
+        fail(
+            EreeError(
+                f"{file}: passes the {file_format} layout, but it is marked NOT FOR "
+                "PUBLICATION (a seeded release: anyone who knows the seed can subtract the "
+                "noise)"
+            )
+        )
     console.print(
         f"{file}: passes the {file_format} layout ({result.rows:,} rows, "
         f"{len(result.columns)} columns)"
     )
+    if result.seeded:
+        console.print(
+            "  NOT FOR PUBLICATION: the file name carries the mark of a seeded release "
+            "(reproducible noise: anyone who knows the seed can subtract it)"
+        )
     for note in result.notes:
         console.print(f"  note: {note}")
 

@@ -48,6 +48,10 @@ class JobTablesConfig:
             ``JT02`` private jobs, ``JT03`` private primary jobs.
         job_earnings: column of each job's earnings (job table, or the joined table),
             a non-negative number; what the primary-job rule (JT01, JT03) ranks by.
+        order_key: the secret key of the keyed order in which a worker's jobs are kept
+            (:mod:`eree.data.job_order`): set by the release from its noise source
+            (never read from a spec, never written, not shown by ``repr``); ``None``: a
+            fresh secure key each time the data are loaded.
     """
 
     workplace: DataPath | None = None
@@ -62,6 +66,7 @@ class JobTablesConfig:
     max_jobs_per_worker: int | None = None
     job_type: str = "JT00"
     job_earnings: str | None = None
+    order_key: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def selects_jobs(self) -> bool:
@@ -110,10 +115,12 @@ class JobSelection:
     Attributes:
         k: the most jobs one worker contributes.
         job_type: the LODES job type released.
-        workers_over: workers who held more than k jobs of that type.
-        jobs_dropped: their jobs beyond k, dropped by the rule.
-        jobs_not_of_type: jobs outside the job type (non-private jobs for JT02, JT03;
-            non-primary jobs are counted in ``jobs_dropped``).
+        workers_over: workers who held more than k jobs (JT00, JT02: of that type;
+            JT01, JT03: more than one job of any type).
+        jobs_dropped: their jobs beyond k, dropped by the rule (for JT03: the jobs that
+            are not a worker's primary job).
+        jobs_not_of_type: jobs outside the job type: non-private jobs for JT02; for JT03
+            the primary jobs that are not private.
     """
 
     k: int

@@ -497,6 +497,8 @@ def read_table(
             a column of the wrong type (``type``).
     """
     p = Path(path)
+    if p.is_dir():  # a partitioned table: its Parquet files in sorted order, one frame
+        return _read_folder(p, columns, optional, allow_empty)
     header = read_header(p, expected=[*columns, *(optional or {})])
     present = set(header)
     missing = [c for c in columns if c not in present]
@@ -510,6 +512,36 @@ def read_table(
     if df.height == 0 and not allow_empty:
         raise DataValidationError("file has a header but no data rows", file=str(p), rule="no-rows")
     return pl.DataFrame([_cast_column(df.get_column(c), t, p) for c, t in wanted.items()])
+
+
+def _read_folder(
+    p: Path,
+    columns: Mapping[str, pl.DataType | type[pl.DataType]],
+    optional: Mapping[str, pl.DataType | type[pl.DataType]] | None,
+    allow_empty: bool,
+) -> pl.DataFrame:
+    """A folder of Parquet files (a partitioned table) read as one table.
+
+    The ``*.parquet`` files under ``p`` (recursively) in sorted order, each read and
+    checked as a file; a later error's row counts the rows of the files in that order
+    (the folder is named as the file).
+    """
+    files = sorted(f for f in p.rglob("*.parquet"))
+    if not files:
+        raise DataValidationError(
+            "folder holds no .parquet file (a partitioned table is a folder of Parquet files)",
+            file=str(p),
+            rule="file-missing",
+        )
+    parts = [read_table(f, columns, optional=optional, allow_empty=True) for f in files]
+    names = [*columns, *(c for c in (optional or {}) if any(c in f.columns for f in parts))]
+    df = pl.concat(
+        [f.with_columns(pl.lit(None, dtype=_as_dtype((optional or {})[c])).alias(c)
+                        for c in names if c not in f.columns).select(names) for f in parts]
+    )  # fmt: skip
+    if df.height == 0 and not allow_empty:
+        raise DataValidationError("file has a header but no data rows", file=str(p), rule="no-rows")
+    return df
 
 
 def _as_dtype(t: pl.DataType | type[pl.DataType]) -> pl.DataType:

@@ -32,6 +32,7 @@ from eree.data.io import (
     first_true,
     read_table,
 )
+from eree.data.job_order import fresh_key, order_words
 from eree.data.location import local_path
 from eree.data.schema import OWNERSHIP, PRIVATE_OWNERSHIP, WORKPLACE_ID
 from eree.errors import DataValidationError, SpecError
@@ -159,43 +160,59 @@ def load_job_tables(config: JobTablesConfig) -> JobTables:
 
 
 def select_jobs(jobs: pl.DataFrame, config: JobTablesConfig) -> tuple[pl.DataFrame, JobSelection]:
-    """The jobs a release counts: of the job type, at most k per worker, by the public rule.
+    """The jobs a release counts: of the job type, at most k per worker, by the keyed rule.
 
     docs/privacy.md#several-jobs-per-worker. ``jobs`` holds one row per job with the
     worker id, the workplace id, and (JT02, JT03) the workplace's ``ownership`` and
-    (JT01, JT03) the job's earnings. Private jobs (JT02, JT03) are those of ownership
-    :data:`~eree.data.schema.PRIVATE_OWNERSHIP`. Each worker's jobs are then ordered by
-    :data:`~eree.data.schema.JOB_ORDER` (earnings descending for primary jobs, then
-    workplace id ascending) and the first k kept (k = 1 for primary jobs). The rule reads
-    only the worker's own jobs: adding or removing a worker changes no other worker's
+    (JT01, JT03) the job's earnings. Each worker's jobs are ordered by
+    :data:`~eree.data.schema.JOB_ORDER` (earnings descending for primary jobs, then the
+    keyed order of :mod:`eree.data.job_order` under ``config.order_key``) and the first k
+    kept (k = 1 for primary jobs). JT02 keeps private jobs (ownership
+    :data:`~eree.data.schema.PRIVATE_OWNERSHIP`) and bounds those; JT03 takes each
+    worker's primary job among all of its jobs and keeps it when it is private (LODES:
+    the private jobs classified as primary). The rule reads only the worker's own jobs and
+    a key independent of the data: adding or removing a worker changes no other worker's
     kept jobs, which is what the guarantee's proof needs. Row order is kept.
 
     Returns:
         The kept rows (same columns) and the counts of what was dropped.
     """
     kid, wid = config.worker_id, config.workplace_id
+    key = config.order_key if config.order_key is not None else fresh_key()
     n_in = jobs.height
-    if config.private_only:
+    if config.private_only and not config.primary_only:  # JT02: bound the private jobs
         jobs = jobs.filter(pl.col(OWNERSHIP) == PRIVATE_OWNERSHIP)
     not_of_type = n_in - jobs.height
     k = config.jobs_per_worker
-    row, rank = "__eree_row", "__eree_rank"
-    keys, descending = [kid, wid], [False, False]
+    row, rank, word, many = "__eree_row", "__eree_rank", "__eree_word", "__eree_many"
+    framed = jobs.with_row_index(row).with_columns((pl.len().over(kid) > k).alias(many))
+    alone = framed.filter(~pl.col(many))  # k jobs or fewer: all kept, no order needed
+    crowd = framed.filter(pl.col(many))
+    crowd = crowd.with_columns(
+        pl.Series(word, order_words(key, crowd.get_column(kid), crowd.get_column(wid)),
+                  dtype=pl.Utf8)
+    )  # fmt: skip
+    keys, descending = [kid, word], [False, False]
     if config.primary_only:
         assert config.job_earnings is not None  # check_config
-        keys, descending = [kid, config.job_earnings, wid], [False, True, False]
-    ranked = (
-        jobs.with_row_index(row)
-        .sort(keys, descending=descending)
-        .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over(kid).alias(rank))
+        keys, descending = [kid, config.job_earnings, word], [False, True, False]
+    ranked = crowd.sort(keys, descending=descending).with_columns(
+        pl.int_range(pl.len(), dtype=pl.UInt32).over(kid).alias(rank)
     )
     over = ranked.filter(pl.col(rank) == k).height
-    kept = ranked.filter(pl.col(rank) < k).sort(row).drop(row, rank)
-    return kept, JobSelection(
+    kept = pl.concat(
+        [alone.drop(many), ranked.filter(pl.col(rank) < k).drop(many, word, rank)]
+    ).sort(row)
+    dropped = jobs.height - kept.height
+    if config.private_only and config.primary_only:  # JT03: the primary job, if private
+        primary = kept.height
+        kept = kept.filter(pl.col(OWNERSHIP) == PRIVATE_OWNERSHIP)
+        not_of_type = primary - kept.height
+    return kept.drop(row), JobSelection(
         k=k,
         job_type=config.job_type,
         workers_over=over,
-        jobs_dropped=jobs.height - kept.height,
+        jobs_dropped=dropped,
         jobs_not_of_type=not_of_type,
     )
 

@@ -57,15 +57,20 @@ JOB_TYPES: dict[str, str] = {
     "JT00": "all jobs",
     "JT01": "primary jobs (each worker's highest-earning job)",
     "JT02": "all private jobs",
-    "JT03": "private primary jobs (each worker's highest-earning private job)",
+    "JT03": "private primary jobs (each worker's primary job, when it is private)",
 }
 PRIMARY_JOB_TYPES: tuple[str, ...] = ("JT01", "JT03")
 PRIVATE_JOB_TYPES: tuple[str, ...] = ("JT02", "JT03")
 #: the workplace column and code that mark a private job (JT02, JT03): QWI's A05
 OWNERSHIP = "ownership"
 PRIVATE_OWNERSHIP = "A05"
-#: the public, data-independent order in which a worker's jobs are kept (the first k):
-#: by workplace id (text, byte order); for primary jobs by earnings, highest first,
-#: ties by workplace id. It reads only the worker's own jobs, so adding or removing
-#: one worker never changes another worker's kept jobs.
-JOB_ORDER = "workplace id ascending (primary jobs: earnings descending, then workplace id)"
+#: the data-independent order in which a worker's jobs are kept (the first k): a keyed
+#: random order, SHA-256 of the release's secret order key and the job's worker and
+#: workplace ids (:func:`eree.data.job_order.order_word`); for primary jobs by earnings,
+#: highest first, ties in that keyed order. It reads only the worker's own jobs and a key
+#: drawn independently of the data, so adding or removing one worker never changes
+#: another worker's kept jobs, and no workplace is favoured by its id.
+JOB_ORDER = (
+    "a keyed random order (SHA-256 of a secret per-release key and the job's worker and "
+    "workplace ids); primary jobs: earnings descending, ties in that keyed order"
+)

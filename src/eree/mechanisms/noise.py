@@ -13,6 +13,7 @@ the same way in both modes:
 
 from __future__ import annotations
 
+import hashlib
 import os
 from abc import ABC, abstractmethod
 from typing import Any
@@ -57,6 +58,15 @@ class NoiseSource(ABC):
         """Whether releases drawn from this source may be published (not seeded)."""
         return self.mode != "seeded"
 
+    def order_key(self) -> bytes:
+        """The secret key of the release's keyed job order (:mod:`eree.data.job_order`).
+
+        Secure: 32 fresh bytes from the operating system, drawn once per release and never
+        written. Seeded: derived from the seed (reproducible), without drawing from the
+        noise stream.
+        """
+        return os.urandom(32)
+
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the randomness (never the seed of a secure source)."""
         return {
@@ -91,6 +101,10 @@ class SeededNoise(NoiseSource):
     @override
     def bits(self, size: int) -> NDArray[np.uint64]:
         return self._rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
+
+    @override
+    def order_key(self) -> bytes:
+        return hashlib.sha256(f"eree job order key\x1f{self.seed}".encode()).digest()
 
     def spawn(self, n: int) -> list[SeededNoise]:
         """``n`` independent child sources (for parallel trials)."""

@@ -25,13 +25,44 @@ from typing import Any
 
 from eree.privacy.ledger_state import LedgerState
 
-__all__ = ["NOT_FOR_PUBLICATION", "SEEDED_KEY", "SEEDED_MARK", "check_releases"]
+__all__ = [
+    "NOT_FOR_PUBLICATION",
+    "SEEDED_KEY",
+    "SEEDED_MARK",
+    "SEEDED_NAME_MARK",
+    "check_releases",
+    "seeded_name",
+    "unmarked_name",
+]
 
 #: the file in a seeded (reproducible) release's directory (docs/design.md#release-outputs)
 NOT_FOR_PUBLICATION = "NOT_FOR_PUBLICATION"
 #: the key and value of every Parquet table's metadata in a seeded release
 SEEDED_KEY = "eree.random"
 SEEDED_MARK = "seeded: NOT FOR PUBLICATION"
+#: the mark in the name of every CSV and agency-layout file of a seeded release, before
+#: its extension (``wac_c000.NOT-FOR-PUBLICATION.csv``,
+#: ``pa_wac_S000_JT00_2015.NOT-FOR-PUBLICATION.csv.gz``): text files carry no metadata,
+#: and a line or a column inside them would break the agencies' layouts
+SEEDED_NAME_MARK = "NOT-FOR-PUBLICATION"
+_EXTENSIONS = (".csv.gz", ".csv")
+
+
+def seeded_name(name: str) -> str:
+    """``name`` (a path) with :data:`SEEDED_NAME_MARK` before its ``.csv``/``.csv.gz``."""
+    for ext in _EXTENSIONS:
+        if name.endswith(ext):
+            return f"{name[: -len(ext)]}.{SEEDED_NAME_MARK}{ext}"
+    return f"{name}.{SEEDED_NAME_MARK}"
+
+
+def unmarked_name(name: str) -> tuple[str, bool]:
+    """(``name`` without the seeded mark, whether it had it): the inverse of seeded_name."""
+    for ext in (*_EXTENSIONS, ""):
+        mark = f".{SEEDED_NAME_MARK}{ext}"
+        if name.endswith(mark):
+            return name[: -len(mark)] + ext, True
+    return name, False
 
 
 def check_releases(

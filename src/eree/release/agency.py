@@ -77,8 +77,11 @@ __all__ = [
     "check_agency_plan",
     "check_qcew_codes",
     "check_wac_blocks",
+    "check_wac_codes",
+    "layout_mapping",
     "qcew_levels",
     "wac_families",
+    "wac_mapping",
 ]
 
 #: the release's folder of agency-layout files
@@ -104,9 +107,53 @@ _CD_AGES = ("A02", "A03")
 _NOT_TABULATED = ("CFA", "CFS")
 
 
-def wac_families() -> dict[str, tuple[str, ...]]:
-    """Each released WAC family → the ``by`` of its marginal (block first); C000 → (block,)."""
-    return {"C000": (_GEO,), **{f: (_GEO, *a) for f, (a, _) in _WAC_SOURCE.items()}}
+#: WAC layout field → the data column it is read from by default (eree's names): the
+#: workplace block and the attributes whose codes name the WAC columns
+WAC_DEFAULT_COLUMNS: dict[str, str] = {
+    _GEO: _GEO,
+    **{a: a for a in ("age", "earnings", "naics_sector", "race", "ethnicity", "education",
+                      "sex")},
+}  # fmt: skip
+#: the WAC layout fields ``[output.columns]`` may map
+WAC_FIELDS: tuple[str, ...] = tuple(WAC_DEFAULT_COLUMNS)
+#: the WAC fields whose codes ``[output.codes]`` may map to eree's (the layout's) codes
+WAC_CODED_FIELDS: tuple[str, ...] = WAC_FIELDS[1:]
+
+
+@dataclass(frozen=True)
+class WacMapping:
+    """Which data columns and codes fill the WAC layout's fields ([output] columns, codes).
+
+    Attributes:
+        columns: layout field → data column.
+        codes: layout field → {data code: layout code}; codes not listed pass unchanged.
+    """
+
+    columns: dict[str, str]
+    codes: dict[str, dict[str, str]]
+
+
+def wac_mapping(plan: Any) -> WacMapping:
+    """The ``[output]`` columns and codes of the LODES WAC format, checked (no data read)."""
+    return WacMapping(*layout_mapping(plan, "LODES WAC", WAC_FIELDS, WAC_CODED_FIELDS,
+                                      WAC_DEFAULT_COLUMNS))  # fmt: skip
+
+
+def wac_codes(field: str) -> tuple[str, ...]:
+    """The layout's codes of a WAC field, in the order of its columns."""
+    from eree.data.schema import WORKER_DOMAINS
+
+    return tuple(NAICS_SECTORS) if field == "naics_sector" else tuple(WORKER_DOMAINS[field])
+
+
+def wac_families(m: WacMapping | None = None) -> dict[str, tuple[str, ...]]:
+    """Each released WAC family → the ``by`` of its marginal (block first); C000 → (block,).
+
+    Under eree's names, or the data's columns of ``m``.
+    """
+    col = (m or WacMapping(dict(WAC_DEFAULT_COLUMNS), {})).columns
+    geo = col[_GEO]
+    return {"C000": (geo,), **{f: (geo, *(col[x] for x in a)) for f, (a, _) in _WAC_SOURCE.items()}}
 
 
 #: QCEW county level → the layout fields of its released group-by sum (None: derived).
@@ -177,8 +224,14 @@ class QcewMapping:
         return tuple(self.columns[m] for m in _MEASURE_FIELDS)
 
 
-def qcew_mapping(plan: Any) -> QcewMapping:
-    """The ``[output]`` columns, codes and levels of a QCEW format, checked (no data read).
+def layout_mapping(
+    plan: Any, layout: str, fields: Sequence[str], coded: Sequence[str], defaults: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """``[output.columns]`` and ``[output.codes]`` for a layout, checked (no data read).
+
+    One mechanism for every agency format: each layout field's data column (``defaults``
+    unless ``[output.columns]`` names another) and, for the ``coded`` fields, the data's
+    codes mapped to the layout's (codes not listed pass unchanged).
 
     Raises:
         SpecError: naming the ``[output]`` key at fault.
@@ -189,26 +242,39 @@ def qcew_mapping(plan: Any) -> QcewMapping:
         isinstance(k, str) and isinstance(v, str) and v for k, v in given.items()
     ):
         raise SpecError("[output.columns] must be a table of layout field = data column")
-    unknown = [k for k in given if k not in QCEW_FIELDS]
+    unknown = [k for k in given if k not in fields]
     if unknown:
         raise SpecError(
-            f"[output.columns]: {', '.join(map(repr, unknown))} is not a QCEW layout field "
-            f"(fields: {', '.join(QCEW_FIELDS)})"
+            f"[output.columns]: {', '.join(map(repr, unknown))} is not a {layout} layout field "
+            f"(fields: {', '.join(fields)})"
         )
     codes = out.get("codes", {})
     if not isinstance(codes, dict) or not all(
         isinstance(k, str) and isinstance(v, dict) for k, v in codes.items()
     ):
         raise SpecError('[output.codes] must be tables: field = { "data code" = "layout code" }')
-    bad = [k for k in codes if k not in QCEW_CODED_FIELDS]
+    bad = [k for k in codes if k not in coded]
     if bad:
         raise SpecError(
             f"[output.codes]: {', '.join(map(repr, bad))} has no codes to map (fields: "
-            f"{', '.join(QCEW_CODED_FIELDS)})"
+            f"{', '.join(coded)})"
         )
     for f, m in codes.items():
         if not all(isinstance(a, str) and isinstance(b, str | int) for a, b in m.items()):
             raise SpecError(f"[output.codes].{f}: each data code (text) = a layout code")
+    cols = {**defaults, **given}
+    return cols, {f: {a: str(b) for a, b in m.items()} for f, m in codes.items()}
+
+
+def qcew_mapping(plan: Any) -> QcewMapping:
+    """The ``[output]`` columns, codes and levels of a QCEW format, checked (no data read).
+
+    Raises:
+        SpecError: naming the ``[output]`` key at fault.
+    """
+    cols, codes = layout_mapping(plan, "QCEW", QCEW_FIELDS, QCEW_CODED_FIELDS,
+                                 QCEW_DEFAULT_COLUMNS)  # fmt: skip
+    out = (plan.raw.get("output") or {}) if hasattr(plan, "raw") else {}
     levels = out.get("levels", list(_QCEW_ROLES))
     if (
         not isinstance(levels, list)
@@ -221,11 +287,7 @@ def qcew_mapping(plan: Any) -> QcewMapping:
             "[output].levels must list county aggregation levels from 70 to 78, each once "
             f"(got {levels!r})"
         )
-    cols = {**QCEW_DEFAULT_COLUMNS, **given}
-    return QcewMapping(
-        cols, {f: {a: str(b) for a, b in m.items()} for f, m in codes.items()},
-        tuple(sorted(levels)),
-    )  # fmt: skip
+    return QcewMapping(cols, codes, tuple(sorted(levels)))
 
 
 def _sources(m: QcewMapping, has_query: Callable[[Sequence[str]], bool]) -> dict[int, str]:
@@ -318,10 +380,24 @@ def check_agency_plan(plan: Any) -> None:
     if fmt == "lodes-wac":
         if plan.kind != "eree":
             raise SpecError(f'{where} needs [data] kind = "eree" (LODES job tables)')
-        missing = [f for f, by in wac_families().items() if _query_of(plan, by) is None]
+        wm = wac_mapping(plan)
+        fams = wac_families(wm)
+        missing = [f for f, by in fams.items() if _query_of(plan, by) is None]
         if missing:
-            need = "; ".join(f"{f}: by = {json.dumps(wac_families()[f])}" for f in missing)
+            need = "; ".join(f"{f}: by = {json.dumps(fams[f])}" for f in missing)
             raise SpecError(f"{where}: no [[query]] releases the WAC families {need}")
+        domains = getattr(plan.data, "domains", {}) or {}
+        for f in WAC_CODED_FIELDS:
+            col = wm.columns[f]
+            if col not in domains:  # a workplace attribute without one: checked on loading
+                continue
+            mapped = {wm.codes.get(f, {}).get(c, c) for c in domains[col]}
+            if not mapped <= set(wac_codes(f)):
+                raise SpecError(
+                    f"{where}: the declared codes of {col!r} ([data.domains]) are not all "
+                    f"LODES {f} codes ({', '.join(wac_codes(f))}); map them with "
+                    f"[output.codes].{f}"
+                )
         counted = getattr(plan.data, "job_type", "JT00")
         if wac_job_type(plan) != counted:
             raise SpecError(
@@ -371,7 +447,7 @@ def check_agency_plan(plan: Any) -> None:
         )
 
 
-def check_wac_blocks(blocks: pl.Series, file: str) -> None:
+def check_wac_blocks(blocks: pl.Series, file: str, column: str = _GEO) -> None:
     """The blocks of the public workplace frame make a LODES WAC file (after loading).
 
     LODES lists blocks as 15-digit census codes (state 2, county 3, tract 6, block 4
@@ -398,12 +474,44 @@ def check_wac_blocks(blocks: pl.Series, file: str) -> None:
     states = set(codes.str.slice(0, 2).unique().to_list())
     if not states <= set(STATE_POSTAL):
         raise DataValidationError(f"{want}: a code does not start with a state FIPS code",
-                                  file=file, column=_GEO, rule="lodes-block")  # fmt: skip
+                                  file=file, column=column, rule="lodes-block")  # fmt: skip
     if len(states) > 1:
         raise DataValidationError(
             f"{want} of one state (a LODES file is per state); the blocks are in "
-            f"{len(states)} states", file=file, column=_GEO, rule="lodes-block",
+            f"{len(states)} states", file=file, column=column, rule="lodes-block",
         )  # fmt: skip
+
+
+def check_wac_codes(plan: Any, groups: Callable[[Sequence[str]], pl.DataFrame], file: str) -> None:
+    """The workplace codes of the frame are LODES codes (after loading; no declared domain).
+
+    The worker attributes' codes are checked before any data are read (their domains are
+    declared); a workplace attribute (``naics_sector``) without a declared domain has its
+    codes checked here, on the public frame's groups, after ``[output.codes]``: a code
+    outside LODES' list would have no WAC column and the families would not add up to C000.
+
+    Raises:
+        DataValidationError: naming the file and the column; never a code.
+    """
+    if plan.output.format != "lodes-wac":
+        return
+    wm = wac_mapping(plan)
+    domains = getattr(plan.data, "domains", {}) or {}
+    for f in WAC_CODED_FIELDS:
+        col = wm.columns[f]
+        if col in domains or col not in getattr(plan.data, "workplace_attributes", ()):
+            continue
+        codes = groups([col]).get_column(col).cast(pl.Utf8)
+        if wm.codes.get(f):
+            codes = codes.replace(wm.codes[f])
+        bad = codes.is_null() | ~codes.is_in(list(wac_codes(f)))
+        if bad.any():
+            raise DataValidationError(
+                f'[output] format = "lodes-wac" needs LODES {f} codes in every row '
+                f"({', '.join(wac_codes(f))}, or mapped to them with [output.codes].{f}); "
+                f"{int(bad.sum()):,} of {codes.len():,} codes are not",
+                file=file, column=col, rule="lodes-code",
+            )  # fmt: skip
 
 
 #: each QCEW layout key field → (what its codes must be, the pattern or list they must match)
@@ -548,11 +656,18 @@ def _wac(
     measurements: Mapping[str, Sequence[Measurement]],
     created: date,
 ) -> AgencyOutput:
-    from eree.data.schema import WORKER_DOMAINS
-
-    fams = wac_families()
+    wm = wac_mapping(plan)
+    fams = wac_families(wm)
     name = {f: _query_of(plan, by) for f, by in fams.items()}
-    raw_total = tables[str(name["C000"])]
+
+    def layout(t: pl.DataFrame) -> pl.DataFrame:
+        """The table under the layout's field names and codes ([output] columns, codes)."""
+        t = t.rename({c: f for f, c in wm.columns.items() if c in t.columns and c != f})
+        return t.with_columns(
+            pl.col(f).cast(pl.Utf8).replace(m) for f, m in wm.codes.items() if f in t.columns
+        )
+
+    raw_total = layout(tables[str(name["C000"])])
     t_std = _std(raw_total, measurements.get(str(name["C000"]), ()))  # row-aligned: sort after
     total = raw_total.with_columns(
         pl.col(_GEO).cast(pl.Utf8),
@@ -566,8 +681,8 @@ def _wac(
         notes.append("C000: the mechanism withholds its variance; the margins of error are empty")
     for fam, (_, attr) in _WAC_SOURCE.items():
         q = str(name[fam])
-        t = tables[q].with_columns(pl.col(_GEO).cast(pl.Utf8))
-        codes = NAICS_SECTORS if attr == "naics_sector" else WORKER_DOMAINS[attr]
+        t = layout(tables[q]).with_columns(pl.col(_GEO).cast(pl.Utf8))
+        codes = wac_codes(attr)
         cols = LODES_FAMILIES[fam]
         std = _std(tables[q], measurements.get(q, ()))
         t = t.with_columns(

@@ -127,12 +127,14 @@ class CountRelease(ReleaseFamily[LoadedJobTables]):
         # workplace frame in memory; otherwise the lower bounds checked before loading stand)
         check_plan_cells(plan, engine.public_workplaces(data))
         if plan.output.format == "lodes-wac":  # its file's name and rows are the blocks
-            from eree.release.agency import check_wac_blocks
+            from eree.release.agency import check_wac_blocks, check_wac_codes, wac_mapping
 
             inputs = plan.data.inputs()
             file = inputs.get("[data].workplace", inputs.get("[data].jobs"))
-            blocks = engine.workplace_counts(data, ["block"]).get_column("block")
-            check_wac_blocks(blocks, str(file))
+            geo = wac_mapping(plan).columns["block"]
+            blocks = engine.workplace_counts(data, [geo]).get_column(geo)
+            check_wac_blocks(blocks, str(file), geo)
+            check_wac_codes(plan, lambda by: engine.workplace_counts(data, by), str(file))
         return data
 
     @override

@@ -174,6 +174,9 @@ class LayoutCheck:
         rows: data rows.
         columns: the header, in order.
         notes: what the layout allows and this file does (e.g. empty derived columns).
+        seeded: the file's name carries the seeded release's mark (``NOT-FOR-PUBLICATION``
+            before the extension, :func:`eree.privacy.release_check.seeded_name`): its
+            layout is checked as the name without the mark, and it must not be published.
     """
 
     path: Path
@@ -181,6 +184,7 @@ class LayoutCheck:
     rows: int
     columns: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    seeded: bool = False
 
 
 def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> LayoutCheck:
@@ -195,14 +199,21 @@ def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> Layo
             excluded) and column; never a value of the file.
         ValueError: an unknown format.
     """
+    from dataclasses import replace
+
+    from eree.privacy.release_check import unmarked_name
+
     path = Path(path)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise DataValidationError("file not found", file=str(path), rule="missing-file")
+    name, seeded = unmarked_name(path.name)
     if fmt.startswith("lodes"):
-        return _check_lodes(path, fmt, companion)
-    return _check_qcew(path, fmt, companion)
+        result = _check_lodes(path, fmt, companion, name)
+    else:
+        result = _check_qcew(path, fmt, companion)
+    return replace(result, seeded=seeded)
 
 
 # --------------------------------------------------------------------------------------
@@ -218,10 +229,10 @@ def _first(mask: pl.Series) -> int:
     return int(mask.arg_max() or 0) + 1
 
 
-def _check_lodes(path: Path, fmt: str, companion: bool) -> LayoutCheck:
+def _check_lodes(path: Path, fmt: str, companion: bool, name: str) -> LayoutCheck:
     kind = fmt.split("-")[1]
     expected = WAC_COLUMNS if kind == "wac" else RAC_COLUMNS
-    m = _LODES_NAME.match(path.name)
+    m = _LODES_NAME.match(name)
     if m is None or m["kind"] != kind or bool(m["moe"]) != companion:
         moe = "_moe" if companion else ""
         _fail(path, f"file name is not [st]_{kind}_[SEG]_[JT]_[year]{moe}.csv.gz (LODES naming)")
@@ -402,7 +413,7 @@ def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
             if len(fields) != len(names):
                 _fail(path, f"{len(fields)} fields, the header has {len(names)}", rows)
             for c, (text, quoted) in zip(names, fields, strict=True):
-                _check_qcew_field(path, rows, c, text, quoted, empty_derived)
+                _check_qcew_field(path, rows, c, text, quoted, empty_derived, companion)
             key = tuple(fields[at[c]][0] for c in _KEYS)
             if key in seen:
                 _fail(path, "the cell (area, ownership, industry, level, size, year, "
@@ -423,14 +434,19 @@ def _check_qcew(path: Path, fmt: str, companion: bool) -> LayoutCheck:
         ) from e
     if rows == 0:
         _fail(path, "no data rows")
-    allowed = "empty in some rows (allowed: not measured or derived)"
+    allowed = "empty in some rows (allowed: not measured, derived, or a withheld margin)"
     notes = (f"{allowed}: {', '.join(sorted(empty_derived))}",) if empty_derived else ()
     return LayoutCheck(path, fmt, rows, names, notes)
 
 
+#: the measures whose margin a companion leaves empty where the mechanism withholds it
+_QCEW_MARGINS = ("month1_emplvl", "month2_emplvl", "month3_emplvl", "total_qtrly_wages")
+
+
 def _check_qcew_field(
-    path: Path, row: int, c: str, text: str, quoted: bool, empty_derived: set[str]
-) -> None:
+    path: Path, row: int, c: str, text: str, quoted: bool, empty_derived: set[str],
+    companion: bool = False,
+) -> None:  # fmt: skip
     if c in QCEW_TEXT_COLUMNS:
         if not quoted:
             _fail(path, "a code or title field is not quoted", row, c)
@@ -439,6 +455,9 @@ def _check_qcew_field(
         _fail(path, "a number is quoted", row, c)
     if text == "":
         if c.startswith(("lq_", "oty_")) or c in _OPTIONAL or c == "avg_wkly_wage":
+            empty_derived.add(c)
+            return
+        if companion and c in _QCEW_MARGINS:  # a margin the mechanism withholds
             empty_derived.add(c)
             return
         _fail(path, "empty number", row, c)

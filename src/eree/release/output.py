@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import shutil
 from collections.abc import Mapping
@@ -16,7 +18,13 @@ from eree import __version__
 from eree.data.outdir import check_out, make_temp_folder, put_in_place, write_marker
 from eree.errors import EreeError
 from eree.mechanisms.base import Measurement
-from eree.privacy.release_check import NOT_FOR_PUBLICATION, SEEDED_KEY, SEEDED_MARK
+from eree.privacy.release_check import (
+    NOT_FOR_PUBLICATION,
+    SEEDED_KEY,
+    SEEDED_MARK,
+    SEEDED_NAME_MARK,
+    seeded_name,
+)
 from eree.release.tables import QueryTable
 
 
@@ -83,8 +91,11 @@ class ReleaseWriter:
         out_dir: the release directory (absent or empty).
         csv: write ``tables/<query>.csv`` next to each Parquet table.
         seeded: the noise was seeded: every Parquet file carries the metadata
-            ``eree.random = "seeded: NOT FOR PUBLICATION"`` and a ``NOT_FOR_PUBLICATION``
-            file is written in the release directory.
+            ``eree.random = "seeded: NOT FOR PUBLICATION"``, every CSV and agency-layout
+            file has ``NOT-FOR-PUBLICATION`` in its name before the extension
+            (:func:`~eree.privacy.release_check.seeded_name`; a gzip file also in its
+            header's file-name field), and a ``NOT_FOR_PUBLICATION`` file is written in
+            the release directory.
         tag: the ledger reservation's tag, put in the partial directory's name so that
             the ledger can find (and finish or remove) it after a crash.
         force: replace an earlier output of eree (:func:`eree.data.outdir.check_out`)
@@ -147,7 +158,7 @@ class ReleaseWriter:
         tables = self._dir / "tables"
         frame.sink_parquet(tables / f"{qt.name}.parquet", metadata=self._meta)
         if self.csv:
-            frame.sink_csv(tables / f"{qt.name}.csv")
+            frame.sink_csv(tables / self.name(f"{qt.name}.csv"))
         return WrittenTable(
             qt.name,
             self.out_dir / "tables" / f"{qt.name}.parquet",
@@ -156,13 +167,27 @@ class ReleaseWriter:
             qt.notes,
         )
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        """Write a further file of the release (e.g. an agency-layout file) as given."""
+    def name(self, rel: str) -> str:
+        """The name a text file of the release is written under (seeded: marked)."""
+        return seeded_name(rel) if self.seeded else rel
+
+    def write_bytes(self, rel: str, data: bytes) -> str:
+        """Write a further file of the release (e.g. an agency-layout file).
+
+        Returns:
+            The path it was written under, inside the release: ``rel``, or in a seeded
+            release ``rel`` marked (:meth:`name`), a gzip file's header naming it
+            ``NOT-FOR-PUBLICATION`` too (its content unchanged).
+        """
         if Path(rel).is_absolute() or ".." in Path(rel).parts:
             raise EreeError(f"release file {rel!r} must be a path inside the release")
+        rel = self.name(rel)
+        if self.seeded and rel.endswith(".gz"):
+            data = _gzip_marked(gzip.decompress(data))
         dest = self._dir / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
+        return rel
 
     def staged(self, name: str) -> Path:
         """Where table ``name`` is while the release is being written."""
@@ -192,7 +217,7 @@ class ReleaseWriter:
             if rel.endswith(".parquet"):
                 frame.write_parquet(dest, metadata=self._meta)
             elif rel.endswith(".csv"):
-                frame.write_csv(dest)
+                frame.write_csv(tmp / self.name(rel))
             else:
                 raise EreeError(f"extra release file {rel!r}: use .parquet or .csv")
         for name, text in (documents or {}).items():
@@ -207,6 +232,14 @@ class ReleaseWriter:
         put_in_place(tmp, self.out_dir)
         self._tmp = None
         return self.out_dir
+
+
+def _gzip_marked(data: bytes) -> bytes:
+    """``data`` gzip-compressed, the header's original-file-name field the seeded mark."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename=SEEDED_NAME_MARK, fileobj=buf, mode="wb", mtime=0) as gz:
+        gz.write(data)
+    return buf.getvalue()
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ See docs/design.md#data-flow.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +119,18 @@ def _redacted_spec(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def keyed_plan(plan: Plan, source: NoiseSource) -> Plan:
+    """``plan`` whose job tables carry the release's secret order key (data never read).
+
+    The key (:meth:`~eree.mechanisms.noise.NoiseSource.order_key`) orders each worker's
+    jobs when some are dropped (docs/privacy.md#several-jobs-per-worker); it lives in the
+    loader's configuration only and is never written.
+    """
+    if not isinstance(plan.data, JobTablesConfig) or not plan.data.selects_jobs:
+        return plan
+    return replace(plan, data=replace(plan.data, order_key=source.order_key()))
+
+
 def jobs_description(cfg: JobTablesConfig) -> dict[str, Any]:
     """What the released jobs are and what k means (public: the spec's choices).
 
@@ -130,10 +142,14 @@ def jobs_description(cfg: JobTablesConfig) -> dict[str, Any]:
     elif cfg.primary_only:
         rule = (
             "each worker's primary job: the highest-earning (by the job's earnings), ties "
-            "by the smallest workplace id"
+            "in a keyed random order (a secret per-release key, never written)"
+            + ("; kept when it is private" if cfg.private_only else "")
         )
     else:
-        rule = f"at most k = {k} jobs per worker: the k at the smallest workplace ids"
+        rule = (
+            f"at most k = {k} jobs per worker: the first k in a keyed random order (a "
+            "secret per-release key, never written)"
+        )
     return {
         "job_type": cfg.job_type,
         "job_type_meaning": JOB_TYPES[cfg.job_type],
@@ -311,7 +327,7 @@ def protect(
     # every configured column is read and checked, with or without a ledger: one verdict
     # on the data (eree validate's), whatever the release (docs/design.md#validation);
     # without a ledger nothing identifies the data (NO_LEDGER_FINGERPRINT): no fingerprint
-    data = family.load(plan, engine, narrow=False)
+    data = family.load(keyed_plan(plan, source), engine, narrow=False)
     if book is None:
         return _warn(_run(built, out_dir, source, engine, report, data, None, None, force, policy))
     from eree.data.fingerprint import SCHEME
@@ -397,9 +413,12 @@ def _agency_files(
     out = agency_output(plan, frames, measurements, counts, created)
     if out is None:
         return
-    for rel, data in out.files.items():
-        writer.write_bytes(rel, data)
-    manifest["agency_files"] = out.manifest
+    written = {rel: writer.write_bytes(rel, data) for rel, data in out.files.items()}
+    files = out.manifest.get("files")
+    manifest["agency_files"] = {
+        **out.manifest,
+        **({"files": sorted(written[f] for f in files)} if files is not None else {}),
+    }
 
 
 def _run(

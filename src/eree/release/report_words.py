@@ -266,7 +266,7 @@ def jobs_words(manifest: Mapping[str, Any]) -> str:
     if k > 1:
         words += (
             f" A worker may hold several jobs; at most k = {k} of each worker's jobs are "
-            "counted (those at the smallest workplace ids; the rest are dropped), and the "
+            "counted (the first k in a keyed random order; the rest are dropped), and the "
             f"privacy spent covers a worker with all {k} of them: the noise is calibrated "
             f"for k = {k}."
         )

@@ -372,7 +372,7 @@ def _agency_keys(
         if k in out_raw and fmt is None:
             raise SpecError(f"[output].{k} applies only with [output].format")
     if fmt is not None and not fmt.startswith("qcew"):
-        for k in ("levels", "columns", "codes"):
+        for k in ("levels",) if fmt == "lodes-wac" else ("levels", "columns", "codes"):
             if k in out_raw:
                 raise SpecError(f"[output].{k} applies only with a QCEW format")
     cells_from = out_raw.get("cells_from")

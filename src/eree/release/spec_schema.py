@@ -179,8 +179,9 @@ SECTIONS: tuple[Section, ...] = (
                 None,
                 "k: workers may hold several jobs, and each contributes at most k of them "
                 "(LODES JT00 counts every job; about 5% of workers hold two or more). A "
-                "worker's jobs beyond k are dropped by a public rule: the k jobs at the "
-                "smallest workplace ids are kept. Every mechanism's noise is calibrated so "
+                "worker's jobs beyond k are dropped by a data-independent rule: the first k "
+                "in a keyed random order (a secret per-release key, never written) are kept. "
+                "Every mechanism's noise is calibrated so "
                 "that the query's epsilon (delta) covers a worker with k jobs as well as an "
                 "establishment's α-change ([privacy.md](privacy.md#several-jobs-per-worker)). "
                 "Absent: every worker must hold exactly one job (refused otherwise). Needs "
@@ -192,9 +193,10 @@ SECTIONS: tuple[Section, ...] = (
                 "string",
                 "JT00",
                 "The LODES job type released: JT00 all jobs; JT01 primary jobs (each "
-                "worker's highest-earning job, by job_earnings; ties: smallest workplace "
-                "id); JT02 all private jobs (workplace `ownership` = A05); JT03 private "
-                "primary jobs (each worker's highest-earning private job). Primary jobs are "
+                "worker's highest-earning job, by job_earnings; ties in the keyed random "
+                "order); JT02 all private jobs (workplace `ownership` = A05); JT03 private "
+                "primary jobs (each worker's primary job, counted when it is private, as "
+                "LEHD defines it). Primary jobs are "
                 "one per worker (k = 1). Other than JT00 needs the three tables.",
                 ("JT00", "JT01", "JT02", "JT03"),
             ),
@@ -630,14 +632,17 @@ SECTIONS: tuple[Section, ...] = (
                 "columns",
                 "table: layout field = data column",
                 None,
-                "With a QCEW format: the data's column for each layout field, when not "
+                "With an agency format: the data's column for each layout field, when not "
                 "eree's name: `area` (5-digit county FIPS, instead of `state` + `county`), "
                 "`state`, `county`, `ownership` (QCEW own codes), `supersector`, `sector` "
                 "(2-digit NAICS or QCEW's 31-33 ranges), `naics3`–`naics6`, "
                 "`month1_emplvl`–`month3_emplvl`, `total_qtrly_wages` (a money unit in "
                 '[data].units). E.g. { area = "fips", ownership = "own_code", sector = '
                 '"ind2", total_qtrly_wages = "qtr_wages" }. Each level\'s query is found '
-                "by these columns. Checked before any data are read.",
+                "by these columns. With lodes-wac: `block` (the 15-digit census block), "
+                "`age`, `earnings`, `naics_sector`, `race`, `ethnicity`, `education`, `sex`, "
+                'e.g. { block = "geo", age = "agegrp" }; each WAC family\'s query is found by '
+                "these columns. Checked before any data are read.",
             ),
             Key(
                 "codes",
@@ -645,7 +650,12 @@ SECTIONS: tuple[Section, ...] = (
                 None,
                 "With a QCEW format: the data's codes of `area`, `ownership`, `supersector` "
                 'or `sector` written as the layout\'s, e.g. ownership = { P = "5", L = '
-                '"3" }; codes not listed are written as they are.',
+                '"3" }; codes not listed are written as they are. With lodes-wac: the codes '
+                "of `age`, `earnings`, `naics_sector`, `race`, `ethnicity`, `education`, "
+                '`sex` as LODES\'s (eree\'s), e.g. age = { young = "A01", mid = "A02", old '
+                '= "A03" }; a declared code ([data.domains]) that maps outside them is '
+                "refused before any data are read, a workplace code without a declared "
+                "domain once the data are loaded.",
             ),
             Key(
                 "cells_from",

@@ -69,8 +69,10 @@ def selection_words(sel: JobSelection) -> str:
         f"{'s' if sel.k != 1 else ''}; {sel.jobs_dropped} job"
         f"{'s' if sel.jobs_dropped != 1 else ''} beyond k dropped by the rule"
     )
-    if sel.job_type in ("JT02", "JT03"):
+    if sel.job_type == "JT02":
         words += f"; {sel.jobs_not_of_type} non-private jobs not counted"
+    elif sel.job_type == "JT03":
+        words += f"; {sel.jobs_not_of_type} primary jobs not counted (not private)"
     return words
 
 

@@ -563,8 +563,10 @@ def validate_and_select_three(
     docs/privacy.md#several-jobs-per-worker): the workplace and worker tables checked as
     always; each job's ids present and known; a worker's job at one workplace listed once;
     every worker holding a job; a job's earnings (primary jobs) present, a number, ≥ 0 and
-    finite. Then private jobs only (JT02, JT03), each worker's jobs ordered by earnings
-    (descending, primary jobs) and workplace id, and the first k kept.
+    finite. Then private jobs only (JT02), each worker's jobs ordered by earnings
+    (descending, primary jobs) and the keyed order (:mod:`eree.data.job_order`), the first
+    k kept, and for JT03 the primary job kept when it is private. Nothing is left cached:
+    the counts are one pass and the kept jobs a lazy frame.
 
     Returns:
         The kept jobs (workplace id, worker attributes) and the counts of what was
@@ -573,6 +575,7 @@ def validate_and_select_three(
     from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
+    from eree.data.job_order import SEPARATOR, fresh_key
     from eree.data.schema import OWNERSHIP, PRIVATE_OWNERSHIP
 
     wid, kid = config.workplace_id, config.worker_id
@@ -644,26 +647,38 @@ def validate_and_select_three(
             rule="no-job",
         )
     rank = "__eree_rank"
-    typed = jj.where(sf.col(OWNERSHIP) == PRIVATE_OWNERSHIP) if config.private_only else jj
-    order = [sf.col(wid).asc()]
+    jt03 = config.private_only and config.primary_only
+    # JT02 bounds the private jobs; JT03 takes the primary job among all, then keeps it if
+    # private (eree.data.job_tables.select_jobs)
+    typed = jj.where(sf.col(OWNERSHIP) == PRIVATE_OWNERSHIP) if config.private_only and not \
+        config.primary_only else jj  # fmt: skip
+    key = config.order_key if config.order_key is not None else fresh_key()
+    # the keyed order (eree.data.job_order): the same word as order_words, computed by Spark
+    word = sf.sha2(sf.concat_ws(SEPARATOR, sf.lit(key.hex()), sf.col(kid), sf.col(wid)), 256)
+    order = [word.asc()]
     if config.primary_only:
         order = [sf.col(earn).desc(), *order]
     k = config.jobs_per_worker
     ranked = typed.withColumn(
         rank, sf.row_number().over(Window.partitionBy(kid).orderBy(*order))
-    ).cache()
+    )  # not cached: one pass for the counts, and the kept jobs are read later, lazily (the
+    # order is total: one job per worker and workplace, a word per job; same rows again)
+    private = sf.col(OWNERSHIP) == PRIVATE_OWNERSHIP if jt03 else sf.lit(True)
     row = ranked.agg(
         sf.count(sf.lit(1)).alias("typed"),
         sf.sum(sf.when(sf.col(rank) == k + 1, 1).otherwise(0)).alias("over"),
         sf.sum(sf.when(sf.col(rank) > k, 1).otherwise(0)).alias("dropped"),
+        sf.sum(sf.when((sf.col(rank) <= k) & ~private, 1).otherwise(0)).alias("public"),
     ).first()
     assert row is not None
     n_jobs = jb.count()
+    kept = ranked.where((sf.col(rank) <= k) & private).select(wid, *kattrs)
+    not_of_type = n_jobs - int(row["typed"] or 0)
     selection = JobSelection(
         k=k,
         job_type=config.job_type,
         workers_over=int(row["over"] or 0),
         jobs_dropped=int(row["dropped"] or 0),
-        jobs_not_of_type=n_jobs - int(row["typed"] or 0),
+        jobs_not_of_type=int(row["public"] or 0) if jt03 else not_of_type,
     )
-    return ranked.where(sf.col(rank) <= k).select(wid, *kattrs), selection
+    return kept, selection
