@@ -19,6 +19,10 @@ mapper                 runs ``fn`` over the items
 
 Every mapper yields the results in the items' order, so the output does not depend on
 the mapper (a test checks the process map against the serial one).
+
+:class:`ProcessMap` starts its workers with ``spawn``: a script that uses it must keep
+its work under ``if __name__ == "__main__":`` (the ``eree`` command does). On Spark the
+executors' Python must have eree and its dependencies (``PYSPARK_PYTHON``).
 """
 
 from __future__ import annotations
