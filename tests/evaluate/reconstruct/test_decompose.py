@@ -200,3 +200,22 @@ def test_the_process_map_gives_the_serial_result() -> None:
     two = reconstruct(pub, cfg, mapper=ProcessMap(2, chunksize=3))
     assert one.frame().equals(two.frame())
     assert two.stats["workers"] == 2
+
+
+@pytest.mark.slow
+def test_the_spark_map_gives_the_serial_result() -> None:
+    """The same per-unit function as a Spark job (local, 2 cores) gives the serial records."""
+    pytest.importorskip("pyspark")
+    from eree.engine.spark.session import spark_session
+    from eree.evaluate.reconstruct.unitmap import SparkMap
+
+    try:
+        spark = spark_session(app="eree-tests", cores=2)
+    except Exception as exc:  # no Java, no loopback, ...
+        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
+    truth = _random_truth(6, 12, 8)
+    pub = from_frame(_frame(_cells(truth, GROUPED), "noisy", 6))
+    cfg = ReconstructConfig(unit="block")
+    one = reconstruct(pub, cfg)
+    on_spark = reconstruct(pub, cfg, mapper=SparkMap(spark))
+    assert one.frame().equals(on_spark.frame())
