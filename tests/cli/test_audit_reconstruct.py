@@ -74,12 +74,22 @@ def test_reconstruct_a_format_file_prints_json_with_rates_only(tmp_path: Path) -
     assert all(isinstance(v, str) for lst in lists(res) for v in lst)
 
 
+def test_workers_give_the_same_result(tmp_path: Path) -> None:
+    base = ["audit", "reconstruct", str(_cells(tmp_path)), "--json", "--quiet", "--no-intervals"]
+    one = json.loads(run_cli(base).stdout)["records"]
+    two = json.loads(run_cli([*base, "--workers", "2"]).stdout)["records"]
+    assert two["how"]["workers"] == 2
+    for key in ("records_rebuilt", "records_certain", "units_failed"):
+        assert one[key] == two[key]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--level", "1.5"], "--level must be in (0, 1)"),
         (["--unit", "tract"], "no table is classified by the unit 'tract'"),
         (["--only", "zz"], "no unit code starts with 'zz'"),
+        (["--workers", "0"], "--workers must be positive"),
     ],
 )
 def test_bad_options_exit_2_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:

@@ -555,6 +555,9 @@ def audit_reconstruct(
         int, typer.Option(help="skip units with more candidate combinations")
     ] = 20_000,
     max_checks: Annotated[int, typer.Option(help="confidence checks per unit")] = 200,
+    workers: Annotated[
+        int, typer.Option(help="processes solving the units (the map over units)")
+    ] = 1,
     no_intervals: Annotated[
         bool, typer.Option("--no-intervals", help="skip the interval audit (a)")
     ] = False,
@@ -586,6 +589,7 @@ def audit_reconstruct(
         summary_lines,
     )
     from eree.evaluate.reconstruct.release import read_release
+    from eree.evaluate.reconstruct.unitmap import ProcessMap
 
     if out is not None:
         check_out(out, force)
@@ -593,8 +597,10 @@ def audit_reconstruct(
     try:
         if not 0.0 < level < 1.0:
             raise ValueError("--level must be in (0, 1)")
-        if threshold < 0 or max_candidates < 1 or max_checks < 0:
-            raise ValueError("--threshold, --max-candidates and --max-checks must be positive")
+        if threshold < 0 or max_candidates < 1 or max_checks < 0 or workers < 1:
+            raise ValueError(
+                "--threshold, --max-candidates, --max-checks and --workers must be positive"
+            )
         if not 0.0 < infusion_t < 1.0:
             raise ValueError("--infusion-t must be in (0, 1)")
         names = tuple(x.strip() for x in use_tables.split(",")) if use_tables else None
@@ -612,6 +618,7 @@ def audit_reconstruct(
             res = reconstruction_audit(
                 pub, cfg, truth=truth, intervals=not no_intervals, records=not no_records,
                 level=level, progress=progress_updater(prog, task),
+                mapper=ProcessMap(workers) if workers > 1 else None,
             )  # fmt: skip
     except (EreeError, OSError, ValueError) as e:
         fail(e)
@@ -662,6 +669,10 @@ def audit_reconstruct_frontier(
         typer.Option(help="baseline,exact,suppressed,noise_infusion,er_ee (default all)"),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the releases (NOT FOR PUBLICATION)")] = 1,
+    workers: Annotated[int, typer.Option(help="processes solving the blocks")] = 1,
+    no_intervals: Annotated[
+        bool, typer.Option("--no-intervals", help="skip the interval audit (cells pinned)")
+    ] = False,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
@@ -692,6 +703,8 @@ def audit_reconstruct_frontier(
         return v
 
     try:
+        if workers < 1:
+            raise ValueError("--workers must be at least 1")
         eps = floats(epsilons, "--epsilons")
         factors = floats(budget_factors, "--budget-factors")
         with output_folder(out, "eree audit reconstruct-frontier", force=force) as tmp:
@@ -712,6 +725,7 @@ def audit_reconstruct_frontier(
                         data, tmp / "releases", epsilons=eps, seed=seed, progress=say,
                         prefixes=tuple(only.split(",")) if only else None,
                         methods=tuple(methods.split(",")) if methods else None,
+                        workers=workers, intervals=not no_intervals,
                     )  # fmt: skip
                     fr.plot_frontier(res, tmp / "frontier.png")
             res.write_csv(tmp / "frontier.csv")

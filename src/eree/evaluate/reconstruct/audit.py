@@ -21,6 +21,7 @@ from eree.evaluate.reconstruct.intervals import interval_audit
 from eree.evaluate.reconstruct.measure import job_truth, measure
 from eree.evaluate.reconstruct.records import ReconstructConfig, reconstruct
 from eree.evaluate.reconstruct.tables import PublishedTables
+from eree.evaluate.reconstruct.unitmap import UnitMapper
 
 __all__ = ["peak_memory_mb", "reconstruction_audit", "restrict_units", "summary_lines"]
 
@@ -52,6 +53,7 @@ def reconstruction_audit(
     records: bool = True,
     level: float = 0.95,
     progress: Callable[[int, int], None] | None = None,
+    mapper: UnitMapper | None = None,
 ) -> dict[str, Any]:
     """The audit: (a) intervals, (b) records, (c) rates against the truth when given.
 
@@ -63,6 +65,7 @@ def reconstruction_audit(
         intervals, records: which parts to run.
         level: noise bands' probability for the interval audit.
         progress: (units done, units) of the record reconstruction.
+        mapper: where the units are solved (default: this process; see :mod:`.unitmap`).
     """
     t0 = time.perf_counter()
     out: dict[str, Any] = {
@@ -75,7 +78,7 @@ def reconstruction_audit(
         ia = interval_audit(published, level=level)
         out["intervals"] = ia.summary() | {"seconds": round(time.perf_counter() - t1, 2)}
     if records:
-        rec = reconstruct(published, cfg, progress=progress)
+        rec = reconstruct(published, cfg, progress=progress, mapper=mapper)
         r: dict[str, Any] = {
             "unit": cfg.unit,
             "attributes": list(rec.attributes),

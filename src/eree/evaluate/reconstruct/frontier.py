@@ -41,6 +41,7 @@ from eree.evaluate.reconstruct.measure import job_truth
 from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
+from eree.evaluate.reconstruct.unitmap import ProcessMap
 
 __all__ = [
     "WAC_TABLES",
@@ -283,6 +284,8 @@ def frontier_jobs(
     cfg: ReconstructConfig | None = None,
     methods: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+    intervals: bool = True,
 ) -> pl.DataFrame:
     """Protect the job tables with each method, attack each release, measure (aggregate).
 
@@ -296,6 +299,8 @@ def frontier_jobs(
         methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``noise_infusion``,
             ``er_ee``.
         progress: called with a short message per step.
+        workers: processes solving the blocks (:class:`.unitmap.ProcessMap`).
+        intervals: run the interval audit (a) too (its cells pinned; else ``None``).
 
     Returns:
         One row per release: method, ε per cell, table error, interval and reconstruction
@@ -347,7 +352,13 @@ def frontier_jobs(
         t0 = time.perf_counter()
         pub = make()
         t_release = time.perf_counter() - t0
-        res = reconstruction_audit(pub, cfg, truth=truth)
+        res = reconstruction_audit(
+            pub,
+            cfg,
+            truth=truth,
+            intervals=intervals,
+            mapper=ProcessMap(workers) if workers > 1 else None,
+        )
         err = table_error(pub, exact)
         m = res["records"]["against_truth"]
         rows.append(
@@ -358,7 +369,7 @@ def frontier_jobs(
                 "share_withheld": err["share_withheld"],
                 "share_cells_exact": err["share_cells_exact"],
                 "cells": err["cells"],
-                "cells_pinned": res["intervals"]["cells_pinned"],
+                "cells_pinned": res["intervals"]["cells_pinned"] if intervals else None,
                 "records": m["records"],
                 "share_rebuilt_exactly": m["share_rebuilt_exactly"],
                 "share_units_rebuilt_exactly": m["share_units_rebuilt_exactly"],

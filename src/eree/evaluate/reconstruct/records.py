@@ -53,8 +53,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,18 @@ import polars as pl
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from eree.evaluate.reconstruct.closed_form import closed_form, north_west, split_groups
 from eree.evaluate.reconstruct.tables import PublishedTables
+from eree.evaluate.reconstruct.unitmap import SerialMap, UnitMapper
 
-__all__ = ["ReconstructConfig", "Reconstruction", "reconstruct"]
+__all__ = [
+    "ReconstructConfig",
+    "Reconstruction",
+    "UnitCells",
+    "UnitRecords",
+    "reconstruct",
+    "solve_unit",
+]
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,10 @@ class ReconstructConfig:
             as not certain: conservative).
         time_limit: seconds per integer program.
         tables: use only these tables (default: every table classified by the unit).
+        decompose: units whose tables split into independent groups of attributes are
+            solved over the groups' margins (:mod:`.closed_form`: exact tables without
+            any program; others by a program over the margins) — the same optimum and
+            certain records as the program over every combination.
     """
 
     unit: str
@@ -92,6 +106,7 @@ class ReconstructConfig:
     max_checks: int = 200
     time_limit: float = 20.0
     tables: tuple[str, ...] | None = None
+    decompose: bool = True
 
 
 @dataclass(frozen=True)
@@ -332,7 +347,8 @@ def _prior_cost(
         rows = has & (width == mw)
         k = int(max(cand[:, j].max(initial=0), codes[rows, j].max(initial=0))) + 1
         share = np.bincount(codes[rows, j], weights=np.maximum(v[rows], 0.0), minlength=k) + 0.5
-        out -= np.log(share[cand[:, j]] / share.sum())
+        cj = cand[:, j]
+        out -= np.where(cj >= 0, np.log(share[np.maximum(cj, 0)] / share.sum()), 0.0)
     return out
 
 
@@ -357,12 +373,272 @@ def _columns(published: PublishedTables, cfg: ReconstructConfig) -> tuple[list[s
     return use, attrs
 
 
+@dataclass(frozen=True)
+class UnitCells:
+    """One unit's published cells, coded: the input of :func:`solve_unit` (picklable).
+
+    Attributes:
+        index: the unit's index among all units.
+        codes: cells × attributes, value codes (−1: the cell's table does not classify
+            by the attribute).
+        lo, hi: each cell's interval from its status.
+        noisy: per cell, published with noise; value, scale, gaussian: its law.
+        radix: values per attribute.
+    """
+
+    index: int
+    codes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    noisy: np.ndarray
+    value: np.ndarray
+    scale: np.ndarray
+    gaussian: np.ndarray
+    radix: np.ndarray
+
+
+@dataclass(frozen=True)
+class UnitRecords:
+    """One unit's result (:func:`solve_unit`): its records, or why there are none.
+
+    ``outcome``: ``closed_form`` (exact tables in independent groups, no program),
+    ``program`` (the integer program), ``empty`` (no job), ``skipped`` (too many
+    candidates) or ``failed`` (no solution: inconsistent tables or the time limit).
+    """
+
+    index: int
+    codes: np.ndarray
+    count: np.ndarray
+    certain: np.ndarray
+    outcome: str
+    programs: int
+
+
+def _none(p: UnitCells, outcome: str, programs: int = 0) -> UnitRecords:
+    k = p.codes.shape[1]
+    z = np.zeros(0, dtype=np.int64)
+    return UnitRecords(p.index, np.zeros((0, k), dtype=np.int64), z, z, outcome, programs)
+
+
+def solve_unit(p: UnitCells, cfg: ReconstructConfig) -> UnitRecords:
+    """The records of one unit: closed form when its tables allow, else the integer program.
+
+    A pure function of the unit's published cells and the settings (no other state): units
+    are independent, so any map — processes, a cluster — may run it (:mod:`.unitmap`).
+    """
+    cc, lo, hi, noisy, val = p.codes, p.lo, p.hi, p.noisy, p.value
+    if cfg.decompose:
+        cf = closed_form(cc, lo, hi, noisy, p.radix)
+        if cf is not None:
+            outcome = "closed_form" if cf[1].size else "empty"
+            return UnitRecords(p.index, cf[0], cf[1], cf[2], outcome, 0)
+    zero = (~noisy & (hi < 0.5)) | (noisy & (val < cfg.noisy_zero))
+    # candidate values per attribute: seen in the unit, not ruled out by a one-way zero
+    vals: list[np.ndarray] = []
+    for j in range(cc.shape[1]):
+        present = cc[:, j] >= 0
+        only = present & (np.sum(cc >= 0, axis=1) == 1)
+        seen_v = np.unique(cc[present, j])
+        dead = np.unique(cc[only & zero, j])
+        vals.append(np.setdiff1d(seen_v, dead))
+    if any(v.size == 0 for v in vals):
+        return _none(p, "empty")
+    groups = split_groups(cc >= 0) if cfg.decompose else None
+    if groups is not None:
+        return _solve_groups(p, cfg, vals, groups)
+    size = int(np.prod([max(1, v.size) for v in vals], dtype=np.float64))
+    if size > cfg.max_candidates:
+        return _none(p, "skipped")
+    grids = np.meshgrid(*vals, indexing="ij")
+    cand = np.stack([g.ravel() for g in grids], axis=1)
+    radix = p.radix
+    # cell incidence: a candidate is in a cell when it agrees on the cell's attributes
+    present = cc >= 0
+    pat_keys = [tuple(q) for q in present]
+    trip_r: list[np.ndarray] = []
+    trip_c: list[np.ndarray] = []
+    for pat in set(pat_keys):
+        pm = np.array(pat, dtype=bool)
+        ci = np.flatnonzero((present == pm).all(axis=1))
+        if pm.any():
+            kc = _mixed(cand[:, pm], radix[pm])
+            kk = _mixed(cc[ci][:, pm], radix[pm])
+            srt = np.argsort(kc, kind="stable")
+            kcs = kc[srt]
+            for ri, key in zip(ci, kk, strict=True):
+                a0, a1 = np.searchsorted(kcs, [key, key + 1])
+                trip_c.append(srt[a0:a1])
+                trip_r.append(np.full(a1 - a0, ri))
+        else:
+            for ri in ci:
+                trip_c.append(np.arange(cand.shape[0]))
+                trip_r.append(np.full(cand.shape[0], ri))
+    rr = np.concatenate(trip_r) if trip_r else np.zeros(0, dtype=np.int64)
+    cl = np.concatenate(trip_c) if trip_c else np.zeros(0, dtype=np.int64)
+    inc = sp.csr_matrix((np.ones(rr.size), (rr, cl)), shape=(cc.shape[0], cand.shape[0]))
+    # drop candidates covered by a cell that must be zero (hard zeros only)
+    hard_zero = ~noisy & (hi < 0.5)
+    if hard_zero.any():
+        keep = np.asarray(inc[hard_zero].sum(axis=0)).ravel() == 0
+        cand = cand[keep]
+        inc = inc[:, keep].tocsr()
+    if cand.shape[0] == 0:
+        return _none(p, "failed")
+    unit = _Unit(cand, inc, lo, hi, noisy, val, np.maximum(p.scale, 1e-9), p.gaussian)
+    prog = _Program(unit, cfg.time_limit)
+    first = prog.cost.copy()
+    prior = _prior_cost(cand, cc, val, lo)
+    if prog.noisy:  # a tie-break only: below any change of the likelihood
+        w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
+        prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * cand.shape[0])
+    first[: prog.n] += prior
+    sol = prog.solve(first, gap=1e-4 if prog.noisy else 1e-2)
+    if sol is None:
+        return _none(p, "failed", prog.calls)
+    z = sol[0]
+    opt = float(prog.cost @ z)
+    x = np.round(z[: prog.n])
+    m = _certain(prog, x, opt, cfg.threshold, cfg.max_checks)
+    pos = np.flatnonzero(x > 0)
+    return UnitRecords(
+        p.index, cand[pos], x[pos].astype(np.int64), m[pos].astype(np.int64), "program", prog.calls
+    )
+
+
+def _solve_groups(
+    p: UnitCells, cfg: ReconstructConfig, vals: list[np.ndarray], groups: list[np.ndarray]
+) -> UnitRecords:
+    """The program over the groups' margins (:mod:`.closed_form` for why it suffices).
+
+    Variables: per group, one count per combination of its attributes' candidate values
+    (less those under a cell that must be zero); every cell is a sum of one group's
+    variables; each group's variables sum to the first group's (the unit's N). The
+    likelihood and the prior are sums over margins, so the optimum is the big program's;
+    the records are the north-west corner of the optimal margins, and a record's certain
+    copies are min over margins within τ of its Fréchet bound Σ_g n_g(v_g) − (G−1)N (a
+    linear objective).
+    """
+    cc, k = p.codes, p.codes.shape[1]
+    parts: list[np.ndarray] = []
+    gid_parts: list[np.ndarray] = []
+    for gi, gm in enumerate(groups):
+        attrs = np.flatnonzero(gm)
+        grids = np.meshgrid(*[vals[j] for j in attrs], indexing="ij")
+        combos = np.full((grids[0].size, k), -1, dtype=np.int64)
+        for a, g in zip(attrs, grids, strict=True):
+            combos[:, a] = g.ravel()
+        parts.append(combos)
+        gid_parts.append(np.full(combos.shape[0], gi))
+    var = np.concatenate(parts)
+    gid = np.concatenate(gid_parts)
+    present = cc >= 0
+    # each cell's group: the one holding its attributes (the total: the first group)
+    cell_g = np.zeros(cc.shape[0], dtype=np.int64)
+    for gi, gm in enumerate(groups):
+        inside = present.any(axis=1) & ~(present & ~gm).any(axis=1)
+        cell_g[inside] = gi
+    inc = np.zeros((cc.shape[0], var.shape[0]))
+    for c in range(cc.shape[0]):
+        q = present[c]
+        inc[c] = (gid == cell_g[c]) & np.all(var[:, q] == cc[c, q], axis=1)
+    hard_zero = ~p.noisy & (p.hi < 0.5)
+    keep = ~(inc[hard_zero] > 0).any(axis=0) if hard_zero.any() else np.ones(var.shape[0], bool)
+    var, gid, inc = var[keep], gid[keep], inc[:, keep]
+    if any(not np.any(gid == gi) for gi in range(len(groups))):
+        return _none(p, "failed")
+    # links: every group's variables sum to the first group's
+    ng = len(groups)
+    link = np.zeros((ng - 1, var.shape[0]))
+    for gi in range(1, ng):
+        link[gi - 1] = (gid == gi).astype(float) - (gid == 0).astype(float)
+    zeros = np.zeros(ng - 1)
+    no = np.zeros(ng - 1, dtype=bool)
+    unit = _Unit(
+        var,
+        sp.csr_matrix(np.vstack([inc, link])),
+        np.concatenate([p.lo, zeros]),
+        np.concatenate([p.hi, zeros]),
+        np.concatenate([p.noisy, no]),
+        np.concatenate([p.value, zeros]),
+        np.concatenate([np.maximum(p.scale, 1e-9), np.ones(ng - 1)]),
+        np.concatenate([p.gaussian, no]),
+    )
+    prog = _Program(unit, cfg.time_limit)
+    first = prog.cost.copy()
+    prior = _prior_cost(var, cc, p.value, p.lo)
+    if prog.noisy:  # a tie-break only: below any change of the likelihood
+        w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
+        prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * var.shape[0])
+    first[: prog.n] += prior
+    sol = prog.solve(first, gap=1e-4 if prog.noisy else 1e-2)
+    if sol is None:
+        return _none(p, "failed", prog.calls)
+    z = sol[0]
+    opt = float(prog.cost @ z)
+    n_var = np.round(z[: prog.n]).astype(np.int64)
+    n = int(n_var[gid == 0].sum())
+    if n == 0:
+        return _none(p, "empty", prog.calls)
+    margins = []
+    index = []  # per group: positions (in var) of its values with a count
+    for gi, gm in enumerate(groups):
+        pos = np.flatnonzero((gid == gi) & (n_var > 0))
+        margins.append((np.flatnonzero(gm), var[pos][:, gm], n_var[pos]))
+        index.append(pos)
+    codes, x, frechet = north_west(margins, k)
+    # each record's variables, one per group
+    rec_var = np.zeros((codes.shape[0], ng), dtype=np.int64)
+    for gi, gm in enumerate(groups):
+        cols = np.flatnonzero(gm)
+        sub = var[index[gi]][:, cols]
+        for r in range(codes.shape[0]):
+            rec_var[r, gi] = index[gi][
+                int(np.flatnonzero(np.all(sub == codes[r, cols], axis=1))[0])
+            ]
+    upper = frechet.copy()  # m_r ≤ its Fréchet bound at any margins within τ
+    cap = opt + cfg.threshold if prog.noisy else None
+    base = np.zeros(prog.nv)
+    base[: prog.n][gid == 0] = -(ng - 1)
+    checks = 0
+    for r in np.argsort(-upper, kind="stable"):
+        if upper[r] <= 0:
+            continue
+        if checks >= cfg.max_checks:
+            upper[r] = 0  # not checked: not counted as certain
+            continue
+        obj = base.copy()
+        np.add.at(obj, rec_var[r], 1.0)
+        res = prog.solve(obj, cap)
+        checks += 1
+        if res is None:
+            upper[r] = 0
+            continue
+        # the margins met bound every record's Fréchet minimum
+        other = np.round(res[0][: prog.n])
+        fr = other[rec_var].sum(axis=1) - (ng - 1) * other[gid == 0].sum()
+        np.minimum(upper, np.maximum(fr, 0).astype(np.int64), out=upper)
+        upper[r] = min(upper[r], max(0, math.ceil(res[2] - 1e-6)))
+    return UnitRecords(p.index, codes, x, upper, "groups", prog.calls)
+
+
+def _code(s: pl.Series) -> tuple[list[str], np.ndarray]:
+    """Sorted labels of a text column and each row's code (−1: null)."""
+    lab = sorted(x for x in s.unique().to_list() if x is not None)
+    codes = (
+        s.replace_strict(lab, list(range(len(lab))), default=-1, return_dtype=pl.Int64)
+        .fill_null(-1)
+        .to_numpy()
+    )
+    return lab, np.asarray(codes, dtype=np.int64)
+
+
 def reconstruct(
     published: PublishedTables,
     cfg: ReconstructConfig,
     *,
     progress: Callable[[int, int], None] | None = None,
     units: Sequence[str] | None = None,
+    mapper: UnitMapper | None = None,
 ) -> Reconstruction:
     """Rebuild the records of every unit from the published tables.
 
@@ -371,6 +647,8 @@ def reconstruct(
         cfg: the attacker's settings.
         progress: called with (units done, units).
         units: only these units (default: all).
+        mapper: how :func:`solve_unit` is mapped over the units (default: in this
+            process; :class:`.unitmap.ProcessMap` for worker processes).
     """
     t0 = time.perf_counter()
     use, attrs = _columns(published, cfg)
@@ -381,11 +659,7 @@ def reconstruct(
     labels: dict[str, list[str]] = {}
     codes = np.zeros((cells.height, len(attrs)), dtype=np.int64)
     for j, a in enumerate(attrs):
-        s = cells.get_column(a)
-        lab = sorted(x for x in s.unique().to_list() if x is not None)
-        labels[a] = lab
-        index = {v: i for i, v in enumerate(lab)}
-        codes[:, j] = np.array([index.get(v, -1) if v is not None else -1 for v in s.to_list()])
+        labels[a], codes[:, j] = _code(cells.get_column(a))
     radix = np.array([max(1, len(labels[a])) for a in attrs], dtype=np.int64)
     unit_s = cells.get_column(cfg.unit)
     ulab, uidx = np.unique(unit_s.to_numpy().astype(str), return_inverse=True)
@@ -395,126 +669,51 @@ def reconstruct(
     st = cells.get_column("status").to_numpy().astype(str)
     val = cells.get_column("value").fill_null(np.nan).to_numpy().astype(np.float64)
     scale = cells.get_column("scale").fill_null(1.0).to_numpy().astype(np.float64)
-    law = cells.get_column("law").fill_null("laplace").to_numpy().astype(str)
+    gauss = cells.get_column("law").fill_null("laplace").to_numpy().astype(str) == "gaussian"
     lo = lo_all[gi]
     hi = hi_all[gi]
     noisy = st == "noisy"
-    out_u: list[np.ndarray] = []
-    out_c: list[np.ndarray] = []
-    out_x: list[np.ndarray] = []
-    out_m: list[np.ndarray] = []
+
+    def problems() -> Iterator[UnitCells]:
+        for ui in range(ulab.size):
+            r = order[starts[ui] : starts[ui + 1]]
+            yield UnitCells(ui, codes[r], lo[r], hi[r], noisy[r], val[r], scale[r], gauss[r], radix)
+
+    run = mapper if mapper is not None else SerialMap()
+    results: list[UnitRecords] = []
     skipped: list[int] = []
     failed: list[int] = []
+    outcomes: dict[str, int] = {}
     calls = 0
-    for ui in range(ulab.size):
-        rows_i = order[starts[ui] : starts[ui + 1]]
-        cc = codes[rows_i]
-        zero = (~noisy[rows_i] & (hi[rows_i] < 0.5)) | (
-            noisy[rows_i] & (val[rows_i] < cfg.noisy_zero)
-        )
-        # candidate values per attribute: seen in the unit, not ruled out by a one-way zero
-        vals: list[np.ndarray] = []
-        for j in range(len(attrs)):
-            present = cc[:, j] >= 0
-            only = present & (np.sum(cc >= 0, axis=1) == 1)
-            seen_v = np.unique(cc[present, j])
-            dead = np.unique(cc[only & zero, j])
-            vals.append(np.setdiff1d(seen_v, dead))
-        size = int(np.prod([max(1, v.size) for v in vals], dtype=np.float64))
-        if any(v.size == 0 for v in vals):
-            size = 0
-        if size > cfg.max_candidates:
-            skipped.append(ui)
-            if progress is not None:
-                progress(ui + 1, ulab.size)
-            continue
-        if size == 0:
-            if progress is not None:
-                progress(ui + 1, ulab.size)
-            continue
-        grids = np.meshgrid(*vals, indexing="ij")
-        cand = np.stack([g.ravel() for g in grids], axis=1)
-        # cell incidence: a candidate is in a cell when it agrees on the cell's attributes
-        present = cc >= 0
-        pat_keys = [tuple(p) for p in present]
-        trip_r: list[np.ndarray] = []
-        trip_c: list[np.ndarray] = []
-        for pat in set(pat_keys):
-            pm = np.array(pat, dtype=bool)
-            ci = np.flatnonzero((present == pm).all(axis=1))
-            if pm.any():
-                kc = _mixed(cand[:, pm], radix[pm])
-                kk = _mixed(cc[ci][:, pm], radix[pm])
-                srt = np.argsort(kc, kind="stable")
-                kcs = kc[srt]
-                for ri, key in zip(ci, kk, strict=True):
-                    a0, a1 = np.searchsorted(kcs, [key, key + 1])
-                    trip_c.append(srt[a0:a1])
-                    trip_r.append(np.full(a1 - a0, ri))
-            else:
-                for ri in ci:
-                    trip_c.append(np.arange(cand.shape[0]))
-                    trip_r.append(np.full(cand.shape[0], ri))
-        rr = np.concatenate(trip_r) if trip_r else np.zeros(0, dtype=np.int64)
-        cl = np.concatenate(trip_c) if trip_c else np.zeros(0, dtype=np.int64)
-        inc = sp.csr_matrix((np.ones(rr.size), (rr, cl)), shape=(rows_i.size, cand.shape[0]))
-        # drop candidates covered by a cell that must be zero (hard zeros only)
-        hard_zero = ~noisy[rows_i] & (hi[rows_i] < 0.5)
-        if hard_zero.any():
-            keep = np.asarray(inc[hard_zero].sum(axis=0)).ravel() == 0
-            cand = cand[keep]
-            inc = inc[:, keep].tocsr()
-        if cand.shape[0] == 0:
-            failed.append(ui)
-            continue
-        unit = _Unit(
-            cand,
-            inc,
-            lo[rows_i],
-            hi[rows_i],
-            noisy[rows_i],
-            val[rows_i],
-            np.maximum(scale[rows_i], 1e-9),
-            law[rows_i] == "gaussian",
-        )
-        prog = _Program(unit, cfg.time_limit)
-        first = prog.cost.copy()
-        prior = _prior_cost(cand, cc, val[rows_i], lo[rows_i])
-        if prog.noisy:  # a tie-break only: below any change of the likelihood
-            w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
-            prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * cand.shape[0])
-        first[: prog.n] += prior
-        sol = prog.solve(first, gap=1e-4 if prog.noisy else 1e-2)
-        if sol is None:
-            failed.append(ui)
-            calls += prog.calls
-            continue
-        z = sol[0]
-        opt = float(prog.cost @ z)
-        x = np.round(z[: prog.n])
-        m = _certain(prog, x, opt, cfg.threshold, cfg.max_checks)
-        calls += prog.calls
-        pos = np.flatnonzero(x > 0)
-        out_u.append(np.full(pos.size, ui))
-        out_c.append(cand[pos])
-        out_x.append(x[pos].astype(np.int64))
-        out_m.append(m[pos].astype(np.int64))
+    for done, res in enumerate(run.map(partial(solve_unit, cfg=cfg), problems()), start=1):
+        outcomes[res.outcome] = outcomes.get(res.outcome, 0) + 1
+        calls += res.programs
+        if res.count.size:
+            results.append(res)
+        if res.outcome == "skipped":
+            skipped.append(res.index)
+        elif res.outcome == "failed":
+            failed.append(res.index)
         if progress is not None:
-            progress(ui + 1, ulab.size)
+            progress(done, ulab.size)
     k = len(attrs)
     return Reconstruction(
         tuple(attrs),
         labels,
         [str(u) for u in ulab],
-        np.concatenate(out_u) if out_u else np.zeros(0, dtype=np.int64),
-        np.concatenate(out_c) if out_c else np.zeros((0, k), dtype=np.int64),
-        np.concatenate(out_x) if out_x else np.zeros(0, dtype=np.int64),
-        np.concatenate(out_m) if out_m else np.zeros(0, dtype=np.int64),
-        np.array(skipped, dtype=np.int64),
-        np.array(failed, dtype=np.int64),
+        np.concatenate([np.full(r.count.size, r.index) for r in results])
+        if results
+        else np.zeros(0, dtype=np.int64),
+        np.concatenate([r.codes for r in results]) if results else np.zeros((0, k), np.int64),
+        np.concatenate([r.count for r in results]) if results else np.zeros(0, np.int64),
+        np.concatenate([r.certain for r in results]) if results else np.zeros(0, np.int64),
+        np.array(sorted(skipped), dtype=np.int64),
+        np.array(sorted(failed), dtype=np.int64),
         {
             "units": int(ulab.size),
             "programs": calls,
+            "outcomes": outcomes,
+            "workers": run.workers,
             "seconds": round(time.perf_counter() - t0, 2),
         },
         tuple(use),
