@@ -53,6 +53,7 @@ from eree.errors import SpecError
 from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import psi_estimates
 from eree.mechanisms.gedp import PsiMechanism
+from eree.postprocess.bias_corrected import BiasCorrected, solve_bias_corrected
 from eree.postprocess.guard import TabulationCheck, tabulation_check
 from eree.postprocess.sqrt_space import solve_sqrt_space
 from eree.postprocess.wls import (
@@ -268,6 +269,9 @@ class MicrodataResult:
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     fit: str = "eq1"
     unconstrained: pl.DataFrame | None = None
+    #: with ``nonnegative`` and ``consistent`` (Eq. 1 fit): attribute → the bias-corrected
+    #: solve (:mod:`eree.postprocess.bias_corrected`: which groupings were anchored)
+    bias_corrected: dict[str, BiasCorrected] = field(default_factory=dict)
 
     def manifest_entry(self, file: str = MICRODATA_FILE) -> dict[str, Any]:
         """How the microdata was computed (public information only), for the manifest."""
@@ -282,6 +286,8 @@ class MicrodataResult:
             }
             if self.nonnegative:
                 attrs[a]["kkt_violation"] = float(r.kkt_violation)
+            if a in self.bias_corrected:
+                attrs[a]["bias_corrected"] = self.bias_corrected[a].manifest_entry()
         return {
             "file": file,
             "rows": self.frame.height,
@@ -335,26 +341,44 @@ def build_microdata(
     public = public.select([c for c in public.columns if c not in conf])
     nonneg = bool(plan.postprocess.nonnegative if nonnegative is None else nonnegative)
     observations, notes = microdata_measurements(plan, tables, public)
+    corrected: dict[str, BiasCorrected] = {}
     if plan.postprocess.microdata_fit == "sqrt-space":
-        by_attr: dict[str, list[GroupSumObservation]] = {}
-        for o in observations:
-            by_attr.setdefault(str(o.attribute), []).append(o)
         solved = {
             a: solve_sqrt_space(public.height, obs, nonnegative=nonneg, **options)
-            for a, obs in by_attr.items()
+            for a, obs in _by_attribute(observations).items()
         }
+    elif nonneg and plan.postprocess.consistent:  # docs/publication-grade.md, section 5
+        corrected = {
+            a: solve_bias_corrected(public.height, obs, **options)
+            for a, obs in _by_attribute(observations).items()
+        }
+        solved = {a: c.result for a, c in corrected.items()}
     else:
         solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
     attrs = [a for a in plan.establishment_data.confidential if a in solved]
     frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
     free = None
     if nonneg and plan.postprocess.consistent:
-        plain = reconstruct_microdata(public.height, observations, nonnegative=False, **options)
+        plain = (
+            {a: c.unconstrained for a, c in corrected.items()}
+            if corrected
+            else reconstruct_microdata(public.height, observations, nonnegative=False, **options)
+        )
         free = public.with_columns([pl.Series(a, plain[a].x, dtype=pl.Float64) for a in attrs])
     return MicrodataResult(
         frame, {a: solved[a] for a in attrs}, observations, nonneg, notes,
         plan.postprocess.microdata_fit, free,
+        {a: corrected[a] for a in attrs if a in corrected},
     )  # fmt: skip
+
+
+def _by_attribute(
+    observations: Sequence[GroupSumObservation],
+) -> dict[str, list[GroupSumObservation]]:
+    by_attr: dict[str, list[GroupSumObservation]] = {}
+    for o in observations:
+        by_attr.setdefault(str(o.attribute), []).append(o)
+    return by_attr
 
 
 #: the aggregation levels of the QCEW paper's evaluation (ownership ignored, as in its
