@@ -1,4 +1,4 @@
-r"""Bias-corrected non-negative least squares: coarse totals fixed to unbiased ones.
+r"""Bias-corrected non-negative least squares: biased coarse totals fixed to unbiased ones.
 
 See docs/design.md#post-processing and docs/publication-grade.md (section 5).
 
@@ -6,55 +6,62 @@ See docs/design.md#post-processing and docs/publication-grade.md (section 5).
 :math:`x \ge 0` moves every small establishment up where its answer is negative, and the
 moves add up: over thousands of establishments the non-negative solution's tabulation of
 a coarse total (the state's or a county's wages) is biased upward by far more than the
-total's own noise. The unconstrained solution :math:`x^0` is linear in the published
-answers, so its tabulation :math:`t^0_g = \sum_{j\in g} x^0_j` of every cell g is unbiased
-(exactly so where the weights are public constants; the ψ-mechanism's weights
-:math:`1/\hat v` come from the answers themselves, so the solution is only nearly
-linear), and it is the best linear unbiased estimate of the cell's sum (Gauss–Markov):
-its variance :math:`1^\top_g M^{-1} 1_g` is at most that of any other linear unbiased
-estimate — the cell's own published value :math:`y_g` (variance :math:`v_g`), or the
-inverse-variance combination of every query's estimate of it. That is where
-``consistent = true`` *gains* on a coarse total; the non-negative solution loses it to
-bias.
+total's own noise. Yet least squares has something to give there: each query's sum over
+a cell c is an unbiased estimate of the cell's total — the identity's
+:math:`\sum_{j\in c}\tilde x_j` (Thm 6.6) with variance
+:math:`\sum_{j\in c} 2\sigma^2(2(x_j + a) + \sigma^2)`, a pnc or Gaussian table's cells
+nested in c with their public variances — and their inverse-variance combination
+:math:`\hat T_c` has variance :math:`1/\sum_q 1/V_{q,c}`, below the cell's own value's.
+It is the non-negativity that loses this, not least squares.
 
-**The solve.** Keep the gain of :math:`t^0` on the coarse cells and non-negativity
-everywhere:
+**The solve.**
 
 .. math::
 
    \hat x = \arg\min_{x \ge 0} \sum_q \sum_{g\in q}
        \frac{(\sum_{j\in g} x_j - a_g)^2}{v_g}
-   \quad\text{subject to}\quad \sum_{j\in c} x_j = T_c = \max(t^0_c, 0)
+   \quad\text{subject to}\quad \sum_{j\in c} x_j = T_c
    \ \text{for every cell } c \text{ of an anchored grouping.}
 
-Every table then still is a tabulation of one non-negative microdata (every released pair
-adds up exactly), the anchored tables publish :math:`T_c` (unbiased up to the clamp at 0,
-which a coarse wage total never meets), and the finer tables share the anchored totals
-out by the non-negative fit. The constraints are feasible: x ≥ 0 with given non-negative
-sums over the cells of one partition always is; where an anchored grouping coarsens
-another anchored one (state ⊃ county), its totals are the sums of the finer clamped
-totals (clamping the counties first can only raise the state, never contradict it);
-crossed anchored groupings (county and NAICS-5) share the grand total of one
-unconstrained solution, and the scaling below reports any remaining gap.
+Every table is still a tabulation of one non-negative microdata, so every released pair
+adds up exactly; the anchored tables publish :math:`T_c`; the finer tables share the
+anchored totals out by the non-negative fit.
 
-**Which groupings are anchored.** Those whose non-negative tabulation is evidently biased:
-the estimated bias :math:`\hat b_g = t^+_g - t^0_g` (the same noise solved twice, so far
-less noisy than either) has :math:`\sum_g \hat b_g^2 > \sum_g v_g` — the squared bias
-alone exceeds the variance of the table's own values
-(:func:`eree.postprocess.guard.tabulation_check`, the rule that used to keep such a
-table's own values). After the anchored solve the check is run again on every other
-grouping (the anchors move mass between cells), and newly flagged groupings are anchored
-too, until none is (at most one round per grouping).
+**Which groupings are anchored.** Those whose plain non-negative tabulation is evidently
+biased: the estimated bias :math:`\hat b_g = t^+_g - t^0_g` (non-negative minus
+unconstrained solution; the same noise solved twice, so far less noisy than either)
+has :math:`\sum_g \hat b_g^2 > \sum_g v_g`, the squared bias alone exceeding the
+variance of the table's own values (:func:`eree.postprocess.guard.tabulation_check`, the
+rule that used to keep such a table's own values). After each anchored solve the rule is
+applied again to the groupings not yet anchored (at most one round per grouping).
 
-**How it is computed.** The equality constraints enter as penalty terms: one more
-observation per anchored grouping, the answers :math:`T_c` with variances
-:data:`ANCHOR_VARIANCE` :math:`\cdot v_c` (10⁴ times the weight of the cell's own
-measurement, which is already the weakest information about its sum), solved by the
-non-negative solver of :func:`~eree.postprocess.wls.solve_wls`. The penalty leaves each
-anchored sum within a small fraction of the correction it makes; the sums are then made
-exact by scaling each anchored cell's establishments by :math:`T_c / \sum_{j\in c}\hat
-x_j` (iterative proportional fitting over the anchored groupings, finest last, so a chain
-of nested anchors is exact after one pass). Scaling keeps :math:`\hat x \ge 0`.
+**The anchors** :math:`\hat T_c` (:func:`eree.postprocess.sqrt_space.anchored_cells`):
+the identity's variance in a cell depends on the wages only through the cell's total,
+:math:`2\sigma^2(2(T + Ka) + K\sigma^2)`, so it is evaluated at the common :math:`T` (a
+fixed point); the weights then depend on the noise only through that one number, which
+keeps :math:`\hat T_c` nearly unbiased. (The unconstrained solution's totals
+:math:`t^0_c` are not: its weights are each establishment's own :math:`\hat v_j`,
+correlated with its noise. Measured on Syn-RI, anchoring to them gave the county wage
+1.08× and the state 1.40× against 1.09× and 1.56×.)
+
+**Nested anchors** (state ⊃ county) must agree. The coarser estimate combines every
+measurement the finer ones do and more, so it is kept, and the finer anchors are made to
+add up to it top down: the difference is shared among the parent's cells in proportion
+to their :math:`\mathrm{Var}\,\hat T_c`, the top-down pass of the tree's least squares
+with the parent fixed. A county's published total then has the tree's posterior variance
+:math:`P_c = s_c - (s_c/\Sigma s)^2(\Sigma s - S)` (:math:`s_c` its combined variance,
+S the state's), tested in tests/postprocess/test_bias_corrected.py. A cell pushed below
+0 is clamped and its share goes to its siblings. Crossed anchored groupings (county and
+NAICS-5) are each clamped on their own; they share only the grand total, and any gap
+that leaves is reported.
+
+**How it is computed.** Each anchor enters the non-negative solver of
+:func:`~eree.postprocess.wls.solve_wls` as one more observation, the answers
+:math:`T_c` with variances :data:`ANCHOR_VARIANCE` :math:`\cdot v_c` (10⁴ times the
+weight of the cell's own measurement). The sums are then made exact by scaling each
+anchored cell's establishments by :math:`T_c / \sum_{j\in c}\hat x_j`: iterative
+proportional fitting over the anchored groupings, finest last, so a chain of nested
+anchors is exact after one pass. Scaling keeps :math:`\hat x \ge 0`.
 
 Public inputs only: published answers and variances, and post-processings of them.
 """

@@ -29,9 +29,12 @@ and :func:`build_microdata` never sees a confidential value (it takes the tables
 frame of public columns). Any grouping can then be tabulated from it
 (:func:`tabulate_levels`: QCEW aggregation levels, state / county × total, supersector,
 sector, NAICS-3 … NAICS-6). With ``consistent = true`` every released table is replaced
-by its tabulation (:func:`tabulated_tables`), except where the never-worse check finds the
-tabulation worse than the table's own values (the non-negative solve's bias summed over
-many establishments): those keep their own published values.
+by its tabulation (:func:`tabulated_tables`). With ``nonnegative`` too, the solve is the
+bias-corrected one (:mod:`eree.postprocess.bias_corrected`): a grouping whose plain
+non-negative tabulation is evidently biased (the bias summed over many establishments)
+has its totals fixed to the combined unbiased estimates of its cells. The never-worse
+check of :func:`tabulated_tables` stays as a safety net: a table it still finds worse
+keeps its own published values.
 
 A ψ without a published variance estimate (``combine``, ``heterogeneous``, user-defined
 ψ: no unbiased estimator is known, :mod:`eree.mechanisms.estimators`) cannot weight
