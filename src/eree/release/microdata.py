@@ -29,9 +29,12 @@ and :func:`build_microdata` never sees a confidential value (it takes the tables
 frame of public columns). Any grouping can then be tabulated from it
 (:func:`tabulate_levels`: QCEW aggregation levels, state / county × total, supersector,
 sector, NAICS-3 … NAICS-6). With ``consistent = true`` every released table is replaced
-by its tabulation (:func:`tabulated_tables`), except where the never-worse check finds the
-tabulation worse than the table's own values (the non-negative solve's bias summed over
-many establishments): those keep their own published values.
+by its tabulation (:func:`tabulated_tables`). With ``nonnegative`` too, the solve is the
+bias-corrected one (:mod:`eree.postprocess.bias_corrected`): a grouping whose plain
+non-negative tabulation is evidently biased (the bias summed over many establishments)
+has its totals fixed to the combined unbiased estimates of its cells. The never-worse
+check of :func:`tabulated_tables` stays as a safety net: a table it still finds worse
+keeps its own published values.
 
 A ψ without a published variance estimate (``combine``, ``heterogeneous``, user-defined
 ψ: no unbiased estimator is known, :mod:`eree.mechanisms.estimators`) cannot weight
@@ -53,6 +56,7 @@ from eree.errors import SpecError
 from eree.mechanisms.base import Measurement
 from eree.mechanisms.estimators import psi_estimates
 from eree.mechanisms.gedp import PsiMechanism
+from eree.postprocess.bias_corrected import BiasCorrected, solve_bias_corrected
 from eree.postprocess.guard import TabulationCheck, tabulation_check
 from eree.postprocess.sqrt_space import solve_sqrt_space
 from eree.postprocess.wls import (
@@ -268,6 +272,9 @@ class MicrodataResult:
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     fit: str = "eq1"
     unconstrained: pl.DataFrame | None = None
+    #: with ``nonnegative`` and ``consistent`` (Eq. 1 fit): attribute → the bias-corrected
+    #: solve (:mod:`eree.postprocess.bias_corrected`: which groupings were anchored)
+    bias_corrected: dict[str, BiasCorrected] = field(default_factory=dict)
 
     def manifest_entry(self, file: str = MICRODATA_FILE) -> dict[str, Any]:
         """How the microdata was computed (public information only), for the manifest."""
@@ -282,6 +289,8 @@ class MicrodataResult:
             }
             if self.nonnegative:
                 attrs[a]["kkt_violation"] = float(r.kkt_violation)
+            if a in self.bias_corrected:
+                attrs[a]["bias_corrected"] = self.bias_corrected[a].manifest_entry()
         return {
             "file": file,
             "rows": self.frame.height,
@@ -335,26 +344,44 @@ def build_microdata(
     public = public.select([c for c in public.columns if c not in conf])
     nonneg = bool(plan.postprocess.nonnegative if nonnegative is None else nonnegative)
     observations, notes = microdata_measurements(plan, tables, public)
+    corrected: dict[str, BiasCorrected] = {}
     if plan.postprocess.microdata_fit == "sqrt-space":
-        by_attr: dict[str, list[GroupSumObservation]] = {}
-        for o in observations:
-            by_attr.setdefault(str(o.attribute), []).append(o)
         solved = {
             a: solve_sqrt_space(public.height, obs, nonnegative=nonneg, **options)
-            for a, obs in by_attr.items()
+            for a, obs in _by_attribute(observations).items()
         }
+    elif nonneg and plan.postprocess.consistent:  # docs/publication-grade.md, section 5
+        corrected = {
+            a: solve_bias_corrected(public.height, obs, **options)
+            for a, obs in _by_attribute(observations).items()
+        }
+        solved = {a: c.result for a, c in corrected.items()}
     else:
         solved = reconstruct_microdata(public.height, observations, nonnegative=nonneg, **options)
     attrs = [a for a in plan.establishment_data.confidential if a in solved]
     frame = public.with_columns([pl.Series(a, solved[a].x, dtype=pl.Float64) for a in attrs])
     free = None
     if nonneg and plan.postprocess.consistent:
-        plain = reconstruct_microdata(public.height, observations, nonnegative=False, **options)
+        plain = (
+            {a: c.unconstrained for a, c in corrected.items()}
+            if corrected
+            else reconstruct_microdata(public.height, observations, nonnegative=False, **options)
+        )
         free = public.with_columns([pl.Series(a, plain[a].x, dtype=pl.Float64) for a in attrs])
     return MicrodataResult(
         frame, {a: solved[a] for a in attrs}, observations, nonneg, notes,
         plan.postprocess.microdata_fit, free,
+        {a: corrected[a] for a in attrs if a in corrected},
     )  # fmt: skip
+
+
+def _by_attribute(
+    observations: Sequence[GroupSumObservation],
+) -> dict[str, list[GroupSumObservation]]:
+    by_attr: dict[str, list[GroupSumObservation]] = {}
+    for o in observations:
+        by_attr.setdefault(str(o.attribute), []).append(o)
+    return by_attr
 
 
 #: the aggregation levels of the QCEW paper's evaluation (ownership ignored, as in its
