@@ -9,6 +9,18 @@ component of the unfixed cells; a relation left with one unknown gives it away f
 (:func:`.audit.peel`), and every optimum met is a feasible point that may settle other
 cells' bounds without an LP.
 
+Two additive options serve an optimizer that re-checks a publication after small steps:
+
+* ``cache``: a dict kept by the caller. Each component's result is stored under a digest
+  of everything its LP depends on (its cells, their own intervals, its relations and
+  their right-hand sides, the goals below); a component no step changed has the same
+  digest and is not re-solved. The bounds are the same as without the cache.
+* ``goal_lower``, ``goal_upper``: what the caller needs to know of each cell. A cell's
+  minimum is not solved for once a feasible point at or below ``goal_lower`` has been
+  met (likewise the maximum); the bound returned is then that point's value — not the
+  tightest bound, but on the goal's side of it. Without goals every bound is the
+  tightest (the audit's use).
+
 This is the attacker's core used by the reconstruction audit
 (:mod:`eree.evaluate.reconstruct.intervals`) and by the coarsening disclosure check
 (:mod:`eree.suppression.coarsening.check`); it lives here, in a lower layer, so that the protection
@@ -16,6 +28,8 @@ mode can use it.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +53,9 @@ def linked_bounds(
     *,
     truth: np.ndarray | None = None,
     stats: dict[str, int] | None = None,
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
+    goal_lower: np.ndarray | None = None,
+    goal_upper: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Min and max of every cell subject to ``relations @ x = 0`` and ``lower ≤ x ≤ upper``.
 
@@ -47,16 +64,22 @@ def linked_bounds(
         lower, upper: each cell's own interval (``upper`` may hold ``inf``).
         truth: the true values (a feasible point, to skip LPs; the bounds are the same).
         stats: counters added to: ``lp``, ``peeled``, ``components``,
-            ``inconsistent_components``.
+            ``inconsistent_components``, ``components_reused``.
+        cache: results per component digest, kept between calls (module docstring).
+        goal_lower, goal_upper: per cell, how far each bound must be known (module
+            docstring); ``-inf``/``inf`` (the default) asks for the tightest bound.
 
     Returns:
         (lower, upper) per cell; a fixed cell keeps its value; ``inf`` when unbounded.
     """
     st = stats if stats is not None else {}
-    for key in ("lp", "peeled", "components", "inconsistent_components"):
+    for key in ("lp", "peeled", "components", "inconsistent_components", "components_reused"):
         st.setdefault(key, 0)
     lo = np.asarray(lower, dtype=np.float64).copy()
     hi = np.asarray(upper, dtype=np.float64).copy()
+    n_all = lo.size
+    g_lo = np.full(n_all, -np.inf) if goal_lower is None else np.asarray(goal_lower, float)
+    g_hi = np.full(n_all, np.inf) if goal_upper is None else np.asarray(goal_upper, float)
     fixed = hi - lo <= tolerance(lo)
     free = np.flatnonzero(~fixed)
     if free.size == 0 or relations.shape[0] == 0:
@@ -99,8 +122,27 @@ def linked_bounds(
             continue  # in no relation: its own interval
         st["components"] += 1
         glob = free[cols]
-        sub = a_f[rows][:, cols]
         bb = rhs[rows]
+        digest: bytes | None = None
+        if cache is not None:
+            h = hashlib.blake2b(digest_size=20)
+            parts = [glob, rows, bb, lo[glob], hi[glob], g_lo[glob], g_hi[glob]]
+            if truth is not None:
+                parts.append(truth[glob])
+            for arr in parts:
+                h.update(np.ascontiguousarray(arr).tobytes())
+                h.update(b"|")
+            digest = h.digest()
+            if digest in cache:
+                st["components_reused"] += 1
+                got = cache[digest]
+                if got is None:
+                    st["inconsistent_components"] += 1
+                else:
+                    lo[glob] = np.maximum(lo[glob], got[0])
+                    hi[glob] = np.minimum(hi[glob], got[1])
+                continue
+        sub = a_f[rows][:, cols]
         fin = np.concatenate([np.abs(bb), lo[glob], hi[glob][np.isfinite(hi[glob])]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
         lp = EqualityLP(sub, bb / scale, lo[glob] / scale, hi[glob] / scale)
@@ -114,9 +156,11 @@ def linked_bounds(
             seen_max = np.full(cols.size, -np.inf)
         new_lo = lo_s.copy()
         new_hi = hi_s.copy()
+        want_hi = np.minimum(hi_s, g_hi[glob] / scale)
+        want_lo = np.maximum(lo_s, g_lo[glob] / scale)
         bad = False
         for k in range(cols.size):
-            if not seen_max[k] >= hi_s[k] - tol:
+            if not seen_max[k] >= want_hi[k] - tol:
                 r = lp.optimise(np.array([k]), np.array([-1.0]))
                 st["lp"] += 1
                 if r.status == "optimal" and r.x is not None:
@@ -128,7 +172,7 @@ def linked_bounds(
                 else:
                     bad = True
                     break
-            if not seen_min[k] <= lo_s[k] + tol:
+            if not seen_min[k] <= want_lo[k] + tol:
                 r = lp.optimise(np.array([k]), np.array([1.0]))
                 st["lp"] += 1
                 if r.status == "optimal" and r.x is not None:
@@ -140,7 +184,17 @@ def linked_bounds(
                     break
         if bad:
             st["inconsistent_components"] += 1
+            if cache is not None and digest is not None:
+                cache[digest] = None
             continue
-        lo[glob] = np.maximum(lo[glob], new_lo * scale)
-        hi[glob] = np.minimum(hi[glob], new_hi * scale)
+        # a bound met by a feasible point but not solved for (goal reached): that point
+        reached_hi = seen_max < hi_s - tol
+        new_hi = np.where(reached_hi & (new_hi >= hi_s), seen_max, new_hi)
+        reached_lo = seen_min > lo_s + tol
+        new_lo = np.where(reached_lo & (new_lo <= lo_s), seen_min, new_lo)
+        got = (new_lo * scale, new_hi * scale)
+        if cache is not None and digest is not None:
+            cache[digest] = got
+        lo[glob] = np.maximum(lo[glob], got[0])
+        hi[glob] = np.minimum(hi[glob], got[1])
     return lo, hi

@@ -67,6 +67,8 @@ def disclosure_check(
     primary: PrimaryResult,
     *,
     use_truth: bool = True,
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
+    sensitive_only: bool = False,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -77,22 +79,47 @@ def disclosure_check(
         primary: the primary rules' result (sensitive cells and protection levels).
         use_truth: give the LP the true values as a known feasible point (skips LPs; the
             bounds are the same).
+        cache: component results kept between checks of nearby publications
+            (:func:`~eree.suppression.linked.linked_bounds`): components no step changed
+            are not re-solved.
+        sensitive_only: decide only ``violated`` (the optimizer's rounds): a bound is
+            solved for only until a feasible point shows the sensitive cell's protection
+            interval covered on that side; ``lower``/``upper`` are then not the tightest
+            bounds and ``pinned`` is not computed (all False). The final check of a
+            publication is always the full one.
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = publication.own_bounds()
     stats: dict[str, int] = {}
+    u = primary.protection.get(attribute, np.zeros(t.size))
+    need_lo = t - np.minimum(u, t)
+    need_hi = t + u
+    goal_lo = goal_hi = None
+    if sensitive_only:
+        # the goal is the protection interval; cells that are not sensitive: none
+        # (for counts: the whole numbers beyond it, as the bounds are rounded inward)
+        g_lo = np.floor(need_lo + 1e-9) if publication.integer else need_lo
+        g_hi = np.ceil(need_hi - 1e-9) if publication.integer else need_hi
+        goal_lo = np.where(primary.primary, g_lo, np.inf)
+        goal_hi = np.where(primary.primary, g_hi, -np.inf)
     lo, hi = linked_bounds(
-        tables.relations, own_lo, own_hi, truth=t if use_truth else None, stats=stats
+        tables.relations,
+        own_lo,
+        own_hi,
+        truth=t if use_truth else None,
+        stats=stats,
+        cache=cache,
+        goal_lower=goal_lo,
+        goal_upper=goal_hi,
     )
     if publication.integer:
         lo = np.ceil(lo - 1e-6)
         hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), np.inf)
         hi = np.maximum(hi, lo)
-    u = primary.protection.get(attribute, np.zeros(t.size))
     tol = tolerance(t)
-    need_lo = t - np.minimum(u, t)
-    need_hi = t + u
     covered = (lo <= need_lo + tol) & (hi >= need_hi - tol)
     violated = primary.primary & ~covered
     pinned = (hi - lo <= tolerance(hi)) & (publication.status != "exact")
+    if sensitive_only:
+        pinned = np.zeros(t.size, dtype=bool)
     return CheckResult(lo, hi, violated, pinned, stats)

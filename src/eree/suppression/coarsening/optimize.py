@@ -28,19 +28,28 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.publication import Publication
+from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
+from eree.suppression.linked import linked_bounds, tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
 
-__all__ = ["BASES", "CoarseningResult", "cell_loss", "greedy_coarsen", "publication_at"]
+__all__ = [
+    "BASES",
+    "CoarseningResult",
+    "cell_loss",
+    "greedy_coarsen",
+    "publication_at",
+    "tighten",
+]
 
 #: the rounding bases of the ladder, in order
 BASES: tuple[float, ...] = tuple(
@@ -100,6 +109,10 @@ class CoarseningResult:
         rounding: ``deterministic`` or ``random``; seeded: random rounding was seeded
             (experiments only).
         last_resort: cells suppressed by the last resort (complementary suppression).
+        tightened: cells published finer by :func:`tighten` (the same attacker's
+            feasible set, less loss).
+        cell_losses: each cell's loss (:func:`cell_loss`; confidential, internal): a
+            published cell is *informative* when its loss is below 1.
     """
 
     publication: Publication
@@ -109,6 +122,8 @@ class CoarseningResult:
     rounding: str
     seeded: bool
     last_resort: int = 0
+    tightened: int = 0
+    cell_losses: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def summary(self) -> dict[str, Any]:
         """Counts and the aggregate loss (no cell value)."""
@@ -116,14 +131,116 @@ class CoarseningResult:
         return {
             "cells": int(self.publication.status.size),
             "cells_published": int(self.publication.status.size - c["suppressed"]),
+            "cells_informative": int((self.cell_losses < 1.0).sum()),
             "by_status": c,
             "information_loss": self.loss,
             "audit": self.check.summary(),
             "rounds": self.rounds,
             "suppressed_as_last_resort": self.last_resort,
+            "tightened": self.tightened,
             "rounding": self.rounding,
             "seeded": self.seeded,
         }
+
+
+def tighten(
+    publication: Publication,
+    values: np.ndarray,
+    level: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    rounding: str = "deterministic",
+    uniform: np.ndarray | None = None,
+) -> tuple[Publication, np.ndarray]:
+    r"""Publish each cell as finely as the linked tables already imply it.
+
+    ``lower``/``upper`` are the attacker's LP bounds :math:`[L_c, U_c]` of ``publication``
+    (untouched by integer rounding). A cell whose own interval is wider than what the
+    other tables imply may be published as any interval that still contains
+    :math:`[L_c, U_c]`: every such constraint holds at every point of the attacker's
+    feasible set, so the feasible set — hence every cell's bounds and the check — is the
+    same, and the loss is lower. Candidates: exact (when :math:`L_c = U_c`), the ladder's
+    roundings up to the cell's level (any for a suppressed cell) and its size class
+    (:func:`.ranges.size_class`); the narrowest that contains :math:`[L_c, U_c]` is kept if
+    it is narrower than the current one (a suppressed cell only if its interval is
+    narrower than its value, loss < 1: an interval that says nothing stays withheld).
+    The rule is fixed and public (bases and classes do not depend on the data); the
+    caller re-checks the result.
+
+    Returns:
+        The new publication and a boolean per cell: published finer.
+    """
+    t = np.asarray(values, dtype=np.float64)
+    n = t.size
+    top = len(BASES) + 1
+    integer = publication.integer
+    cur_lo, cur_hi = publication.own_bounds()
+    cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
+    eps = 1e-6 * np.maximum(1.0, np.abs(np.where(np.isfinite(upper), upper, lower)))
+    best_w = cur_w.copy()
+    best_lv = level.copy()
+    status = publication.status
+    movable = (status != "exact") & np.isfinite(upper)
+    cap = np.where(status == "suppressed", top - 1, np.minimum(level, top - 1))
+    for k in range(top - 1, -1, -1):  # coarse to fine: the finest that fits wins ties
+        m = movable & (k <= cap)
+        if not m.any():
+            continue
+        idx = np.flatnonzero(m)
+        q = publication_at(
+            t[idx],
+            np.full(idx.size, k),
+            rounding=rounding,
+            uniform=None if uniform is None else uniform[idx],
+            integer=integer,
+        )
+        lo, hi = q.own_bounds()
+        fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
+        w = hi - lo
+        better = fits & (w <= best_w[idx])
+        best_w[idx[better]] = w[better]
+        best_lv[idx[better]] = k
+    p = publication_at(t, best_lv, rounding=rounding, uniform=uniform, integer=integer)
+    # the size class, where it is narrower still
+    finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
+    rng_lo = np.full(n, np.nan)
+    rng_hi = np.full(n, np.nan)
+    if finite.any():
+        c_lo, c_hi = size_class(t[finite], integer=integer)
+        rng_lo[finite], rng_hi[finite] = c_lo, c_hi
+    use_range = (
+        finite
+        & (rng_lo <= lower + eps)
+        & (rng_hi >= upper - eps)
+        & (np.nan_to_num(rng_hi - rng_lo, nan=np.inf) < best_w)
+    )
+    st = np.where(use_range, "range", p.status).astype("<U16")
+    out = Publication(
+        st,
+        np.where(use_range, np.nan, p.value),
+        np.where(use_range, np.nan, p.base),
+        np.where(use_range, rng_lo, np.nan),
+        np.where(use_range, rng_hi, np.nan),
+        integer,
+    )
+    new_lo, new_hi = out.own_bounds()
+    new_w = np.where(np.isfinite(new_hi), new_hi - new_lo, np.inf)
+    finer = new_w < cur_w - tolerance(cur_w)
+    # a suppressed cell is published only if its interval says something (loss < 1)
+    useless = (status == "suppressed") & (new_w >= np.maximum(t, 1.0))
+    if (finer & useless).any():
+        keep = finer & useless
+        out = Publication(
+            np.where(keep, "suppressed", out.status).astype("<U16"),
+            np.where(keep, np.nan, out.value),
+            np.where(keep, np.nan, out.base),
+            np.where(keep, np.nan, out.lower),
+            np.where(keep, np.nan, out.upper),
+            integer,
+        )
+        finer = finer & ~useless
+    return out, finer
 
 
 def greedy_coarsen(
@@ -137,6 +254,7 @@ def greedy_coarsen(
     patience: int = 20,
     secondary: SecondaryConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tightening: bool = True,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -151,6 +269,7 @@ def greedy_coarsen(
         patience: stop the greedy part after this many rounds without fewer violations.
         secondary: configuration of the last resort's complementary suppression.
         progress: called with (round, violations) after each check.
+        tightening: publish finer what the tables already imply (:func:`tighten`).
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -207,9 +326,10 @@ def greedy_coarsen(
 
     rounds = 0
     best, since = n + 1, 0
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
     while True:
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary)
+        chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
         rounds += 1
         bad = np.flatnonzero(chk.violated)
         if progress is not None:
@@ -252,11 +372,32 @@ def greedy_coarsen(
         last_resort = int((sec.suppressed & (level < top)).sum())
         level[sec.suppressed] = top
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary)
+        chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
         rounds += 1
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
     p = pub(level)
+    n_tight = 0
+    full = False
+    if tightening and not chk.violated.any():
+        own_lo, own_hi = p.own_bounds()
+        lo, hi = linked_bounds(tables.relations, own_lo, own_hi, truth=t)
+        q, finer = tighten(p, t, level, lo, hi, rounding=rounding, uniform=uniform)
+        if finer.any():
+            q_chk = disclosure_check(tables, q, attribute, primary)
+            if not q_chk.violated.any():  # the same feasible set: it passes as ``p`` did
+                p, chk, n_tight, full = q, q_chk, int(finer.sum()), True
+    if not full:  # the final check is the full one (every bound the tightest)
+        chk = disclosure_check(tables, p, attribute, primary)
+    losses = cell_loss(p, t)
     return CoarseningResult(
-        p, chk, float(cell_loss(p, t).mean()), rounds, rounding, seed is not None, last_resort
+        p,
+        chk,
+        float(losses.mean()),
+        rounds,
+        rounding,
+        seed is not None,
+        last_resort,
+        n_tight,
+        losses,
     )
