@@ -5,7 +5,9 @@ relations :math:`A x = 0` and each cell's own interval :math:`\ell_c \le x_c \le
 (what its publication says: exact, suppressed, rounded, a range, a noise band). For every
 cell not fixed, :func:`linked_bounds` solves :math:`\min x_c` and :math:`\max x_c` with
 HiGHS (:class:`.lp.EqualityLP`, warm-started re-solves), one constraint set per connected
-component of the unfixed cells; a relation left with one unknown gives it away first
+component of the unfixed cells; batches first (one LP maximising, or minimising, the sum
+of the cells whose bound is still open: its optimum settles many at once), then one LP per
+cell and side still open; a relation left with one unknown gives it away first
 (:func:`.audit.peel`), and every optimum met is a feasible point that may settle other
 cells' bounds without an LP.
 
@@ -63,8 +65,8 @@ def linked_bounds(
         relations: relations × cells.
         lower, upper: each cell's own interval (``upper`` may hold ``inf``).
         truth: the true values (a feasible point, to skip LPs; the bounds are the same).
-        stats: counters added to: ``lp``, ``peeled``, ``components``,
-            ``inconsistent_components``, ``components_reused``.
+        stats: counters added to: ``lp`` (of which ``batch_lp``), ``peeled``,
+            ``components``, ``inconsistent_components``, ``components_reused``.
         cache: results per component digest, kept between calls (module docstring).
         goal_lower, goal_upper: per cell, how far each bound must be known (module
             docstring); ``-inf``/``inf`` (the default) asks for the tightest bound.
@@ -73,7 +75,8 @@ def linked_bounds(
         (lower, upper) per cell; a fixed cell keeps its value; ``inf`` when unbounded.
     """
     st = stats if stats is not None else {}
-    for key in ("lp", "peeled", "components", "inconsistent_components", "components_reused"):
+    keys = ("lp", "batch_lp", "peeled", "components", "inconsistent_components")
+    for key in (*keys, "components_reused"):
         st.setdefault(key, 0)
     lo = np.asarray(lower, dtype=np.float64).copy()
     hi = np.asarray(upper, dtype=np.float64).copy()
@@ -158,6 +161,30 @@ def linked_bounds(
         new_hi = hi_s.copy()
         want_hi = np.minimum(hi_s, g_hi[glob] / scale)
         want_lo = np.maximum(lo_s, g_lo[glob] / scale)
+        # batches first: one LP pushes every cell still short of its wanted bound at once;
+        # the optimum is a feasible point that settles many of them (repeated while it
+        # settles any); the rest get an LP of their own below
+        for side in (-1.0, 1.0):
+            while True:
+                if side < 0:
+                    need = np.flatnonzero((seen_max < want_hi - tol) & np.isfinite(hi_s))
+                else:
+                    need = np.flatnonzero((seen_min > want_lo + tol) & np.isfinite(lo_s))
+                if need.size < 2:
+                    break
+                r = lp.optimise(need, np.full(need.size, side))
+                st["lp"] += 1
+                st["batch_lp"] += 1
+                if r.status != "optimal" or r.x is None:
+                    break
+                np.minimum(seen_min, r.x, out=seen_min)
+                np.maximum(seen_max, r.x, out=seen_max)
+                if side < 0:
+                    settled = seen_max[need] >= want_hi[need] - tol
+                else:
+                    settled = seen_min[need] <= want_lo[need] + tol
+                if not settled.any():
+                    break
         bad = False
         for k in range(cols.size):
             if not seen_max[k] >= want_hi[k] - tol:

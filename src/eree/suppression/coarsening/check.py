@@ -43,6 +43,7 @@ class CheckResult:
         violated: sensitive cells whose interval misses their protection interval.
         pinned: cells pinned to one value though not published exactly.
         stats: LPs solved, peeled cells, components.
+        raw_lower, raw_upper: the LP's bounds before counts are rounded inward.
     """
 
     lower: np.ndarray
@@ -50,6 +51,8 @@ class CheckResult:
     violated: np.ndarray
     pinned: np.ndarray
     stats: dict[str, int]
+    raw_lower: np.ndarray | None = None
+    raw_upper: np.ndarray | None = None
 
     def summary(self) -> dict[str, Any]:
         """Counts only (no cell value)."""
@@ -112,6 +115,7 @@ def disclosure_check(
         goal_lower=goal_lo,
         goal_upper=goal_hi,
     )
+    raw_lo, raw_hi = lo.copy(), hi.copy()
     if publication.integer:
         lo = np.ceil(lo - 1e-6)
         hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), np.inf)
@@ -122,4 +126,4 @@ def disclosure_check(
     pinned = (hi - lo <= tolerance(hi)) & (publication.status != "exact")
     if sensitive_only:
         pinned = np.zeros(t.size, dtype=bool)
-    return CheckResult(lo, hi, violated, pinned, stats)
+    return CheckResult(lo, hi, violated, pinned, stats, raw_lo, raw_hi)

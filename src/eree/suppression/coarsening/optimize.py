@@ -37,7 +37,7 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import linked_bounds, tolerance
+from eree.suppression.linked import tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
@@ -255,6 +255,7 @@ def greedy_coarsen(
     secondary: SecondaryConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
     tightening: bool = True,
+    escalate: int = 5,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -270,6 +271,8 @@ def greedy_coarsen(
         secondary: configuration of the last resort's complementary suppression.
         progress: called with (round, violations) after each check.
         tightening: publish finer what the tables already imply (:func:`tighten`).
+        escalate: a cell violated for ``escalate`` rounds in a row gets 2 neighbour steps
+            per round, 4 after twice as many, at most 8 (0: always 1).
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -327,11 +330,13 @@ def greedy_coarsen(
     rounds = 0
     best, since = n + 1, 0
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
+    streak = np.zeros(n, dtype=np.int64)
     while True:
         p = pub(level)
         chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
         rounds += 1
         bad = np.flatnonzero(chk.violated)
+        streak = np.where(chk.violated, streak + 1, 0)
         if progress is not None:
             progress(rounds, int(bad.size))
         if bad.size < best:
@@ -351,15 +356,17 @@ def greedy_coarsen(
                 level[c] = lv
                 moved = raised[c] = True
                 continue
-            nb = candidates(int(c))
-            if nb.size == 0:
-                if level[c] < top:
-                    level[c] = top
-                    moved = raised[c] = True
-                continue
-            j = int(nb[np.argmin(step_cost[nb])])
-            level[j] += 1
-            moved = raised[j] = True
+            # a cell violated round after round gets more neighbour steps per round
+            for k in range(2 ** min(int(streak[c]) // escalate, 3) if escalate else 1):
+                nb = candidates(int(c))
+                if nb.size == 0:
+                    if k == 0 and level[c] < top:
+                        level[c] = top
+                        moved = raised[c] = True
+                    break
+                j = int(nb[np.argmin(step_cost[nb])])
+                level[j] += 1
+                moved = raised[j] = True
         if not moved:
             break
     last_resort = 0
@@ -377,18 +384,24 @@ def greedy_coarsen(
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
     p = pub(level)
+    # the final check of ``p``: the full one (every bound the tightest, cells pinned)
+    chk = disclosure_check(tables, p, attribute, primary)
     n_tight = 0
-    full = False
-    if tightening and not chk.violated.any():
-        own_lo, own_hi = p.own_bounds()
-        lo, hi = linked_bounds(tables.relations, own_lo, own_hi, truth=t)
-        q, finer = tighten(p, t, level, lo, hi, rounding=rounding, uniform=uniform)
+    if tightening and not chk.violated.any() and chk.raw_lower is not None:
+        q, finer = tighten(
+            p, t, level, chk.raw_lower, chk.raw_upper, rounding=rounding, uniform=uniform
+        )
         if finer.any():
-            q_chk = disclosure_check(tables, q, attribute, primary)
-            if not q_chk.violated.any():  # the same feasible set: it passes as ``p`` did
-                p, chk, n_tight, full = q, q_chk, int(finer.sum()), True
-    if not full:  # the final check is the full one (every bound the tightest)
-        chk = disclosure_check(tables, p, attribute, primary)
+            # q's own verdict (exact: a covered side is witnessed by a feasible point, a
+            # violated one by the LP optimum); q's feasible set is p's, so p's tightest
+            # bounds are q's
+            q_chk = disclosure_check(
+                tables, q, attribute, primary, cache=cache, sensitive_only=True
+            )
+            if not q_chk.violated.any():
+                pinned = (chk.upper - chk.lower <= tolerance(chk.upper)) & (q.status != "exact")
+                chk = replace(chk, violated=q_chk.violated, pinned=pinned)
+                p, n_tight = q, int(finer.sum())
     losses = cell_loss(p, t)
     return CoarseningResult(
         p,
