@@ -243,6 +243,63 @@ def tighten(
     return out, finer
 
 
+def _protect_locally(
+    t: np.ndarray,
+    level: np.ndarray,
+    need_lo: np.ndarray,
+    need_hi: np.ndarray,
+    sensitive: np.ndarray,
+    rel: Any,
+    rel_c: Any,
+    cap: np.ndarray,
+    pub: Callable[[np.ndarray], Publication],
+) -> None:
+    """A start without LPs: each relation of a sensitive cell leaves it room (in place).
+
+    A sensitive cell first goes up its ladder to the first step whose own interval covers
+    its protection interval. Then, in every relation holding it, the other cells' room —
+    each one's own interval's reach below and above its value, the smaller of the two —
+    must add up to its protection level ``U``: else the cheapest of them (width added
+    relative to its value) goes up one step, until it does or none can go further (up to
+    ``cap``). Necessary for one relation alone, not sufficient for the attacker's LP over
+    all tables: the LP rounds that follow decide.
+    """
+    top = len(BASES) + 1
+    u = need_hi - t
+    lows, highs = [], []
+    for k in range(top):
+        lo_k, hi_k = pub(np.full(t.size, k)).own_bounds()
+        lows.append(lo_k)
+        highs.append(hi_k)
+    lo_all = np.array(lows)
+    hi_all = np.array(highs)
+    room_all = np.minimum(t[None, :] - lo_all, hi_all - t[None, :])
+    width = (hi_all - lo_all) / np.maximum(t, 1.0)[None, :]
+    for c in np.flatnonzero(sensitive):
+        lv = int(level[c])
+        while lv < top - 1 and not (
+            lo_all[lv, c] <= need_lo[c] + 1e-9 and hi_all[lv, c] >= need_hi[c] - 1e-9
+        ):
+            lv += 1
+        level[c] = max(int(level[c]), lv)
+    order = np.flatnonzero(sensitive)
+    order = order[np.argsort(-u[order], kind="stable")]
+    for c in order:
+        for r in rel_c.indices[rel_c.indptr[c] : rel_c.indptr[c + 1]]:
+            members = rel.indices[rel.indptr[r] : rel.indptr[r + 1]]
+            members = members[members != c]
+            if members.size == 0:
+                continue
+            while room_all[level[members], members].sum() < u[c] - 1e-9:
+                ok = level[members] < cap[members]
+                if not ok.any():
+                    break
+                m = members[ok]
+                cost = width[level[m] + 1, m] - width[level[m], m]
+                j = int(m[np.argmin(cost)])
+                level[j] += 1
+
+
 def greedy_coarsen(
     tables: LinkedTables,
     attribute: str,
@@ -256,6 +313,7 @@ def greedy_coarsen(
     progress: Callable[[int, int], None] | None = None,
     tightening: bool = True,
     escalate: int = 5,
+    local: bool = True,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -273,6 +331,8 @@ def greedy_coarsen(
         tightening: publish finer what the tables already imply (:func:`tighten`).
         escalate: a cell violated for ``escalate`` rounds in a row gets 2 neighbour steps
             per round, 4 after twice as many, at most 8 (0: always 1).
+        local: start from the local protection (:func:`_protect_locally`) rather than
+            from every cell exact (fewer rounds; the LP rounds then fix what it misses).
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -326,6 +386,9 @@ def greedy_coarsen(
                 return out
             layer = nxt
         return np.array([], dtype=np.int64)
+
+    if local:
+        _protect_locally(t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub)
 
     rounds = 0
     best, since = n + 1, 0
