@@ -58,6 +58,7 @@ def linked_bounds(
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
     goal_lower: np.ndarray | None = None,
     goal_upper: np.ndarray | None = None,
+    prove: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Min and max of every cell subject to ``relations @ x = 0`` and ``lower ≤ x ≤ upper``.
 
@@ -70,6 +71,10 @@ def linked_bounds(
         cache: results per component digest, kept between calls (module docstring).
         goal_lower, goal_upper: per cell, how far each bound must be known (module
             docstring); ``-inf``/``inf`` (the default) asks for the tightest bound.
+        prove: False: no LP of its own for a cell the batches left short of its goal —
+            its bound is then the farthest feasible point met, which may fall short of
+            the goal though the tightest bound does not (a heuristic for an optimizer's
+            rounds, never for an audit).
 
     Returns:
         (lower, upper) per cell; a fixed cell keeps its value; ``inf`` when unbounded.
@@ -132,6 +137,7 @@ def linked_bounds(
             parts = [glob, rows, bb, lo[glob], hi[glob], g_lo[glob], g_hi[glob]]
             if truth is not None:
                 parts.append(truth[glob])
+            parts.append(np.array([prove]))
             for arr in parts:
                 h.update(np.ascontiguousarray(arr).tobytes())
                 h.update(b"|")
@@ -186,7 +192,7 @@ def linked_bounds(
                 if not settled.any():
                     break
         bad = False
-        for k in range(cols.size):
+        for k in range(cols.size if prove else 0):
             if not seen_max[k] >= want_hi[k] - tol:
                 r = lp.optimise(np.array([k]), np.array([-1.0]))
                 st["lp"] += 1

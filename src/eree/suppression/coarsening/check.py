@@ -72,6 +72,7 @@ def disclosure_check(
     use_truth: bool = True,
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
     sensitive_only: bool = False,
+    prove: bool = True,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -90,6 +91,9 @@ def disclosure_check(
             interval covered on that side; ``lower``/``upper`` are then not the tightest
             bounds and ``pinned`` is not computed (all False). The final check of a
             publication is always the full one.
+        prove: with ``sensitive_only``, False skips the LP of each cell the batch LPs
+            left uncovered: it is counted violated unproven (an optimizer's heuristic
+            round; a pass is still exact — every covered side is witnessed).
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = publication.own_bounds()
@@ -114,6 +118,7 @@ def disclosure_check(
         cache=cache,
         goal_lower=goal_lo,
         goal_upper=goal_hi,
+        prove=prove or not sensitive_only,
     )
     raw_lo, raw_hi = lo.copy(), hi.copy()
     if publication.integer:

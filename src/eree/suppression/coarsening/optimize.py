@@ -394,9 +394,12 @@ def greedy_coarsen(
     best, since = n + 1, 0
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
     streak = np.zeros(n, dtype=np.int64)
+    prove = False  # heuristic rounds (violations unproven) until they stall
     while True:
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
+        chk = disclosure_check(
+            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=prove
+        )
         rounds += 1
         bad = np.flatnonzero(chk.violated)
         streak = np.where(chk.violated, streak + 1, 0)
@@ -406,6 +409,9 @@ def greedy_coarsen(
             best, since = int(bad.size), 0
         else:
             since += 1
+        if not prove and bad.size > 0 and (since >= 2 or rounds >= max_rounds):
+            prove, best, since = True, n + 1, 0  # stalled: prove each violation from now
+            continue
         if bad.size == 0 or rounds >= max_rounds or since >= patience:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
