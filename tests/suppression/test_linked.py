@@ -93,6 +93,16 @@ def test_the_cache_re_solves_only_the_component_a_step_changed(seed: int) -> Non
     st3: dict[str, int] = {}
     assert _same(linked_bounds(rel, lo2, hi2, truth=v, cache=cache, stats=st3), got2)
     assert st3["lp"] == 0 and st3["components_reused"] == 2
+    # one own upper bound in the second table moves (the same cells free): re-solved
+    hi4 = hi2.copy()
+    hi4[16] += 7.0
+    st4: dict[str, int] = {}
+    got4 = linked_bounds(rel, lo2, hi4, truth=v, cache=cache, stats=st4)
+    assert _same(got4, _brute(rel, lo2, hi4))
+    assert st4["components_reused"] == 1
+    lo4 = lo2.copy()
+    lo4[16] = max(0.0, lo4[16] - 3.0)
+    assert _same(linked_bounds(rel, lo4, hi4, truth=v, cache=cache), _brute(rel, lo4, hi4))
 
 
 @pytest.mark.parametrize("seed", [4, 5])

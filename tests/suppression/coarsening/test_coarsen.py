@@ -253,15 +253,18 @@ def _three_by_three():
     return _tables(frame)
 
 
-@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("level", [0, 1, 2])
 def test_the_optimizers_rounds_never_miss_a_violation(level):
     """The rounds' check (goals, batches, violations unproven) may count a covered cell
-    as violated, never the reverse: its violations contain the full check's."""
-    tables = _three_by_three()
+    as violated, never the reverse: its violations contain the full check's. Level 0:
+    the 2 × 2 table all rounded to base 5, where only the LP finds AX (known answer
+    above); else a 3 × 3 table at random levels."""
+    tables = _tables(_two_by_two()) if level == 0 else _three_by_three()
     prim = primary_suppression(tables, RULES, ("emp",))
     t = tables.values("emp").astype(float)
     rng = np.random.default_rng(level)
-    pub = publication_at(t, rng.integers(0, level + 1, size=t.size))
+    lv = np.ones(t.size, dtype=np.int64) if level == 0 else rng.integers(0, level + 1, t.size)
+    pub = publication_at(t, lv)
     full = disclosure_check(tables, pub, "emp", prim)
     assert full.violated.any()  # the test has something to find
     for prove in (True, False):
@@ -269,3 +272,20 @@ def test_the_optimizers_rounds_never_miss_a_violation(level):
         assert not (full.violated & ~fast.violated).any()
         if prove:  # proven: the same verdict
             assert np.array_equal(fast.violated, full.violated)
+
+
+def test_tighten_keeps_an_interval_only_if_it_holds_the_implied_one():
+    """T = 40 rounded to 50: [25, 75]. Implied [36, 44]: base 10 (40 → [35, 45]) holds it
+    and is the narrowest (base 5 → [38, 42] does not, the size class [20, 49] is wider).
+    Implied [30, 60]: base 10 and 25 (50 → [38, 62]) and the class [20, 49] miss a side;
+    it stays at 50. Implied [25, 45]: only the class [20, 49] (width 29 < 50) holds it."""
+    t = np.array([40.0])
+    level = np.array([1 + BASES.index(50.0)])
+    pub = publication_at(t, level)
+    out, finer = tighten(pub, t, level, np.array([36.0]), np.array([44.0]))
+    assert finer.tolist() == [True] and out.status[0] == "rounded" and out.base[0] == 10.0
+    out, finer = tighten(pub, t, level, np.array([30.0]), np.array([60.0]))
+    assert finer.tolist() == [False] and out.base[0] == 50.0
+    out, finer = tighten(pub, t, level, np.array([25.0]), np.array([45.0]))
+    assert finer.tolist() == [True] and out.status[0] == "range"
+    assert (out.lower[0], out.upper[0]) == (20.0, 49.0)
