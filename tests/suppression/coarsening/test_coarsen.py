@@ -286,6 +286,9 @@ def test_tighten_keeps_an_interval_only_if_it_holds_the_implied_one():
     assert finer.tolist() == [True] and out.status[0] == "rounded" and out.base[0] == 10.0
     out, finer = tighten(pub, t, level, np.array([30.0]), np.array([60.0]))
     assert finer.tolist() == [False] and out.base[0] == 50.0
+    # [36, 60]: base 10 holds the lower side only, base 25 the upper only
+    out, finer = tighten(pub, t, level, np.array([36.0]), np.array([60.0]))
+    assert finer.tolist() == [False] and out.base[0] == 50.0
     out, finer = tighten(pub, t, level, np.array([25.0]), np.array([45.0]))
     assert finer.tolist() == [True] and out.status[0] == "range"
     assert (out.lower[0], out.upper[0]) == (20.0, 49.0)
