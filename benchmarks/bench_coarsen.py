@@ -12,8 +12,8 @@ cells pinned, seconds. Counts only.
     python benchmarks/bench_coarsen.py RI          # ... the RI by-area files
     python benchmarks/bench_coarsen.py NY          # ... the NY by-area files
 
-``--skip-suppression`` runs the coarsening only; ``--audit`` re-audits the output with the
-reconstruction audit's own reader and LP, and a weakened coarsening (every cell that is
+``--skip-suppression`` runs the coarsening only (``--skip-coarsening`` the suppression);
+``--audit`` re-audits the output with the reconstruction audit's own reader and LP, and a weakened coarsening (every cell that is
 not sensitive put back to exact), which must be flagged. Time the whole process with
 ``/usr/bin/time``; the seconds printed are each method's own.
 """
@@ -64,6 +64,7 @@ def main() -> None:
     ap.add_argument("--attribute", default="m1emp")
     ap.add_argument("--max-rounds", type=int, default=400)
     ap.add_argument("--skip-suppression", action="store_true")
+    ap.add_argument("--skip-coarsening", action="store_true")
     ap.add_argument("--no-tightening", action="store_true")
     ap.add_argument("--audit", action="store_true", help="re-audit the output and a weakened one")
     args = ap.parse_args()
@@ -85,6 +86,9 @@ def main() -> None:
         pass
     else:
         _suppression(tables, prim, a, t, out, t0)
+    if args.skip_coarsening:
+        print(json.dumps(out, indent=2))
+        return
     t0 = time.perf_counter()
     res = greedy_coarsen(
         tables,
