@@ -13,8 +13,9 @@ cells pinned, seconds. Counts only.
     python benchmarks/bench_coarsen.py NY          # ... the NY by-area files
 
 ``--skip-suppression`` runs the coarsening only (``--skip-coarsening`` the suppression);
-``--audit`` re-audits the output with the reconstruction audit's own reader and LP, and a weakened coarsening (every cell that is
-not sensitive put back to exact), which must be flagged. Time the whole process with
+``--audit`` re-audits the output with the reconstruction audit's own reader and LP, and
+a weakened coarsening (every cell that is not sensitive put back to exact), which must be
+flagged. Time the whole process with
 ``/usr/bin/time``; the seconds printed are each method's own.
 """
 

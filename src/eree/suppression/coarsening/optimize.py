@@ -456,7 +456,12 @@ def greedy_coarsen(
     # the final check of ``p``: the full one (every bound the tightest, cells pinned)
     chk = disclosure_check(tables, p, attribute, primary)
     n_tight = 0
-    if tightening and not chk.violated.any() and chk.raw_lower is not None:
+    if (
+        tightening
+        and not chk.violated.any()
+        and chk.raw_lower is not None
+        and chk.raw_upper is not None
+    ):
         q, finer = tighten(
             p, t, level, chk.raw_lower, chk.raw_upper, rounding=rounding, uniform=uniform
         )
