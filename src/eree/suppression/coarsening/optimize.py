@@ -1,17 +1,20 @@
 r"""A first optimizer: greedy coarsening until the disclosure check passes.
 
-Start from the finest publication (every cell exact). Each cell has a ladder of
-publications: exact, then rounded (deterministically, or by unbiased random rounding) to
-the bases :data:`BASES` in turn, then suppressed — the last resort. Each round runs the
-check (:func:`.check.disclosure_check`, the LP over all tables) and, for every violated
-sensitive cell :math:`c`:
+Each cell has a ladder of publications: exact, then rounded (deterministically, or by
+unbiased random rounding) to the bases :data:`BASES` in turn, then suppressed — the last
+resort. The start is a local protection without LP (:func:`_protect_locally`: every
+relation of a sensitive cell leaves it room). Each round then runs the check
+(:func:`.check.disclosure_check`, the LP over all tables, re-solving only the components
+a step changed; heuristic rounds — violations unproven — until they stall) and, for every
+violated sensitive cell :math:`c`:
 
 * if :math:`c`'s own publication does not cover its protection interval, :math:`c` goes
   up its ladder to the first step that does (or is suppressed);
 * otherwise the linked tables narrow it: among the nearest cells (walking the
   relations from :math:`c`, layer by layer) that can still be rounded more — up to the
   first base of at least twice their value — the one whose next step widens its
-  interval least, relative to its value, goes up one step (cells are rounded, never
+  interval least, relative to its value, goes up one step (more steps for a cell
+  violated round after round: ``escalate``; cells are rounded, never
   suppressed, here: a suppressed neighbour can be peeled off the relations and
   protects nothing);
 * when no neighbour can go further, :math:`c` is suppressed — the last resort.
@@ -19,6 +22,8 @@ sensitive cell :math:`c`:
 Rounds repeat until no violation remains (every ladder ends in suppression, which the
 attacker's LP cannot narrow below non-negativity and the linked bounds, so the loop
 ends) or no step is left; the result says how many violations remain (0 when it passed).
+A passing publication is then tightened (:func:`tighten`): each cell published as finely
+as the tables already imply, the attacker's feasible set unchanged.
 
 **Information loss** (:func:`cell_loss`): a cell's loss is the width of its published
 interval relative to its value, :math:`\min(1, (u_c - \ell_c)/\max(T_c, 1))`: 0 for an
