@@ -28,7 +28,7 @@ def main(folder: str) -> None:
     domains = {a: WORKER_DOMAINS[a] for a in ATTRIBUTES if a in WORKER_DOMAINS}
     sectors = pl.read_parquet(Path(folder) / "workplace.parquet", columns=["naics_sector"])
     domains["naics_sector"] = sorted(sectors.get_column("naics_sector").unique().to_list())
-    published = from_frame(suppress_small(exact_tables(truth, domains)))
+    published = from_frame(suppress_small(truth, exact_tables(truth, domains)))
     print("cells by status:", published.status_counts(), flush=True)
     t1 = time.perf_counter()
     summary = interval_audit(published).summary()

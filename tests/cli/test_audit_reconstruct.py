@@ -182,3 +182,49 @@ def test_frontier_of_establishments_writes_rates_and_a_plot(tmp_path: Path) -> N
         ]
     )
     assert r.exit_code == 2 and "--budget-factors: give positive numbers" in r.stderr
+
+
+def _factor_cells(tmp_path: Path, known: bool) -> Path:
+    """One establishment's block × age cells, each published as 1.1 × its true value
+    (10, 20, 30), read as ranges for t = 0.15; with ``known`` the attacker knows A1 = 10."""
+    true = {"A1": 10.0, "A2": 20.0, "A3": 30.0}
+    rows = [
+        {
+            "table": "a",
+            "block": "b0",
+            "age": a,
+            "status": "range",
+            "value": 1.1 * x,
+            "lower": x if known and a == "A1" else 1.1 * x / 1.15,
+            "upper": x if known and a == "A1" else 1.1 * x / 0.85,
+            "factor": "w0",
+        }
+        for a, x in true.items()
+    ]
+    p = tmp_path / "factor.csv"
+    pl.DataFrame(rows).write_csv(p)
+    return p
+
+
+def test_a_shared_factor_gives_the_shape_and_with_one_cell_the_size(tmp_path: Path) -> None:
+    """§5.2 in the format: shares 1/6, 2/6, 3/6 whatever f; one known cell gives f = 1.1
+    and every cell (the interval audit; --no-records)."""
+    for known, pinned in ((False, 0), (True, 3)):
+        p = _factor_cells(tmp_path, known)
+        r = run_cli(["audit", "reconstruct", str(p), "--json", "--quiet", "--no-records"])
+        assert r.exit_code == 0, r.output
+        iv = json.loads(r.stdout)["intervals"]
+        assert iv["factor_groups"] == 1 and iv["factor_groups_shape_pinned"] == 1
+        assert iv["cells_pinned"] == pinned
+
+
+def test_a_bad_factor_cell_names_file_row_and_column(tmp_path: Path) -> None:
+    p = _factor_cells(tmp_path, False)
+    pl.read_csv(p).with_columns(
+        pl.when(pl.col("age") == "A2").then(None).otherwise(pl.col("value")).alias("value")
+    ).write_csv(p)
+    out = tmp_path / "out"
+    r = run_cli(["audit", "reconstruct", str(p), "--out", str(out)])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert f"file {p}, row 2, column 'value'" in r.stderr and "Traceback" not in r.output
+    assert not out.exists()

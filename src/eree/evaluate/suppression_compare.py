@@ -39,6 +39,7 @@ __all__ = [
     "TABLE7_MU",
     "compare_with_gedp",
     "gedp_cell_estimates",
+    "gedp_cell_release",
     "gedp_plan",
 ]
 
@@ -137,7 +138,27 @@ def gedp_cell_estimates(
     """One seeded GEDP release (Table 7 plan) turned into cell estimates.
 
     Gives an estimate of every cell of ``tables`` (a QCEW layout with the domain level),
-    per attribute.
+    per attribute (:func:`gedp_cell_release` without the standard errors).
+    """
+    rel = gedp_cell_release(frame, tables, attributes, seed=seed, mu=mu)
+    return {a: est for a, (est, _) in rel.items()}
+
+
+def gedp_cell_release(
+    frame: pl.DataFrame,
+    tables: LinkedTables,
+    attributes: Sequence[str],
+    *,
+    seed: int,
+    mu: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One seeded GEDP release (Table 7 plan): every cell's estimate and standard error.
+
+    Per attribute, (estimate, std) for every cell of ``tables``. A cell answered by a
+    query carries that answer's published std; a cell that is a sum of answers (NAICS-6
+    cells: of identity estimates; coarser cells by ownership: of NAICS-5 answers) carries
+    the std of the sum, √Σ std² (the answers' noises are independent). Only published
+    values enter (the answers and their published stds).
     """
     from eree.data.establishments import EstablishmentData
     from eree.mechanisms.noise import make_noise_source
@@ -145,6 +166,7 @@ def gedp_cell_estimates(
     from eree.release.gedp import release_gedp
 
     attrs = list(attributes)
+    var = [f"{a}__var" for a in attrs]
     plan = gedp_plan(attrs, mu=mu)
     df = prepare_qcew_frame(frame)
     if _ID not in df.columns:
@@ -157,20 +179,23 @@ def gedp_cell_estimates(
     data = EstablishmentData(data_frame, plan.data)
     report = build(plan).report()
     out = {
-        q.name: q.table for q in release_gedp(plan, data, make_noise_source("seeded", seed), report)
+        q.name: q.table.with_columns(
+            [(pl.col(f"{a}_std") ** 2).alias(v) for a, v in zip(attrs, var, strict=True)]
+        )
+        for q in release_gedp(plan, data, make_noise_source("seeded", seed), report)
     }
-
-    est = {a: np.full(tables.n_cells, np.nan) for a in attrs}
+    cols = [*attrs, *var]
+    est = {c: np.full(tables.n_cells, np.nan) for c in cols}
 
     def fill(part: dict[str, np.ndarray]) -> None:
-        for a in attrs:
-            m = ~np.isnan(part[a])
-            est[a][m] = part[a][m]
+        for c in cols:
+            m = ~np.isnan(part[c])
+            est[c][m] = part[c][m]
 
     # NAICS-6 cells (58, 78): sums of the identity query's unbiased estimates
-    ident = out["identity"].select(pl.col(_ID).cast(pl.Utf8), *[pl.col(a) for a in attrs])
+    ident = out["identity"].select(pl.col(_ID).cast(pl.Utf8), *[pl.col(c) for c in cols])
     micro = df.select(pl.col(_ID).cast(pl.Utf8), "cnty", "own", "naics").join(ident, on=_ID)
-    fill(_estimates_on_cells(tables, micro, attrs, {"58", "78"}))
+    fill(_estimates_on_cells(tables, micro, cols, {"58", "78"}))
     # NAICS-5 and coarser by ownership: sums of the NAICS-5 answers
     for name, area_codes in (
         ("county_own_naics5", {str(c) for c in range(71, 78)}),
@@ -180,25 +205,25 @@ def gedp_cell_estimates(
         if "cnty" not in ans.columns:
             ans = ans.with_columns(pl.lit("0").alias("cnty"))
         rows = ans.select(
-            "cnty", "own", (pl.col("naics5") + "0").alias("naics"), *[pl.col(a) for a in attrs]
+            "cnty", "own", (pl.col("naics5") + "0").alias("naics"), *[pl.col(c) for c in cols]
         )
-        part = _estimates_on_cells(tables, rows, attrs, area_codes)
+        part = _estimates_on_cells(tables, rows, cols, area_codes)
         if name == "state_own_naics5":  # only the state cells
             state = tables.cells.get_column("area_level").to_numpy() == "state"
-            part = {a: np.where(state, v, np.nan) for a, v in part.items()}
+            part = {c: np.where(state, v, np.nan) for c, v in part.items()}
         fill(part)
     # totals covered (50, 70)
     codes = tables.cells.get_column("table_code").to_numpy()
     area = tables.cells.get_column("area").to_numpy()
     st = out["state_total"]
-    for a in attrs:
-        est[a][codes == "50"] = float(st.get_column(a)[0])
+    for c in cols:
+        est[c][codes == "50"] = float(st.get_column(c)[0])
     ct = out["county_total"]
-    for a in attrs:
-        lookup = dict(zip(ct.get_column("cnty").to_list(), ct.get_column(a).to_list(), strict=True))
+    for c in cols:
+        lookup = dict(zip(ct.get_column("cnty").to_list(), ct.get_column(c).to_list(), strict=True))
         m = codes == "70"
-        est[a][m] = [lookup[c] for c in area[m]]
-    return est
+        est[c][m] = [lookup[k] for k in area[m]]
+    return {a: (est[a], np.sqrt(est[v])) for a, v in zip(attrs, var, strict=True)}
 
 
 def _median(x: np.ndarray) -> float:

@@ -9,9 +9,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eree.evaluate.reconstruct import ReconstructConfig, from_frame, job_truth
+from eree.data.schema import WORKER_DOMAINS
+from eree.evaluate.reconstruct import ReconstructConfig, from_frame, interval_audit, job_truth
 from eree.evaluate.reconstruct.frontier import (
     ATTRIBUTES,
+    exact_tables,
     frontier_jobs,
     plot_frontier,
     shuffled,
@@ -54,29 +56,37 @@ def test_shuffling_keeps_block_sizes_and_composition(jobs: Path) -> None:
     assert not s.sort(["unit", *ATTRIBUTES]).equals(t.sort(["unit", *ATTRIBUTES]))
 
 
-def test_small_cell_suppression_leaves_no_lone_withheld_cell() -> None:
-    cells = pl.DataFrame(
-        {
-            "table": ["wac_c000", "wac_cs", "wac_cs", "wac_ca", "wac_ca", "wac_ca"],
-            "block": ["b"] * 6,
-            "sex": [None, "F", "M", None, None, None],
-            "age": [None, None, None, "A1", "A2", "A3"],
-            "status": ["exact"] * 6,
-            "value": [9.0, 2.0, 7.0, 1.0, 0.0, 8.0],
-        }
+def test_small_cell_suppression_protects_every_withheld_cell_over_every_relation(
+    jobs: Path,
+) -> None:
+    """Every cell with 1 or 2 jobs is withheld, and the LP attacker over all the linked
+    families (derived here from the keys, not by the suppression package) can narrow none
+    of them below ±1 job (the protection: [a − min(1, a), a + 1] inside its interval)."""
+    truth = job_truth(jobs, "block", ATTRIBUTES)
+    domains = {a: WORKER_DOMAINS[a] for a in ATTRIBUTES if a in WORKER_DOMAINS}
+    domains["naics_sector"] = sorted(
+        pl.read_parquet(jobs / "workplace.parquet").get_column("naics_sector").unique()
     )
-    out = suppress_small(cells)
-    sup = dict(
-        zip(
-            zip(out["table"], out["sex"], out["age"], strict=True),
-            out["status"] == "suppressed",
-            strict=True,
+    exact = exact_tables(truth, domains)
+    out = suppress_small(truth, exact)
+    keys = ["table", "block", *ATTRIBUTES]
+    j = exact.drop("status").join(out.select(*keys, "status"), on=keys, nulls_equal=True)
+    assert j.height == exact.height
+    a = j.get_column("value").to_numpy()
+    withheld = j.get_column("status").to_numpy() == "suppressed"
+    primary = (a > 0) & (a < 3)
+    assert primary.sum() > 30 and np.all(withheld[primary])
+    assert withheld.sum() > primary.sum()  # complements
+    published = from_frame(
+        j.with_columns(
+            pl.when(pl.Series(withheld)).then(None).otherwise(pl.col("value")).alias("value")
         )
     )
-    assert sup[("wac_cs", "F", None)] and sup[("wac_cs", "M", None)]  # complement
-    assert sup[("wac_ca", None, "A1")] and sup[("wac_ca", None, "A3")]
-    assert not sup[("wac_ca", None, "A2")] and not sup[("wac_c000", None, None)]
-    assert from_frame(out).status_counts() == {"exact": 2, "suppressed": 4}
+    ia = interval_audit(published)
+    assert ia.pinned.sum() == 0
+    p = np.flatnonzero(primary)
+    assert np.all(ia.lower[p] <= a[p] - np.minimum(1.0, a[p]))
+    assert np.all(ia.upper[p] >= a[p] + 1.0)
 
 
 @pytest.mark.slow

@@ -81,6 +81,14 @@ def test_relations_link_each_table_to_its_nearest_finer_tables() -> None:
         ({"upper": [None, None, None, 0.5, None]}, 4, "upper"),
         ({"scale": [None, None, None, None, None]}, 5, "scale"),
         ({"table": ["t", "t", "a", "a", "a"]}, 2, "table"),
+        # the shared-factor group: a published value >= 0 is needed
+        ({"factor": [None, "w1", None, None, None]}, 2, "factor"),
+        ({"factor": [None, None, None, "w1", None]}, 4, "value"),
+        (
+            {"factor": [None, None, None, None, "w1"], "value": [10.0, None, 5.0, None, -3.0]},
+            5,
+            "value",
+        ),
     ],
 )
 def test_bad_input_names_file_row_and_column(tmp_path: Path, change, row, column) -> None:

@@ -8,9 +8,10 @@ CD = age × education, CS) each method publishes the same tables:
   without learning anything about who works where;
 * **exact** — the true counts;
 * **suppressed** — a threshold rule as agencies run it on small cells: a cell with 1 or
-  2 jobs is withheld (primary); in a block's table with exactly one withheld cell, the
-  smallest other non-zero cell is withheld too (complementary, so that no table row
-  gives a withheld cell away by subtraction from the published block total);
+  2 jobs is withheld (primary), and complements are chosen by the suppression package
+  (:func:`eree.suppression.suppress_tables`) over every relation of the linked families
+  (C000 = each one-way family; each CA cell = its row of CD), so that the LP attacker
+  cannot narrow a withheld cell below ±1 job (:func:`suppress_small`);
 * **noise infusion** — ``eree protect`` with ``noise_infusion`` on every table (the
   SDL baseline, Haney et al. §5.1; no formal guarantee);
 * **ER-EE** at ε per cell e (0.5, 1, 2, 4 by default) — ``eree protect`` of the WAC
@@ -48,6 +49,7 @@ __all__ = [
     "plot_frontier",
     "shuffled",
     "suppress_small",
+    "wac_layout",
 ]
 
 #: the WAC families: name → (by, ε multiplicity d of one cell)
@@ -113,32 +115,83 @@ def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:
     return moved.group_by(["unit", *attrs]).agg(pl.len().cast(pl.Int64).alias("true"))
 
 
-def suppress_small(cells: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
-    """Withhold cells with 1 … threshold−1 jobs, and one complement per lone withheld cell.
+def wac_layout() -> Any:
+    """The WAC families as linked tables of the suppression package (:mod:`eree.suppression`).
 
-    (Module docstring.) Returns the cells with ``status`` ``suppressed`` and ``value``
-    null where withheld.
+    One dimension per key (``block`` and each attribute: a total level and the values);
+    one table per family. The package derives the relations: a block's C000 cell is the
+    sum of each one-way family's cells (CA, CE, CNS, CR, CT, CS), and each CA cell the sum
+    of its row of CD (age × education) — the relations the format derives from the keys.
     """
-    v = pl.col("value")
-    primary = (v > 0) & (v < threshold)
-    df = cells.with_row_index("_i").with_columns(primary.alias("_p"))
-    attrs = [a for a in ATTRIBUTES if a in df.columns]
-    # one row of a table per block: the C000 table's row is the block itself
-    grp = ["table", "block"]
-    n_p = df.group_by(grp).agg(pl.col("_p").sum().alias("_np"))
-    df = df.join(n_p, on=grp)
-    cand = df.filter(
-        (pl.col("_np") == 1) & ~pl.col("_p") & (v > 0) & (pl.col("table") != "wac_c000")
+    from eree.suppression.tables import Dimension, TableLayout
+
+    dims = (
+        Dimension("block", (("total", None), ("block", "block"))),
+        *(Dimension(a, (("total", None), (a, a))) for a in ATTRIBUTES),
     )
-    comp = cand.sort(["value", *attrs], nulls_last=True).group_by(grp).first().get_column("_i")
-    out = df.with_columns((pl.col("_p") | pl.col("_i").is_in(comp.implode())).alias("_s"))
-    return out.select(
+    tables = tuple(
+        tuple(d.name if d.name in by else "total" for d in dims) for by, _ in WAC_TABLES.values()
+    )
+    return TableLayout(dims, tables, tuple(WAC_TABLES))
+
+
+def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
+    """Cell suppression of the WAC families by the suppression package, per relation.
+
+    Primary: a cell with 1 … ``threshold``−1 jobs (the threshold rule with every job a
+    contributor; its protection is one job either way, ``min_protection``). Complements:
+    the package's complementary suppression (:func:`eree.suppression.suppress_tables`),
+    which protects every primary cell against the LP attacker over **every relation** of
+    the linked families — a row of CD inside its CA cell as well as a family inside the
+    block's C000 — not only within one table.
+
+    Args:
+        truth: ``unit`` (the block), the attributes, ``true`` (jobs per combination).
+        exact: the exact cells (:func:`exact_tables` of ``truth``).
+        threshold: the threshold rule's limit.
+
+    Returns:
+        ``exact`` with ``status`` ``suppressed`` and ``value`` null where withheld.
+    """
+    from eree.suppression import SuppressionConfig, suppress_tables
+    from eree.suppression.rules import PrimaryRules
+    from eree.suppression.tables import tabulate
+
+    jobs = (
+        truth.filter(pl.col("true") > 0)
+        .select(pl.all().repeat_by("true").explode())
+        .drop("true")
+        .rename({"unit": "block"})
+        .with_columns(pl.lit(1.0).alias("jobs"))
+    )
+    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
+    tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
+    res = suppress_tables(
+        tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
+    )
+    names = list(WAC_TABLES)
+    keyed = tables.cells.select(
+        pl.col("table").replace_strict(dict(enumerate(names)), return_dtype=pl.Utf8),
+        pl.col("block").cast(pl.Utf8),
+        *[
+            pl.when(pl.col(f"{a}_level") == "total").then(None).otherwise(pl.col(a)).alias(a)
+            for a in ATTRIBUTES
+        ],
+    ).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
+    keys = ["table", "block", *ATTRIBUTES]
+    j = (
+        exact.drop("status")
+        .join(keyed, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("_s").fill_null(False))  # a zero cell: published
+    )
+    v = pl.col("value")
+    return j.select(
         "table",
         "block",
-        *attrs,
+        *ATTRIBUTES,
         pl.when(pl.col("_s")).then(pl.lit("suppressed")).otherwise(pl.lit("exact")).alias("status"),
         pl.when(pl.col("_s")).then(None).otherwise(v).alias("value"),
-    ).sort("table", "block", *attrs)
+    ).sort("table", "block", *ATTRIBUTES, nulls_last=True)
 
 
 def _subset(data: Path, prefixes: Sequence[str] | None, out: Path) -> Path:
@@ -270,7 +323,7 @@ def frontier_jobs(
     if "exact" in want:
         releases.append(("exact", None, lambda: from_frame(exact)))
     if "suppressed" in want:
-        releases.append(("suppressed", None, lambda: from_frame(suppress_small(exact))))
+        releases.append(("suppressed", None, lambda: from_frame(suppress_small(truth, exact))))
     if "noise_infusion" in want:
         q = [(n, by, "noise_infusion", 0.0) for n, (by, _) in WAC_TABLES.items()]
 
@@ -376,6 +429,7 @@ def frontier_establishments(
     attribute: str = "m3emp",
     budget_factors: Sequence[float] = (0.5, 1.0, 2.0, 4.0),
     seed: int = 1,
+    level: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> pl.DataFrame:
     """QCEW-like establishments: exact tables, cell suppression and GEDP, side by side.
@@ -385,18 +439,27 @@ def frontier_establishments(
     seeded GEDP release of Webb et al.'s Table 7 plan with every μ multiplied by a factor
     (:func:`eree.evaluate.suppression_compare.gedp_cell_estimates`). Measured:
 
-    * cells pinned by the interval audit (exact and suppressed releases; the GEDP path
-      used here does not keep its cells' standard errors, so no intervals: ``null``);
+    * cells pinned and narrowed by the interval audit (:func:`.intervals.interval_audit`).
+      A GEDP release is read with each cell's published standard error
+      (:func:`eree.evaluate.suppression_compare.gedp_cell_release`): every cell is
+      ``noisy``, Gaussian, and its band of probability ``level`` is intersected with
+      every other through the relations — intervals like any release's, but confidence
+      statements, so the share of cells whose interval holds the true value
+      (``share_cells_covered``) is reported beside them. ``level`` defaults to
+      1 − 0.05/cells (Bonferroni): every band holds at once with probability ≥ 95% under
+      the stated laws, so the intervals are simultaneous 95% statements (at 95% per cell
+      a few hundred bands miss and, jointly, contradict each other);
     * **establishments disclosed within 10%**: of the establishments alone in a cell of
       the finest table (county × ownership × NAICS-6), those whose value the attacker
-      knows within ±10% — its interval lies in [0.9 x, 1.1 x] (exact, suppressed), or
-      the published value of its cell is within 10% of x (GEDP: a point estimate, with
-      no way for the attacker to know which ones are close);
-    * table error: mean absolute error per cell (withheld = 0) and the share withheld.
+      knows within ±10% — its interval lies in [0.9 x, 1.1 x] (``share_lone_within_10pct``,
+      every method); for GEDP also the share whose published point estimate is within
+      10% (``share_lone_estimate_within_10pct``; the attacker cannot tell which);
+    * the mean width of the cells' intervals (finite ones) and the table error: mean
+      absolute error per cell (withheld = 0) and the share withheld.
     """
     from eree.evaluate.reconstruct.intervals import interval_audit
     from eree.evaluate.reconstruct.release import from_linked_tables
-    from eree.evaluate.suppression_compare import TABLE7_MU, gedp_cell_estimates
+    from eree.evaluate.suppression_compare import TABLE7_MU, gedp_cell_release
     from eree.suppression import SuppressionConfig, suppress_establishments
 
     say = progress or (lambda _m: None)
@@ -420,6 +483,7 @@ def frontier_establishments(
         t1 = time.perf_counter()
         ia = interval_audit(from_linked_tables(tables, mask, attribute), truth=x)
         published = np.where(mask, 0.0, x)
+        covered = (ia.lower <= x + 1e-6) & (x <= ia.upper + 1e-6)
         rows.append(
             {
                 "method": method,
@@ -428,8 +492,15 @@ def frontier_establishments(
                 "share_withheld": float(mask.mean()),
                 "cells": tables.n_cells,
                 "cells_pinned": int(ia.pinned.sum()),
+                "cells_narrowed": int(ia.narrowed.sum()),
                 "lone_establishments": int(lone.size),
                 "share_lone_within_10pct": within(ia.lower, ia.upper),
+                "share_lone_estimate_within_10pct": within(ia.lower, ia.upper),
+                "share_cells_covered": float(covered.mean()),
+                "mean_interval_width": float(
+                    np.nanmean(np.where(np.isfinite(ia.upper), ia.upper - ia.lower, np.nan))
+                ),
+                "inconsistent_components": 0,
                 "seconds": round(time.perf_counter() - t1 + (t_supp if mask.any() else 0.0), 1),
                 "peak_memory_mb": round(peak_memory_mb(), 0),
             }
@@ -438,20 +509,31 @@ def frontier_establishments(
         say(f"GEDP × {f:g}")
         t1 = time.perf_counter()
         mu = {q: (m[0] * f, m[1] * f) for q, m in TABLE7_MU.items()}
-        est = gedp_cell_estimates(frame, tables, [attribute], seed=seed, mu=mu)[attribute]
-        est = np.where(np.isnan(est), 0.0, est)
+        est, sd = gedp_cell_release(frame, tables, [attribute], seed=seed, mu=mu)[attribute]
+        pub = from_linked_tables(
+            tables, np.zeros(tables.n_cells, bool), attribute, estimate=est, std=sd
+        )
+        lvl = level if level is not None else 1.0 - 0.05 / tables.n_cells
+        ia = interval_audit(pub, level=lvl)
+        point = np.where(np.isnan(est), 0.0, est)
         v = x[lone]
-        close = np.abs(est[lone] - v) <= 0.1 * v
+        close = np.abs(point[lone] - v) <= 0.1 * v
+        covered = (ia.lower <= x + 1e-6) & (x <= ia.upper + 1e-6)
         rows.append(
             {
                 "method": "gedp",
                 "budget_factor": f,
-                "mean_abs_error": float(np.abs(est - x).mean()),
+                "mean_abs_error": float(np.abs(point - x).mean()),
                 "share_withheld": 0.0,
                 "cells": tables.n_cells,
-                "cells_pinned": None,
+                "cells_pinned": int(ia.pinned.sum()),
+                "cells_narrowed": int(ia.narrowed.sum()),
                 "lone_establishments": int(lone.size),
-                "share_lone_within_10pct": float(close.mean()) if lone.size else 0.0,
+                "share_lone_within_10pct": within(ia.lower, ia.upper),
+                "share_lone_estimate_within_10pct": float(close.mean()) if lone.size else 0.0,
+                "share_cells_covered": float(covered.mean()),
+                "mean_interval_width": float(np.mean(ia.upper - ia.lower)),
+                "inconsistent_components": ia.stats.get("inconsistent_components", 0),
                 "seconds": round(time.perf_counter() - t1, 1),
                 "peak_memory_mb": round(peak_memory_mb(), 0),
             }
@@ -472,6 +554,8 @@ def plot_establishment_frontier(
     for r in results.to_dicts():
         xv = max(float(r["mean_abs_error"]), 1e-3)
         ax.scatter(xv, r["share_lone_within_10pct"], color="C2")
+        if r["method"] == "gedp":
+            ax.scatter(xv, r["share_lone_estimate_within_10pct"], color="C3", marker="x")
         name = r["method"] + (
             f" μ×{r['budget_factor']:g}" if r["budget_factor"] is not None else ""
         )
@@ -484,6 +568,9 @@ def plot_establishment_frontier(
             xytext=(4, 2),
             textcoords="offset points",
         )
+    ax.scatter([], [], color="C2", label="interval within ±10% (the attacker knows it)")
+    ax.scatter([], [], color="C3", marker="x", label="GEDP point estimate within ±10%")
+    ax.legend(fontsize=7)
     ax.set_xscale("log")
     ax.set_xlabel("table error: mean |published − true| per cell (employees; withheld = 0)")
     ax.set_ylabel("one-establishment cells known within ±10%")

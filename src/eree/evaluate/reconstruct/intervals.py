@@ -28,6 +28,11 @@ exactly. For noisy cells the interval is a confidence statement (the bands hold 
 stated probability each), not a certainty; a component whose bands are jointly
 infeasible keeps its cells' own bands and is counted (``inconsistent_components``).
 
+**Shared factors.** Cells of one ``factor`` group (:mod:`.factors`) add the ratio rows
+:math:`x_c - (v_c/v_a)\,x_a = 0` to the relations, and each group's shares
+:math:`x_c/\sum_G x` get their interval too (Charnes–Cooper LP): the size and shape
+attacks of Haney et al. §5.2 on noise infusion are this audit.
+
 **Contributions.** When the cells give their number of establishments, each
 establishment's contribution to a cell of the finest table is bounded by the cell's
 interval: ``[lower, upper]`` when it is the cell's only establishment, ``[0, upper]``
@@ -41,7 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
+from eree.evaluate.reconstruct.factors import factor_groups, factor_relations, share_bounds
 from eree.evaluate.reconstruct.tables import PublishedTables
 from eree.suppression.linked import linked_bounds, tolerance
 
@@ -63,6 +70,9 @@ class IntervalResult:
             cell whose interval is a point), when establishment counts are given.
         stats: how the bounds were found (LPs, peeled, components).
         noisy: whether some intervals are noise bands (confidence, not certainty).
+        share_lower, share_upper: per cell of a ``factor`` group, the interval of its share
+            of the group (NaN elsewhere; internal).
+        shape_pinned: per ``factor`` group, whether every share is one point.
     """
 
     lower: np.ndarray
@@ -76,6 +86,9 @@ class IntervalResult:
     contributions: int | None
     stats: dict[str, int] = field(default_factory=dict)
     noisy: bool = False
+    share_lower: np.ndarray | None = None
+    share_upper: np.ndarray | None = None
+    shape_pinned: np.ndarray | None = None
 
     def summary(self) -> dict[str, Any]:
         """Counts only (no cell value)."""
@@ -94,6 +107,9 @@ class IntervalResult:
         if self.contributions is not None:
             out["establishment_contributions"] = self.contributions
             out["establishment_contributions_pinned"] = self.contribution_pinned
+        if self.shape_pinned is not None and self.shape_pinned.size:
+            out["factor_groups"] = int(self.shape_pinned.size)
+            out["factor_groups_shape_pinned"] = int(self.shape_pinned.sum())
         out["noise_bands"] = self.noisy
         out["how"] = dict(self.stats)
         return out
@@ -104,6 +120,7 @@ def interval_audit(
     *,
     level: float = 0.95,
     truth: np.ndarray | None = None,
+    factors: bool = True,
 ) -> IntervalResult:
     """Every cell's interval from all published constraints jointly (LP, per component).
 
@@ -111,9 +128,14 @@ def interval_audit(
         published: the tables.
         level: the central probability of a noisy cell's band.
         truth: true cell values (the auditor's; only to skip LPs, the result is the same).
+        factors: use the ``factor`` groups' ratio rows (False: an attacker who ignores the
+            shared factor; the shares are still bounded, from the other constraints).
     """
     own_lo, own_hi = published.bounds(level=level)
     rel = published.derived_relations()
+    groups = factor_groups(published)
+    if groups and factors:
+        rel = sp.vstack([rel, factor_relations(published)]).tocsr()
     stats: dict[str, int] = {}
     lo, hi = linked_bounds(rel, own_lo, own_hi, truth=truth, stats=stats)
     if published.integer:
@@ -121,6 +143,9 @@ def interval_audit(
         hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), np.inf)
         hi = np.maximum(hi, lo)
     status = published.cells.get_column("status").to_numpy().astype(str)
+    s_lo = s_hi = s_pin = None
+    if groups:
+        s_lo, s_hi, s_pin = share_bounds(rel, groups, lo, hi)
     tol = tolerance(hi)
     pinned = (hi - lo <= tol) & (status != "exact")
     narrowed = ((lo > own_lo + tol) | (hi < own_hi - tol)) & (status != "exact")
@@ -150,4 +175,7 @@ def interval_audit(
         contrib,
         stats,
         bool((status == "noisy").any()),
+        s_lo,
+        s_hi,
+        s_pin,
     )

@@ -41,7 +41,7 @@ from eree.errors import DataValidationError
 from eree.evaluate.reconstruct.tables import PublishedTables, concat, from_frame
 from eree.suppression.tables import LinkedTables
 
-__all__ = ["GAUSSIAN_MECHANISMS", "from_linked_tables", "read_release"]
+__all__ = ["GAUSSIAN_MECHANISMS", "from_linked_tables", "infusion_frame", "read_release"]
 
 #: mechanisms whose published noise is Gaussian
 GAUSSIAN_MECHANISMS = ("psi", "pnc", "estab_gaussian", "adaptive")
@@ -57,6 +57,53 @@ def _infusion_cells(v: np.ndarray, t: float, small: float) -> dict[str, np.ndarr
     lo = np.where(v == 0, 0.0, lo)
     hi = np.where(v == 0, 0.0, hi)
     return {"status": status, "lower": lo, "upper": hi}
+
+
+def infusion_frame(
+    keys: pl.DataFrame,
+    published: np.ndarray,
+    establishments: np.ndarray,
+    workplace_by: list[str],
+    *,
+    t: float = 0.15,
+    small_cell: float = 2.5,
+    table: str = "noise_infusion",
+) -> pl.DataFrame:
+    """A noise-infused table in the format, with each lone establishment's shared factor.
+
+    Cells are read as in :func:`read_release` (zeros exact, replaced small counts the range
+    [1, ⌊S⌋], any other value v the range [v/(1 + t), v/(1 − t)]). A workplace combination
+    (the ``workplace_by`` keys) whose public number of establishments is 1 has every
+    infused cell (not the zeros, not the replaced small counts) published as f·x with its
+    one factor f: those cells get the ``factor`` group of their combination
+    (:mod:`.factors`), the encoding of Haney et al. §5.2's shape and size attacks.
+
+    Args:
+        keys: the cells' key columns (one row per cell).
+        published: the published values.
+        establishments: per cell, the public number of establishments of its workplace
+            combination.
+        workplace_by: the keys that name the workplace combination.
+        t, small_cell: the attacker's assumed outer distortion bound and the small-cell
+            limit S.
+        table: the table's name.
+    """
+    v = np.asarray(published, dtype=np.float64)
+    est = np.asarray(establishments, dtype=np.float64)
+    cells = _infusion_cells(v, t, small_cell)
+    k = math.floor(small_cell)
+    infused = (v > 0) & ~((v <= k) & (np.abs(v - np.round(v)) < 1e-9))
+    frame = keys.select([pl.col(c).cast(pl.Utf8) for c in keys.columns])
+    group = pl.concat_str([pl.col(c) for c in workplace_by], separator="|")
+    return frame.with_columns(
+        pl.lit(table).alias("table"),
+        pl.Series("status", cells["status"]),
+        pl.Series("value", v),
+        pl.Series("lower", cells["lower"]),
+        pl.Series("upper", cells["upper"]),
+        pl.Series("establishments", est),
+        pl.when(pl.Series(infused & (est == 1))).then(group).otherwise(None).alias("factor"),
+    )
 
 
 def read_release(
@@ -163,21 +210,46 @@ def read_release(
 
 
 def from_linked_tables(
-    tables: LinkedTables, suppressed: np.ndarray, attribute: str, *, integer: bool = False
+    tables: LinkedTables,
+    suppressed: np.ndarray,
+    attribute: str,
+    *,
+    integer: bool = False,
+    estimate: np.ndarray | None = None,
+    std: np.ndarray | None = None,
 ) -> PublishedTables:
     """The suppression package's tables as published: exact cells, suppressed cells unknown.
 
     Keys: ``table_code`` and each dimension's code path (``<dim>``); ``establishments``
     is the public count. The relations are the package's.
+
+    With ``estimate`` and ``std`` (a GEDP release's cells,
+    :func:`eree.evaluate.suppression_compare.gedp_cell_release`) the cells not suppressed
+    are ``noisy``, law Gaussian with σ = the published std (the manifest's law of
+    ``psi`` and ``pnc``; for ψ = √ the estimate's law is Gaussian only approximately), so
+    a GEDP release gets the interval audit like any other.
     """
     c = tables.cells
     keys = ["table_code", *[d.name for d in tables.layout.dimensions]]
-    vals = tables.values(attribute)
     sup = np.asarray(suppressed, dtype=bool)
+    noisy = estimate is not None
+    if noisy:
+        if std is None:
+            raise ValueError("a noisy release needs the cells' standard errors")
+        vals = np.asarray(estimate, dtype=np.float64)
+        sd = np.asarray(std, dtype=np.float64)
+        sup = sup | np.isnan(vals) | ~(sd > 0)
+        status = np.where(sup, "suppressed", "noisy")
+    else:
+        vals = tables.values(attribute)
+        sd = np.full(vals.size, np.nan)
+        status = np.where(sup, "suppressed", "exact")
     frame = c.select([pl.col(k).cast(pl.Utf8) for k in keys]).with_columns(
         pl.Series("table", c.get_column("table_code").cast(pl.Utf8)),
-        pl.Series("status", np.where(sup, "suppressed", "exact")),
+        pl.Series("status", status),
         pl.Series("value", np.where(sup, np.nan, vals)).fill_nan(None),
+        pl.Series("law", ["gaussian" if x == "noisy" else None for x in status], dtype=pl.Utf8),
+        pl.Series("scale", np.where(status == "noisy", sd, np.nan)).fill_nan(None),
         pl.Series("establishments", tables.counts().astype(np.float64)),
     )
     cells = frame.select(
@@ -187,9 +259,10 @@ def from_linked_tables(
             "status",
             "value",
             *[pl.lit(None, dtype=pl.Float64).alias(x) for x in ("base", "lower", "upper")],
-            pl.lit(None, dtype=pl.Utf8).alias("law"),
-            pl.lit(None, dtype=pl.Float64).alias("scale"),
+            "law",
+            "scale",
             "establishments",
+            pl.lit(None, dtype=pl.Utf8).alias("factor"),
         ]
     )
     by = {str(t): tuple(keys) for t in cells.get_column("table").unique().to_list()}

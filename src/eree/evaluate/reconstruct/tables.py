@@ -23,6 +23,13 @@ key columns    every other column not named below: the cell's classification (te
 ``scale``      ``noisy``: the law's scale (Laplace b, Gaussian σ), per cell
 ``establishments``  optional: the public number of establishments (contributors) in the
                cell
+``factor``     optional: a group name. Cells sharing a ``factor`` were published as
+               ``value = f × true value`` with **one** unknown factor f > 0 common to the
+               group (one establishment's distortion factor under noise infusion). The
+               attacker knows the ratios: ``value_a·x_c = value_c·x_a`` within a group
+               (:mod:`.factors`). Such a cell needs a ``value`` ≥ 0; its status still
+               gives its own interval (``range``: the factor's range, or the attacker's
+               knowledge of the cell).
 =============  ==============================================================================
 
 Every table's cells share one set of classifying keys (its ``by``). A combination absent
@@ -71,10 +78,21 @@ RESERVED = (
     "law",
     "scale",
     "establishments",
+    "factor",
 )
 _FLOATS = ("value", "base", "lower", "upper", "scale", "establishments")
 #: a cell's fields after the table and its keys, in the format's column order
-_FIELDS = ("status", "value", "base", "lower", "upper", "law", "scale", "establishments")
+_FIELDS = (
+    "status",
+    "value",
+    "base",
+    "lower",
+    "upper",
+    "law",
+    "scale",
+    "establishments",
+    "factor",
+)
 
 
 def band_halfwidth(law: str, scale: float, level: float) -> float:
@@ -253,6 +271,10 @@ def from_frame(
         casts.append(pl.lit(None, dtype=pl.Utf8).alias("law"))
     else:
         casts.append(pl.col("law").cast(pl.Utf8).str.to_lowercase())
+    if "factor" not in frame.columns:
+        casts.append(pl.lit(None, dtype=pl.Utf8).alias("factor"))
+    else:
+        casts.append(pl.col("factor").cast(pl.Utf8))
     cells = frame.with_columns(casts).select(["table", *keys, *_FIELDS])
     rowi = pl.int_range(1, pl.len() + 1).alias("_row")
     chk = cells.with_columns(rowi)
@@ -288,6 +310,22 @@ def from_frame(
         (st == "noisy") & ~(pl.col("scale") > 0).fill_null(False),
         "scale",
         "a noisy cell needs a positive scale",
+    )
+    fac = pl.col("factor").is_not_null()
+    first_bad(
+        fac & (st == "suppressed"),
+        "factor",
+        "a suppressed cell has no published value to share a factor",
+    )
+    first_bad(
+        fac & pl.col("value").is_null(),
+        "value",
+        "a cell with a factor needs its published value",
+    )
+    first_bad(
+        fac & (pl.col("value") < 0).fill_null(False),
+        "value",
+        "negative for a cell with a factor (f > 0 and true values ≥ 0)",
     )
     tables: dict[str, tuple[str, ...]] = {}
     shapes = (
