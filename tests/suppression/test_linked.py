@@ -129,3 +129,15 @@ def test_goals_stop_a_bound_on_the_goals_side(seed: int) -> None:
     assert (got_hi[~short] >= g_hi[~short] - 1e-6).all()
     assert (got_hi <= exp_hi + 1e-6).all()
     assert st["lp"] <= full["lp"]
+
+
+def test_an_unbounded_cell_stays_unbounded_with_the_truth_as_a_start() -> None:
+    """total = a + b; the total and b withheld ([0, ∞)), a in [3, 7]: b and the total
+    have no upper bound, whatever feasible point (the truth 15 = 5 + 10) is known."""
+    rel = sp.csr_matrix(np.array([[1.0, -1.0, -1.0]]))
+    lo = np.array([0.0, 3.0, 0.0])
+    hi = np.array([np.inf, 7.0, np.inf])
+    for kw in ({}, {"cache": {}}, {"goal_lower": np.full(3, -np.inf)}):
+        got_lo, got_hi = linked_bounds(rel, lo, hi, truth=np.array([15.0, 5.0, 10.0]), **kw)
+        assert got_lo.tolist() == [3.0, 3.0, 0.0]
+        assert got_hi[1] == 7.0 and np.isinf(got_hi[0]) and np.isinf(got_hi[2])

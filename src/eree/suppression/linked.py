@@ -192,11 +192,14 @@ def linked_bounds(
                 # proving: while it settles any; else while it settles a fair share
                 if settled.sum() < (1 if prove else max(1, need.size // 50)):
                     break
+        solved_hi = np.zeros(cols.size, dtype=bool)
+        solved_lo = np.zeros(cols.size, dtype=bool)
         bad = False
         for k in range(cols.size if prove else 0):
             if not seen_max[k] >= want_hi[k] - tol:
                 r = lp.optimise(np.array([k]), np.array([-1.0]))
                 st["lp"] += 1
+                solved_hi[k] = True
                 if r.status == "optimal" and r.x is not None:
                     new_hi[k] = float(r.x[k])
                     np.minimum(seen_min, r.x, out=seen_min)
@@ -209,6 +212,7 @@ def linked_bounds(
             if not seen_min[k] <= want_lo[k] + tol:
                 r = lp.optimise(np.array([k]), np.array([1.0]))
                 st["lp"] += 1
+                solved_lo[k] = True
                 if r.status == "optimal" and r.x is not None:
                     new_lo[k] = float(r.x[k])
                     np.minimum(seen_min, r.x, out=seen_min)
@@ -222,10 +226,11 @@ def linked_bounds(
                 cache[digest] = None
             continue
         # a bound met by a feasible point but not solved for (goal reached): that point
-        reached_hi = seen_max < hi_s - tol
-        new_hi = np.where(reached_hi & (new_hi >= hi_s), seen_max, new_hi)
-        reached_lo = seen_min > lo_s + tol
-        new_lo = np.where(reached_lo & (new_lo <= lo_s), seen_min, new_lo)
+        # (a side solved by its own LP keeps the LP's bound, ``inf`` when unbounded)
+        reached_hi = ~solved_hi & (seen_max < hi_s - tol)
+        new_hi = np.where(reached_hi, seen_max, new_hi)
+        reached_lo = ~solved_lo & (seen_min > lo_s + tol)
+        new_lo = np.where(reached_lo, seen_min, new_lo)
         got = (new_lo * scale, new_hi * scale)
         if cache is not None and digest is not None:
             cache[digest] = got
