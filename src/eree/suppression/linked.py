@@ -5,9 +5,23 @@ relations :math:`A x = 0` and each cell's own interval :math:`\ell_c \le x_c \le
 (what its publication says: exact, suppressed, rounded, a range, a noise band). For every
 cell not fixed, :func:`linked_bounds` solves :math:`\min x_c` and :math:`\max x_c` with
 HiGHS (:class:`.lp.EqualityLP`, warm-started re-solves), one constraint set per connected
-component of the unfixed cells; a relation left with one unknown gives it away first
+component of the unfixed cells; batches first (one LP maximising, or minimising, the sum
+of the cells whose bound is still open: its optimum settles many at once), then one LP per
+cell and side still open; a relation left with one unknown gives it away first
 (:func:`.audit.peel`), and every optimum met is a feasible point that may settle other
 cells' bounds without an LP.
+
+Two additive options serve an optimizer that re-checks a publication after small steps:
+
+* ``cache``: a dict kept by the caller. Each component's result is stored under a digest
+  of everything its LP depends on (its cells, their own intervals, its relations and
+  their right-hand sides, the goals below); a component no step changed has the same
+  digest and is not re-solved. The bounds are the same as without the cache.
+* ``goal_lower``, ``goal_upper``: what the caller needs to know of each cell. A cell's
+  minimum is not solved for once a feasible point at or below ``goal_lower`` has been
+  met (likewise the maximum); the bound returned is then that point's value — not the
+  tightest bound, but on the goal's side of it. Without goals every bound is the
+  tightest (the audit's use).
 
 This is the attacker's core used by the reconstruction audit
 (:mod:`eree.evaluate.reconstruct.intervals`) and by the coarsening disclosure check
@@ -16,6 +30,8 @@ mode can use it.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +55,10 @@ def linked_bounds(
     *,
     truth: np.ndarray | None = None,
     stats: dict[str, int] | None = None,
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
+    goal_lower: np.ndarray | None = None,
+    goal_upper: np.ndarray | None = None,
+    prove: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Min and max of every cell subject to ``relations @ x = 0`` and ``lower ≤ x ≤ upper``.
 
@@ -46,17 +66,28 @@ def linked_bounds(
         relations: relations × cells.
         lower, upper: each cell's own interval (``upper`` may hold ``inf``).
         truth: the true values (a feasible point, to skip LPs; the bounds are the same).
-        stats: counters added to: ``lp``, ``peeled``, ``components``,
-            ``inconsistent_components``.
+        stats: counters added to: ``lp`` (of which ``batch_lp``), ``peeled``,
+            ``components``, ``inconsistent_components``, ``components_reused``.
+        cache: results per component digest, kept between calls (module docstring).
+        goal_lower, goal_upper: per cell, how far each bound must be known (module
+            docstring); ``-inf``/``inf`` (the default) asks for the tightest bound.
+        prove: False: no LP of its own for a cell the batches left short of its goal —
+            its bound is then the farthest feasible point met, which may fall short of
+            the goal though the tightest bound does not (a heuristic for an optimizer's
+            rounds, never for an audit).
 
     Returns:
         (lower, upper) per cell; a fixed cell keeps its value; ``inf`` when unbounded.
     """
     st = stats if stats is not None else {}
-    for key in ("lp", "peeled", "components", "inconsistent_components"):
+    keys = ("lp", "batch_lp", "peeled", "components", "inconsistent_components")
+    for key in (*keys, "components_reused"):
         st.setdefault(key, 0)
     lo = np.asarray(lower, dtype=np.float64).copy()
     hi = np.asarray(upper, dtype=np.float64).copy()
+    n_all = lo.size
+    g_lo = np.full(n_all, -np.inf) if goal_lower is None else np.asarray(goal_lower, float)
+    g_hi = np.full(n_all, np.inf) if goal_upper is None else np.asarray(goal_upper, float)
     fixed = hi - lo <= tolerance(lo)
     free = np.flatnonzero(~fixed)
     if free.size == 0 or relations.shape[0] == 0:
@@ -99,8 +130,28 @@ def linked_bounds(
             continue  # in no relation: its own interval
         st["components"] += 1
         glob = free[cols]
-        sub = a_f[rows][:, cols]
         bb = rhs[rows]
+        digest: bytes | None = None
+        if cache is not None:
+            h = hashlib.blake2b(digest_size=20)
+            parts = [glob, rows, bb, lo[glob], hi[glob], g_lo[glob], g_hi[glob]]
+            if truth is not None:
+                parts.append(truth[glob])
+            parts.append(np.array([prove]))
+            for arr in parts:
+                h.update(np.ascontiguousarray(arr).tobytes())
+                h.update(b"|")
+            digest = h.digest()
+            if digest in cache:
+                st["components_reused"] += 1
+                got = cache[digest]
+                if got is None:
+                    st["inconsistent_components"] += 1
+                else:
+                    lo[glob] = np.maximum(lo[glob], got[0])
+                    hi[glob] = np.minimum(hi[glob], got[1])
+                continue
+        sub = a_f[rows][:, cols]
         fin = np.concatenate([np.abs(bb), lo[glob], hi[glob][np.isfinite(hi[glob])]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
         lp = EqualityLP(sub, bb / scale, lo[glob] / scale, hi[glob] / scale)
@@ -114,11 +165,41 @@ def linked_bounds(
             seen_max = np.full(cols.size, -np.inf)
         new_lo = lo_s.copy()
         new_hi = hi_s.copy()
+        want_hi = np.minimum(hi_s, g_hi[glob] / scale)
+        want_lo = np.maximum(lo_s, g_lo[glob] / scale)
+        # batches first: one LP pushes every cell still short of its wanted bound at once;
+        # the optimum is a feasible point that settles many of them (repeated while it
+        # settles any); the rest get an LP of their own below
+        for side in (-1.0, 1.0):
+            while True:
+                if side < 0:
+                    need = np.flatnonzero((seen_max < want_hi - tol) & np.isfinite(hi_s))
+                else:
+                    need = np.flatnonzero((seen_min > want_lo + tol) & np.isfinite(lo_s))
+                if need.size < 2:
+                    break
+                r = lp.optimise(need, np.full(need.size, side))
+                st["lp"] += 1
+                st["batch_lp"] += 1
+                if r.status != "optimal" or r.x is None:
+                    break
+                np.minimum(seen_min, r.x, out=seen_min)
+                np.maximum(seen_max, r.x, out=seen_max)
+                if side < 0:
+                    settled = seen_max[need] >= want_hi[need] - tol
+                else:
+                    settled = seen_min[need] <= want_lo[need] + tol
+                # proving: while it settles any; else while it settles a fair share
+                if settled.sum() < (1 if prove else max(1, need.size // 50)):
+                    break
+        solved_hi = np.zeros(cols.size, dtype=bool)
+        solved_lo = np.zeros(cols.size, dtype=bool)
         bad = False
-        for k in range(cols.size):
-            if not seen_max[k] >= hi_s[k] - tol:
+        for k in range(cols.size if prove else 0):
+            if not seen_max[k] >= want_hi[k] - tol:
                 r = lp.optimise(np.array([k]), np.array([-1.0]))
                 st["lp"] += 1
+                solved_hi[k] = True
                 if r.status == "optimal" and r.x is not None:
                     new_hi[k] = float(r.x[k])
                     np.minimum(seen_min, r.x, out=seen_min)
@@ -128,9 +209,10 @@ def linked_bounds(
                 else:
                     bad = True
                     break
-            if not seen_min[k] <= lo_s[k] + tol:
+            if not seen_min[k] <= want_lo[k] + tol:
                 r = lp.optimise(np.array([k]), np.array([1.0]))
                 st["lp"] += 1
+                solved_lo[k] = True
                 if r.status == "optimal" and r.x is not None:
                     new_lo[k] = float(r.x[k])
                     np.minimum(seen_min, r.x, out=seen_min)
@@ -140,7 +222,18 @@ def linked_bounds(
                     break
         if bad:
             st["inconsistent_components"] += 1
+            if cache is not None and digest is not None:
+                cache[digest] = None
             continue
-        lo[glob] = np.maximum(lo[glob], new_lo * scale)
-        hi[glob] = np.minimum(hi[glob], new_hi * scale)
+        # a bound met by a feasible point but not solved for (goal reached): that point
+        # (a side solved by its own LP keeps the LP's bound, ``inf`` when unbounded)
+        reached_hi = ~solved_hi & (seen_max < hi_s - tol)
+        new_hi = np.where(reached_hi, seen_max, new_hi)
+        reached_lo = ~solved_lo & (seen_min > lo_s + tol)
+        new_lo = np.where(reached_lo, seen_min, new_lo)
+        got = (new_lo * scale, new_hi * scale)
+        if cache is not None and digest is not None:
+            cache[digest] = got
+        lo[glob] = np.maximum(lo[glob], got[0])
+        hi[glob] = np.minimum(hi[glob], got[1])
     return lo, hi

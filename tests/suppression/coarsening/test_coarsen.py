@@ -22,7 +22,8 @@ from eree.suppression.coarsening import (
     rounding_rng,
     size_class,
 )
-from eree.suppression.coarsening.optimize import publication_at
+from eree.suppression.coarsening.optimize import publication_at, tighten
+from eree.suppression.linked import linked_bounds
 from eree.suppression.tables import Dimension, TableLayout, tabulate
 
 RULES = PrimaryRules(threshold=3, dominance_k=None, p_percent=10.0)
@@ -167,3 +168,127 @@ def test_the_last_resort_is_complementary_suppression_and_passes():
     assert s["suppressed_as_last_resort"] >= 4
     assert s["by_status"]["suppressed"] >= 4
     assert res.publication.status[_cell(tables, "A", "X")] == "suppressed"
+
+
+def test_tightening_publishes_a_cell_pinned_by_the_others_exactly():
+    """AX rounded, every other cell exact: AX = A − AY = 18 − 12 = 6 whatever its own
+    rounding, so the attacker's interval is [6, 6]. Publishing AX exactly adds nothing
+    to what he knows: tighten makes it exact and leaves the other cells as they were."""
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    ax = _cell(tables, "A", "X")
+    t = tables.values("emp").astype(float)
+    level = np.zeros(t.size, dtype=np.int64)
+    level[ax] = 2  # base 10: 10 ± 5 → [5, 15]
+    weak = publication_at(t, level)
+    chk = disclosure_check(tables, weak, "emp", prim)
+    assert (chk.lower[ax], chk.upper[ax]) == (6.0, 6.0)
+    lo, hi = linked_bounds(tables.relations, *weak.own_bounds(), truth=t)
+    out, finer = tighten(weak, t, level, lo, hi)
+    assert finer.tolist() == [i == ax for i in range(t.size)]
+    assert out.status[ax] == "exact" and out.value[ax] == 6.0
+    assert (out.status == "exact").all()
+
+
+@pytest.mark.parametrize("rounding", ["deterministic", "random"])
+def test_tightening_leaves_the_attackers_bounds_unchanged(rounding):
+    """(Tighten itself is checked on the deterministic publication; the random one runs
+    through the optimizer, whose draws stay inside it.)"""
+    """Each new own interval contains what the tables already imply, so every cell's LP
+    interval — and the check — is the same before and after; only the loss falls."""
+    frame = pl.DataFrame(
+        [
+            (r, c, float(v))
+            for r in "ABC"
+            for c in "XYZ"
+            for v in (1, 2, 4, 9)[: 1 + (ord(r) + ord(c)) % 4]
+        ],
+        schema=["r", "c", "emp"],
+        orient="row",
+    )
+    tables = _tables(frame)
+    prim = primary_suppression(tables, RULES, ("emp",))
+    assert prim.primary.any()
+    res = greedy_coarsen(tables, "emp", prim, seed=5, tightening=False)
+    t = tables.values("emp").astype(float)
+    p = res.publication
+    lo, hi = linked_bounds(tables.relations, *p.own_bounds(), truth=t)
+    level = np.array(
+        [
+            0 if s == "exact" else len(BASES) + 1 if s == "suppressed" else 1 + BASES.index(b)
+            for s, b in zip(p.status, np.nan_to_num(p.base), strict=True)
+        ]
+    )
+    out, finer = tighten(p, t, level, lo, hi)
+    lo2, hi2 = linked_bounds(tables.relations, *out.own_bounds(), truth=t)
+    assert np.allclose(lo2, lo) and np.array_equal(np.isinf(hi2), np.isinf(hi))
+    f = np.isfinite(hi)
+    assert np.allclose(hi2[f], hi[f])
+    w0 = np.subtract(*p.own_bounds()[::-1])
+    w1 = np.subtract(*out.own_bounds()[::-1])
+    assert finer.any()
+    assert (w1[finer] < w0[finer]).all()
+    assert np.array_equal(w1[~finer], w0[~finer])
+    assert (cell_loss(out, t) <= cell_loss(p, t)).all()
+    assert not disclosure_check(tables, out, "emp", prim).violated.any()
+    full = greedy_coarsen(tables, "emp", prim, rounding=rounding, seed=5)
+    assert full.summary()["audit"]["violations"] == 0
+    assert _audit_independently(tables, full.publication, prim) == 0
+    if rounding == "deterministic":
+        assert full.tightened == int(finer.sum())
+        assert full.loss == pytest.approx(float(cell_loss(out, t).mean()))
+
+
+def _three_by_three():
+    frame = pl.DataFrame(
+        [
+            (r, c, float(v))
+            for r in "ABC"
+            for c in "XYZ"
+            for v in (1, 2, 4, 9)[: 1 + (ord(r) + ord(c)) % 4]
+        ],
+        schema=["r", "c", "emp"],
+        orient="row",
+    )
+    return _tables(frame)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_optimizers_rounds_never_miss_a_violation(level):
+    """The rounds' check (goals, batches, violations unproven) may count a covered cell
+    as violated, never the reverse: its violations contain the full check's. Level 0:
+    the 2 × 2 table all rounded to base 5, where only the LP finds AX (known answer
+    above); else a 3 × 3 table at random levels."""
+    tables = _tables(_two_by_two()) if level == 0 else _three_by_three()
+    prim = primary_suppression(tables, RULES, ("emp",))
+    t = tables.values("emp").astype(float)
+    rng = np.random.default_rng(level)
+    lv = np.ones(t.size, dtype=np.int64) if level == 0 else rng.integers(0, level + 1, t.size)
+    pub = publication_at(t, lv)
+    full = disclosure_check(tables, pub, "emp", prim)
+    assert full.violated.any()  # the test has something to find
+    for prove in (True, False):
+        fast = disclosure_check(tables, pub, "emp", prim, sensitive_only=True, prove=prove)
+        assert not (full.violated & ~fast.violated).any()
+        if prove:  # proven: the same verdict
+            assert np.array_equal(fast.violated, full.violated)
+
+
+def test_tighten_keeps_an_interval_only_if_it_holds_the_implied_one():
+    """T = 40 rounded to 50: [25, 75]. Implied [36, 44]: base 10 (40 → [35, 45]) holds it
+    and is the narrowest (base 5 → [38, 42] does not, the size class [20, 49] is wider).
+    Implied [30, 60]: base 10 and 25 (50 → [38, 62]) and the class [20, 49] miss a side;
+    it stays at 50. Implied [25, 45]: only the class [20, 49] (width 29 < 50) holds it."""
+    t = np.array([40.0])
+    level = np.array([1 + BASES.index(50.0)])
+    pub = publication_at(t, level)
+    out, finer = tighten(pub, t, level, np.array([36.0]), np.array([44.0]))
+    assert finer.tolist() == [True] and out.status[0] == "rounded" and out.base[0] == 10.0
+    out, finer = tighten(pub, t, level, np.array([30.0]), np.array([60.0]))
+    assert finer.tolist() == [False] and out.base[0] == 50.0
+    # [36, 60]: base 10 holds the lower side only, base 25 the upper only
+    out, finer = tighten(pub, t, level, np.array([36.0]), np.array([60.0]))
+    assert finer.tolist() == [False] and out.base[0] == 50.0
+    out, finer = tighten(pub, t, level, np.array([25.0]), np.array([45.0]))
+    assert finer.tolist() == [True] and out.status[0] == "range"
+    assert (out.lower[0], out.upper[0]) == (20.0, 49.0)

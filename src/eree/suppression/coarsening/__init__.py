@@ -8,11 +8,17 @@ tables together (the audited risk), see docs/coarsening.md.
 * :mod:`.publication` — one attribute's cells as published (status flags) and each
   cell's own interval.
 * :mod:`.check` — the disclosure check: the LP over all tables, the suppression rules.
-* :mod:`.optimize` — the greedy optimizer and the information-loss measure.
+* :mod:`.optimize` — the greedy optimizer, tightening and the information-loss measure.
 """
 
 from eree.suppression.coarsening.check import CheckResult, disclosure_check
-from eree.suppression.coarsening.optimize import BASES, CoarseningResult, cell_loss, greedy_coarsen
+from eree.suppression.coarsening.optimize import (
+    BASES,
+    CoarseningResult,
+    cell_loss,
+    greedy_coarsen,
+    tighten,
+)
 from eree.suppression.coarsening.publication import STATUSES, Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import random_round, round_to_base, rounding_rng
@@ -31,4 +37,5 @@ __all__ = [
     "round_to_base",
     "rounding_rng",
     "size_class",
+    "tighten",
 ]

@@ -43,6 +43,7 @@ class CheckResult:
         violated: sensitive cells whose interval misses their protection interval.
         pinned: cells pinned to one value though not published exactly.
         stats: LPs solved, peeled cells, components.
+        raw_lower, raw_upper: the LP's bounds before counts are rounded inward.
     """
 
     lower: np.ndarray
@@ -50,6 +51,8 @@ class CheckResult:
     violated: np.ndarray
     pinned: np.ndarray
     stats: dict[str, int]
+    raw_lower: np.ndarray | None = None
+    raw_upper: np.ndarray | None = None
 
     def summary(self) -> dict[str, Any]:
         """Counts only (no cell value)."""
@@ -67,6 +70,9 @@ def disclosure_check(
     primary: PrimaryResult,
     *,
     use_truth: bool = True,
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
+    sensitive_only: bool = False,
+    prove: bool = True,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -77,22 +83,52 @@ def disclosure_check(
         primary: the primary rules' result (sensitive cells and protection levels).
         use_truth: give the LP the true values as a known feasible point (skips LPs; the
             bounds are the same).
+        cache: component results kept between checks of nearby publications
+            (:func:`~eree.suppression.linked.linked_bounds`): components no step changed
+            are not re-solved.
+        sensitive_only: decide only ``violated`` (the optimizer's rounds): a bound is
+            solved for only until a feasible point shows the sensitive cell's protection
+            interval covered on that side; ``lower``/``upper`` are then not the tightest
+            bounds and ``pinned`` is not computed (all False). The final check of a
+            publication is always the full one.
+        prove: with ``sensitive_only``, False skips the LP of each cell the batch LPs
+            left uncovered: it is counted violated unproven (an optimizer's heuristic
+            round; a pass is still exact — every covered side is witnessed).
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = publication.own_bounds()
     stats: dict[str, int] = {}
+    u = primary.protection.get(attribute, np.zeros(t.size))
+    need_lo = t - np.minimum(u, t)
+    need_hi = t + u
+    goal_lo = goal_hi = None
+    if sensitive_only:
+        # the goal is the protection interval; cells that are not sensitive: none
+        # (for counts: the whole numbers beyond it, as the bounds are rounded inward)
+        g_lo = np.floor(need_lo + 1e-9) if publication.integer else need_lo
+        g_hi = np.ceil(need_hi - 1e-9) if publication.integer else need_hi
+        goal_lo = np.where(primary.primary, g_lo, np.inf)
+        goal_hi = np.where(primary.primary, g_hi, -np.inf)
     lo, hi = linked_bounds(
-        tables.relations, own_lo, own_hi, truth=t if use_truth else None, stats=stats
+        tables.relations,
+        own_lo,
+        own_hi,
+        truth=t if use_truth else None,
+        stats=stats,
+        cache=cache,
+        goal_lower=goal_lo,
+        goal_upper=goal_hi,
+        prove=prove or not sensitive_only,
     )
+    raw_lo, raw_hi = lo.copy(), hi.copy()
     if publication.integer:
         lo = np.ceil(lo - 1e-6)
         hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), np.inf)
         hi = np.maximum(hi, lo)
-    u = primary.protection.get(attribute, np.zeros(t.size))
     tol = tolerance(t)
-    need_lo = t - np.minimum(u, t)
-    need_hi = t + u
     covered = (lo <= need_lo + tol) & (hi >= need_hi - tol)
     violated = primary.primary & ~covered
     pinned = (hi - lo <= tolerance(hi)) & (publication.status != "exact")
-    return CheckResult(lo, hi, violated, pinned, stats)
+    if sensitive_only:
+        pinned = np.zeros(t.size, dtype=bool)
+    return CheckResult(lo, hi, violated, pinned, stats, raw_lo, raw_hi)

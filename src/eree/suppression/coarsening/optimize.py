@@ -1,17 +1,20 @@
 r"""A first optimizer: greedy coarsening until the disclosure check passes.
 
-Start from the finest publication (every cell exact). Each cell has a ladder of
-publications: exact, then rounded (deterministically, or by unbiased random rounding) to
-the bases :data:`BASES` in turn, then suppressed — the last resort. Each round runs the
-check (:func:`.check.disclosure_check`, the LP over all tables) and, for every violated
-sensitive cell :math:`c`:
+Each cell has a ladder of publications: exact, then rounded (deterministically, or by
+unbiased random rounding) to the bases :data:`BASES` in turn, then suppressed — the last
+resort. The start is a local protection without LP (:func:`_protect_locally`: every
+relation of a sensitive cell leaves it room). Each round then runs the check
+(:func:`.check.disclosure_check`, the LP over all tables, re-solving only the components
+a step changed; heuristic rounds — violations unproven — until they stall) and, for every
+violated sensitive cell :math:`c`:
 
 * if :math:`c`'s own publication does not cover its protection interval, :math:`c` goes
   up its ladder to the first step that does (or is suppressed);
 * otherwise the linked tables narrow it: among the nearest cells (walking the
   relations from :math:`c`, layer by layer) that can still be rounded more — up to the
   first base of at least twice their value — the one whose next step widens its
-  interval least, relative to its value, goes up one step (cells are rounded, never
+  interval least, relative to its value, goes up one step (more steps for a cell
+  violated round after round: ``escalate``; cells are rounded, never
   suppressed, here: a suppressed neighbour can be peeled off the relations and
   protects nothing);
 * when no neighbour can go further, :math:`c` is suppressed — the last resort.
@@ -19,6 +22,8 @@ sensitive cell :math:`c`:
 Rounds repeat until no violation remains (every ladder ends in suppression, which the
 attacker's LP cannot narrow below non-negativity and the linked bounds, so the loop
 ends) or no step is left; the result says how many violations remain (0 when it passed).
+A passing publication is then tightened (:func:`tighten`): each cell published as finely
+as the tables already imply, the attacker's feasible set unchanged.
 
 **Information loss** (:func:`cell_loss`): a cell's loss is the width of its published
 interval relative to its value, :math:`\min(1, (u_c - \ell_c)/\max(T_c, 1))`: 0 for an
@@ -28,19 +33,28 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.publication import Publication
+from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
+from eree.suppression.linked import tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
 
-__all__ = ["BASES", "CoarseningResult", "cell_loss", "greedy_coarsen", "publication_at"]
+__all__ = [
+    "BASES",
+    "CoarseningResult",
+    "cell_loss",
+    "greedy_coarsen",
+    "publication_at",
+    "tighten",
+]
 
 #: the rounding bases of the ladder, in order
 BASES: tuple[float, ...] = tuple(
@@ -100,6 +114,10 @@ class CoarseningResult:
         rounding: ``deterministic`` or ``random``; seeded: random rounding was seeded
             (experiments only).
         last_resort: cells suppressed by the last resort (complementary suppression).
+        tightened: cells published finer by :func:`tighten` (the same attacker's
+            feasible set, less loss).
+        cell_losses: each cell's loss (:func:`cell_loss`; confidential, internal): a
+            published cell is *informative* when its loss is below 1.
     """
 
     publication: Publication
@@ -109,6 +127,8 @@ class CoarseningResult:
     rounding: str
     seeded: bool
     last_resort: int = 0
+    tightened: int = 0
+    cell_losses: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def summary(self) -> dict[str, Any]:
         """Counts and the aggregate loss (no cell value)."""
@@ -116,14 +136,173 @@ class CoarseningResult:
         return {
             "cells": int(self.publication.status.size),
             "cells_published": int(self.publication.status.size - c["suppressed"]),
+            "cells_informative": int((self.cell_losses < 1.0).sum()),
             "by_status": c,
             "information_loss": self.loss,
             "audit": self.check.summary(),
             "rounds": self.rounds,
             "suppressed_as_last_resort": self.last_resort,
+            "tightened": self.tightened,
             "rounding": self.rounding,
             "seeded": self.seeded,
         }
+
+
+def tighten(
+    publication: Publication,
+    values: np.ndarray,
+    level: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    rounding: str = "deterministic",
+    uniform: np.ndarray | None = None,
+) -> tuple[Publication, np.ndarray]:
+    r"""Publish each cell as finely as the linked tables already imply it.
+
+    ``lower``/``upper`` are the attacker's LP bounds :math:`[L_c, U_c]` of ``publication``
+    (untouched by integer rounding). A cell whose own interval is wider than what the
+    other tables imply may be published as any interval that still contains
+    :math:`[L_c, U_c]`: every such constraint holds at every point of the attacker's
+    feasible set, so the feasible set — hence every cell's bounds and the check — is the
+    same, and the loss is lower. Candidates: exact (when :math:`L_c = U_c`), the ladder's
+    roundings up to the cell's level (any for a suppressed cell) and its size class
+    (:func:`.ranges.size_class`); the narrowest that contains :math:`[L_c, U_c]` is kept if
+    it is narrower than the current one (a suppressed cell only if its interval is
+    narrower than its value, loss < 1: an interval that says nothing stays withheld).
+    The rule is fixed and public (bases and classes do not depend on the data); the
+    caller re-checks the result.
+
+    Returns:
+        The new publication and a boolean per cell: published finer.
+    """
+    t = np.asarray(values, dtype=np.float64)
+    n = t.size
+    top = len(BASES) + 1
+    integer = publication.integer
+    cur_lo, cur_hi = publication.own_bounds()
+    cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
+    eps = 1e-6 * np.maximum(1.0, np.abs(np.where(np.isfinite(upper), upper, lower)))
+    best_w = cur_w.copy()
+    best_lv = level.copy()
+    status = publication.status
+    movable = (status != "exact") & np.isfinite(upper)
+    cap = np.where(status == "suppressed", top - 1, np.minimum(level, top - 1))
+    for k in range(top - 1, -1, -1):  # coarse to fine: the finest that fits wins ties
+        m = movable & (k <= cap)
+        if not m.any():
+            continue
+        idx = np.flatnonzero(m)
+        q = publication_at(
+            t[idx],
+            np.full(idx.size, k),
+            rounding=rounding,
+            uniform=None if uniform is None else uniform[idx],
+            integer=integer,
+        )
+        lo, hi = q.own_bounds()
+        fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
+        w = hi - lo
+        better = fits & (w <= best_w[idx])
+        best_w[idx[better]] = w[better]
+        best_lv[idx[better]] = k
+    p = publication_at(t, best_lv, rounding=rounding, uniform=uniform, integer=integer)
+    # the size class, where it is narrower still
+    finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
+    rng_lo = np.full(n, np.nan)
+    rng_hi = np.full(n, np.nan)
+    if finite.any():
+        c_lo, c_hi = size_class(t[finite], integer=integer)
+        rng_lo[finite], rng_hi[finite] = c_lo, c_hi
+    use_range = (
+        finite
+        & (rng_lo <= lower + eps)
+        & (rng_hi >= upper - eps)
+        & (np.nan_to_num(rng_hi - rng_lo, nan=np.inf) < best_w)
+    )
+    st = np.where(use_range, "range", p.status).astype("<U16")
+    out = Publication(
+        st,
+        np.where(use_range, np.nan, p.value),
+        np.where(use_range, np.nan, p.base),
+        np.where(use_range, rng_lo, np.nan),
+        np.where(use_range, rng_hi, np.nan),
+        integer,
+    )
+    new_lo, new_hi = out.own_bounds()
+    new_w = np.where(np.isfinite(new_hi), new_hi - new_lo, np.inf)
+    finer = new_w < cur_w - tolerance(cur_w)
+    # a suppressed cell is published only if its interval says something (loss < 1)
+    useless = (status == "suppressed") & (new_w >= np.maximum(t, 1.0))
+    if (finer & useless).any():
+        keep = finer & useless
+        out = Publication(
+            np.where(keep, "suppressed", out.status).astype("<U16"),
+            np.where(keep, np.nan, out.value),
+            np.where(keep, np.nan, out.base),
+            np.where(keep, np.nan, out.lower),
+            np.where(keep, np.nan, out.upper),
+            integer,
+        )
+        finer = finer & ~useless
+    return out, finer
+
+
+def _protect_locally(
+    t: np.ndarray,
+    level: np.ndarray,
+    need_lo: np.ndarray,
+    need_hi: np.ndarray,
+    sensitive: np.ndarray,
+    rel: Any,
+    rel_c: Any,
+    cap: np.ndarray,
+    pub: Callable[[np.ndarray], Publication],
+) -> None:
+    """A start without LPs: each relation of a sensitive cell leaves it room (in place).
+
+    A sensitive cell first goes up its ladder to the first step whose own interval covers
+    its protection interval. Then, in every relation holding it, the other cells' room —
+    each one's own interval's reach below and above its value, the smaller of the two —
+    must add up to its protection level ``U``: else the cheapest of them (width added
+    relative to its value) goes up one step, until it does or none can go further (up to
+    ``cap``). Necessary for one relation alone, not sufficient for the attacker's LP over
+    all tables: the LP rounds that follow decide.
+    """
+    top = len(BASES) + 1
+    u = need_hi - t
+    lows, highs = [], []
+    for k in range(top):
+        lo_k, hi_k = pub(np.full(t.size, k)).own_bounds()
+        lows.append(lo_k)
+        highs.append(hi_k)
+    lo_all = np.array(lows)
+    hi_all = np.array(highs)
+    room_all = np.minimum(t[None, :] - lo_all, hi_all - t[None, :])
+    width = (hi_all - lo_all) / np.maximum(t, 1.0)[None, :]
+    for c in np.flatnonzero(sensitive):
+        lv = int(level[c])
+        while lv < top - 1 and not (
+            lo_all[lv, c] <= need_lo[c] + 1e-9 and hi_all[lv, c] >= need_hi[c] - 1e-9
+        ):
+            lv += 1
+        level[c] = max(int(level[c]), lv)
+    order = np.flatnonzero(sensitive)
+    order = order[np.argsort(-u[order], kind="stable")]
+    for c in order:
+        for r in rel_c.indices[rel_c.indptr[c] : rel_c.indptr[c + 1]]:
+            members = rel.indices[rel.indptr[r] : rel.indptr[r + 1]]
+            members = members[members != c]
+            if members.size == 0:
+                continue
+            while room_all[level[members], members].sum() < u[c] - 1e-9:
+                ok = level[members] < cap[members]
+                if not ok.any():
+                    break
+                m = members[ok]
+                cost = width[level[m] + 1, m] - width[level[m], m]
+                j = int(m[np.argmin(cost)])
+                level[j] += 1
 
 
 def greedy_coarsen(
@@ -137,6 +316,9 @@ def greedy_coarsen(
     patience: int = 20,
     secondary: SecondaryConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tightening: bool = True,
+    escalate: int = 5,
+    local: bool = True,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -151,6 +333,11 @@ def greedy_coarsen(
         patience: stop the greedy part after this many rounds without fewer violations.
         secondary: configuration of the last resort's complementary suppression.
         progress: called with (round, violations) after each check.
+        tightening: publish finer what the tables already imply (:func:`tighten`).
+        escalate: a cell violated for ``escalate`` rounds in a row gets 2 neighbour steps
+            per round, 4 after twice as many, at most 8 (0: always 1).
+        local: start from the local protection (:func:`_protect_locally`) rather than
+            from every cell exact (fewer rounds; the LP rounds then fix what it misses).
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -205,19 +392,31 @@ def greedy_coarsen(
             layer = nxt
         return np.array([], dtype=np.int64)
 
+    if local:
+        _protect_locally(t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub)
+
     rounds = 0
     best, since = n + 1, 0
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
+    streak = np.zeros(n, dtype=np.int64)
+    prove = False  # heuristic rounds (violations unproven) until they stall
     while True:
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary)
+        chk = disclosure_check(
+            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=prove
+        )
         rounds += 1
         bad = np.flatnonzero(chk.violated)
+        streak = np.where(chk.violated, streak + 1, 0)
         if progress is not None:
             progress(rounds, int(bad.size))
         if bad.size < best:
             best, since = int(bad.size), 0
         else:
             since += 1
+        if not prove and bad.size > 0 and (since >= 2 or rounds >= max_rounds):
+            prove, best, since = True, n + 1, 0  # stalled: prove each violation from now
+            continue
         if bad.size == 0 or rounds >= max_rounds or since >= patience:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
@@ -231,15 +430,17 @@ def greedy_coarsen(
                 level[c] = lv
                 moved = raised[c] = True
                 continue
-            nb = candidates(int(c))
-            if nb.size == 0:
-                if level[c] < top:
-                    level[c] = top
-                    moved = raised[c] = True
-                continue
-            j = int(nb[np.argmin(step_cost[nb])])
-            level[j] += 1
-            moved = raised[j] = True
+            # a cell violated round after round gets more neighbour steps per round
+            for k in range(2 ** min(int(streak[c]) // escalate, 3) if escalate else 1):
+                nb = candidates(int(c))
+                if nb.size == 0:
+                    if k == 0 and level[c] < top:
+                        level[c] = top
+                        moved = raised[c] = True
+                    break
+                j = int(nb[np.argmin(step_cost[nb])])
+                level[j] += 1
+                moved = raised[j] = True
         if not moved:
             break
     last_resort = 0
@@ -252,11 +453,43 @@ def greedy_coarsen(
         last_resort = int((sec.suppressed & (level < top)).sum())
         level[sec.suppressed] = top
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary)
+        chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
         rounds += 1
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
     p = pub(level)
+    # the final check of ``p``: the full one (every bound the tightest, cells pinned)
+    chk = disclosure_check(tables, p, attribute, primary)
+    n_tight = 0
+    if (
+        tightening
+        and not chk.violated.any()
+        and chk.raw_lower is not None
+        and chk.raw_upper is not None
+    ):
+        q, finer = tighten(
+            p, t, level, chk.raw_lower, chk.raw_upper, rounding=rounding, uniform=uniform
+        )
+        if finer.any():
+            # q's own verdict (exact: a covered side is witnessed by a feasible point, a
+            # violated one by the LP optimum); q's feasible set is p's, so p's tightest
+            # bounds are q's
+            q_chk = disclosure_check(
+                tables, q, attribute, primary, cache=cache, sensitive_only=True
+            )
+            if not q_chk.violated.any():
+                pinned = (chk.upper - chk.lower <= tolerance(chk.upper)) & (q.status != "exact")
+                chk = replace(chk, violated=q_chk.violated, pinned=pinned)
+                p, n_tight = q, int(finer.sum())
+    losses = cell_loss(p, t)
     return CoarseningResult(
-        p, chk, float(cell_loss(p, t).mean()), rounds, rounding, seed is not None, last_resort
+        p,
+        chk,
+        float(losses.mean()),
+        rounds,
+        rounding,
+        seed is not None,
+        last_resort,
+        n_tight,
+        losses,
     )

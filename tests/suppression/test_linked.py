@@ -1,0 +1,143 @@
+"""The interval LP's incremental options: the component cache and the goals.
+
+Expected bounds come from one LP per cell and side over all cells together
+(``scipy.optimize.linprog``), not from the code under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from eree.suppression.linked import linked_bounds
+
+
+def _two_tables(seed: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Two unrelated 3 × 3 tables with their margins and totals (two LP components)."""
+    rng = np.random.default_rng(seed)
+    blocks, values = [], []
+    for _ in range(2):
+        x = rng.integers(1, 9, size=(3, 3)).astype(float)
+        v = np.concatenate([x.ravel(), x.sum(1), x.sum(0), [x.sum()]])
+        n = v.size
+        rows = []
+        for i in range(3):
+            r = np.zeros(n)
+            r[9 + i], r[i * 3 : i * 3 + 3] = 1, -1
+            rows.append(r)
+            r = np.zeros(n)
+            r[12 + i], r[i:9:3] = 1, -1
+            rows.append(r)
+        r = np.zeros(n)
+        r[15], r[9:12] = 1, -1
+        rows.append(r)
+        blocks.append(sp.csr_matrix(np.array(rows)))
+        values.append(v)
+    return sp.block_diag(blocks, format="csr"), np.concatenate(values)
+
+
+def _brute(rel: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = rel.shape[1]
+    b = list(zip(lo, np.where(np.isinf(hi), None, hi), strict=True))
+    out_lo, out_hi = np.empty(n), np.empty(n)
+    for j in range(n):
+        c = np.zeros(n)
+        c[j] = 1
+        out_lo[j] = linprog(c, A_eq=rel, b_eq=np.zeros(rel.shape[0]), bounds=b).x[j]
+        r = linprog(-c, A_eq=rel, b_eq=np.zeros(rel.shape[0]), bounds=b)
+        out_hi[j] = np.inf if r.status == 3 else r.x[j]
+    return out_lo, out_hi
+
+
+def _publish(v: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0 exact, 1 suppressed, 2 rounded to 5."""
+    lo, hi = v.copy(), v.copy()
+    lo[kind == 1], hi[kind == 1] = 0.0, np.inf
+    r = 5 * np.round(v[kind == 2] / 5)
+    lo[kind == 2], hi[kind == 2] = np.maximum(0.0, r - 2.5), r + 2.5
+    return lo, hi
+
+
+def _same(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> bool:
+    f = np.isfinite(b[1])
+    return bool(
+        np.allclose(a[0], b[0], atol=1e-6)
+        and np.array_equal(np.isinf(a[1]), np.isinf(b[1]))
+        and np.allclose(a[1][f], b[1][f], atol=1e-6)
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_cache_re_solves_only_the_component_a_step_changed(seed: int) -> None:
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = np.where(rng.random(v.size) < 0.5, 2, 0)
+    kind[0] = kind[16] = 2  # one rounded cell in each table: two components
+    cache: dict = {}
+    st: dict[str, int] = {}
+    lo, hi = _publish(v, kind)
+    got = linked_bounds(rel, lo, hi, truth=v, cache=cache, stats=st)
+    assert _same(got, _brute(rel, lo, hi))
+    assert st["components"] == 2 and st["components_reused"] == 0
+    # a step in the second table only: the first table's component is reused
+    kind2 = kind.copy()
+    kind2[16 + np.flatnonzero(kind[16:32] == 0)[:2]] = 1
+    lo2, hi2 = _publish(v, kind2)
+    st2: dict[str, int] = {}
+    got2 = linked_bounds(rel, lo2, hi2, truth=v, cache=cache, stats=st2)
+    assert _same(got2, _brute(rel, lo2, hi2))
+    assert st2["components"] == 2 and st2["components_reused"] == 1
+    # the same publication again: nothing re-solved, nothing changed
+    st3: dict[str, int] = {}
+    assert _same(linked_bounds(rel, lo2, hi2, truth=v, cache=cache, stats=st3), got2)
+    assert st3["lp"] == 0 and st3["components_reused"] == 2
+    # one own upper bound in the second table moves (the same cells free): re-solved
+    hi4 = hi2.copy()
+    hi4[16] += 7.0
+    st4: dict[str, int] = {}
+    got4 = linked_bounds(rel, lo2, hi4, truth=v, cache=cache, stats=st4)
+    assert _same(got4, _brute(rel, lo2, hi4))
+    assert st4["components_reused"] == 1
+    lo4 = lo2.copy()
+    lo4[16] = max(0.0, lo4[16] - 3.0)
+    assert _same(linked_bounds(rel, lo4, hi4, truth=v, cache=cache), _brute(rel, lo4, hi4))
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_goals_stop_a_bound_on_the_goals_side(seed: int) -> None:
+    """With goals, a returned bound is the tightest one where that is short of the goal,
+    and otherwise lies between the tightest bound and the goal."""
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, size=v.size)
+    lo, hi = _publish(v, kind)
+    exp_lo, exp_hi = _brute(rel, lo, hi)
+    g_lo = v - rng.integers(0, 4, size=v.size)
+    g_hi = v + rng.integers(0, 4, size=v.size)
+    st: dict[str, int] = {}
+    got_lo, got_hi = linked_bounds(rel, lo, hi, truth=v, goal_lower=g_lo, goal_upper=g_hi, stats=st)
+    full: dict[str, int] = {}
+    linked_bounds(rel, lo, hi, truth=v, stats=full)
+    short = exp_lo > g_lo + 1e-6
+    assert np.allclose(got_lo[short], exp_lo[short], atol=1e-6)
+    assert (got_lo[~short] <= g_lo[~short] + 1e-6).all()
+    assert (got_lo >= exp_lo - 1e-6).all()
+    short = exp_hi < g_hi - 1e-6
+    assert np.allclose(got_hi[short], exp_hi[short], atol=1e-6)
+    assert (got_hi[~short] >= g_hi[~short] - 1e-6).all()
+    assert (got_hi <= exp_hi + 1e-6).all()
+    assert st["lp"] <= full["lp"]
+
+
+def test_an_unbounded_cell_stays_unbounded_with_the_truth_as_a_start() -> None:
+    """total = a + b; the total and b withheld ([0, ∞)), a in [3, 7]: b and the total
+    have no upper bound, whatever feasible point (the truth 15 = 5 + 10) is known."""
+    rel = sp.csr_matrix(np.array([[1.0, -1.0, -1.0]]))
+    lo = np.array([0.0, 3.0, 0.0])
+    hi = np.array([np.inf, 7.0, np.inf])
+    for kw in ({}, {"cache": {}}, {"goal_lower": np.full(3, -np.inf)}):
+        got_lo, got_hi = linked_bounds(rel, lo, hi, truth=np.array([15.0, 5.0, 10.0]), **kw)
+        assert got_lo.tolist() == [3.0, 3.0, 0.0]
+        assert got_hi[1] == 7.0 and np.isinf(got_hi[0]) and np.isinf(got_hi[2])
