@@ -48,31 +48,7 @@ from eree.cli.suppress import (
     suppression_config,
 )
 from eree.errors import EreeError
-
-#: what every manifest and report of a coarsened release says first
-NO_GUARANTEE = (
-    "NO FORMAL GUARANTEE: coarsening (rounding, suppression as last resort) is not a "
-    "privacy definition. The risk stated is the audited one: the attacker's linear program "
-    "over all published tables together, against the primary rules; it does not cover "
-    "integer attacks beyond rounding bounds inward, outside knowledge, or an attacker "
-    "who knows how the coarsening was chosen."
-)
-
-
-def coarsen_state(part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None) -> dict[str, Any]:
-    """Coarsen one state's linked tables: per attribute, the publication and its summary."""
-    from eree.suppression import primary_suppression, qcew_tables
-    from eree.suppression.coarsening import greedy_coarsen
-
-    tables = qcew_tables(part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
-    prim = primary_suppression(tables, cfg.rules, cfg.attributes)
-    out: dict[str, Any] = {"frames": [], "attributes": {}}
-    for a in cfg.attributes:
-        res = greedy_coarsen(tables, a, prim, rounding=rounding, seed=seed)
-        out["frames"].append(res.publication.to_frame(tables, a))
-        out["attributes"][a] = res.summary()
-    out["sensitive_cells"] = int(prim.primary.sum())
-    return out
+from eree.release.coarsening import NO_GUARANTEE, coarsen_state
 
 
 def coarsen(
