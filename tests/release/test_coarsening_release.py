@@ -206,8 +206,13 @@ def test_the_qcew_files_pass_check_format_and_bound_the_truth(release):
     c = tables.cells
     keys = [
         ("10000" if ar == "state" else "10" + ar.zfill(3), o, i, lv)
-        for ar, o, i, lv in zip(c["area"], c["own"].cast(str), c["industry"].cast(str),
-                                c["table_code"].cast(str), strict=True)  # fmt: skip
+        for ar, o, i, lv in zip(
+            c["area"],
+            c["own"].cast(str),
+            c["industry"].cast(str),
+            c["table_code"].cast(str),
+            strict=True,
+        )
     ]
     truth_of = {k: i for i, k in enumerate(keys)}
     n_seen = n_n = 0

@@ -148,6 +148,33 @@ def establishment_frame(plan: CoarseningPlan, engine: Engine) -> pl.DataFrame:
     return frame.with_columns(pl.col(c).cast(pl.Utf8) for c in public)
 
 
+#: the codes the QCEW by-area files are named by (state + county FIPS)
+_FIPS = {"state": (r"^[0-9]{1,2}$", "state FIPS code (1–2 digits)"),
+         "cnty": (r"^[0-9]{1,3}$", "county FIPS code (1–3 digits)")}  # fmt: skip
+
+
+def check_fips(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
+    """Refuse state or county codes that are not FIPS codes (they name the agency files).
+
+    Raises:
+        DataValidationError: naming the file and the column (the engine's load does not
+            keep the file's row numbers; no value is printed).
+    """
+    from eree.data.location import input_label
+    from eree.errors import DataValidationError
+
+    for column, (pattern, what) in _FIPS.items():
+        bad = ~frame.get_column(column).cast(pl.Utf8).str.contains(pattern)
+        if bool(bad.fill_null(True).any()):
+            raise DataValidationError(
+                f"a value is not a {what}, and [output].format names each file by its area "
+                "(state + county FIPS)",
+                file=input_label(plan.data.path),
+                column=column,
+                rule="fips",
+            )
+
+
 def _by_state(frame: pl.DataFrame) -> list[tuple[str | None, pl.DataFrame]]:
     if "state" not in frame.columns:
         return [(None, frame)]
@@ -215,6 +242,8 @@ def coarsening_release(
     cfg = suppression_config_of(plan)
     rounding = plan.protection.rounding
     frame = establishment_frame(plan, engine)
+    if plan.output.format is not None:
+        check_fips(frame, plan)
     states: dict[str, dict[str, Any]] = {}
     frames: list[pl.DataFrame] = []
     pubs: dict[str, Any] = {}
