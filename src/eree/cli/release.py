@@ -332,7 +332,8 @@ def _coarsening(
             "--new-version applies to a release charged to a ledger; a coarsening release is "
             "never charged"
         )
-    with err_console.status("coarsening…") as status:
+    with err_console.status("coarsening…") as status, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a non-finite result is an error
         result = coarsening_release(
             plan,
             out,

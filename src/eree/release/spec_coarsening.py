@@ -55,6 +55,8 @@ _COARSENING_OUTPUT = ("csv", "format", "year", "quarter")
 COARSENING_FORMATS = ("qcew-by-area",)
 #: the public columns the QCEW linked tables are built from
 QCEW_PUBLIC = ("cnty", "own", "naics")
+#: the largest n of the (n, k) dominance rule (the linked tables keep each cell's n largest)
+MAX_DOMINANCE_N = 20
 #: the attributes a QCEW layout publishes (month1–3 employment, quarterly wages)
 QCEW_ATTRIBUTES = ("m1emp", "m2emp", "m3emp", "wage")
 
@@ -123,22 +125,23 @@ def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
             if a not in confidential:
                 raise unknown_attribute(a, confidential, "[protection].attributes")
     dom_k = number(d["dominance_k"], "[protection].dominance_k", positive=False)
-    if not 0 <= dom_k <= 100:
-        raise SpecError("[protection].dominance_k must lie in [0, 100] (percent)")
-    numbers = {
-        n: number(d[n], f"[protection].{n}", positive=False)
-        for n in ("p_percent", "min_protection")
-    }
+    if not (dom_k == 0 or 1 <= dom_k <= 100):
+        raise SpecError("[protection].dominance_k must be 0 (off) or a percentage in [1, 100]")
+    limits = {"p_percent": 100.0, "min_protection": 1e12}
+    numbers = {n: number(d[n], f"[protection].{n}", positive=False) for n in limits}
     for n, v in numbers.items():
-        if v < 0:
-            raise SpecError(f"[protection].{n} must be ≥ 0")
+        if not 0 <= v <= limits[n]:
+            raise SpecError(f"[protection].{n} must lie in [0, {limits[n]:g}]")
+    dom_n = _whole(d["dominance_n"], "[protection].dominance_n", 1)
+    if dom_n > MAX_DOMINANCE_N:
+        raise SpecError(f"[protection].dominance_n must be at most {MAX_DOMINANCE_N}")
     return ProtectionSpec(
         mode=str(d["mode"]),
         rounding=str(d["rounding"]),
         attributes=tuple(attrs),
         threshold=_whole(d["threshold"], "[protection].threshold", 0),
         dominance_k=dom_k,
-        dominance_n=_whole(d["dominance_n"], "[protection].dominance_n", 1),
+        dominance_n=dom_n,
         p_percent=numbers["p_percent"],
         min_protection=numbers["min_protection"],
         exempt_own=str_list(d["exempt_own"], "[protection].exempt_own"),

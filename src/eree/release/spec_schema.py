@@ -368,19 +368,19 @@ SECTIONS: tuple[Section, ...] = (
                 "number in [0, 100]",
                 80.0,
                 "(n, k) dominance rule: a cell whose n largest contributions exceed k% of "
-                "its total is sensitive (0: off).",
+                "its total is sensitive (0: off; otherwise at least 1).",
                 units="percent",
             ),
             Key(
                 "dominance_n",
-                "positive integer",
+                "positive integer ≤ 20",
                 1,
                 "n of the dominance rule.",
                 units="establishments",
             ),
             Key(
                 "p_percent",
-                "number ≥ 0",
+                "number in [0, 100]",
                 10.0,
                 "p% rule: a cell is sensitive when the others' total would let the second "
                 "largest contributor estimate the largest within p% (0: off).",
@@ -388,7 +388,7 @@ SECTIONS: tuple[Section, ...] = (
             ),
             Key(
                 "min_protection",
-                "number ≥ 0",
+                "number in [0, 1e12]",
                 1.0,
                 "The smallest protection interval of a sensitive cell.",
                 units="the attribute's unit",
