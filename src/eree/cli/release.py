@@ -351,7 +351,7 @@ def print_coarsening(manifest: dict[str, Any], out_dir: Path) -> None:
         console.print("[bold yellow]seeded random rounding: NOT FOR PUBLICATION[/]")
     p = manifest["protection"]
     console.print(f"[bold yellow]{escape(p['statement'])}[/]", soft_wrap=True)
-    t = Table(title=f"Coarsened release {manifest['dataset']['name']!r} → {out_dir}")
+    t = Table(title=escape(f"Coarsened release {manifest['dataset']['name']!r} → {out_dir}"))
     for col in ("state", "attribute", "cells", "published", "exact", "rounded", "suppressed",
                 "loss", "violations", "pinned"):  # fmt: skip
         t.add_column(col, justify="right")
@@ -360,7 +360,7 @@ def print_coarsening(manifest: dict[str, Any], out_dir: Path) -> None:
         for a, s in v["attributes"].items():
             b, au = s["by_status"], risk[st][a]
             t.add_row(
-                st, a, str(s["cells"]), str(s["cells_published"]), str(b["exact"]),
+                escape(st), escape(a), str(s["cells"]), str(s["cells_published"]), str(b["exact"]),
                 str(b["rounded"] + b["random_rounded"]), str(b["suppressed"]),
                 f"{s['information_loss']:.3f}", str(au["violations"]), str(au["cells_pinned"]),
             )  # fmt: skip
