@@ -28,7 +28,16 @@ ALLOWED: dict[str, set[str]] = {
     "mechanisms": {"privacy"},
     "synth": {"data"},
     "suppression": {"data", "postprocess"},
-    "release": {"data", "engine", "mechanisms", "privacy", "postprocess", "htmlpage"},
+    # suppression: the coarsening protection mode (release/coarsening.py)
+    "release": {
+        "data",
+        "engine",
+        "mechanisms",
+        "privacy",
+        "postprocess",
+        "htmlpage",
+        "suppression",
+    },
     "evaluate": {
         "data",
         "engine",

@@ -34,18 +34,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from eree.release.spec_schema import REQUIRED, SECTIONS, Key, Section
 from tests.cli.inputs import (
     EREE_SPEC,
     GEDP_SPEC,
     eree_data_lines,
+    estab_frame,
     judge,
     run_cli,
     write_eree_case,
     write_estab_case,
+    write_frame,
 )
 
-FAMILIES = ("eree", "establishments")
+FAMILIES = ("eree", "establishments", "coarsening")
 
 #: hostile strings: markup and script, path traversal, control characters, long text
 HOSTILE_STRINGS = (
@@ -104,6 +108,8 @@ class SpecCase:
 
 
 def _sections(family: str) -> list[Section]:
+    if family == "coarsening":  # its own section; the shared ones are fuzzed by the others
+        return [s for s in SECTIONS if s.family == family]
     return [s for s in SECTIONS if s.family in ("both", family)]
 
 
@@ -263,7 +269,26 @@ def base_specs(root: Path) -> dict[str, dict[str, Any]]:
     for t in ("workplace", "worker", "job"):
         eree["data"][t] = str(root / "eree" / "data" / f"{t}.csv")
     gedp = tomllib.loads(GEDP_SPEC.format(path=str(root / "establishments" / "data" / "estab.csv")))
-    return {"eree": eree, "establishments": gedp}
+    # the coarsening family: the same establishments (the planted wage's establishment is
+    # private-sector, so no ownership exemption publishes it exactly)
+    data = root / "coarsening" / "data" / "estab.csv"
+    write_frame(estab_frame().with_columns(
+        pl.when(pl.col("primary_key") == "e000").then(pl.lit("5")).otherwise("own").alias("own"),
+        pl.lit("44").alias("state"),
+    ), data)  # fmt: skip
+    coarsening = {
+        "name": "fuzz-coarsening",
+        "data": {
+            "kind": "establishments",
+            "path": str(data),
+            "id": "primary_key",
+            "public": ["state", "cnty", "own", "naics"],
+            "confidential": ["m1emp", "m2emp", "m3emp", "wage"],
+        },
+        "protection": {"mode": "coarsening", "rounding": "deterministic", "threshold": 3},
+        "output": {"format": "qcew-by-area", "year": 2024, "quarter": 1},
+    }
+    return {"eree": eree, "establishments": gedp, "coarsening": coarsening}
 
 
 def _where(raw: dict[str, Any], case: SpecCase) -> dict[str, Any]:

@@ -78,3 +78,31 @@ def test_coarsen_is_refused_under_a_ledger_policy(tmp_path: Path, monkeypatch) -
     r = CliRunner().invoke(_cli(), ["coarsen", str(src), "--out", str(out)])
     assert r.exit_code == 2
     assert not out.exists()
+
+
+def test_suppress_coarsen_and_audit_share_their_rule_options() -> None:
+    """The input and disclosure-rule options are declared once (cli/common.py): the same
+    names, defaults and help in the three commands."""
+    import inspect
+
+    from eree.cli import common
+    from eree.cli.audit import audit_suppression
+    from eree.cli.coarsen import coarsen
+    from eree.cli.suppress import suppress
+
+    shared = {
+        "state": common.State, "id_column": common.IdColumn, "attributes": common.Attributes,
+        "threshold": common.Threshold, "dominance_k": common.DominanceK,
+        "dominance_n": common.DominanceN, "p_percent": common.PPercent,
+        "min_protection": common.MinProtection, "exempt_own": common.ExemptOwn,
+    }  # fmt: skip
+    for command in (suppress, coarsen, audit_suppression):
+        sig = inspect.signature(command, eval_str=True)
+        for name, declared in shared.items():
+            assert sig.parameters[name].annotation == declared, (command.__name__, name)
+        defaults = {n: sig.parameters[n].default for n in shared}
+        assert defaults == {
+            "state": None, "id_column": "primary_key", "attributes": "m1emp,m2emp,m3emp,wage",
+            "threshold": 3, "dominance_k": 80.0, "dominance_n": 1, "p_percent": 10.0,
+            "min_protection": 1.0, "exempt_own": "1",
+        }  # fmt: skip

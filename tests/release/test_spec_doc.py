@@ -10,6 +10,7 @@ import pytest
 from eree.errors import SpecError
 from eree.release import spec_schema as schema
 from eree.release.spec import parse_spec
+from eree.release.spec_coarsening import parse_coarsening_spec
 from eree.release.spec_doc import reference
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "spec-reference.md"
@@ -25,6 +26,17 @@ ESTAB = {
     "data": {"kind": "establishments", "path": "e.csv"},
     "privacy": {"definition": "gedp", "distance": {"m1emp": 0.5}},
     "query": [{"name": "q", "by": ["cnty"], "mechanism": "psi", "mu": {"m1emp": 1.0}}],
+}
+
+COARSENING = {
+    "name": "z",
+    "data": {
+        "kind": "establishments",
+        "path": "e.csv",
+        "public": ["cnty", "own", "naics"],
+        "confidential": ["m1emp"],
+    },
+    "protection": {"mode": "coarsening"},
 }
 
 
@@ -47,7 +59,10 @@ def _where(spec: dict, section: schema.Section) -> dict:
 
 def _error(spec: dict) -> str:
     try:
-        parse_spec(spec, Path("/nonexistent"))
+        if "protection" in spec:
+            parse_coarsening_spec(spec, Path("/nonexistent"))
+        else:
+            parse_spec(spec, Path("/nonexistent"))
     except SpecError as e:
         return str(e)
     except Exception as e:  # a later check (values, paths) is not the key check
@@ -59,7 +74,7 @@ def _error(spec: dict) -> str:
     "section", schema.SECTIONS, ids=lambda s: f"{s.name}-{s.family}".replace(" ", "_")
 )
 def test_every_documented_key_is_accepted_and_no_other(section):
-    base = ESTAB if section.family == "establishments" else EREE
+    base = {"establishments": ESTAB, "coarsening": COARSENING}.get(section.family, EREE)
     for key in section.keys:
         spec = copy.deepcopy(base)
         where = _where(spec, section)

@@ -23,10 +23,20 @@ import polars as pl
 import typer
 
 from eree.cli.common import (
+    DEFAULT_ATTRIBUTES,
+    Attributes,
+    DominanceK,
+    DominanceN,
+    ExemptOwn,
     Force,
+    IdColumn,
     LodesData,
+    MinProtection,
+    PPercent,
     Quiet,
+    State,
     Table,
+    Threshold,
     check_out,
     console,
     err_console,
@@ -36,7 +46,6 @@ from eree.cli.common import (
     progress_bar,
 )
 from eree.cli.suppress import (
-    DEFAULT_ATTRIBUTES,
     audit_table,
     by_state,
     internal_folder,
@@ -267,22 +276,18 @@ def audit_suppression(
     primary_only: Annotated[
         bool, typer.Option(help="audit eree's primary pattern without complements")
     ] = False,
-    state: Annotated[str | None, typer.Option(help="the state (FIPS)")] = None,
-    id_column: Annotated[str, typer.Option("--id", help="establishment id column")] = (
-        "primary_key"
-    ),
-    attributes: Annotated[
-        str, typer.Option(help="attributes (comma-separated)")
-    ] = DEFAULT_ATTRIBUTES,
-    threshold: Annotated[int, typer.Option(help="threshold rule (0: off)")] = 3,
-    dominance_k: Annotated[float, typer.Option(help="dominance k% (0: off)")] = 80.0,
-    dominance_n: Annotated[int, typer.Option(help="dominance n")] = 1,
-    p_percent: Annotated[float, typer.Option(help="p% rule (0: off)")] = 10.0,
+    state: State = None,
+    id_column: IdColumn = "primary_key",
+    attributes: Attributes = DEFAULT_ATTRIBUTES,
+    threshold: Threshold = 3,
+    dominance_k: DominanceK = 80.0,
+    dominance_n: DominanceN = 1,
+    p_percent: PPercent = 10.0,
     protection_percent: Annotated[float | None, typer.Option(help="threshold protection %")] = (
         None
     ),
-    min_protection: Annotated[float, typer.Option(help="smallest protection level")] = 1.0,
-    exempt_own: Annotated[str, typer.Option(help="ownership codes never suppressed")] = "1",
+    min_protection: MinProtection = 1.0,
+    exempt_own: ExemptOwn = "1",
     keep_tables: Annotated[str, typer.Option(help="agglvl codes never complements")] = ("50,51,70"),
     year: Annotated[int, typer.Option(help="year of the BLS files")] = 2016,
     qtr: Annotated[int, typer.Option(help="quarter of the BLS files")] = 1,

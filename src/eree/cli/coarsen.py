@@ -15,82 +15,54 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from pathlib import Path
 from typing import Annotated, Any
 
 import polars as pl
 import typer
 
 from eree.cli.common import (
+    DEFAULT_ATTRIBUTES,
+    Attributes,
+    DominanceK,
+    DominanceN,
+    EstablishmentFile,
+    ExemptOwn,
     Force,
+    IdColumn,
+    MinProtection,
     Out,
+    PPercent,
     Quiet,
+    State,
     Table,
+    Threshold,
+    WriteCsv,
     check_out,
     console,
     fail,
     policy_allows,
 )
 from eree.cli.suppress import (
-    DEFAULT_ATTRIBUTES,
     by_state,
     load_establishment_file,
     suppression_config,
 )
 from eree.errors import EreeError
-
-#: what every manifest and report of a coarsened release says first
-NO_GUARANTEE = (
-    "NO FORMAL GUARANTEE: coarsening (rounding, suppression as last resort) is not a "
-    "privacy definition. The risk stated is the audited one: the attacker's linear program "
-    "over all published tables together, against the primary rules; it does not cover "
-    "integer attacks beyond rounding bounds inward, outside knowledge, or an attacker "
-    "who knows how the coarsening was chosen."
-)
-
-
-def coarsen_state(part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None) -> dict[str, Any]:
-    """Coarsen one state's linked tables: per attribute, the publication and its summary."""
-    from eree.suppression import primary_suppression, qcew_tables
-    from eree.suppression.coarsening import greedy_coarsen
-
-    tables = qcew_tables(part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
-    prim = primary_suppression(tables, cfg.rules, cfg.attributes)
-    out: dict[str, Any] = {"frames": [], "attributes": {}}
-    for a in cfg.attributes:
-        res = greedy_coarsen(tables, a, prim, rounding=rounding, seed=seed)
-        out["frames"].append(res.publication.to_frame(tables, a))
-        out["attributes"][a] = res.summary()
-    out["sensitive_cells"] = int(prim.primary.sum())
-    return out
+from eree.release.coarsening import NO_GUARANTEE, coarsen_state
 
 
 def coarsen(
-    input: Annotated[Path, typer.Argument(help="establishment file (csv, csv.gz, parquet)")],
+    input: EstablishmentFile,
     out: Out,
-    state: Annotated[
-        str | None, typer.Option(help="only this state (default: every state, one by one)")
-    ] = None,
-    id_column: Annotated[str, typer.Option("--id", help="establishment id column")] = (
-        "primary_key"
-    ),
-    attributes: Annotated[
-        str, typer.Option(help="confidential attributes (comma-separated)")
-    ] = DEFAULT_ATTRIBUTES,
-    threshold: Annotated[
-        int, typer.Option(help="sensitive: fewer establishments than this (0: off)")
-    ] = 3,
-    dominance_k: Annotated[
-        float, typer.Option(help="(n,k) dominance: the n largest > k% of the cell (0: off)")
-    ] = 80.0,
-    dominance_n: Annotated[int, typer.Option(help="n of the dominance rule")] = 1,
-    p_percent: Annotated[float, typer.Option(help="p of the p% rule (0: off)")] = 10.0,
-    min_protection: Annotated[
-        float, typer.Option(help="smallest protection level (attribute units)")
-    ] = 1.0,
-    exempt_own: Annotated[
-        str, typer.Option(help="ownership codes never sensitive (BLS: 1 federal)")
-    ] = "1",
+    state: State = None,
+    id_column: IdColumn = "primary_key",
+    attributes: Attributes = DEFAULT_ATTRIBUTES,
+    threshold: Threshold = 3,
+    dominance_k: DominanceK = 80.0,
+    dominance_n: DominanceN = 1,
+    p_percent: PPercent = 10.0,
+    min_protection: MinProtection = 1.0,
+    exempt_own: ExemptOwn = "1",
     rounding: Annotated[
         str,
         typer.Option(
@@ -101,7 +73,7 @@ def coarsen(
         int | None,
         typer.Option(help="seed of random rounding (EXPERIMENTS ONLY, NOT FOR PUBLICATION)"),
     ] = None,
-    csv: Annotated[bool, typer.Option(help="also write CSV files")] = True,
+    csv: WriteCsv = True,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:

@@ -24,12 +24,24 @@ import typer
 from eree.cli._program import LazyConsole, Table, escape
 
 __all__ = [
+    "DEFAULT_ATTRIBUTES",
     "AsJson",
+    "Attributes",
+    "DominanceK",
+    "DominanceN",
+    "EstablishmentFile",
+    "ExemptOwn",
     "Force",
+    "IdColumn",
     "LodesData",
+    "MinProtection",
     "Out",
+    "PPercent",
     "Quiet",
+    "State",
     "Table",
+    "Threshold",
+    "WriteCsv",
     "check_out",
     "console",
     "err_console",
@@ -66,6 +78,43 @@ LodesData = Annotated[
         "synth lodes)",
     ),
 ]
+
+# -- the disclosure rules of the commands that read an establishment file -----------------
+# (``eree suppress``, ``eree coarsen``): declared once, so the two commands take the same
+# options with the same names, defaults and help (docs/cli.md)
+
+#: the confidential attributes by default (``--attributes``)
+DEFAULT_ATTRIBUTES = "m1emp,m2emp,m3emp,wage"
+#: the establishment file argument
+EstablishmentFile = Annotated[
+    Path, typer.Argument(help="establishment file (csv, csv.gz, parquet)")
+]
+#: ``--state``: one state of the file
+State = Annotated[
+    str | None, typer.Option(help="only this state (default: every state, one by one)")
+]
+#: ``--id``: the establishment id column
+IdColumn = Annotated[str, typer.Option("--id", help="establishment id column")]
+#: ``--attributes``: the confidential attributes
+Attributes = Annotated[str, typer.Option(help="confidential attributes (comma-separated)")]
+#: ``--threshold``: the threshold rule
+Threshold = Annotated[
+    int, typer.Option(help="sensitive: cells with fewer establishments than this (0: off)")
+]
+#: ``--dominance-k``: the (n,k) dominance rule's k
+DominanceK = Annotated[
+    float, typer.Option(help="(n,k) dominance: the n largest > k% of the cell (0: off)")
+]
+#: ``--dominance-n``: the (n,k) dominance rule's n
+DominanceN = Annotated[int, typer.Option(help="n of the dominance rule")]
+#: ``--p-percent``: the p% rule
+PPercent = Annotated[float, typer.Option(help="p of the p% rule (0: off)")]
+#: ``--min-protection``: the smallest protection level
+MinProtection = Annotated[float, typer.Option(help="smallest protection level (attribute units)")]
+#: ``--exempt-own``: ownership codes never sensitive
+ExemptOwn = Annotated[str, typer.Option(help="ownership codes never sensitive (BLS: 1 federal)")]
+#: ``--csv/--no-csv``: also write CSV files
+WriteCsv = Annotated[bool, typer.Option(help="also write CSV files")]
 
 #: where results go (standard output); Rich is imported on first output to a terminal
 console: Any = LazyConsole()

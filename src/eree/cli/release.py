@@ -268,7 +268,7 @@ def protect(
 
     from eree.engine.select import ENGINES
     from eree.release.protect import protect as run
-    from eree.release.spec import load_spec
+    from eree.release.spec_coarsening import CoarseningPlan, load_release_spec
 
     check_out(out, force)
     if force and ledger is not None and out.is_dir() and any(out.iterdir()):
@@ -283,7 +283,7 @@ def protect(
         ))  # fmt: skip
     source = _noise(seed, random_mode)
     try:
-        plan = load_spec(spec)
+        plan = load_release_spec(spec)
         if engine is not None:
             if engine not in ENGINES:
                 fail(ValueError(f"--engine must be one of {', '.join(ENGINES)}"))
@@ -299,6 +299,9 @@ def protect(
                 plan = replace(plan, spark=replace(plan.spark, given=()))
         if master is not None or conf:
             plan = replace(plan, spark=_spark_options(plan.spark, master, conf or []))
+        if isinstance(plan, CoarseningPlan):
+            _coarsening(plan, out, seed, ledger, new_version, force)
+            return
         with err_console.status("releasing…"), warnings.catch_warnings():
             # numpy's overflow warnings: a non-finite result is refused with an error;
             # the release's own warnings are printed below, not as Python warnings
@@ -316,6 +319,56 @@ def protect(
             "memory to what the release may use"
         ))  # fmt: skip
     print_release(result.manifest, result.out_dir)
+
+
+def _coarsening(
+    plan: Any, out: Path, seed: int | None, ledger: Path | None, new_version: bool, force: bool
+) -> None:
+    """``eree protect`` of a coarsening spec (:mod:`eree.release.coarsening`)."""
+    from eree.release.coarsening import coarsening_release
+
+    if new_version:
+        raise EreeError(
+            "--new-version applies to a release charged to a ledger; a coarsening release is "
+            "never charged"
+        )
+    with err_console.status("coarsening…") as status, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a non-finite result is an error
+        result = coarsening_release(
+            plan,
+            out,
+            seed=seed,
+            ledger=ledger,
+            force=force,
+            progress=None if status is None else status.update,
+        )
+    print_coarsening(result.manifest, result.out_dir)
+
+
+def print_coarsening(manifest: dict[str, Any], out_dir: Path) -> None:
+    """Print what a coarsening release wrote: the statement first, its audited risk, files."""
+    if manifest["random"]["mode"] == "seeded":
+        console.print("[bold yellow]seeded random rounding: NOT FOR PUBLICATION[/]")
+    p = manifest["protection"]
+    console.print(f"[bold yellow]{escape(p['statement'])}[/]", soft_wrap=True)
+    t = Table(title=escape(f"Coarsened release {manifest['dataset']['name']!r} → {out_dir}"))
+    for col in ("state", "attribute", "cells", "published", "exact", "rounded", "suppressed",
+                "loss", "violations", "pinned"):  # fmt: skip
+        t.add_column(col, justify="right")
+    risk = manifest["audited_risk"]["per_state"]
+    for st, v in manifest["summary"].items():
+        for a, s in v["attributes"].items():
+            b, au = s["by_status"], risk[st][a]
+            t.add_row(
+                escape(st), escape(a), str(s["cells"]), str(s["cells_published"]), str(b["exact"]),
+                str(b["rounded"] + b["random_rounded"]), str(b["suppressed"]),
+                f"{s['information_loss']:.3f}", str(au["violations"]), str(au["cells_pinned"]),
+            )  # fmt: skip
+    console.print(t)
+    console.print(f"rounding: {escape(p['rounding_meaning'])}", soft_wrap=True)
+    console.print(f"ledger: {escape(manifest['ledger']['statement'])}", soft_wrap=True)
+    console.print(f"manifest: {out_dir / 'manifest.json'}")
+    console.print(f"report:   {out_dir / 'report.html'}")
 
 
 def _spark_options(spec: Any, master: str | None, conf: list[str]) -> Any:

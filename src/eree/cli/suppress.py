@@ -31,10 +31,22 @@ import polars as pl
 import typer
 
 from eree.cli.common import (
+    DEFAULT_ATTRIBUTES,
+    Attributes,
+    DominanceK,
+    DominanceN,
+    EstablishmentFile,
+    ExemptOwn,
     Force,
+    IdColumn,
+    MinProtection,
     Out,
+    PPercent,
     Quiet,
+    State,
     Table,
+    Threshold,
+    WriteCsv,
     check_out,
     console,
     err_console,
@@ -46,9 +58,6 @@ from eree.errors import EreeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.progress import Progress
-
-#: the confidential attributes by default (``--attributes``)
-DEFAULT_ATTRIBUTES = "m1emp,m2emp,m3emp,wage"
 
 
 def _split(s: str) -> tuple[str, ...]:
@@ -238,34 +247,20 @@ def pinned_small(bounds: pl.DataFrame, counts: np.ndarray) -> dict[str, int]:
 
 
 def suppress(
-    input: Annotated[Path, typer.Argument(help="establishment file (csv, csv.gz, parquet)")],
+    input: EstablishmentFile,
     out: Out,
-    state: Annotated[
-        str | None, typer.Option(help="only this state (default: every state, one by one)")
-    ] = None,
-    id_column: Annotated[str, typer.Option("--id", help="establishment id column")] = (
-        "primary_key"
-    ),
-    attributes: Annotated[
-        str, typer.Option(help="confidential attributes (comma-separated)")
-    ] = DEFAULT_ATTRIBUTES,
-    threshold: Annotated[
-        int, typer.Option(help="suppress cells with fewer establishments (0: off)")
-    ] = 3,
-    dominance_k: Annotated[
-        float, typer.Option(help="(n,k) dominance: the n largest > k% of the cell (0: off)")
-    ] = 80.0,
-    dominance_n: Annotated[int, typer.Option(help="n of the dominance rule")] = 1,
-    p_percent: Annotated[float, typer.Option(help="p of the p% rule (0: off)")] = 10.0,
+    state: State = None,
+    id_column: IdColumn = "primary_key",
+    attributes: Attributes = DEFAULT_ATTRIBUTES,
+    threshold: Threshold = 3,
+    dominance_k: DominanceK = 80.0,
+    dominance_n: DominanceN = 1,
+    p_percent: PPercent = 10.0,
     protection_percent: Annotated[
         float | None, typer.Option(help="protection of threshold cells, % of the largest")
     ] = None,
-    min_protection: Annotated[
-        float, typer.Option(help="smallest protection level (attribute units)")
-    ] = 1.0,
-    exempt_own: Annotated[
-        str, typer.Option(help="ownership codes never suppressed (BLS: 1 federal)")
-    ] = "1",
+    min_protection: MinProtection = 1.0,
+    exempt_own: ExemptOwn = "1",
     keep_tables: Annotated[
         str, typer.Option(help="agglvl codes never used as complements")
     ] = "50,51,70",
@@ -295,7 +290,7 @@ def suppress(
     ] = False,
     trials: Annotated[int, typer.Option(help="GEDP releases for --gedp")] = 3,
     seed: Annotated[int, typer.Option(help="seed of --gedp (NOT FOR PUBLICATION)")] = 0,
-    csv: Annotated[bool, typer.Option(help="also write CSV files")] = True,
+    csv: WriteCsv = True,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:

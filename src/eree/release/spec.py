@@ -643,9 +643,32 @@ def _parse_query(q: dict[str, Any], i: int, confidential: tuple[str, ...] | None
     )
 
 
-def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) -> Plan:
-    """Build a :class:`Plan` from a parsed TOML document; paths are relative to ``base_dir``."""
-    _check_keys(raw, _TOP_KEYS, "the spec")
+def _engine_and_spark(raw: dict[str, Any]) -> tuple[EngineSpec, SparkSpec]:
+    """``[engine]`` and ``[spark]``, each checked."""
+    eng_raw = raw.get("engine", {})
+    for key in _MOVED_TO_SPARK:
+        if isinstance(eng_raw, dict) and key in eng_raw:
+            old = "[engine.conf]" if key == "conf" else f"[engine] {key}"
+            new = "[spark.conf]" if key == "conf" else f"[spark] {key}"
+            raise SpecError(f"{old} moved to {new}: it applies to the Spark engine only")
+    _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
+    engine = EngineSpec(**eng_raw)
+    if engine.kind not in ENGINES:
+        kinds = " or ".join(f'"{k}"' for k in ENGINES)
+        raise SpecError(f"[engine].kind must be {kinds} (got {engine.kind!r})")
+    spark = _spark_spec(raw.get("spark", {}))
+    if engine.memory is not None and not (
+        isinstance(engine.memory, str) and _JVM_SIZE.fullmatch(engine.memory)
+    ):
+        raise SpecError(
+            "[engine].memory must be a size in quotes, a whole number with an optional unit "
+            'k, m, g or t (e.g. "8g" or "512m")'
+        )
+    return engine, spark
+
+
+def _dataset_name(raw: dict[str, Any]) -> str:
+    """The spec's ``name``: present, not too long, printable."""
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError("the spec needs a name (the dataset identity), e.g. name = 'pa-2015'")
@@ -658,6 +681,19 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
             f"(U+{ord(bad[0]):04X}); it is shown in reports and the ledger: use printable "
             "characters"
         )
+    return name
+
+
+def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) -> Plan:
+    """Build a :class:`Plan` from a parsed TOML document; paths are relative to ``base_dir``."""
+    _check_keys(raw, _TOP_KEYS, "the spec")
+    if "protection" in raw:
+        raise SpecError(
+            '[protection] makes this a coarsening spec (mode = "coarsening": no privacy '
+            "definition): `eree protect` releases it; this command reads a privacy "
+            "release's spec"
+        )
+    name = _dataset_name(raw)
     data = raw.get("data")
     if not isinstance(data, dict):
         raise SpecError("the spec needs a [data] section")
@@ -745,25 +781,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path, source: Path | None = None) 
     confidence = _number(out_raw.get("confidence", OutputSpec.confidence), "[output].confidence")
     if not confidence < 1:
         raise SpecError("[output].confidence must lie in (0, 1)")
-    eng_raw = raw.get("engine", {})
-    for key in _MOVED_TO_SPARK:
-        if isinstance(eng_raw, dict) and key in eng_raw:
-            old = "[engine.conf]" if key == "conf" else f"[engine] {key}"
-            new = "[spark.conf]" if key == "conf" else f"[spark] {key}"
-            raise SpecError(f"{old} moved to {new}: it applies to the Spark engine only")
-    _check_keys(eng_raw, _ENGINE_KEYS, "[engine]")
-    engine = EngineSpec(**eng_raw)
-    if engine.kind not in ENGINES:
-        kinds = " or ".join(f'"{k}"' for k in ENGINES)
-        raise SpecError(f"[engine].kind must be {kinds} (got {engine.kind!r})")
-    spark = _spark_spec(raw.get("spark", {}))
-    if engine.memory is not None and not (
-        isinstance(engine.memory, str) and _JVM_SIZE.fullmatch(engine.memory)
-    ):
-        raise SpecError(
-            "[engine].memory must be a size in quotes, a whole number with an optional unit "
-            'k, m, g or t (e.g. "8g" or "512m")'
-        )
+    engine, spark = _engine_and_spark(raw)
     csv = out_raw.get("csv", OutputSpec.csv)
     if not isinstance(csv, bool):
         raise SpecError("[output].csv must be true or false")
@@ -822,8 +840,8 @@ def _check_postprocess(
             raise SpecError(str(e)) from None
 
 
-def load_spec(path: str | Path) -> Plan:
-    """Read and validate a TOML spec file."""
+def _read_spec(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """The parsed TOML of a spec file and its resolved path."""
     p = Path(path)
     if p.is_dir():
         raise SpecError(f"spec {p} is a directory, not a TOML file")
@@ -845,4 +863,27 @@ def load_spec(path: str | Path) -> Plan:
         raise SpecError(f"{p}: not valid TOML: {e}") from None
     except RecursionError:
         raise SpecError(f"{p}: not valid TOML for a spec: nested too deeply") from None
-    return parse_spec(raw, p.resolve().parent, source=p.resolve())
+    return raw, p.resolve()
+
+
+def load_spec(path: str | Path) -> Plan:
+    """Read and validate a TOML spec file (a privacy release's)."""
+    raw, p = _read_spec(path)
+    return parse_spec(raw, p.parent, source=p)
+
+
+def read_spec(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """The parsed TOML of a spec file and its resolved path (checked as :func:`load_spec`)."""
+    return _read_spec(path)
+
+
+# the parts of the parser a coarsening spec shares (eree.release.spec_coarsening)
+check_keys = _check_keys
+dataset_name = _dataset_name
+engine_and_spark = _engine_and_spark
+agency_keys = _agency_keys
+parse_estab_data = _parse_estab_data
+number = _number
+str_list = _str_list
+domain_values = _domain
+unknown_attribute = _unknown_attribute

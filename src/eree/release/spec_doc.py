@@ -19,6 +19,7 @@ _FAMILY = {
     "both": "both families",
     "eree": 'ER-EE counts (`kind = "eree"`)',
     "establishments": 'establishment sums (`kind = "establishments"`, GEDP)',
+    "coarsening": 'coarsening releases (`mode = "coarsening"`: no formal guarantee)',
 }
 _EVERY_QUERY = ("name", "by", "mechanism", "complete", "publish")
 
@@ -122,6 +123,13 @@ def reference() -> str:
         "Paths are relative to the spec file. For the narrative (how cells, consistency and "
         "post-processing work) see [spec.md](spec.md); for choosing the numbers, "
         "[choosing-parameters.md](choosing-parameters.md).",
+        "",
+        "A spec with `[protection]` instead of `[privacy]` is a coarsening release "
+        '(`mode = "coarsening"`, establishment data, no formal guarantee, never charged to '
+        "a ledger; [coarsening.md](coarsening.md)): it takes the top-level `name`, "
+        "`[data]` (establishments), `[protection]`, `[output]` (`csv`, `format = "
+        '"qcew-by-area"`, `year`, `quarter`), `[engine]` and `[spark]`; any other section '
+        "or `[output]` key is refused, naming it.",
         "",
         "In the tables, *required* means the spec is refused without the key (for a "
         "`[[query]]` setting: when it applies to the query's mechanism) and — means the "

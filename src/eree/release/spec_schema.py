@@ -75,8 +75,9 @@ class Section:
 
     Attributes:
         name: how the section is written (``[privacy]``, ``[[query]]``, ...).
-        family: which spec family uses it: ``both``, ``eree`` (ER-EE counts) or
-            ``establishments`` (GEDP sums).
+        family: which spec family uses it: ``both``, ``eree`` (ER-EE counts),
+            ``establishments`` (GEDP sums) or ``coarsening`` (the protection mode of
+            :mod:`eree.release.coarsening`: no privacy definition).
         meaning: one paragraph on the section.
         keys: its keys, in the order the reference lists them.
     """
@@ -316,6 +317,90 @@ SECTIONS: tuple[Section, ...] = (
                 "(keys epsilon, delta, mu). It may only lower the budget registered in a "
                 "ledger; without a ledger the release alone must fit in it.",
                 ("epsilon", "delta", "mu"),
+            ),
+        ),
+    ),
+    Section(
+        "[protection]",
+        "coarsening",
+        "A protection mode instead of a privacy definition: a spec with [protection] has no "
+        "[privacy], [[query]], [pnc], [postprocess] or [plan]; its data are establishments "
+        '(`[data] kind = "establishments"`, public `cnty`, `own`, `naics`). It publishes '
+        "the QCEW linked tables (state and county totals, every industry level by "
+        "ownership) coarsened: rounded to a base, suppression as the last resort, audited "
+        "by the attacker's linear program over all published tables together against the "
+        "disclosure rules below. NO FORMAL GUARANTEE: the manifest and report say so and "
+        "state the audited risk; nothing is charged to a ledger (docs/coarsening.md).",
+        (
+            Key(
+                "mode",
+                "string",
+                REQUIRED,
+                "The protection mode: coarsening (rounding, suppression as last resort; no "
+                "formal guarantee).",
+                ("coarsening",),
+            ),
+            Key(
+                "rounding",
+                "string",
+                "deterministic",
+                "How cells are rounded to their base: deterministic (to the nearest "
+                "multiple) or random (unbiased random rounding, up or down with the "
+                "probabilities that keep the expected value). Which kind an agency may use "
+                "is its own policy choice; the bases are the optimizer's (5, 10, 25, 50, "
+                "100, …), chosen per cell.",
+                ("deterministic", "random"),
+            ),
+            Key(
+                "attributes",
+                "list of strings",
+                None,
+                "The confidential attributes published (each a [data] confidential "
+                "column). Absent: every confidential column.",
+            ),
+            Key(
+                "threshold",
+                "integer ≥ 0",
+                3,
+                "Threshold rule: a cell with fewer establishments than this is sensitive (0: off).",
+                units="establishments",
+            ),
+            Key(
+                "dominance_k",
+                "number in [0, 100]",
+                80.0,
+                "(n, k) dominance rule: a cell whose n largest contributions exceed k% of "
+                "its total is sensitive (0: off; otherwise at least 1).",
+                units="percent",
+            ),
+            Key(
+                "dominance_n",
+                "positive integer ≤ 20",
+                1,
+                "n of the dominance rule.",
+                units="establishments",
+            ),
+            Key(
+                "p_percent",
+                "number in [0, 100]",
+                10.0,
+                "p% rule: a cell is sensitive when the others' total would let the second "
+                "largest contributor estimate the largest within p% (0: off).",
+                units="percent",
+            ),
+            Key(
+                "min_protection",
+                "number in [0, 1e12]",
+                1.0,
+                "The smallest protection interval of a sensitive cell.",
+                units="the attribute's unit",
+            ),
+            Key(
+                "exempt_own",
+                "list of strings",
+                ["1"],
+                "Ownership codes whose cells are never sensitive (BLS publishes federal "
+                "government, own 1).",
             ),
         ),
     ),

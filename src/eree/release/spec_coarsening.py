@@ -1,0 +1,232 @@
+"""The coarsening protection mode's spec: ``[protection]`` instead of ``[privacy]``.
+
+A spec with a ``[protection]`` table (``mode = "coarsening"``) releases establishment
+data coarsened (rounded to a base, suppression as the last resort) and audited by the
+attacker's linear program (docs/coarsening.md, docs/spec-reference.md). It has no privacy
+definition and no queries: ``[privacy]``, ``[[query]]``, ``[pnc]``, ``[postprocess]`` and
+``[plan]`` are refused, as is any ``[output]`` key it would not read. Its keys are
+declared in :mod:`eree.release.spec_schema` (section ``[protection]``, family
+``coarsening``); the rest of the parser is :mod:`eree.release.spec`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eree.data.config import EstablishmentDataConfig
+from eree.errors import SpecError
+from eree.release import spec_schema as schema
+from eree.release.spec import (
+    EngineSpec,
+    OutputSpec,
+    Plan,
+    SparkSpec,
+    agency_keys,
+    check_keys,
+    dataset_name,
+    domain_values,
+    engine_and_spark,
+    number,
+    parse_estab_data,
+    parse_spec,
+    read_spec,
+    str_list,
+    unknown_attribute,
+)
+
+__all__ = [
+    "COARSENING_FORMATS",
+    "QCEW_ATTRIBUTES",
+    "CoarseningPlan",
+    "ProtectionSpec",
+    "load_release_spec",
+    "parse_coarsening_spec",
+]
+
+
+_PROTECTION_KEYS = schema.keys("[protection]")
+#: the top-level keys of a coarsening spec (no privacy definition, no queries)
+_COARSENING_TOP = ("name", "data", "protection", "output", "engine", "spark")
+#: the ``[output]`` keys a coarsening release reads
+_COARSENING_OUTPUT = ("csv", "format", "year", "quarter")
+#: the agency layouts a coarsening release writes
+COARSENING_FORMATS = ("qcew-by-area",)
+#: the public columns the QCEW linked tables are built from
+QCEW_PUBLIC = ("cnty", "own", "naics")
+#: the largest n of the (n, k) dominance rule (the linked tables keep each cell's n largest)
+MAX_DOMINANCE_N = 20
+#: the attributes a QCEW layout publishes (month1–3 employment, quarterly wages)
+QCEW_ATTRIBUTES = ("m1emp", "m2emp", "m3emp", "wage")
+
+
+@dataclass(frozen=True)
+class ProtectionSpec:
+    """``[protection]`` of a coarsening release: the rounding kind and the disclosure rules.
+
+    Attributes:
+        mode: ``"coarsening"``.
+        rounding: ``"deterministic"`` or ``"random"`` (unbiased random rounding).
+        attributes: the confidential attributes published.
+        threshold, dominance_k, dominance_n, p_percent, min_protection: the primary
+            rules (:class:`eree.suppression.PrimaryRules`; 0 turns a rule off).
+        exempt_own: ownership codes never sensitive.
+    """
+
+    mode: str
+    rounding: str
+    attributes: tuple[str, ...]
+    threshold: int
+    dominance_k: float
+    dominance_n: int
+    p_percent: float
+    min_protection: float
+    exempt_own: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CoarseningPlan:
+    """A validated coarsening release: no privacy definition, no queries, no cost."""
+
+    name: str
+    data: EstablishmentDataConfig
+    protection: ProtectionSpec
+    output: OutputSpec = field(default_factory=OutputSpec)
+    engine: EngineSpec = field(default_factory=EngineSpec)
+    spark: SparkSpec = field(default_factory=SparkSpec)
+    source: Path | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _whole(value: Any, where: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise SpecError(f"{where} must be an integer ≥ {least}")
+    return value
+
+
+def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
+    """``[protection]``, each key checked against its declared type and range."""
+    if not isinstance(p, dict):
+        raise SpecError("[protection] must be a table")
+    check_keys(p, _PROTECTION_KEYS, "[protection]")
+    d = {k.name: k.default for k in schema.section("[protection]").keys}
+    d.update(p)
+    for k in ("mode", "rounding"):
+        allowed = schema.key("[protection]", k).allowed
+        if d[k] is schema.REQUIRED:
+            raise SpecError(f"[protection].{k} is required (one of {', '.join(allowed)})")
+        if d[k] not in allowed:
+            raise SpecError(f"[protection].{k} must be one of {', '.join(allowed)}")
+    attrs = confidential
+    if d["attributes"] is not None:
+        attrs = domain_values(d["attributes"], "[protection].attributes")
+        for a in attrs:
+            if a not in confidential:
+                raise unknown_attribute(a, confidential, "[protection].attributes")
+    dom_k = number(d["dominance_k"], "[protection].dominance_k", positive=False)
+    if not (dom_k == 0 or 1 <= dom_k <= 100):
+        raise SpecError("[protection].dominance_k must be 0 (off) or a percentage in [1, 100]")
+    limits = {"p_percent": 100.0, "min_protection": 1e12}
+    numbers = {n: number(d[n], f"[protection].{n}", positive=False) for n in limits}
+    for n, v in numbers.items():
+        if not 0 <= v <= limits[n]:
+            raise SpecError(f"[protection].{n} must lie in [0, {limits[n]:g}]")
+    dom_n = _whole(d["dominance_n"], "[protection].dominance_n", 1)
+    if dom_n > MAX_DOMINANCE_N:
+        raise SpecError(f"[protection].dominance_n must be at most {MAX_DOMINANCE_N}")
+    return ProtectionSpec(
+        mode=str(d["mode"]),
+        rounding=str(d["rounding"]),
+        attributes=tuple(attrs),
+        threshold=_whole(d["threshold"], "[protection].threshold", 0),
+        dominance_k=dom_k,
+        dominance_n=dom_n,
+        p_percent=numbers["p_percent"],
+        min_protection=numbers["min_protection"],
+        exempt_own=str_list(d["exempt_own"], "[protection].exempt_own"),
+    )
+
+
+def parse_coarsening_spec(
+    raw: dict[str, Any], base_dir: Path, source: Path | None = None
+) -> CoarseningPlan:
+    """Build a :class:`CoarseningPlan` from a parsed TOML document with ``[protection]``."""
+    check_keys(raw, schema.top_level_keys(), "the spec")
+    for k in raw:
+        if k not in _COARSENING_TOP:
+            where = "[[query]]" if k == "query" else f"[{k}]"
+            raise SpecError(
+                f'{where} does not apply with [protection] mode = "coarsening" (no privacy '
+                "definition, no queries: it publishes the QCEW linked tables): remove it"
+            )
+    name = dataset_name(raw)
+    data = raw.get("data")
+    if not isinstance(data, dict):
+        raise SpecError("the spec needs a [data] section")
+    if data.get("kind") != "establishments":
+        raise SpecError(
+            '[data].kind must be "establishments" with [protection] mode = "coarsening" '
+            "(it publishes the QCEW establishment tables)"
+        )
+    cfg = parse_estab_data(data, base_dir)
+    missing = [c for c in QCEW_PUBLIC if c not in cfg.public]
+    if missing:
+        raise SpecError(
+            f"[data].public must list {', '.join(QCEW_PUBLIC)}: a coarsening release "
+            f"tabulates the QCEW linked tables (missing: {', '.join(missing)})"
+        )
+    if not cfg.confidential:
+        raise SpecError(
+            "[data].confidential must list the attributes a coarsening release publishes"
+        )
+    protection = _protection(raw.get("protection"), tuple(cfg.confidential))
+    out_raw = raw.get("output", {})
+    if not isinstance(out_raw, dict):
+        raise SpecError("[output] must be a table")
+    check_keys(out_raw, schema.keys("[output]"), "[output]")
+    for k in out_raw:
+        if k not in _COARSENING_OUTPUT:
+            raise SpecError(
+                f'[output].{k} does not apply with [protection] mode = "coarsening" (it '
+                f"reads {', '.join(_COARSENING_OUTPUT)}): remove it"
+            )
+    csv = out_raw.get("csv", OutputSpec.csv)
+    if not isinstance(csv, bool):
+        raise SpecError("[output].csv must be true or false")
+    fmt, year, quarter, _, _ = agency_keys(out_raw, base_dir)
+    if fmt is not None:
+        if fmt not in COARSENING_FORMATS:
+            raise SpecError(
+                f"[output].format must be {' or '.join(map(repr, COARSENING_FORMATS))} with "
+                f'[protection] mode = "coarsening" (got {fmt!r}): the coarsened tables are '
+                "QCEW establishment tables"
+            )
+        if year is None or quarter is None:
+            raise SpecError(f"[output].year and [output].quarter are required with format {fmt!r}")
+        if "state" not in cfg.public:
+            raise SpecError(
+                f"[output].format {fmt!r} names each file by its area (state + county FIPS): "
+                "[data].public must list state"
+            )
+        lacking = [a for a in QCEW_ATTRIBUTES if a not in protection.attributes]
+        if lacking:
+            raise SpecError(
+                f"[output].format {fmt!r} writes month1–3 employment and quarterly wages: "
+                f"[protection].attributes must include {', '.join(lacking)}"
+            )
+    output = OutputSpec(csv=csv, format=fmt, year=year, quarter=quarter)
+    engine, spark = engine_and_spark(raw)
+    return CoarseningPlan(name, cfg, protection, output, engine, spark, source, raw)
+
+
+def load_release_spec(path: str | Path) -> Plan | CoarseningPlan:
+    """Read and validate a release's spec: a privacy release's, or a coarsening release's.
+
+    A spec with ``[protection]`` is a coarsening release (:class:`CoarseningPlan`); any
+    other is a privacy release (:class:`Plan`).
+    """
+    raw, p = read_spec(path)
+    if "protection" in raw:
+        return parse_coarsening_spec(raw, p.parent, source=p)
+    return parse_spec(raw, p.parent, source=p)
