@@ -352,6 +352,24 @@ def _prior_cost(
     return out
 
 
+def _most_likely(prog: _Program, prior: np.ndarray) -> tuple[np.ndarray | None, float]:
+    """The program's optimum with ``prior`` (one cost per record variable) as a tie-break.
+
+    Under noise the prior is scaled below any change of the likelihood, so it only chooses
+    among equally likely datasets; with exact tables it is the objective's only term.
+    Returns the solution and its likelihood cost, or ``(None, nan)`` when HiGHS proves none.
+    """
+    first = prog.cost.copy()
+    if prog.noisy:  # a tie-break only: below any change of the likelihood
+        w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
+        prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * prior.shape[0])
+    first[: prog.n] += prior
+    sol = prog.solve(first, gap=1e-4 if prog.noisy else 1e-2)
+    if sol is None:
+        return None, float("nan")
+    return sol[0], float(prog.cost @ sol[0])
+
+
 def _columns(published: PublishedTables, cfg: ReconstructConfig) -> tuple[list[str], list[str]]:
     """(tables used, record attributes)."""
     by = published.tables
@@ -486,17 +504,9 @@ def solve_unit(p: UnitCells, cfg: ReconstructConfig) -> UnitRecords:
         return _none(p, "failed")
     unit = _Unit(cand, inc, lo, hi, noisy, val, np.maximum(p.scale, 1e-9), p.gaussian)
     prog = _Program(unit, cfg.time_limit)
-    first = prog.cost.copy()
-    prior = _prior_cost(cand, cc, val, lo)
-    if prog.noisy:  # a tie-break only: below any change of the likelihood
-        w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
-        prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * cand.shape[0])
-    first[: prog.n] += prior
-    sol = prog.solve(first, gap=1e-4 if prog.noisy else 1e-2)
-    if sol is None:
+    z, opt = _most_likely(prog, _prior_cost(cand, cc, val, lo))
+    if z is None:
         return _none(p, "failed", prog.calls)
-    z = sol[0]
-    opt = float(prog.cost @ z)
     x = np.round(z[: prog.n])
     m = _certain(prog, x, opt, cfg.threshold, cfg.max_checks)
     pos = np.flatnonzero(x > 0)
@@ -564,17 +574,9 @@ def _solve_groups(
         np.concatenate([p.gaussian, no]),
     )
     prog = _Program(unit, cfg.time_limit)
-    first = prog.cost.copy()
-    prior = _prior_cost(var, cc, p.value, p.lo)
-    if prog.noisy:  # a tie-break only: below any change of the likelihood
-        w = 1e-3 * float(np.min(prog.cost[prog.cost > 0], initial=1.0))
-        prior = prior * w / max(1.0, float(prior.max(initial=0.0)) * var.shape[0])
-    first[: prog.n] += prior
-    sol = prog.solve(first, gap=1e-4 if prog.noisy else 1e-2)
-    if sol is None:
+    z, opt = _most_likely(prog, _prior_cost(var, cc, p.value, p.lo))
+    if z is None:
         return _none(p, "failed", prog.calls)
-    z = sol[0]
-    opt = float(prog.cost @ z)
     n_var = np.round(z[: prog.n]).astype(np.int64)
     n = int(n_var[gid == 0].sum())
     if n == 0:

@@ -68,19 +68,6 @@ __all__ = [
 #: the cell statuses of the format
 STATUSES = ("exact", "suppressed", "rounded", "range", "noisy")
 #: columns of the format that are not keys
-RESERVED = (
-    "table",
-    "status",
-    "value",
-    "base",
-    "lower",
-    "upper",
-    "law",
-    "scale",
-    "establishments",
-    "factor",
-)
-_FLOATS = ("value", "base", "lower", "upper", "scale", "establishments")
 #: a cell's fields after the table and its keys, in the format's column order
 _FIELDS = (
     "status",
@@ -93,6 +80,8 @@ _FIELDS = (
     "establishments",
     "factor",
 )
+RESERVED = ("table", *_FIELDS)
+_FLOATS = ("value", "base", "lower", "upper", "scale", "establishments")
 
 
 def band_halfwidth(law: str, scale: float, level: float) -> float:
