@@ -21,20 +21,9 @@ from eree.data.schema import NAICS_SECTORS, OWNERSHIP_CODES
 from eree.engine.polars.engine import PolarsEngine
 from eree.engine.spark.data import SparkJobTables
 from eree.engine.spark.engine import SparkEngine
-from eree.engine.spark.session import spark_session
 from eree.errors import DataValidationError, SpecError
 from eree.synth.lodes import synth_parametric
 from tests.engine.polars.test_engine import ESTABS, JOBS, make_data
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        session = spark_session(app="eree-tests", cores=2)
-    except Exception as exc:  # no Java, no loopback, ...
-        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
-    yield session
-    # the session is left running: other modules may use it; the JVM ends with pytest
 
 
 @pytest.fixture(scope="module")

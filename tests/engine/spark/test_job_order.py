@@ -18,18 +18,8 @@ pytest.importorskip("pyspark")
 
 from eree.data.job_tables import load_job_tables
 from eree.engine.spark.data import SparkJobTables
-from eree.engine.spark.session import spark_session
 from eree.mechanisms.noise import SeededNoise
 from tests.data.test_job_order import _files
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        session = spark_session(app="eree-tests", cores=2)
-    except Exception as exc:  # no Java, no loopback, ...
-        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
-    yield session
 
 
 def _persisted(spark) -> int:

@@ -22,16 +22,6 @@ from eree.errors import EngineError
 from tests.release.conftest import SPEC, write_small_job_tables
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from eree.engine.spark.session import spark_session
-
-    try:
-        return spark_session(app="eree-tests", cores=2)
-    except Exception as exc:  # no Java, no loopback, ...
-        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
-
-
 def _release(tmp_path, name: str, kind: str):
     import tomllib
 
