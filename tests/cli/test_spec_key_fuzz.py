@@ -127,21 +127,30 @@ def test_spec_key_fuzz_as_a_subprocess(bases, tmp_path, i):
         assert not must_refuse(case, key, original), case.label
 
 
-@pytest.mark.slow
-def test_spec_key_fuzz_every_case(bases, tmp_path):
+def _run_batch(
+    cases, bases, tmp_path: Path, report_name: str, **kw
+) -> tuple[Counter[str], list[str]]:
+    """Run ``cases``; their verdicts counted, the unclean ones described; with
+    ``EREE_FUZZ_REPORT=DIR`` the counts written to ``DIR/report_name``."""
     counts: Counter[str] = Counter()
     bad = []
-    for i, case in enumerate(CASES):
-        verdict, detail = run_spec_case(case, bases, tmp_path / str(i))
+    for i, case in enumerate(cases):
+        verdict, detail = run_spec_case(case, bases, tmp_path / str(i), **kw)
         counts[verdict] += 1
         if verdict != "clean":
             bad.append(f"{verdict}: {case.label}: {detail}")
     report = os.environ.get("EREE_FUZZ_REPORT")
     if report:
         Path(report).mkdir(parents=True, exist_ok=True)
-        Path(report, "spec-key-fuzz.json").write_text(
-            json.dumps({"cases": len(CASES), **counts, "failures": bad[:200]}, indent=1)
+        Path(report, report_name).write_text(
+            json.dumps({"cases": len(cases), **counts, "failures": bad[:200]}, indent=1)
         )
+    return counts, bad
+
+
+@pytest.mark.slow
+def test_spec_key_fuzz_every_case(bases, tmp_path):
+    counts, bad = _run_batch(CASES, bases, tmp_path, "spec-key-fuzz.json")
     assert bad == [], "\n".join(bad[:20])
     assert counts["clean"] == len(CASES) >= 5000
 
@@ -187,19 +196,7 @@ def test_a_gedp_privacy_key_in_an_eree_spec_is_refused(bases, tmp_path, setting)
 def test_spec_key_fuzz_sample_on_spark(bases, tmp_path):
     """The default sample with --engine spark (one Spark session for all)."""
     pytest.importorskip("pyspark")
-    counts: Counter[str] = Counter()
-    bad = []
-    for i, case in enumerate(DEFAULT):
-        verdict, detail = run_spec_case(case, bases, tmp_path / str(i), engine="spark")
-        counts[verdict] += 1
-        if verdict != "clean":
-            bad.append(f"{verdict}: {case.label}: {detail}")
-    report = os.environ.get("EREE_FUZZ_REPORT")
-    if report:
-        Path(report).mkdir(parents=True, exist_ok=True)
-        Path(report, "spec-key-fuzz-spark.json").write_text(
-            json.dumps({"cases": len(DEFAULT), **counts, "failures": bad[:200]}, indent=1)
-        )
+    _, bad = _run_batch(DEFAULT, bases, tmp_path, "spec-key-fuzz-spark.json", engine="spark")
     assert bad == [], "\n".join(bad[:20])
 
 
