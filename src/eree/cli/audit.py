@@ -771,7 +771,7 @@ def audit_reconstruct_frontier(
                         frame = frame.drop("state")
                     res = fr.frontier_establishments(
                         frame, attribute=attribute, budget_factors=factors, seed=seed,
-                        coarsenings=arms, progress=say,
+                        coarsenings=arms, progress=say, releases=tmp / "releases",
                     )  # fmt: skip
                     fr.plot_establishment_frontier(res, tmp / "frontier.png")
                 else:

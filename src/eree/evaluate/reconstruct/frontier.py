@@ -481,11 +481,17 @@ def information_loss(read: np.ndarray, published: np.ndarray, x: np.ndarray) -> 
 
 
 def _coarsened_reading(publication: Any) -> tuple[np.ndarray, np.ndarray]:
-    """What a user reads from a coarsened publication: (value, published)."""
+    """What a user reads from a coarsened publication: (value, published).
+
+    An exact cell's value; a rounded (deterministic or random) or range cell's published
+    interval's midpoint (its interval: :meth:`Publication.own_bounds`, whole numbers
+    inside ``value ± base/2``, ``value ± (base − 1)`` or the range, never below 0).
+    """
     st = publication.status
     lo, hi = publication.own_bounds()
-    read = np.where(st == "range", (lo + hi) / 2.0, publication.value)
-    return np.nan_to_num(read), st != "suppressed"
+    read = np.where(st == "exact", publication.value, (lo + hi) / 2.0)
+    published = st != "suppressed"
+    return np.where(published, read, 0.0), published
 
 
 def frontier_establishments(
@@ -497,6 +503,7 @@ def frontier_establishments(
     seed: int = 1,
     level: float | None = None,
     progress: Callable[[str], None] | None = None,
+    releases: str | Path | None = None,
 ) -> pl.DataFrame:
     r"""QCEW-like establishments: exact, suppression, coarsening and GEDP on the same cells.
 
@@ -533,6 +540,12 @@ def frontier_establishments(
     ``stated_mean_abs_error`` is :math:`\sqrt{2/\pi}` × the mean published std over the
     published cells: the mean absolute error its stated Gaussian laws imply, to compare
     with ``mean_abs_error_published``.
+
+    With ``releases`` (a folder) each protected release — ``suppressed``,
+    ``coarsened_<rounding>``, ``gedp_x<factor>`` — is written there as ``<name>.csv`` in
+    the reconstruction audit's table format (its published cells only: the values, bases,
+    ranges, GEDP estimates and published standard errors, the public establishment
+    counts). Seeded experiments: NOT FOR PUBLICATION.
     """
     from eree.evaluate.reconstruct.intervals import IntervalResult, interval_audit
     from eree.evaluate.reconstruct.release import from_linked_tables
@@ -547,6 +560,14 @@ def frontier_establishments(
             raise ValueError(f"coarsening {r!r}: give deterministic or random")
     say = progress or (lambda _m: None)
     rows: list[dict[str, Any]] = []
+    folder = Path(releases) if releases is not None else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def keep(name: str, published: PublishedTables) -> None:
+        if folder is not None:
+            published.cells.write_csv(folder / f"{name}.csv")
+
     say("cell suppression")
     t0 = time.perf_counter()
     res = suppress_establishments(
@@ -607,7 +628,10 @@ def frontier_establishments(
 
     for method, mask in (("exact", np.zeros(tables.n_cells, bool)), ("suppressed", res.suppressed)):
         t1 = time.perf_counter()
-        ia = interval_audit(from_linked_tables(tables, mask, attribute, integer=whole), truth=x)
+        pt = from_linked_tables(tables, mask, attribute, integer=whole)
+        if mask.any():
+            keep(method, pt)
+        ia = interval_audit(pt, truth=x)
         took = time.perf_counter() - t1 + (t_supp if mask.any() else 0.0)
         row(method, None, x, ~np.asarray(mask, dtype=bool), ia, took)
     for rounding in coarsenings:
@@ -620,6 +644,7 @@ def frontier_establishments(
             relations=tables.relations,
             integer=pub.integer,
         )
+        keep(f"coarsened_{rounding}", cells)
         ia = interval_audit(cells, truth=x)
         read, published = _coarsened_reading(pub)
         row(
@@ -639,6 +664,7 @@ def frontier_establishments(
         pt = from_linked_tables(
             tables, np.zeros(tables.n_cells, bool), attribute, integer=whole, estimate=est, std=sd
         )
+        keep(f"gedp_x{f:g}", pt)
         lvl = level if level is not None else 1.0 - 0.05 / tables.n_cells
         ia = interval_audit(pt, level=lvl)
         published = ~np.isnan(est) & (sd > 0)
