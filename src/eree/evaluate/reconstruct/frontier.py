@@ -714,10 +714,11 @@ def plot_establishment_frontier(
     axes[1].legend(fontsize=7)
     axes[0].set_ylabel("sensitive cells narrowed below the rule (share)")
     axes[1].set_ylabel("one-establishment cells known within ±10%")
+    top = max(float(r["information_loss"]) for r in results.to_dicts())
     for ax in axes:
         ax.set_xlabel("information loss: mean min(1, |read − true| / max(true, 1)); withheld = 1")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlim(-0.02, max(0.6, float(results.get_column("information_loss").max()) + 0.1))
+        ax.set_xlim(-0.02, max(0.6, top + 0.1))
     fig.suptitle(title or "QCEW-like: audited risk against information loss", fontsize=9)
     fig.tight_layout()
     out = Path(path)
