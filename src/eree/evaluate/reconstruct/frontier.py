@@ -697,16 +697,19 @@ def plot_establishment_frontier(
 
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.4))
     colours = {"exact": "C0", "suppressed": "C1", "gedp": "C3"}
-    for r in results.to_dicts():
+    short = {"coarsened_deterministic": "coarsened (det.)", "coarsened_random": "coarsened (rand.)"}
+    for i, r in enumerate(results.to_dicts()):
         xv = float(r["information_loss"])
         c = colours.get(r["method"], "C2")
-        name = r["method"].replace("coarsened_", "coarsened, ") + (
+        name = short.get(r["method"], r["method"]) + (
             f" μ×{r['budget_factor']:g}" if r["budget_factor"] is not None else ""
         )
         risk = r["rule_violations"] / max(r["sensitive_cells"], 1)
         for ax, yv in ((axes[0], risk), (axes[1], r["share_lone_within_10pct"])):
             ax.scatter(xv, yv, color=c)
-            ax.annotate(name, (xv, yv), fontsize=7, xytext=(4, 2), textcoords="offset points")
+            ax.annotate(
+                name, (xv, yv), fontsize=6, xytext=(4, 3 + 9 * (i % 4)), textcoords="offset points"
+            )
         if r["method"] == "gedp":
             axes[1].scatter(xv, r["share_lone_estimate_within_10pct"], color=c, marker="x")
     axes[1].scatter([], [], color="k", label="interval within ±10% (the attacker knows it)")
@@ -716,7 +719,7 @@ def plot_establishment_frontier(
     axes[1].set_ylabel("one-establishment cells known within ±10%")
     top = max(float(r["information_loss"]) for r in results.to_dicts())
     for ax in axes:
-        ax.set_xlabel("information loss: mean min(1, |read − true| / max(true, 1)); withheld = 1")
+        ax.set_xlabel("information loss (mean relative error read; withheld = 1)", fontsize=8)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlim(-0.02, max(0.6, top + 0.1))
     fig.suptitle(title or "QCEW-like: audited risk against information loss", fontsize=9)
