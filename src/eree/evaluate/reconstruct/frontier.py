@@ -698,7 +698,7 @@ def plot_establishment_frontier(
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.4))
     colours = {"exact": "C0", "suppressed": "C1", "gedp": "C3"}
     short = {"coarsened_deterministic": "coarsened (det.)", "coarsened_random": "coarsened (rand.)"}
-    for i, r in enumerate(results.to_dicts()):
+    for r in results.to_dicts():
         xv = float(r["information_loss"])
         c = colours.get(r["method"], "C2")
         name = short.get(r["method"], r["method"]) + (
@@ -708,7 +708,7 @@ def plot_establishment_frontier(
         for ax, yv in ((axes[0], risk), (axes[1], r["share_lone_within_10pct"])):
             ax.scatter(xv, yv, color=c)
             ax.annotate(
-                name, (xv, yv), fontsize=6, xytext=(4, 3 + 9 * (i % 4)), textcoords="offset points"
+                name, (xv, yv), fontsize=6, xytext=(2, 4), textcoords="offset points", rotation=55
             )
         if r["method"] == "gedp":
             axes[1].scatter(xv, r["share_lone_estimate_within_10pct"], color=c, marker="x")
@@ -720,7 +720,7 @@ def plot_establishment_frontier(
     top = max(float(r["information_loss"]) for r in results.to_dicts())
     for ax in axes:
         ax.set_xlabel("information loss (mean relative error read; withheld = 1)", fontsize=8)
-        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.15)
         ax.set_xlim(-0.02, max(0.6, top + 0.1))
     fig.suptitle(title or "QCEW-like: audited risk against information loss", fontsize=9)
     fig.tight_layout()
