@@ -211,13 +211,15 @@ def test_gedp_loss_agrees_with_its_stated_std(tmp_path: Path) -> None:
     [
         (["--coarsening", "exactish"], "--coarsening: give deterministic, random"),
         (["--state", "99"], "state '99' is not in the input"),
+        ([], "the file holds 2 states; choose one with --state"),
+        (["--state", "44", "--attribute", "m9emp"], "m9emp"),
     ],
 )
 def test_bad_options_exit_2_in_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
     f = tmp_path / "est.csv"
-    random_qcew(1, 40).with_columns(
-        pl.col("m1emp").alias("m3emp"), pl.lit("44").alias("state")
-    ).write_csv(f)
+    two = random_qcew(1, 40).with_columns(pl.col("m1emp").alias("m3emp"))
+    state = pl.Series("state", ["44"] * 20 + ["10"] * 20)
+    two.with_columns(state).write_csv(f)
     out = tmp_path / "x"
     r = run_cli(
         ["audit", "reconstruct-frontier", str(f), "--establishments", "--out", str(out), *extra]
@@ -225,3 +227,19 @@ def test_bad_options_exit_2_in_one_line(tmp_path: Path, extra: list[str], messag
     assert r.exit_code == 2 and message in r.stderr, r.output
     assert len(r.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_state_selects_one_states_establishments(tmp_path: Path) -> None:
+    frame = random_qcew(2, 60).with_columns(pl.col("m1emp").alias("m3emp"))
+    state = pl.Series("state", ["44"] * 25 + ["10"] * 35)
+    f = tmp_path / "est.csv"
+    frame.with_columns(state).write_csv(f)
+    out = tmp_path / "fr"
+    r = run_cli(
+        ["audit", "reconstruct-frontier", str(f), "--establishments", "--out", str(out),
+         "--state", "10", "--coarsening", "none", "--budget-factors", "1"]
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    truth = _truth(frame.tail(35))
+    j = _release(out, "suppressed", truth)  # every cell of state 10's tables, once
+    assert j.height == truth.height == _frontier(out)["exact"]["cells"]
