@@ -170,6 +170,8 @@ def test_frontier_of_establishments_writes_rates_and_a_plot(tmp_path: Path) -> N
             str(out),
             "--budget-factors",
             "1,4",
+            "--coarsening",
+            "none",
         ]
     )
     assert r.exit_code == 0, r.output

@@ -647,6 +647,24 @@ def audit_reconstruct(
             console.print(f"written to {out}")
 
 
+#: the establishment frontier's columns printed (all are written to frontier.csv)
+ESTABLISHMENT_COLUMNS = (
+    "method",
+    "budget_factor",
+    "cells",
+    "cells_published",
+    "information_loss",
+    "share_useful",
+    "mean_abs_error",
+    "sensitive_cells",
+    "rule_violations",
+    "cells_known_exactly",
+    "cells_pinned",
+    "share_lone_within_10pct",
+    "seconds",
+)
+
+
 def audit_reconstruct_frontier(
     data: Annotated[
         Path,
@@ -673,6 +691,19 @@ def audit_reconstruct_frontier(
         str | None,
         typer.Option(help="baseline,exact,suppressed,noise_infusion,er_ee (default all)"),
     ] = None,
+    coarsening: Annotated[
+        str,
+        typer.Option(
+            help="establishments: coarsening arms, deterministic,random (default both) or none"
+        ),
+    ] = "deterministic,random",
+    state: Annotated[
+        str | None,
+        typer.Option(help="establishments: the state (FIPS) when the file holds several"),
+    ] = None,
+    attribute: Annotated[
+        str, typer.Option(help="establishments: the attribute published (m1emp, m3emp, …)")
+    ] = "m3emp",
     seed: Annotated[int, typer.Option(help="seed of the releases (NOT FOR PUBLICATION)")] = 1,
     workers: Annotated[int, typer.Option(help="processes solving the blocks")] = 1,
     no_intervals: Annotated[
@@ -687,9 +718,15 @@ def audit_reconstruct_frontier(
     suppression, with noise infusion, and by ER-EE (Log-Laplace, post-processed) at
     each ε per cell, plus a baseline (the jobs shuffled across blocks); each release is
     attacked by `eree audit reconstruct`'s attacker and scored against the data.
-    Establishments: exact tables, eree's cell suppression and GEDP (Table 7 × factors).
-    Writes frontier.csv, frontier.json and frontier.png (rates and errors only). The
-    releases are seeded experiments (NOT FOR PUBLICATION), kept under OUT/releases/.
+    Establishments (one state): exact tables, eree's cell suppression, coarsening
+    (`eree coarsen`'s optimizer under the same rules, deterministic and random rounding)
+    and GEDP (Table 7 × factors), on the same cells: cells published, information loss
+    (relative error of the value read, withheld = 1), and the same interval audit (cells
+    known exactly, pinned, sensitive cells narrowed below the rule). Writes frontier.csv,
+    frontier.json and frontier.png (rates and errors only). The releases are seeded
+    experiments (NOT FOR PUBLICATION), kept under OUT/releases/.
+
+    Example: eree audit reconstruct-frontier est.csv.gz --establishments --state 10 --out f
 
     Example: eree audit reconstruct-frontier pa --only 42023,42053 --out frontier-pa
     """
@@ -712,6 +749,9 @@ def audit_reconstruct_frontier(
             raise ValueError("--workers must be at least 1")
         eps = floats(epsilons, "--epsilons")
         factors = floats(budget_factors, "--budget-factors")
+        arms = tuple(x.strip() for x in coarsening.split(",") if x.strip() not in ("", "none"))
+        if any(a not in fr.COARSENINGS for a in arms):
+            raise ValueError("--coarsening: give deterministic, random (comma-separated) or none")
         with output_folder(out, "eree audit reconstruct-frontier", force=force) as tmp:
             with err_console.status("protecting and attacking…") as status:
 
@@ -720,10 +760,19 @@ def audit_reconstruct_frontier(
                         status.update(f"{escape(m)}…")
 
                 if establishments:
-                    frame = load_establishment_file(data, "primary_key", ("m3emp",))
+                    frame = load_establishment_file(data, "primary_key", (attribute,))
+                    states = by_state(frame, state)
+                    if len(states) > 1:
+                        raise ValueError(
+                            f"the file holds {len(states)} states; choose one with --state"
+                        )
+                    frame = states[0][1]
+                    if "state" in frame.columns:
+                        frame = frame.drop("state")
                     res = fr.frontier_establishments(
-                        frame, budget_factors=factors, seed=seed, progress=say
-                    )
+                        frame, attribute=attribute, budget_factors=factors, seed=seed,
+                        coarsenings=arms, progress=say, releases=tmp / "releases",
+                    )  # fmt: skip
                     fr.plot_establishment_frontier(res, tmp / "frontier.png")
                 else:
                     res = fr.frontier_jobs(
@@ -739,15 +788,17 @@ def audit_reconstruct_frontier(
         fail(e)
     console.print(f"[bold yellow]seeded releases (seed {seed}): NOT FOR PUBLICATION[/]")
     t = Table(title="risk against accuracy")
-    for c in res.columns:
-        if c in ("cells", "peak_memory_mb", "units", "records", "unique_records"):
-            continue
+    if establishments:  # the comparison's columns; every column is in frontier.csv
+        shown = [c for c in ESTABLISHMENT_COLUMNS if c in res.columns]
+    else:
+        skip = ("cells", "peak_memory_mb", "units", "records", "unique_records")
+        shown = [c for c in res.columns if c not in skip]
+    for c in shown:
         t.add_column(c.replace("_", " "), justify="right")
     for r in res.to_dicts():
         t.add_row(*[
             "—" if r[c] is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]))
-            for c in res.columns
-            if c not in ("cells", "peak_memory_mb", "units", "records", "unique_records")
+            for c in shown
         ])  # fmt: skip
     console.print(t)
     console.print(f"written to {out}")

@@ -24,6 +24,11 @@ same reader as any release (:func:`.release.read_release`). The attacker
 truth only scores it. **Table error** is the mean absolute error per cell over every
 cell of every table, in jobs (a withheld cell counts as 0: what a user of the file reads),
 beside the share of cells withheld.
+
+For QCEW-like establishments (:func:`frontier_establishments`) the arms are exact tables,
+cell suppression, coarsening (deterministic and random rounding) and GEDP at several
+budgets, scored on the same cells by the same information loss (:func:`information_loss`)
+and the same interval audit.
 """
 
 from __future__ import annotations
@@ -44,9 +49,14 @@ from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import ProcessMap
 
 __all__ = [
+    "COARSENINGS",
+    "USEFUL_PRECISION",
     "WAC_TABLES",
     "exact_tables",
+    "frontier_establishments",
     "frontier_jobs",
+    "information_loss",
+    "plot_establishment_frontier",
     "plot_frontier",
     "shuffled",
     "suppress_small",
@@ -434,47 +444,130 @@ def _lone_establishments(tables: Any) -> np.ndarray:
     return np.flatnonzero(finest & (tables.counts() == 1))
 
 
+#: the coarsening arms of the establishment frontier (rounding of the optimizer's ladder)
+COARSENINGS = ("deterministic", "random")
+
+#: a published cell is *useful* when the value read is within this share of the true value
+USEFUL_PRECISION = 0.10
+
+
+def information_loss(read: np.ndarray, published: np.ndarray, x: np.ndarray) -> dict[str, Any]:
+    r"""Information loss of one release, the same measure for every method (docs).
+
+    ``read`` is the value a user reads from each published cell: the value of an exact,
+    rounded or noisy cell, the midpoint of a range; a withheld cell has none.
+
+    * ``information_loss``: the mean over **all** cells of the relative error
+      :math:`\min(1, |r_c - T_c| / \max(T_c, 1))`, a withheld cell 1 (no information);
+    * ``share_useful``: cells published with :math:`|r_c - T_c| \le 0.1 \max(T_c, 1)`;
+    * ``mean_abs_error``: mean :math:`|r_c - T_c|` over all cells in the data's unit, a
+      withheld cell read as 0 (the table error of the jobs frontier);
+    * ``mean_abs_error_published``: the same over the published cells only.
+    """
+    pub = np.asarray(published, dtype=bool)
+    r = np.where(pub, read, 0.0)
+    err = np.abs(r - x)
+    rel = np.where(pub, np.minimum(1.0, err / np.maximum(x, 1.0)), 1.0)
+    useful = pub & (err <= USEFUL_PRECISION * np.maximum(x, 1.0) + 1e-9)
+    return {
+        "cells": int(x.size),
+        "cells_published": int(pub.sum()),
+        "share_withheld": float(1.0 - pub.mean()) if x.size else 0.0,
+        "information_loss": float(rel.mean()),
+        "share_useful": float(useful.mean()),
+        "mean_abs_error": float(err.mean()),
+        "mean_abs_error_published": float(err[pub].mean()) if pub.any() else 0.0,
+    }
+
+
+def _coarsened_reading(publication: Any) -> tuple[np.ndarray, np.ndarray]:
+    """What a user reads from a coarsened publication: (value, published).
+
+    An exact cell's value; a rounded (deterministic or random) or range cell's published
+    interval's midpoint (its interval: :meth:`Publication.own_bounds`, whole numbers
+    inside ``value ± base/2``, ``value ± (base − 1)`` or the range, never below 0).
+    """
+    st = publication.status
+    lo, hi = publication.own_bounds()
+    read = np.where(st == "exact", publication.value, (lo + hi) / 2.0)
+    published = st != "suppressed"
+    return np.where(published, read, 0.0), published
+
+
 def frontier_establishments(
     frame: pl.DataFrame,
     *,
     attribute: str = "m3emp",
     budget_factors: Sequence[float] = (0.5, 1.0, 2.0, 4.0),
+    coarsenings: Sequence[str] = COARSENINGS,
     seed: int = 1,
     level: float | None = None,
     progress: Callable[[str], None] | None = None,
+    releases: str | Path | None = None,
 ) -> pl.DataFrame:
-    """QCEW-like establishments: exact tables, cell suppression and GEDP, side by side.
+    r"""QCEW-like establishments: exact, suppression, coarsening and GEDP on the same cells.
 
-    The linked QCEW tables (:func:`eree.suppression.qcew_tables`) are published exactly,
-    with ``eree suppress``'s pattern (primary rules, complementary suppression), or by a
-    seeded GEDP release of Webb et al.'s Table 7 plan with every μ multiplied by a factor
-    (:func:`eree.evaluate.suppression_compare.gedp_cell_estimates`). Measured:
+    The linked QCEW tables (:func:`eree.suppression.qcew_tables`) of one state are
+    published exactly, with ``eree suppress``'s pattern (its primary rules — threshold 3,
+    (1, 80 %) dominance, p 10 % — and complementary suppression), coarsened by the
+    optimizer of ``eree coarsen`` (:func:`eree.suppression.coarsening.greedy_coarsen`)
+    under the **same** primary rules with deterministic and with unbiased random
+    rounding, or by a seeded GEDP release of Webb et al.'s Table 7 plan with every μ
+    multiplied by a factor (:func:`eree.evaluate.suppression_compare.gedp_cell_release`).
+    Every release is read by the reconstruction audit's reader and attacked by the same
+    interval LP over all tables together (:func:`.intervals.interval_audit`; the
+    attacker knows the values are whole numbers when they are). Measured per release:
 
-    * cells pinned and narrowed by the interval audit (:func:`.intervals.interval_audit`).
-      A GEDP release is read with each cell's published standard error
-      (:func:`eree.evaluate.suppression_compare.gedp_cell_release`): every cell is
-      ``noisy``, Gaussian, and its band of probability ``level`` is intersected with
-      every other through the relations — intervals like any release's, but confidence
-      statements, so the share of cells whose interval holds the true value
-      (``share_cells_covered``) is reported beside them. ``level`` defaults to
-      1 − 0.05/cells (Bonferroni): every band holds at once with probability ≥ 95% under
-      the stated laws, so the intervals are simultaneous 95% statements (at 95% per cell
-      a few hundred bands miss and, jointly, contradict each other);
-    * **establishments disclosed within 10%**: of the establishments alone in a cell of
-      the finest table (county × ownership × NAICS-6), those whose value the attacker
-      knows within ±10% — its interval lies in [0.9 x, 1.1 x] (``share_lone_within_10pct``,
-      every method); for GEDP also the share whose published point estimate is within
-      10% (``share_lone_estimate_within_10pct``; the attacker cannot tell which);
-    * the mean width of the cells' intervals (finite ones) and the table error: mean
-      absolute error per cell (withheld = 0) and the share withheld.
+    * **cells published** and **information loss** (:func:`information_loss`: the value a
+      user reads against the true value — relative error capped at 1, a withheld cell 1
+      — the share of cells published within ±10 %, and the absolute error in employees);
+    * **audited risk**: ``cells_known_exactly`` (the attacker's interval is a point:
+      published exactly or pinned), ``cells_pinned`` (a point not published exactly),
+      ``cells_narrowed`` (strictly inside the cell's own publication), and
+      ``rule_violations``: sensitive cells (the primary rules) whose interval does not
+      hold the rule's protection interval :math:`[T - \min(u, T), T + u]` — narrowed
+      below the p % rule (or the dominance / threshold rule's protection);
+    * **establishments disclosed within 10 %**: of the establishments alone in a cell of
+      the finest table (county × ownership × NAICS-6), those whose interval lies in
+      [0.9 x, 1.1 x] (``share_lone_within_10pct``), and those whose read value is within
+      ±10 % (``share_lone_estimate_within_10pct``; for GEDP the attacker cannot tell which).
+
+    A GEDP release is read with each cell's published standard error: every cell is
+    ``noisy``, Gaussian, and its band of probability ``level`` is intersected with every
+    other through the relations — confidence statements, so ``share_cells_covered`` (the
+    share of cells whose interval holds the true value) is reported beside them.
+    ``level`` defaults to 1 − 0.05/cells (Bonferroni: simultaneous 95 % bands). Its
+    ``stated_mean_abs_error`` is :math:`\sqrt{2/\pi}` × the mean published std over the
+    published cells: the mean absolute error its stated Gaussian laws imply, to compare
+    with ``mean_abs_error_published``.
+
+    With ``releases`` (a folder) each protected release — ``suppressed``,
+    ``coarsened_<rounding>``, ``gedp_x<factor>`` — is written there as ``<name>.csv`` in
+    the reconstruction audit's table format (its published cells only: the values, bases,
+    ranges, GEDP estimates and published standard errors, the public establishment
+    counts). Seeded experiments: NOT FOR PUBLICATION.
     """
-    from eree.evaluate.reconstruct.intervals import interval_audit
+    from eree.evaluate.reconstruct.intervals import IntervalResult, interval_audit
     from eree.evaluate.reconstruct.release import from_linked_tables
+    from eree.evaluate.reconstruct.tables import from_frame
     from eree.evaluate.suppression_compare import TABLE7_MU, gedp_cell_release
     from eree.suppression import SuppressionConfig, suppress_establishments
+    from eree.suppression.coarsening import greedy_coarsen
+    from eree.suppression.linked import tolerance
 
+    for r in coarsenings:
+        if r not in COARSENINGS:
+            raise ValueError(f"coarsening {r!r}: give deterministic or random")
     say = progress or (lambda _m: None)
     rows: list[dict[str, Any]] = []
+    folder = Path(releases) if releases is not None else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def keep(name: str, published: PublishedTables) -> None:
+        if folder is not None:
+            published.cells.write_csv(folder / f"{name}.csv")
+
     say("cell suppression")
     t0 = time.perf_counter()
     res = suppress_establishments(
@@ -482,72 +575,108 @@ def frontier_establishments(
     )
     t_supp = time.perf_counter() - t0
     tables = res.tables
-    x = tables.values(attribute)
+    x = tables.values(attribute).astype(np.float64)
+    whole = bool(np.all(x == np.round(x)))
     lone = _lone_establishments(tables)
+    sensitive = np.asarray(res.primary.primary, dtype=bool)
+    u = np.asarray(res.primary.protection[attribute], dtype=np.float64)
 
     def within(lo: np.ndarray, hi: np.ndarray) -> float:
         v = x[lone]
         ok = (lo[lone] >= 0.9 * v - 1e-9) & (hi[lone] <= 1.1 * v + 1e-9)
         return float(ok.mean()) if lone.size else 0.0
 
-    for method, mask in (("exact", np.zeros(tables.n_cells, bool)), ("suppressed", res.suppressed)):
-        t1 = time.perf_counter()
-        ia = interval_audit(from_linked_tables(tables, mask, attribute), truth=x)
-        published = np.where(mask, 0.0, x)
-        covered = (ia.lower <= x + 1e-6) & (x <= ia.upper + 1e-6)
+    def row(
+        method: str,
+        factor: float | None,
+        read: np.ndarray,
+        published: np.ndarray,
+        ia: IntervalResult,
+        seconds: float,
+        **extra: Any,
+    ) -> None:
+        lo, hi = ia.lower, ia.upper
+        tol = tolerance(hi)
+        covers = (lo <= x - np.minimum(u, x) + 1e-9) & (hi >= x + u - 1e-9)
+        v = x[lone]
+        close = published[lone] & (np.abs(read[lone] - v) <= 0.1 * v + 1e-9)
+        covered = (lo <= x + 1e-6) & (x <= hi + 1e-6)
+        width = np.where(np.isfinite(hi), hi - lo, np.nan)
+        mean_width = float(np.nanmean(width)) if np.isfinite(width).any() else None
         rows.append(
             {
                 "method": method,
-                "budget_factor": None,
-                "mean_abs_error": float(np.abs(published - x).mean()),
-                "share_withheld": float(mask.mean()),
-                "cells": tables.n_cells,
+                "budget_factor": factor,
+                **information_loss(read, published, x),
+                "sensitive_cells": int(sensitive.sum()),
+                "rule_violations": int((sensitive & ~covers).sum()),
+                "cells_known_exactly": int((hi - lo <= tol).sum()),
                 "cells_pinned": int(ia.pinned.sum()),
                 "cells_narrowed": int(ia.narrowed.sum()),
                 "lone_establishments": int(lone.size),
-                "share_lone_within_10pct": within(ia.lower, ia.upper),
-                "share_lone_estimate_within_10pct": within(ia.lower, ia.upper),
+                "share_lone_within_10pct": within(lo, hi),
+                "share_lone_estimate_within_10pct": float(close.mean()) if lone.size else 0.0,
                 "share_cells_covered": float(covered.mean()),
-                "mean_interval_width": float(
-                    np.nanmean(np.where(np.isfinite(ia.upper), ia.upper - ia.lower, np.nan))
-                ),
-                "inconsistent_components": 0,
-                "seconds": round(time.perf_counter() - t1 + (t_supp if mask.any() else 0.0), 1),
+                "mean_interval_width": mean_width,
+                "inconsistent_components": ia.stats.get("inconsistent_components", 0),
+                "stated_mean_abs_error": extra.get("stated"),
+                "optimizer_violations": extra.get("optimizer_violations"),
+                "seconds": round(seconds, 1),
                 "peak_memory_mb": round(peak_memory_mb(), 0),
             }
+        )
+
+    for method, mask in (("exact", np.zeros(tables.n_cells, bool)), ("suppressed", res.suppressed)):
+        t1 = time.perf_counter()
+        pt = from_linked_tables(tables, mask, attribute, integer=whole)
+        if mask.any():
+            keep(method, pt)
+        ia = interval_audit(pt, truth=x)
+        took = time.perf_counter() - t1 + (t_supp if mask.any() else 0.0)
+        row(method, None, x, ~np.asarray(mask, dtype=bool), ia, took)
+    for rounding in coarsenings:
+        say(f"coarsening ({rounding} rounding)")
+        t1 = time.perf_counter()
+        co = greedy_coarsen(tables, attribute, res.primary, rounding=rounding, seed=seed)
+        pub = co.publication
+        cells = from_frame(
+            pub.to_frame(tables, attribute).drop("attribute"),
+            relations=tables.relations,
+            integer=pub.integer,
+        )
+        keep(f"coarsened_{rounding}", cells)
+        ia = interval_audit(cells, truth=x)
+        read, published = _coarsened_reading(pub)
+        row(
+            f"coarsened_{rounding}",
+            None,
+            read,
+            published,
+            ia,
+            time.perf_counter() - t1,
+            optimizer_violations=int(co.check.violated.sum()),
         )
     for f in budget_factors:
         say(f"GEDP × {f:g}")
         t1 = time.perf_counter()
         mu = {q: (m[0] * f, m[1] * f) for q, m in TABLE7_MU.items()}
         est, sd = gedp_cell_release(frame, tables, [attribute], seed=seed, mu=mu)[attribute]
-        pub = from_linked_tables(
-            tables, np.zeros(tables.n_cells, bool), attribute, estimate=est, std=sd
+        pt = from_linked_tables(
+            tables, np.zeros(tables.n_cells, bool), attribute, integer=whole, estimate=est, std=sd
         )
+        keep(f"gedp_x{f:g}", pt)
         lvl = level if level is not None else 1.0 - 0.05 / tables.n_cells
-        ia = interval_audit(pub, level=lvl)
-        point = np.where(np.isnan(est), 0.0, est)
-        v = x[lone]
-        close = np.abs(point[lone] - v) <= 0.1 * v
-        covered = (ia.lower <= x + 1e-6) & (x <= ia.upper + 1e-6)
-        rows.append(
-            {
-                "method": "gedp",
-                "budget_factor": f,
-                "mean_abs_error": float(np.abs(point - x).mean()),
-                "share_withheld": 0.0,
-                "cells": tables.n_cells,
-                "cells_pinned": int(ia.pinned.sum()),
-                "cells_narrowed": int(ia.narrowed.sum()),
-                "lone_establishments": int(lone.size),
-                "share_lone_within_10pct": within(ia.lower, ia.upper),
-                "share_lone_estimate_within_10pct": float(close.mean()) if lone.size else 0.0,
-                "share_cells_covered": float(covered.mean()),
-                "mean_interval_width": float(np.mean(ia.upper - ia.lower)),
-                "inconsistent_components": ia.stats.get("inconsistent_components", 0),
-                "seconds": round(time.perf_counter() - t1, 1),
-                "peak_memory_mb": round(peak_memory_mb(), 0),
-            }
+        ia = interval_audit(pt, level=lvl)
+        published = ~np.isnan(est) & (sd > 0)
+        stated = float(np.sqrt(2.0 / np.pi) * sd[published].mean()) if published.any() else 0.0
+        row(
+            "gedp",
+            f,
+            np.nan_to_num(est),
+            published,
+            ia,
+            time.perf_counter() - t1,
+            stated=stated,
         )
     return pl.DataFrame(rows)
 
@@ -555,38 +684,45 @@ def frontier_establishments(
 def plot_establishment_frontier(
     results: pl.DataFrame, path: str | Path, *, title: str = ""
 ) -> Path:
-    """Establishments disclosed within 10% against table error (PNG)."""
+    """Audited risk against information loss, one point per release (PNG, two panels).
+
+    Left: the share of sensitive cells narrowed below the rule's protection; right: the
+    one-establishment cells the attacker knows within ±10 % (and, for GEDP, whose point
+    estimate is within ±10 %). x: information loss (:func:`information_loss`).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.4))
+    colours = {"exact": "C0", "suppressed": "C1", "gedp": "C3"}
+    short = {"coarsened_deterministic": "coarsened (det.)", "coarsened_random": "coarsened (rand.)"}
     for r in results.to_dicts():
-        xv = max(float(r["mean_abs_error"]), 1e-3)
-        ax.scatter(xv, r["share_lone_within_10pct"], color="C2")
-        if r["method"] == "gedp":
-            ax.scatter(xv, r["share_lone_estimate_within_10pct"], color="C3", marker="x")
-        name = r["method"] + (
+        xv = float(r["information_loss"])
+        c = colours.get(r["method"], "C2")
+        name = short.get(r["method"], r["method"]) + (
             f" μ×{r['budget_factor']:g}" if r["budget_factor"] is not None else ""
         )
-        if float(r["mean_abs_error"]) == 0.0:
-            name += " (error 0, drawn at 10⁻³)"
-        ax.annotate(
-            name,
-            (xv, r["share_lone_within_10pct"]),
-            fontsize=7,
-            xytext=(4, 2),
-            textcoords="offset points",
-        )
-    ax.scatter([], [], color="C2", label="interval within ±10% (the attacker knows it)")
-    ax.scatter([], [], color="C3", marker="x", label="GEDP point estimate within ±10%")
-    ax.legend(fontsize=7)
-    ax.set_xscale("log")
-    ax.set_xlabel("table error: mean |published − true| per cell (employees; withheld = 0)")
-    ax.set_ylabel("one-establishment cells known within ±10%")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title or "QCEW-like: risk–accuracy", fontsize=9)
+        risk = r["rule_violations"] / max(r["sensitive_cells"], 1)
+        for ax, yv in ((axes[0], risk), (axes[1], r["share_lone_within_10pct"])):
+            ax.scatter(xv, yv, color=c)
+            ax.annotate(
+                name, (xv, yv), fontsize=6, xytext=(2, 4), textcoords="offset points", rotation=55
+            )
+        if r["method"] == "gedp":
+            axes[1].scatter(xv, r["share_lone_estimate_within_10pct"], color=c, marker="x")
+    axes[1].scatter([], [], color="k", label="interval within ±10% (the attacker knows it)")
+    axes[1].scatter([], [], color="k", marker="x", label="GEDP point estimate within ±10%")
+    axes[1].legend(fontsize=7)
+    axes[0].set_ylabel("sensitive cells narrowed below the rule (share)")
+    axes[1].set_ylabel("one-establishment cells known within ±10%")
+    top = max(float(r["information_loss"]) for r in results.to_dicts())
+    for ax in axes:
+        ax.set_xlabel("information loss (mean relative error read; withheld = 1)", fontsize=8)
+        ax.set_ylim(-0.02, 1.15)
+        ax.set_xlim(-0.02, max(0.6, top + 0.1))
+    fig.suptitle(title or "QCEW-like: audited risk against information loss", fontsize=9)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=150)
