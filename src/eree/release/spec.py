@@ -253,6 +253,11 @@ class PostprocessSpec:
             "no guard" column, where every marginal publishes the consistent solution
             without the never-worse guard — to show what the guard protects against.
             Releases always run the guard.
+        variance_check_action: not a spec key: what a release does when the check of its
+            variance model against the published parent/child gaps fires
+            (:mod:`eree.postprocess.variance_check`): ``"rescale"`` (releases) or
+            ``"report"`` (an evaluation's comparison: the check is run and reported, the
+            model left as it is).
     """
 
     microdata: bool = schema.default("[postprocess]", "microdata")
@@ -262,6 +267,7 @@ class PostprocessSpec:
     microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
     variance_calibration: bool = False
     without_guard: bool = False
+    variance_check_action: str = "rescale"
 
 
 @dataclass(frozen=True)
