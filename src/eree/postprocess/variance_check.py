@@ -196,8 +196,8 @@ def variance_check(
             sim[n] = np.where(m.exact, 0.0, simulate_noise(m.shape, clean[n], tv, rng))
         sim_gap = gap_var
         if solve is not None:
-            w = {n: np.where(m.exact, 0.0, m.weight(sim[n])) for n, m in by.items()}
-            at = solve(sim, w, names)
+            sw = {n: np.where(m.exact, 0.0, m.weight(sim[n])) for n, m in by.items()}
+            at = solve(sim, sw, names)
             sv = {n: np.where(m.exact, 0.0, m.weight(np.maximum(at[n], 0.0)))
                   for n, m in by.items()}  # fmt: skip
             sim_gap = _gap_variances(sv, sub_pairs)

@@ -659,12 +659,23 @@ def publication_tables(
         # and the guard's simulations alike) and the guard decides again
         if not blocks and not pp.without_guard and calibration is None:
             in_pairs = {k: v for k, v in pairs.items() if k[0] in related and k[1] in related}
-            check_solve = _solver(marg, pairs, exact, at_size, nonnegative=pp.nonnegative,
-                                  integer=pp.integer, methods={}, held=decision.holding.held)
+            check_solve = _solver(
+                marg,
+                pairs,
+                exact,
+                at_size,
+                nonnegative=pp.nonnegative,
+                integer=pp.integer,
+                methods={},
+                held=decision.holding.held,
+            )
             check = variance_check(in_guard, decision.guard.solution, in_pairs, check_solve)
             scalable = [n for n in related if n in modelled]
-            if check is not None and check.fired and scalable and (
-                pp.variance_check_action == "rescale"
+            if (
+                check is not None
+                and check.fired
+                and scalable
+                and (pp.variance_check_action == "rescale")
             ):
                 c2 = check.factor**2
                 for n in scalable:
@@ -684,8 +695,17 @@ def publication_tables(
                 ]
                 decision = decide_holding(run_guard, list(pairs),
                                           {n: float(np.sum(var[n])) for n in related})  # fmt: skip
-                rechecked = variance_check(in_guard, decision.guard.solution, in_pairs,
-                                           check_solve)
+                check_solve = _solver(
+                    marg,
+                    pairs,
+                    exact,
+                    at_size,
+                    nonnegative=pp.nonnegative,
+                    integer=pp.integer,
+                    methods={},
+                    held=decision.holding.held,
+                )
+                rechecked = variance_check(in_guard, decision.guard.solution, in_pairs, check_solve)
         guard, unheld_guard, holding = decision.guard, decision.first, decision.holding
         tried = decision.tried
         del blocks
