@@ -149,6 +149,7 @@ def variance_check(
     truth: Mapping[str, np.ndarray],
     pairs: Mapping[tuple[str, str], np.ndarray],
     solve: Solver | None = None,
+    sizes: Mapping[str, np.ndarray] | None = None,
     *,
     replicates: int = REPLICATES,
     threshold: float = FIRE_Z,
@@ -162,10 +163,13 @@ def variance_check(
         truth: the consistent solution (the pseudo-truth of the simulations; the model's
             variances are evaluated at it, as the release's weights are).
         pairs: (child, parent) → for each child cell the row of its parent cell.
-        solve: the release's post-processing run. Given, each simulated release's P is
-            the model's at *its own* solution, as the release's P is at the release's
-            (a model evaluated at a noisy size is biased — E V(n̂) ≠ V(n) — and so is T;
-            the simulations then carry the same bias); None: P is held at the release's.
+        solve: a consistent solve of published values (the release's first, linear
+            pass). Given, each simulated release's P is the model's at *its own* solve,
+            as the release's P is at ``sizes`` (a model evaluated at a noisy size is
+            biased — E V(n̂) ≠ V(n) — and so is T; the simulations then carry the same
+            bias); None: P is held at the release's.
+        sizes: the sizes the release's P is evaluated at (the same solve of the
+            published values); None: ``truth``.
         replicates: simulated releases.
         threshold: z beyond which the check fires.
         seed: the public seed of the simulations.
@@ -178,7 +182,8 @@ def variance_check(
              if k[0] in by and k[1] in by}  # fmt: skip
     clean = {n: np.where(m.exact, 0.0, np.maximum(np.asarray(truth[n], np.float64), 0.0))
              for n, m in by.items()}  # fmt: skip
-    var = {n: np.where(m.exact, 0.0, m.weight(clean[n])) for n, m in by.items()}
+    at = clean if sizes is None else {n: np.maximum(sizes[n], 0.0) for n in by}
+    var = {n: np.where(m.exact, 0.0, m.weight(at[n])) for n, m in by.items()}
     gap_var = _gap_variances(var, pairs)
     used = [k for k, g in gap_var.items() if int(np.sum(g > 0)) >= MIN_PARENT_CELLS]
     if not used:
@@ -197,8 +202,8 @@ def variance_check(
         sim_gap = gap_var
         if solve is not None:
             sw = {n: np.where(m.exact, 0.0, m.weight(sim[n])) for n, m in by.items()}
-            at = solve(sim, sw, names)
-            sv = {n: np.where(m.exact, 0.0, m.weight(np.maximum(at[n], 0.0)))
+            got = solve(sim, sw, names)
+            sv = {n: np.where(m.exact, 0.0, m.weight(np.maximum(got[n], 0.0)))
                   for n, m in by.items()}  # fmt: skip
             sim_gap = _gap_variances(sv, sub_pairs)
         t = gap_statistic(sim, sim_gap, sub_pairs)

@@ -659,17 +659,26 @@ def publication_tables(
         # and the guard's simulations alike) and the guard decides again
         if not blocks and not pp.without_guard and calibration is None:
             in_pairs = {k: v for k, v in pairs.items() if k[0] in related and k[1] in related}
+            # the first (linear, consistency-only) pass: P at its sizes, in the release
+            # and in each simulated release alike (one linear solve per replicate)
             check_solve = _solver(
                 marg,
                 pairs,
                 exact,
                 at_size,
-                nonnegative=pp.nonnegative,
-                integer=pp.integer,
+                nonnegative=False,
+                integer=False,
                 methods={},
+                first_only=True,
                 held=decision.holding.held,
             )
-            check = variance_check(in_guard, decision.guard.solution, in_pairs, check_solve)
+            check = variance_check(
+                in_guard,
+                decision.guard.solution,
+                in_pairs,
+                check_solve,
+                check_solve(est, var, related),
+            )
             scalable = [n for n in related if n in modelled]
             if (
                 check is not None
@@ -700,12 +709,19 @@ def publication_tables(
                     pairs,
                     exact,
                     at_size,
-                    nonnegative=pp.nonnegative,
-                    integer=pp.integer,
+                    nonnegative=False,
+                    integer=False,
                     methods={},
+                    first_only=True,
                     held=decision.holding.held,
                 )
-                rechecked = variance_check(in_guard, decision.guard.solution, in_pairs, check_solve)
+                rechecked = variance_check(
+                    in_guard,
+                    decision.guard.solution,
+                    in_pairs,
+                    check_solve,
+                    check_solve(est, var, related),
+                )
         guard, unheld_guard, holding = decision.guard, decision.first, decision.holding
         tried = decision.tried
         del blocks
