@@ -22,9 +22,10 @@ of :math:`\log T_p`'s variance.
 
 **Its distribution under the model.** By simulation, exactly as the guard simulates:
 the consistent solution as a pseudo-truth, each cell's true variance drawn with the
-model's own uncertainty, noise of the mechanism's shape, :math:`P_j` kept at the values
-the release computed (``replicates`` draws with a fixed public seed, so the check is a
-deterministic function of the published values). The pairs share cells, so the draws of
+model's own uncertainty, noise of the mechanism's shape, and each simulated release's
+:math:`P_j` evaluated at the sizes of its own consistent solve, as the release's are at
+its own (``replicates`` draws with a fixed public seed, so the check is a deterministic
+function of the published values). The pairs share cells, so the draws of
 S (not a formula) give its mean and standard deviation; the check **fires** when
 :math:`|S - \bar S_{sim}| > z \cdot \mathrm{sd}(S_{sim})` (z = 3.5 by default: a
 two-sided 0.05% false alarm rate where S is normal, which it is to a good approximation:
