@@ -46,7 +46,7 @@ def main() -> None:
 
     def plan(*a: Any, **k: Any) -> Any:
         p = plan_of(*a, **k)
-        pp = dataclasses.replace(p.postprocess, variance_check_action=args.action)
+        pp = dataclasses.replace(p.postprocess, variance_check_report_only=args.action == "report")
         return dataclasses.replace(p, postprocess=pp)
 
     pg.workload_plan = plan  # type: ignore[assignment]

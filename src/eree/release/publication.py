@@ -680,12 +680,7 @@ def publication_tables(
                 check_solve(est, var, related),
             )
             scalable = [n for n in related if n in modelled]
-            if (
-                check is not None
-                and check.fired
-                and scalable
-                and (pp.variance_check_action == "rescale")
-            ):
+            if check is not None and check.fired and scalable and not pp.variance_check_report_only:
                 c2 = check.factor**2
                 for n in scalable:
                     f = modelled[n]
@@ -884,7 +879,7 @@ def publication_tables(
                     if rescaled
                     else "reported only: no variance here is the public model's (published "
                     "variances are the mechanism's own)"
-                    if pp.variance_check_action == "rescale"
+                    if not pp.variance_check_report_only
                     else "reported only (an evaluation's comparison, not a release)"
                 ),
             }

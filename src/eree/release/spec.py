@@ -253,11 +253,10 @@ class PostprocessSpec:
             "no guard" column, where every marginal publishes the consistent solution
             without the never-worse guard — to show what the guard protects against.
             Releases always run the guard.
-        variance_check_action: not a spec key: what a release does when the check of its
-            variance model against the published parent/child gaps fires
-            (:mod:`eree.postprocess.variance_check`): ``"rescale"`` (releases) or
-            ``"report"`` (an evaluation's comparison: the check is run and reported, the
-            model left as it is).
+        variance_check_report_only: not a spec key: True only in an evaluation's
+            comparison, where the check of the variance model against the published
+            parent/child gaps (:mod:`eree.postprocess.variance_check`) is run and
+            reported but its action (rescaling the model) is not taken. Releases act.
     """
 
     microdata: bool = schema.default("[postprocess]", "microdata")
@@ -267,7 +266,7 @@ class PostprocessSpec:
     microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
     variance_calibration: bool = False
     without_guard: bool = False
-    variance_check_action: str = "rescale"
+    variance_check_report_only: bool = False
 
 
 @dataclass(frozen=True)
