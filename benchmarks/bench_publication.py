@@ -100,7 +100,11 @@ def main() -> None:
             t_.table.write_parquet({str(work)!r} + f"/post_{{t_.name}}.parquet")
         print(json.dumps({{"postprocess_s": dt, "peak_rss_before_mib": rss0,
                            "peak_rss_after_mib": rss1, "tree": entry["tree"],
-                           "variance_calibration": entry.get("variance_calibration")}}))
+                           "variance_calibration": entry.get("variance_calibration"),
+                           "variance_check": {{k: v for k, v in
+                                               entry.get("variance_check", {{}}).items()
+                                               if k != "method"}},
+                           "cpu_s": time.process_time()}}))
     """)
     runs = []
     for _ in range(args.runs):

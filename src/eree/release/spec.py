@@ -253,6 +253,10 @@ class PostprocessSpec:
             "no guard" column, where every marginal publishes the consistent solution
             without the never-worse guard — to show what the guard protects against.
             Releases always run the guard.
+        variance_check_report_only: not a spec key: True only in an evaluation's
+            comparison, where the check of the variance model against the published
+            parent/child gaps (:mod:`eree.postprocess.variance_check`) is run and
+            reported but its action (rescaling the model) is not taken. Releases act.
     """
 
     microdata: bool = schema.default("[postprocess]", "microdata")
@@ -262,6 +266,7 @@ class PostprocessSpec:
     microdata_fit: str = schema.default("[postprocess]", "microdata_fit")
     variance_calibration: bool = False
     without_guard: bool = False
+    variance_check_report_only: bool = False
 
 
 @dataclass(frozen=True)
