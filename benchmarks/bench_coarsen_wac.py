@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--bases", default="wac", choices=("wac", "qcew"))
     ap.add_argument("--chunk", type=int, default=1000)
     ap.add_argument("--weakened", action="store_true")
+    ap.add_argument("--no-per-block", action="store_true", help="never the suppression pattern")
+    ap.add_argument("--no-hub", action="store_true", help="neighbour cost without hub factor")
     a = ap.parse_args()
     print(json.dumps(machine() | {"load_1min": os.getloadavg()[0]}), flush=True)
     with tempfile.TemporaryDirectory() as d:
@@ -90,9 +92,19 @@ def main() -> None:
                 mapper = ProcessMap(a.workers) if a.workers > 1 else None
                 bases = WAC_BASES if a.bases == "wac" else BASES
                 pub, st = coarsen_jobs(
-                    truth, exact, bases=bases, blocks_per_chunk=a.chunk, mapper=mapper
+                    truth,
+                    exact,
+                    bases=bases,
+                    blocks_per_chunk=a.chunk,
+                    mapper=mapper,
+                    hub_cost=not a.no_hub,
                 )
-                extra = {"optimizer": st, "bases": a.bases}
+                extra = {
+                    "optimizer": st,
+                    "bases": a.bases,
+                    "hub_cost": not a.no_hub,
+                    "per_block": not a.no_per_block,
+                }
             elif method == "suppressed":
                 pub = suppress_small(truth, exact)
             elif method == "exact":

@@ -56,18 +56,26 @@ def _coarsen_chunk(
     threshold: int,
     rounding: str,
     bases: tuple[float, ...],
+    hub_cost: bool,
+    per_block: bool,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Coarsen the WAC tables of the blocks of ``item[0]`` (one row per job), seed ``item[1]``."""
     jobs, seed = item
-    from eree.suppression.coarsening import greedy_coarsen
+    from eree.suppression.coarsening import disclosure_check, greedy_coarsen
     from eree.suppression.rules import PrimaryRules, primary_suppression
     from eree.suppression.tables import tabulate
 
     rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     prim = primary_suppression(tables, rules, ("jobs",))
-    res = greedy_coarsen(tables, "jobs", prim, rounding=rounding, seed=seed, bases=bases)
+    res = greedy_coarsen(
+        tables, "jobs", prim, rounding=rounding, seed=seed, bases=bases, hub_cost=hub_cost
+    )
     pub = res.publication
+    chosen = 0
+    if per_block:
+        pub, chosen = _cheaper_per_block(tables, rules, prim, pub, res.cell_losses)
+    chk = disclosure_check(tables, pub, "jobs", prim)
     lo, hi = pub.own_bounds()
     rr = pub.status == "random_rounded"
     status = np.where(rr, "range", pub.status)
@@ -89,12 +97,45 @@ def _coarsen_chunk(
     )
     stats = {
         "sensitive": int(prim.primary.sum()),
-        "violations_check": int(res.check.violated.sum()),
+        "violations_check": int(chk.violated.sum()),
+        "blocks_suppression_cheaper": chosen,
         "rounds": res.rounds,
         "last_resort": res.last_resort,
         "tightened": res.tightened,
     }
     return frame, stats
+
+
+def _cheaper_per_block(
+    tables: Any, rules: Any, prim: Any, pub: Any, losses: np.ndarray
+) -> tuple[Any, int]:
+    """Per block, the suppression pattern where its loss is lower (ties: the coarsening)."""
+    from eree.suppression import SuppressionConfig, suppress_tables
+    from eree.suppression.coarsening import Publication
+
+    sres = suppress_tables(
+        tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
+    )
+    s_mask = np.asarray(sres.suppressed, dtype=bool)
+    block = tables.cells.get_column("block").cast(pl.Utf8).to_numpy()
+    codes, inv = np.unique(block, return_inverse=True)
+    c_loss = np.bincount(inv, weights=losses, minlength=codes.size)
+    s_loss = np.bincount(inv, weights=s_mask.astype(np.float64), minlength=codes.size)
+    use = (s_loss < c_loss - 1e-9)[inv]
+    t = tables.values("jobs").astype(np.float64)
+    n_blocks = int((s_loss < c_loss - 1e-9).sum())
+    st = np.where(use, np.where(s_mask, "suppressed", "exact"), pub.status).astype("<U16")
+    val = np.where(use, np.where(s_mask, np.nan, t), pub.value)
+    nan = np.full(t.size, np.nan)
+    out = Publication(
+        st,
+        val,
+        np.where(use, nan, pub.base),
+        np.where(use, nan, pub.lower),
+        np.where(use, nan, pub.upper),
+        pub.integer,
+    )
+    return out, n_blocks
 
 
 def coarsen_jobs(
@@ -107,6 +148,8 @@ def coarsen_jobs(
     bases: Sequence[float] = WAC_BASES,
     blocks_per_chunk: int = 1000,
     mapper: UnitMapper | None = None,
+    hub_cost: bool = True,
+    per_block: bool = True,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The WAC tables coarsened under the small-cell rule (module docstring).
 
@@ -119,12 +162,17 @@ def coarsen_jobs(
         bases: the rounding ladder.
         blocks_per_chunk: blocks coarsened together (independent programs either way).
         mapper: where the chunks run (default: this process).
+        hub_cost: the optimizer's neighbour cost per relation a cell is in
+            (:func:`~eree.suppression.coarsening.greedy_coarsen`).
+        per_block: per block, publish the suppression package's pattern instead when
+            its information loss is lower (module docstring).
 
     Returns:
         ``exact`` in the table format with ``status`` (exact | rounded | range |
         suppressed), ``value``, ``base``, ``lower``, ``upper`` — the zero cells exact —
-        and counts over the chunks: ``sensitive``, ``violations_check`` (the optimizer's
-        own final check), ``rounds``, ``last_resort``, ``tightened``, ``chunks``.
+        and counts over the chunks: ``sensitive``, ``violations_check`` (the
+        optimizer's check of the final publication), ``blocks_suppression_cheaper``,
+        ``rounds``, ``last_resort``, ``tightened``, ``chunks``.
     """
     if threshold < 1:
         raise ValueError("threshold must be >= 1")
@@ -144,7 +192,14 @@ def coarsen_jobs(
     )
     parts = [g.drop("_chunk") for _, g in jobs.group_by("_chunk", maintain_order=True)]
     parts.sort(key=lambda g: str(g.get_column("block")[0]))
-    fn = partial(_coarsen_chunk, threshold=threshold, rounding=rounding, bases=tuple(bases))
+    fn = partial(
+        _coarsen_chunk,
+        threshold=threshold,
+        rounding=rounding,
+        bases=tuple(bases),
+        hub_cost=hub_cost,
+        per_block=per_block,
+    )
     run = mapper or SerialMap()
     frames: list[pl.DataFrame] = []
     stats: dict[str, int] = {"chunks": len(parts)}

@@ -263,6 +263,7 @@ def _protect_locally(
     cap: np.ndarray,
     pub: Callable[[np.ndarray], Publication],
     top: int,
+    weight: np.ndarray | None = None,
 ) -> None:
     """A start without LPs: each relation of a sensitive cell leaves it room (in place).
 
@@ -272,7 +273,8 @@ def _protect_locally(
     must add up to its protection level ``U``: else the cheapest of them (width added
     relative to its value) goes up one step, until it does or none can go further (up to
     ``cap``). Necessary for one relation alone, not sufficient for the attacker's LP over
-    all tables: the LP rounds that follow decide. ``top``: the ladder's suppressed level.
+    all tables: the LP rounds that follow decide. ``top``: the ladder's suppressed level;
+    ``weight``: a factor per cell on its cost (default 1).
     """
     u = need_hi - t
     lows, highs = [], []
@@ -305,6 +307,8 @@ def _protect_locally(
                     break
                 m = members[ok]
                 cost = width[level[m] + 1, m] - width[level[m], m]
+                if weight is not None:
+                    cost = cost * weight[m]
                 j = int(m[np.argmin(cost)])
                 level[j] += 1
 
@@ -324,6 +328,7 @@ def greedy_coarsen(
     escalate: int = 5,
     local: bool = True,
     bases: Sequence[float] = BASES,
+    hub_cost: bool = False,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -345,6 +350,9 @@ def greedy_coarsen(
             from every cell exact (fewer rounds; the LP rounds then fix what it misses).
         bases: the rounding ladder, increasing (default :data:`BASES`; job tables of
             small blocks use a finer start, e.g. ``WAC_BASES``).
+        hub_cost: a neighbour's step costs its widening times the number of relations
+            it is in (a total rounded leaves every relation it closes open, so each of
+            them needs a rounded cell of its own to stay unpinned); False: the widening.
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -384,6 +392,7 @@ def greedy_coarsen(
         lo, hi = p.own_bounds()
         return bool(lo[0] <= need_lo[i] + 1e-9 and hi[0] >= need_hi[i] - 1e-9)
 
+    hub = np.maximum(np.diff(rel_c.indptr), 1).astype(np.float64) if hub_cost else None
     # a neighbour is rounded at most to the first base of at least twice its value
     cap = np.minimum(1 + np.searchsorted(ladder, 2.0 * np.maximum(t, 1.0)), top - 1)
 
@@ -406,7 +415,9 @@ def greedy_coarsen(
         return np.array([], dtype=np.int64)
 
     if local:
-        _protect_locally(t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub, top)
+        _protect_locally(
+            t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub, top, hub
+        )
 
     rounds = 0
     best, since = n + 1, 0
@@ -433,6 +444,8 @@ def greedy_coarsen(
         if bad.size == 0 or rounds >= max_rounds or since >= patience:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
+        if hub is not None:
+            step_cost = step_cost * hub
         moved = False
         raised = np.zeros(n, dtype=bool)
         for c in bad:
