@@ -63,13 +63,22 @@ def _coarsen_chunk(
     jobs, seed = item
     from eree.suppression.coarsening import disclosure_check, greedy_coarsen
     from eree.suppression.rules import PrimaryRules, primary_suppression
+    from eree.suppression.secondary import SecondaryConfig
     from eree.suppression.tables import tabulate
 
     rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     prim = primary_suppression(tables, rules, ("jobs",))
+    one = SecondaryConfig(workers=1)  # a chunk is one worker's: no pool inside
     res = greedy_coarsen(
-        tables, "jobs", prim, rounding=rounding, seed=seed, bases=bases, hub_cost=hub_cost
+        tables,
+        "jobs",
+        prim,
+        rounding=rounding,
+        seed=seed,
+        bases=bases,
+        hub_cost=hub_cost,
+        secondary=one,
     )
     pub = res.publication
     chosen = 0
@@ -112,10 +121,15 @@ def _cheaper_per_block(
     """Per block, the suppression pattern where its loss is lower (ties: the coarsening)."""
     from eree.suppression import SuppressionConfig, suppress_tables
     from eree.suppression.coarsening import Publication
+    from eree.suppression.secondary import SecondaryConfig
 
-    sres = suppress_tables(
-        tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
+    cfg = SuppressionConfig(
+        rules=rules,
+        attributes=("jobs",),
+        run_audit=False,
+        secondary=SecondaryConfig(workers=1),
     )
+    sres = suppress_tables(tables, cfg)
     s_mask = np.asarray(sres.suppressed, dtype=bool)
     block = tables.cells.get_column("block").cast(pl.Utf8).to_numpy()
     codes, inv = np.unique(block, return_inverse=True)
