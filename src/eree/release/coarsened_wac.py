@@ -119,12 +119,12 @@ def _cell_index(frame: pl.DataFrame, blocks: list[str], cells: list[tuple]) -> n
         else:
             attr = _FAMILIES[next(f for f, v in _FAMILIES.items() if v[0] == t)][1]
             k = (t, row[attr_at[attr]])
-        j = key.get(k)
-        if j is None:
+        at = key.get(k)
+        if at is None:
             raise DataValidationError(
                 "a cell outside the WAC layout", file="<publication>", row=r + 1, column=t
             )
-        out[pos[row[1]], j] = r
+        out[pos[row[1]], at] = r
     return out
 
 
@@ -202,7 +202,8 @@ def _layout_rows(
         for col, c in zip(LODES_FAMILIES[fam], sectors if fam == "CNS" else codes, strict=True):
             out[col] = values[:, idx[(table, attr, c)]]
     for col, e in zip(LODES_FAMILIES["CD"], _EDUCATION, strict=True):
-        out[col] = sum(values[:, idx[("wac_cd", ("age", "education"), (a, e))]] for a in _AGES[1:])
+        older = [idx[("wac_cd", ("age", "education"), (a, e))] for a in _AGES[1:]]
+        out[col] = values[:, older].sum(axis=1)
     return out
 
 

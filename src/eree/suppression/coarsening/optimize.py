@@ -69,7 +69,7 @@ def publication_at(
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
     integer: bool = True,
-    bases: Sequence[float] = BASES,
+    bases: Sequence[float] | np.ndarray = BASES,
 ) -> Publication:
     """The publication of each cell at its ladder level (0 exact, k: bases[k−1], top: suppressed).
 
@@ -159,7 +159,7 @@ def tighten(
     *,
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
-    bases: Sequence[float] = BASES,
+    bases: Sequence[float] | np.ndarray = BASES,
 ) -> tuple[Publication, np.ndarray]:
     r"""Publish each cell as finely as the linked tables already imply it.
 
@@ -327,7 +327,7 @@ def greedy_coarsen(
     tightening: bool = True,
     escalate: int = 5,
     local: bool = True,
-    bases: Sequence[float] = BASES,
+    bases: Sequence[float] | np.ndarray = BASES,
     hub_cost: bool = False,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
