@@ -671,7 +671,10 @@ def audit_reconstruct_frontier(
     ] = "0.5,1,2,4",
     methods: Annotated[
         str | None,
-        typer.Option(help="baseline,exact,suppressed,noise_infusion,er_ee (default all)"),
+        typer.Option(
+            help="baseline,exact,suppressed,coarsened,noise_infusion,er_ee "
+            "(default all but coarsened)"
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the releases (NOT FOR PUBLICATION)")] = 1,
     workers: Annotated[int, typer.Option(help="processes solving the blocks")] = 1,

@@ -12,6 +12,9 @@ CD = age × education, CS) each method publishes the same tables:
   (:func:`eree.suppression.suppress_tables`) over every relation of the linked families
   (C000 = each one-way family; each CA cell = its row of CD), so that the LP attacker
   cannot narrow a withheld cell below ±1 job (:func:`suppress_small`);
+* **coarsened** (only when asked for) — the same rule as ``suppressed``, met by
+  rounding, size-class ranges and suppression as the last resort, per block
+  (:func:`.coarsen_wac.coarsen_jobs`, docs/coarsening.md);
 * **noise infusion** — ``eree protect`` with ``noise_infusion`` on every table (the
   SDL baseline, Haney et al. §5.1; no formal guarantee);
 * **ER-EE** at ε per cell e (0.5, 1, 2, 4 by default) — ``eree protect`` of the WAC
@@ -296,8 +299,9 @@ def frontier_jobs(
         prefixes: only blocks whose code starts with one of these (e.g. county FIPS codes).
         seed: the releases' seed.
         cfg: the attacker's settings (default: by block).
-        methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``noise_infusion``,
-            ``er_ee``.
+        methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``coarsened``
+            (:func:`.coarsen_wac.coarsen_jobs`, the same small-cell rule),
+            ``noise_infusion``, ``er_ee`` (default: all but ``coarsened``).
         progress: called with a short message per step.
         workers: processes solving the blocks (:class:`.unitmap.ProcessMap`).
         intervals: run the interval audit (a) too (its cells pinned; else ``None``).
@@ -329,6 +333,14 @@ def frontier_jobs(
         releases.append(("exact", None, lambda: from_frame(exact)))
     if "suppressed" in want:
         releases.append(("suppressed", None, lambda: from_frame(suppress_small(truth, exact))))
+    if "coarsened" in want:
+
+        def coarse() -> PublishedTables:
+            from eree.evaluate.reconstruct.coarsen_wac import coarsen_jobs
+
+            return from_frame(coarsen_jobs(truth, exact)[0])
+
+        releases.append(("coarsened", None, coarse))
     if "noise_infusion" in want:
         q = [(n, by, "noise_infusion", 0.0) for n, (by, _) in WAC_TABLES.items()]
 
