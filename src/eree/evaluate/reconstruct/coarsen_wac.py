@@ -83,7 +83,7 @@ def _coarsen_chunk(
     pub = res.publication
     chosen = 0
     if per_block:
-        pub, chosen = _cheaper_per_block(tables, rules, prim, pub, res.cell_losses)
+        pub, chosen = _cheaper_per_block(tables, rules, prim, pub, res.cell_losses, jobs)
     chk = disclosure_check(tables, pub, "jobs", prim)
     lo, hi = pub.own_bounds()
     rr = pub.status == "random_rounded"
@@ -116,25 +116,65 @@ def _coarsen_chunk(
 
 
 def _cheaper_per_block(
-    tables: Any, rules: Any, prim: Any, pub: Any, losses: np.ndarray
+    tables: Any, rules: Any, prim: Any, pub: Any, losses: np.ndarray, jobs: pl.DataFrame
 ) -> tuple[Any, int]:
-    """Per block, the suppression pattern where its loss is lower (ties: the coarsening)."""
+    """Per block, the suppression pattern where its loss is lower (ties: the coarsening).
+
+    A block's suppression loses at least one per sensitive cell (each is withheld), plus
+    one if a relation holds exactly one sensitive cell (it needs a complement there, or
+    the relation gives it away); a block whose coarsening loses no more than that keeps
+    it without computing its suppression pattern (the same choice, less work).
+    """
     from eree.suppression import SuppressionConfig, suppress_tables
     from eree.suppression.coarsening import Publication
     from eree.suppression.secondary import SecondaryConfig
+    from eree.suppression.tables import tabulate
 
-    cfg = SuppressionConfig(
-        rules=rules,
-        attributes=("jobs",),
-        run_audit=False,
-        secondary=SecondaryConfig(workers=1),
-    )
-    sres = suppress_tables(tables, cfg)
-    s_mask = np.asarray(sres.suppressed, dtype=bool)
     block = tables.cells.get_column("block").cast(pl.Utf8).to_numpy()
     codes, inv = np.unique(block, return_inverse=True)
     c_loss = np.bincount(inv, weights=losses, minlength=codes.size)
-    s_loss = np.bincount(inv, weights=s_mask.astype(np.float64), minlength=codes.size)
+    sens = np.asarray(prim.primary, dtype=bool)
+    bound = np.bincount(inv, weights=sens.astype(np.float64), minlength=codes.size)
+    rel = abs(tables.relations).tocsr()
+    single = np.flatnonzero((rel @ sens.astype(np.float64)) == 1)
+    if single.size:
+        member = rel[single].tocoo()
+        bound[np.unique(inv[member.col])] += 1.0  # a relation lies in one block
+    need = c_loss > bound + 1e-9
+    s_mask = np.zeros(block.size, dtype=bool)
+    s_loss = np.full(codes.size, np.inf)
+    if need.any():
+        cfg = SuppressionConfig(
+            rules=rules,
+            attributes=("jobs",),
+            run_audit=False,
+            secondary=SecondaryConfig(workers=1),
+        )
+        sub = tabulate(
+            jobs.filter(pl.col("block").is_in(codes[need].tolist())),
+            tables.layout,
+            ["jobs"],
+            top=rules.top_needed,
+        )
+        sres = suppress_tables(sub, cfg)
+        keys = [c for c in sub.cells.columns if c == "table" or c.endswith("_level")]
+        keys += [d.name for d in tables.layout.dimensions]
+        mapped = (
+            tables.cells.select(keys)
+            .with_row_index("_i")
+            .join(
+                sub.cells.select(keys).with_columns(
+                    pl.Series("_s", np.asarray(sres.suppressed, dtype=bool))
+                ),
+                on=keys,
+                how="left",
+                nulls_equal=True,
+            )
+        )
+        s_mask = mapped.sort("_i").get_column("_s").fill_null(False).to_numpy()
+        s_loss = np.where(
+            need, np.bincount(inv, weights=s_mask.astype(np.float64), minlength=codes.size), np.inf
+        )
     use = (s_loss < c_loss - 1e-9)[inv]
     t = tables.values("jobs").astype(np.float64)
     n_blocks = int((s_loss < c_loss - 1e-9).sum())
