@@ -57,7 +57,7 @@ def main() -> None:
     ap.add_argument("--methods", default="coarsened,suppressed")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--bases", default="wac", choices=("wac", "qcew"))
-    ap.add_argument("--chunk", type=int, default=1000)
+    ap.add_argument("--chunk", type=int, default=500)
     ap.add_argument("--weakened", action="store_true")
     ap.add_argument("--no-per-block", action="store_true", help="never the suppression pattern")
     ap.add_argument("--no-hub", action="store_true", help="neighbour cost without hub factor")
@@ -89,7 +89,7 @@ def main() -> None:
             t1, c1, load = time.perf_counter(), _cpu(), os.getloadavg()[0]
             extra: dict[str, object] = {}
             if method == "coarsened":
-                mapper = ProcessMap(a.workers) if a.workers > 1 else None
+                mapper = ProcessMap(a.workers, chunksize=1) if a.workers > 1 else None
                 bases = WAC_BASES if a.bases == "wac" else BASES
                 pub, st = coarsen_jobs(
                     truth,
