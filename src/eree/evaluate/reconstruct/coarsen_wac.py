@@ -215,7 +215,8 @@ def coarsen_jobs(
         seed: random rounding's seed (experiments only; chunk k uses ``seed + k``).
         bases: the rounding ladder.
         blocks_per_chunk: blocks coarsened together (independent programs either way).
-        mapper: where the chunks run (default: this process).
+        mapper: where the chunks run (default: this process). Chunks are few and large:
+            give a process map one chunk per task (``ProcessMap(2, chunksize=1)``).
         hub_cost: the optimizer's neighbour cost per relation a cell is in
             (:func:`~eree.suppression.coarsening.greedy_coarsen`).
         per_block: per block, publish the suppression package's pattern instead when
