@@ -120,3 +120,19 @@ def test_the_values_file_keeps_the_layouts_sums(written) -> None:
         assert (s == val.get_column("C000")).all()
     cd = val.select(pl.sum_horizontal(*LODES_FAMILIES["CD"])).to_series()
     assert (cd == val.get_column("CA02") + val.get_column("CA03")).all()
+
+
+def test_a_bounds_companion_with_a_bad_field_is_refused(written, tmp_path: Path) -> None:
+    import gzip
+
+    out = written[0]
+    for suffix, bad, why in (("_lower", "", "lower bound"), ("_upper", "x", "upper bound")):
+        lines = gzip.decompress((out / f"{NAME}{suffix}.csv.gz").read_bytes()).decode().split("\n")
+        f = lines[2].split(",")
+        f[1] = bad  # C000 of the second block
+        lines[2] = ",".join(f)
+        p = tmp_path / f"{NAME}{suffix}.csv.gz"
+        p.write_bytes(gzip.compress("\n".join(lines).encode()))
+        with pytest.raises(DataValidationError, match=why) as e:
+            check_format(p, "lodes-wac", bounds=True)
+        assert "row 2" in str(e.value) and "C000" in str(e.value)
