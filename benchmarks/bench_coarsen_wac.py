@@ -98,6 +98,7 @@ def main() -> None:
                     blocks_per_chunk=a.chunk,
                     mapper=mapper,
                     hub_cost=not a.no_hub,
+                    per_block=not a.no_per_block,
                 )
                 extra = {
                     "optimizer": st,
