@@ -34,8 +34,8 @@ from eree.data.schema import WORKER_DOMAINS
 from eree.evaluate.reconstruct.coarsen_wac import WAC_BASES, coarsen_jobs, rule_audit
 from eree.evaluate.reconstruct.frontier import (
     ATTRIBUTES,
-    _subset,
     exact_tables,
+    subset_blocks,
     suppress_small,
 )
 from eree.evaluate.reconstruct.measure import job_truth
@@ -66,7 +66,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         t0, c0 = time.perf_counter(), _cpu()
         only = a.only.split(",") if a.only else None
-        src = _subset(Path(a.data), only, Path(d) / "data")
+        src = subset_blocks(Path(a.data), only, Path(d) / "data")
         truth = job_truth(src, "block", ATTRIBUTES)
         domains = {x: WORKER_DOMAINS[x] for x in ATTRIBUTES if x in WORKER_DOMAINS}
         sectors = pl.read_parquet(src / "workplace.parquet", columns=["naics_sector"])

@@ -36,10 +36,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.evaluate.reconstruct.frontier import ATTRIBUTES, WAC_TABLES, wac_layout
 from eree.evaluate.reconstruct.intervals import interval_audit
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import SerialMap, UnitMapper
+from eree.evaluate.reconstruct.wac import ATTRIBUTES, WAC_TABLES, wac_layout
 from eree.suppression.coarsening.optimize import BASES
 
 __all__ = ["WAC_BASES", "coarsen_jobs", "rule_audit"]
