@@ -689,7 +689,10 @@ def audit_reconstruct_frontier(
     ] = "0.5,1,2,4",
     methods: Annotated[
         str | None,
-        typer.Option(help="baseline,exact,suppressed,noise_infusion,er_ee (default all)"),
+        typer.Option(
+            help="baseline,exact,suppressed,coarsened,noise_infusion,er_ee "
+            "(default all but coarsened)"
+        ),
     ] = None,
     coarsening: Annotated[
         str,

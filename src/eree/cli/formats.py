@@ -27,6 +27,14 @@ def check_format(
             "empty (withheld by its mechanism)",
         ),
     ] = False,
+    bounds: Annotated[
+        bool,
+        typer.Option(
+            "--bounds",
+            help="LODES: a coarsened publication's _lower/_upper companion: the sums are "
+            "not checked; an upper bound may be empty (withheld)",
+        ),
+    ] = False,
     for_publication: Annotated[
         bool,
         typer.Option(
@@ -52,8 +60,12 @@ def check_format(
 
     if file_format not in FORMATS:
         fail(EreeError(f"--format must be one of {', '.join(FORMATS)}, not {file_format!r}"))
+    if bounds and not file_format.startswith("lodes"):
+        fail(EreeError("--bounds is for the LODES layouts (a coarsened WAC's companions)"))
+    if bounds and moe:
+        fail(EreeError("--bounds and --moe name different companions; give one"))
     try:
-        result = check(file, file_format, companion=moe)
+        result = check(file, file_format, companion=moe, bounds=bounds)
     except EreeError as e:
         fail(e)
     if result.seeded and for_publication:

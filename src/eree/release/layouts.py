@@ -115,7 +115,7 @@ STATE_POSTAL: dict[str, str] = {
 }  # fmt: skip
 _LODES_NAME = re.compile(
     r"^(?P<st>[a-z]{2})_(?P<kind>wac|rac)_(?P<seg>S000|SA0[1-3]|SE0[1-3]|SI0[1-3])_"
-    r"(?P<jt>JT0[0-5])_(?P<year>\d{4})(?P<moe>_moe)?\.csv(\.gz)?$"
+    r"(?P<jt>JT0[0-5])_(?P<year>\d{4})(?P<moe>_moe|_lower|_upper)?\.csv(\.gz)?$"
 )
 
 
@@ -187,12 +187,17 @@ class LayoutCheck:
     seeded: bool = False
 
 
-def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> LayoutCheck:
+def check_format(
+    path: str | Path, fmt: str, *, companion: bool = False, bounds: bool = False
+) -> LayoutCheck:
     """Read ``path`` back against the public layout ``fmt`` (:data:`FORMATS`).
 
     ``companion``: a margin-of-error file in the same layout (LODES: named ``…_moe``;
     margins do not add up, so the family sums and the average weekly wage are not
     checked; an empty LODES margin is one the mechanism withholds).
+    ``bounds`` (LODES): a coarsened publication's bounds companion, named ``…_lower`` or
+    ``…_upper`` (docs/coarsening.md): bounds do not add up, so the sums are not
+    checked; an upper bound may be empty (a withheld cell: unbounded), a lower may not.
 
     Raises:
         DataValidationError: the first violation, naming file, row (1-based, header
@@ -209,8 +214,10 @@ def check_format(path: str | Path, fmt: str, *, companion: bool = False) -> Layo
     if not path.is_file():
         raise DataValidationError("file not found", file=str(path), rule="missing-file")
     name, seeded = unmarked_name(path.name)
+    if bounds and not fmt.startswith("lodes"):
+        raise ValueError("bounds companions are checked for the LODES layouts only")
     if fmt.startswith("lodes"):
-        result = _check_lodes(path, fmt, companion, name)
+        result = _check_lodes(path, fmt, companion, name, bounds)
     else:
         result = _check_qcew(path, fmt, companion)
     return replace(result, seeded=seeded)
@@ -229,14 +236,19 @@ def _first(mask: pl.Series) -> int:
     return int(mask.arg_max() or 0) + 1
 
 
-def _check_lodes(path: Path, fmt: str, companion: bool, name: str) -> LayoutCheck:
+def _check_lodes(
+    path: Path, fmt: str, companion: bool, name: str, bounds: bool = False
+) -> LayoutCheck:
     kind = fmt.split("-")[1]
     expected = WAC_COLUMNS if kind == "wac" else RAC_COLUMNS
     m = _LODES_NAME.match(name)
-    if m is None or m["kind"] != kind or bool(m["moe"]) != companion:
-        moe = "_moe" if companion else ""
+    want = ("_lower", "_upper") if bounds else ("_moe",) if companion else (None,)
+    if m is None or m["kind"] != kind or m["moe"] not in want:
+        moe = "_lower|_upper" if bounds else "_moe" if companion else ""
         _fail(path, f"file name is not [st]_{kind}_[SEG]_[JT]_[year]{moe}.csv.gz (LODES naming)")
     assert m is not None
+    upper = m["moe"] == "_upper"
+    companion = companion or bounds
     try:
         df = pl.read_csv(path, infer_schema_length=0)
     except (pl.exceptions.PolarsError, OSError, EOFError, zlib.error) as e:
@@ -268,7 +280,13 @@ def _check_lodes(path: Path, fmt: str, companion: bool, name: str) -> LayoutChec
     counts: dict[str, pl.Series] = {}
     for c in expected[1:-1]:
         s = df.get_column(c)
-        if companion:  # an empty margin: the mechanism withholds its variance
+        if bounds and not upper:
+            bad = s.is_null() | ~s.str.contains(r"^\d+$")
+            what = "not a non-negative integer lower bound"
+        elif bounds:  # an empty upper bound: a withheld cell, unbounded
+            bad = s.is_not_null() & ~s.str.contains(r"^\d+$")
+            what = "not a non-negative integer upper bound (or empty)"
+        elif companion:  # an empty margin: the mechanism withholds its variance
             bad = s.is_not_null() & ~s.str.contains(r"^\d+$")
             what = "not a non-negative integer margin of error (or empty)"
         else:

@@ -12,6 +12,9 @@ CD = age × education, CS) each method publishes the same tables:
   (:func:`eree.suppression.suppress_tables`) over every relation of the linked families
   (C000 = each one-way family; each CA cell = its row of CD), so that the LP attacker
   cannot narrow a withheld cell below ±1 job (:func:`suppress_small`);
+* **coarsened** (only when asked for) — the same rule as ``suppressed``, met by
+  rounding, size-class ranges and suppression as the last resort, per block
+  (:func:`.coarsen_wac.coarsen_jobs`, docs/coarsening.md);
 * **noise infusion** — ``eree protect`` with ``noise_infusion`` on every table (the
   SDL baseline, Haney et al. §5.1; no formal guarantee);
 * **ER-EE** at ε per cell e (0.5, 1, 2, 4 by default) — ``eree protect`` of the WAC
@@ -47,6 +50,7 @@ from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import ProcessMap
+from eree.evaluate.reconstruct.wac import ATTRIBUTES, WAC_TABLES, wac_layout
 
 __all__ = [
     "COARSENINGS",
@@ -59,22 +63,10 @@ __all__ = [
     "plot_establishment_frontier",
     "plot_frontier",
     "shuffled",
+    "subset_blocks",
     "suppress_small",
     "wac_layout",
 ]
-
-#: the WAC families: name → (by, ε multiplicity d of one cell)
-WAC_TABLES: dict[str, tuple[tuple[str, ...], int]] = {
-    "wac_c000": (("block",), 1),
-    "wac_ca": (("block", "age"), 3),
-    "wac_ce": (("block", "earnings"), 3),
-    "wac_cns": (("block", "naics_sector"), 1),
-    "wac_cr": (("block", "race"), 6),
-    "wac_ct": (("block", "ethnicity"), 2),
-    "wac_cd": (("block", "age", "education"), 12),
-    "wac_cs": (("block", "sex"), 2),
-}
-ATTRIBUTES = ("age", "earnings", "naics_sector", "race", "ethnicity", "education", "sex")
 
 
 def exact_tables(truth: pl.DataFrame, domains: dict[str, Sequence[str]]) -> pl.DataFrame:
@@ -124,26 +116,6 @@ def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:
     attrs = [c for c in jobs.columns if c != "unit"]
     moved = jobs.select("unit").with_columns(jobs.select(attrs)[perm])
     return moved.group_by(["unit", *attrs]).agg(pl.len().cast(pl.Int64).alias("true"))
-
-
-def wac_layout() -> Any:
-    """The WAC families as linked tables of the suppression package (:mod:`eree.suppression`).
-
-    One dimension per key (``block`` and each attribute: a total level and the values);
-    one table per family. The package derives the relations: a block's C000 cell is the
-    sum of each one-way family's cells (CA, CE, CNS, CR, CT, CS), and each CA cell the sum
-    of its row of CD (age × education) — the relations the format derives from the keys.
-    """
-    from eree.suppression.tables import Dimension, TableLayout
-
-    dims = (
-        Dimension("block", (("total", None), ("block", "block"))),
-        *(Dimension(a, (("total", None), (a, a))) for a in ATTRIBUTES),
-    )
-    tables = tuple(
-        tuple(d.name if d.name in by else "total" for d in dims) for by, _ in WAC_TABLES.values()
-    )
-    return TableLayout(dims, tables, tuple(WAC_TABLES))
 
 
 def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
@@ -205,7 +177,7 @@ def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3)
     ).sort("table", "block", *ATTRIBUTES, nulls_last=True)
 
 
-def _subset(data: Path, prefixes: Sequence[str] | None, out: Path) -> Path:
+def subset_blocks(data: Path, prefixes: Sequence[str] | None, out: Path) -> Path:
     """The job tables of blocks whose code starts with a prefix (none: the folder itself)."""
     if not prefixes:
         return data
@@ -306,8 +278,9 @@ def frontier_jobs(
         prefixes: only blocks whose code starts with one of these (e.g. county FIPS codes).
         seed: the releases' seed.
         cfg: the attacker's settings (default: by block).
-        methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``noise_infusion``,
-            ``er_ee``.
+        methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``coarsened``
+            (:func:`.coarsen_wac.coarsen_jobs`, the same small-cell rule),
+            ``noise_infusion``, ``er_ee`` (default: all but ``coarsened``).
         progress: called with a short message per step.
         workers: processes solving the blocks (:class:`.unitmap.ProcessMap`).
         intervals: run the interval audit (a) too (its cells pinned; else ``None``).
@@ -319,7 +292,7 @@ def frontier_jobs(
     say = progress or (lambda _m: None)
     cfg = cfg or ReconstructConfig(unit="block")
     work = Path(workdir)
-    src = _subset(Path(data), prefixes, work / "data")
+    src = subset_blocks(Path(data), prefixes, work / "data")
     truth = job_truth(src, "block", ATTRIBUTES)
     from eree.data.schema import WORKER_DOMAINS
 
@@ -339,6 +312,14 @@ def frontier_jobs(
         releases.append(("exact", None, lambda: from_frame(exact)))
     if "suppressed" in want:
         releases.append(("suppressed", None, lambda: from_frame(suppress_small(truth, exact))))
+    if "coarsened" in want:
+
+        def coarse() -> PublishedTables:
+            from eree.evaluate.reconstruct.coarsen_wac import coarsen_jobs
+
+            return from_frame(coarsen_jobs(truth, exact)[0])
+
+        releases.append(("coarsened", None, coarse))
     if "noise_infusion" in want:
         q = [(n, by, "noise_infusion", 0.0) for n, (by, _) in WAC_TABLES.items()]
 

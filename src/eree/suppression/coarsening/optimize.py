@@ -32,7 +32,7 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -69,18 +69,20 @@ def publication_at(
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
     integer: bool = True,
+    bases: Sequence[float] | np.ndarray = BASES,
 ) -> Publication:
-    """The publication of each cell at its ladder level (0 exact, k: BASES[k−1], top: suppressed).
+    """The publication of each cell at its ladder level (0 exact, k: bases[k−1], top: suppressed).
 
     ``uniform``: one uniform draw per cell for random rounding (the same draw at every
-    base, so each base's rounding is unbiased).
+    base, so each base's rounding is unbiased). ``bases``: the ladder (default
+    :data:`BASES`).
     """
     n = values.size
-    top = len(BASES) + 1
+    top = len(bases) + 1
     status = np.where(level == 0, "exact", np.where(level >= top, "suppressed", "rounded"))
     base = np.full(n, np.nan)
     m = status == "rounded"
-    base[m] = np.asarray(BASES)[level[m] - 1]
+    base[m] = np.asarray(bases, dtype=np.float64)[level[m] - 1]
     value = np.where(status == "exact", values, np.nan)
     if rounding == "random":
         if uniform is None:
@@ -157,6 +159,7 @@ def tighten(
     *,
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
+    bases: Sequence[float] | np.ndarray = BASES,
 ) -> tuple[Publication, np.ndarray]:
     r"""Publish each cell as finely as the linked tables already imply it.
 
@@ -171,14 +174,14 @@ def tighten(
     it is narrower than the current one (a suppressed cell only if its interval is
     narrower than its value, loss < 1: an interval that says nothing stays withheld).
     The rule is fixed and public (bases and classes do not depend on the data); the
-    caller re-checks the result.
+    caller re-checks the result. ``bases``: the ladder the publication was made with.
 
     Returns:
         The new publication and a boolean per cell: published finer.
     """
     t = np.asarray(values, dtype=np.float64)
     n = t.size
-    top = len(BASES) + 1
+    top = len(bases) + 1
     integer = publication.integer
     cur_lo, cur_hi = publication.own_bounds()
     cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
@@ -199,6 +202,7 @@ def tighten(
             rounding=rounding,
             uniform=None if uniform is None else uniform[idx],
             integer=integer,
+            bases=bases,
         )
         lo, hi = q.own_bounds()
         fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
@@ -206,7 +210,7 @@ def tighten(
         better = fits & (w <= best_w[idx])
         best_w[idx[better]] = w[better]
         best_lv[idx[better]] = k
-    p = publication_at(t, best_lv, rounding=rounding, uniform=uniform, integer=integer)
+    p = publication_at(t, best_lv, rounding=rounding, uniform=uniform, integer=integer, bases=bases)
     # the size class, where it is narrower still
     finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
     rng_lo = np.full(n, np.nan)
@@ -258,6 +262,8 @@ def _protect_locally(
     rel_c: Any,
     cap: np.ndarray,
     pub: Callable[[np.ndarray], Publication],
+    top: int,
+    weight: np.ndarray | None = None,
 ) -> None:
     """A start without LPs: each relation of a sensitive cell leaves it room (in place).
 
@@ -267,9 +273,9 @@ def _protect_locally(
     must add up to its protection level ``U``: else the cheapest of them (width added
     relative to its value) goes up one step, until it does or none can go further (up to
     ``cap``). Necessary for one relation alone, not sufficient for the attacker's LP over
-    all tables: the LP rounds that follow decide.
+    all tables: the LP rounds that follow decide. ``top``: the ladder's suppressed level;
+    ``weight``: a factor per cell on its cost (default 1).
     """
-    top = len(BASES) + 1
     u = need_hi - t
     lows, highs = [], []
     for k in range(top):
@@ -301,6 +307,8 @@ def _protect_locally(
                     break
                 m = members[ok]
                 cost = width[level[m] + 1, m] - width[level[m], m]
+                if weight is not None:
+                    cost = cost * weight[m]
                 j = int(m[np.argmin(cost)])
                 level[j] += 1
 
@@ -319,6 +327,8 @@ def greedy_coarsen(
     tightening: bool = True,
     escalate: int = 5,
     local: bool = True,
+    bases: Sequence[float] | np.ndarray = BASES,
+    hub_cost: bool = False,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -338,13 +348,21 @@ def greedy_coarsen(
             per round, 4 after twice as many, at most 8 (0: always 1).
         local: start from the local protection (:func:`_protect_locally`) rather than
             from every cell exact (fewer rounds; the LP rounds then fix what it misses).
+        bases: the rounding ladder, increasing (default :data:`BASES`; job tables of
+            small blocks use a finer start, e.g. ``WAC_BASES``).
+        hub_cost: a neighbour's step costs its widening times the number of relations
+            it is in (a total rounded leaves every relation it closes open, so each of
+            them needs a rounded cell of its own to stay unpinned); False: the widening.
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
     t = tables.values(attribute).astype(np.float64)
     integer = bool(np.all(t == np.round(t)))
     n = t.size
-    top = len(BASES) + 1
+    ladder = np.asarray(bases, dtype=np.float64)
+    if ladder.size == 0 or np.any(ladder <= 0) or np.any(np.diff(ladder) <= 0):
+        raise ValueError("bases must be positive and increasing")
+    top = len(ladder) + 1
     uniform = rounding_rng(seed).random(n) if rounding == "random" else None
     level = np.zeros(n, dtype=np.int64)
     u = primary.protection.get(attribute, np.zeros(n))
@@ -353,7 +371,9 @@ def greedy_coarsen(
     rel_c = rel.tocsc()
 
     def pub(lv: np.ndarray) -> Publication:
-        return publication_at(t, lv, rounding=rounding, uniform=uniform, integer=integer)
+        return publication_at(
+            t, lv, rounding=rounding, uniform=uniform, integer=integer, bases=ladder
+        )
 
     def width_cost(q: Publication) -> np.ndarray:
         lo, hi = q.own_bounds()
@@ -367,12 +387,14 @@ def greedy_coarsen(
             rounding=rounding,
             uniform=None if uniform is None else uniform[i : i + 1],
             integer=integer,
+            bases=ladder,
         )
         lo, hi = p.own_bounds()
         return bool(lo[0] <= need_lo[i] + 1e-9 and hi[0] >= need_hi[i] - 1e-9)
 
+    hub = np.maximum(np.diff(rel_c.indptr), 1).astype(np.float64) if hub_cost else None
     # a neighbour is rounded at most to the first base of at least twice its value
-    cap = np.minimum(1 + np.searchsorted(np.asarray(BASES), 2.0 * np.maximum(t, 1.0)), top - 1)
+    cap = np.minimum(1 + np.searchsorted(ladder, 2.0 * np.maximum(t, 1.0)), top - 1)
 
     def candidates(c: int) -> np.ndarray:
         """The nearest cells to ``c`` (in relations walked) that can still be rounded more."""
@@ -393,7 +415,9 @@ def greedy_coarsen(
         return np.array([], dtype=np.int64)
 
     if local:
-        _protect_locally(t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub)
+        _protect_locally(
+            t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub, top, hub
+        )
 
     rounds = 0
     best, since = n + 1, 0
@@ -420,6 +444,8 @@ def greedy_coarsen(
         if bad.size == 0 or rounds >= max_rounds or since >= patience:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
+        if hub is not None:
+            step_cost = step_cost * hub
         moved = False
         raised = np.zeros(n, dtype=bool)
         for c in bad:
@@ -468,7 +494,14 @@ def greedy_coarsen(
         and chk.raw_upper is not None
     ):
         q, finer = tighten(
-            p, t, level, chk.raw_lower, chk.raw_upper, rounding=rounding, uniform=uniform
+            p,
+            t,
+            level,
+            chk.raw_lower,
+            chk.raw_upper,
+            rounding=rounding,
+            uniform=uniform,
+            bases=ladder,
         )
         if finer.any():
             # q's own verdict (exact: a covered side is witnessed by a feasible point, a

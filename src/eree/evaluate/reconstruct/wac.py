@@ -1,0 +1,44 @@
+"""The WAC families by block as the frontier publishes them, and their linked-table layout.
+
+Shared by the frontier's releases (:mod:`.frontier`) and the WAC coarsening
+(:mod:`.coarsen_wac`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ATTRIBUTES", "WAC_TABLES", "wac_layout"]
+
+#: the WAC families: name → (by, ε multiplicity d of one cell)
+WAC_TABLES: dict[str, tuple[tuple[str, ...], int]] = {
+    "wac_c000": (("block",), 1),
+    "wac_ca": (("block", "age"), 3),
+    "wac_ce": (("block", "earnings"), 3),
+    "wac_cns": (("block", "naics_sector"), 1),
+    "wac_cr": (("block", "race"), 6),
+    "wac_ct": (("block", "ethnicity"), 2),
+    "wac_cd": (("block", "age", "education"), 12),
+    "wac_cs": (("block", "sex"), 2),
+}
+ATTRIBUTES = ("age", "earnings", "naics_sector", "race", "ethnicity", "education", "sex")
+
+
+def wac_layout() -> Any:
+    """The WAC families as linked tables of the suppression package (:mod:`eree.suppression`).
+
+    One dimension per key (``block`` and each attribute: a total level and the values);
+    one table per family. The package derives the relations: a block's C000 cell is the
+    sum of each one-way family's cells (CA, CE, CNS, CR, CT, CS), and each CA cell the sum
+    of its row of CD (age × education) — the relations the format derives from the keys.
+    """
+    from eree.suppression.tables import Dimension, TableLayout
+
+    dims = (
+        Dimension("block", (("total", None), ("block", "block"))),
+        *(Dimension(a, (("total", None), (a, a))) for a in ATTRIBUTES),
+    )
+    tables = tuple(
+        tuple(d.name if d.name in by else "total" for d in dims) for by, _ in WAC_TABLES.values()
+    )
+    return TableLayout(dims, tables, tuple(WAC_TABLES))
