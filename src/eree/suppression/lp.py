@@ -149,4 +149,13 @@ class EqualityLP:
             self._h.changeColsCost(self._last.size, self._last, np.zeros(self._last.size))
         self._h.changeColsCost(idx.size, idx, val)
         self._last = idx
-        return _run(self._h)
+        res = _run(self._h)
+        if res.status == "error":
+            # the warm start can end in an unknown status (seen on small components with
+            # an unbounded side): solve this objective again from scratch
+            c = np.zeros(self.n)
+            c[idx] = val
+            res = _run(_model(c, self.a, self.b, self.lb, self.ub))
+            if res.status == "error":
+                res = _linprog(c, self.a, self.b, self.lb, self.ub)
+        return res

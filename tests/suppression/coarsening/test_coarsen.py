@@ -22,7 +22,7 @@ from eree.suppression.coarsening import (
     rounding_rng,
     size_class,
 )
-from eree.suppression.coarsening.optimize import publication_at, tighten
+from eree.suppression.coarsening.optimize import GRID_BASES, publication_at, tighten
 from eree.suppression.linked import linked_bounds
 from eree.suppression.tables import Dimension, TableLayout, tabulate
 
@@ -213,13 +213,19 @@ def test_tightening_leaves_the_attackers_bounds_unchanged(rounding):
     t = tables.values("emp").astype(float)
     p = res.publication
     lo, hi = linked_bounds(tables.relations, *p.own_bounds(), truth=t)
+    # the optimizer's deterministic ladder is the grid (nested ranges of GRID_BASES)
     level = np.array(
         [
-            0 if s == "exact" else len(BASES) + 1 if s == "suppressed" else 1 + BASES.index(b)
+            0
+            if s == "exact"
+            else len(GRID_BASES) + 1
+            if s == "suppressed"
+            else 1 + GRID_BASES.index(b)
             for s, b in zip(p.status, np.nan_to_num(p.base), strict=True)
         ]
     )
-    out, finer = tighten(p, t, level, lo, hi)
+    assert np.array_equal(publication_at(t, level, ladder="grid").status, p.status)
+    out, finer = tighten(p, t, level, lo, hi, ladder="grid")
     lo2, hi2 = linked_bounds(tables.relations, *out.own_bounds(), truth=t)
     assert np.allclose(lo2, lo) and np.array_equal(np.isinf(hi2), np.isinf(hi))
     f = np.isfinite(hi)

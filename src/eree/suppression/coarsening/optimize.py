@@ -49,17 +49,34 @@ from eree.suppression.tables import LinkedTables
 
 __all__ = [
     "BASES",
+    "GRID_BASES",
+    "LADDERS",
     "CoarseningResult",
     "cell_loss",
     "greedy_coarsen",
+    "ladder_bases",
     "publication_at",
     "tighten",
 ]
 
-#: the rounding bases of the ladder, in order
+#: the rounding bases of the rounding ladder, in order (not nested: 25 is no multiple of 10)
 BASES: tuple[float, ...] = tuple(
     float(m * 10**d) for d in range(0, 13) for m in (1, 2.5, 5) if m * 10**d >= 5
 )
+
+#: the bases of the nested (grid) ladder, in order: 5, 10, 20, 40, … (5·2^k); each divides
+#: the next, so each grid interval ``[kb, (k+1)b)`` lies inside the one of every coarser base
+GRID_BASES: tuple[float, ...] = tuple(5.0 * 2.0**k for k in range(48))
+
+#: the ladders: ``grid`` (nested, deterministic) and ``rounding`` (to the nearest multiple)
+LADDERS = ("grid", "rounding")
+
+
+def ladder_bases(ladder: str) -> tuple[float, ...]:
+    """The bases of ``ladder`` (:data:`GRID_BASES` or :data:`BASES`)."""
+    if ladder not in LADDERS:
+        raise ValueError(f"ladder must be one of {LADDERS}")
+    return GRID_BASES if ladder == "grid" else BASES
 
 
 def publication_at(
@@ -69,19 +86,34 @@ def publication_at(
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
     integer: bool = True,
+    ladder: str = "rounding",
 ) -> Publication:
-    """The publication of each cell at its ladder level (0 exact, k: BASES[k−1], top: suppressed).
+    """The publication of each cell at its ladder level (0 exact, k: base k, top: suppressed).
 
+    ``ladder``: ``rounding`` — level k rounds to the k-th of :data:`BASES` (deterministically
+    or at random); ``grid`` — level k publishes the range ``[⌊T/b⌋·b, ⌊T/b⌋·b + b)`` of
+    ``b`` the k-th of :data:`GRID_BASES` (for counts its upper end is ``⌊T/b⌋·b + b − 1``):
+    nested, each level's interval inside the next one's (deterministic only).
     ``uniform``: one uniform draw per cell for random rounding (the same draw at every
     base, so each base's rounding is unbiased).
     """
     n = values.size
-    top = len(BASES) + 1
+    bases = ladder_bases(ladder)
+    top = len(bases) + 1
     status = np.where(level == 0, "exact", np.where(level >= top, "suppressed", "rounded"))
     base = np.full(n, np.nan)
     m = status == "rounded"
-    base[m] = np.asarray(BASES)[level[m] - 1]
+    base[m] = np.asarray(bases)[level[m] - 1]
     value = np.where(status == "exact", values, np.nan)
+    nan = np.full(n, np.nan)
+    if ladder == "grid":
+        if rounding != "deterministic":
+            raise ValueError("the grid ladder is deterministic")
+        lower, upper = nan.copy(), nan.copy()
+        lower[m] = np.floor(values[m] / base[m]) * base[m]
+        upper[m] = lower[m] + base[m] - (1.0 if integer else 0.0)
+        status = np.where(m, "range", status)
+        return Publication(status.astype("<U16"), value, base, lower, upper, integer)
     if rounding == "random":
         if uniform is None:
             raise ValueError("random rounding needs its uniform draws")
@@ -91,7 +123,6 @@ def publication_at(
         status = np.where(m, "random_rounded", status)
     else:
         value[m] = round_to_base(values[m], base[m])
-    nan = np.full(n, np.nan)
     return Publication(status.astype("<U16"), value, base, nan, nan.copy(), integer)
 
 
@@ -157,6 +188,7 @@ def tighten(
     *,
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
+    ladder: str = "rounding",
 ) -> tuple[Publication, np.ndarray]:
     r"""Publish each cell as finely as the linked tables already imply it.
 
@@ -173,12 +205,15 @@ def tighten(
     The rule is fixed and public (bases and classes do not depend on the data); the
     caller re-checks the result.
 
+    ``ladder``: the ladder ``level`` refers to (:func:`publication_at`); its steps are the
+    candidates.
+
     Returns:
         The new publication and a boolean per cell: published finer.
     """
     t = np.asarray(values, dtype=np.float64)
     n = t.size
-    top = len(BASES) + 1
+    top = len(ladder_bases(ladder)) + 1
     integer = publication.integer
     cur_lo, cur_hi = publication.own_bounds()
     cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
@@ -199,6 +234,7 @@ def tighten(
             rounding=rounding,
             uniform=None if uniform is None else uniform[idx],
             integer=integer,
+            ladder=ladder,
         )
         lo, hi = q.own_bounds()
         fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
@@ -206,7 +242,9 @@ def tighten(
         better = fits & (w <= best_w[idx])
         best_w[idx[better]] = w[better]
         best_lv[idx[better]] = k
-    p = publication_at(t, best_lv, rounding=rounding, uniform=uniform, integer=integer)
+    p = publication_at(
+        t, best_lv, rounding=rounding, uniform=uniform, integer=integer, ladder=ladder
+    )
     # the size class, where it is narrower still
     finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
     rng_lo = np.full(n, np.nan)
@@ -225,8 +263,8 @@ def tighten(
         st,
         np.where(use_range, np.nan, p.value),
         np.where(use_range, np.nan, p.base),
-        np.where(use_range, rng_lo, np.nan),
-        np.where(use_range, rng_hi, np.nan),
+        np.where(use_range, rng_lo, p.lower),
+        np.where(use_range, rng_hi, p.upper),
         integer,
     )
     new_lo, new_hi = out.own_bounds()
@@ -258,6 +296,7 @@ def _protect_locally(
     rel_c: Any,
     cap: np.ndarray,
     pub: Callable[[np.ndarray], Publication],
+    top: int,
 ) -> None:
     """A start without LPs: each relation of a sensitive cell leaves it room (in place).
 
@@ -267,9 +306,8 @@ def _protect_locally(
     must add up to its protection level ``U``: else the cheapest of them (width added
     relative to its value) goes up one step, until it does or none can go further (up to
     ``cap``). Necessary for one relation alone, not sufficient for the attacker's LP over
-    all tables: the LP rounds that follow decide.
+    all tables: the LP rounds that follow decide. ``top``: the level of suppression.
     """
-    top = len(BASES) + 1
     u = need_hi - t
     lows, highs = [], []
     for k in range(top):
@@ -319,6 +357,7 @@ def greedy_coarsen(
     tightening: bool = True,
     escalate: int = 5,
     local: bool = True,
+    ladder: str | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -338,13 +377,17 @@ def greedy_coarsen(
             per round, 4 after twice as many, at most 8 (0: always 1).
         local: start from the local protection (:func:`_protect_locally`) rather than
             from every cell exact (fewer rounds; the LP rounds then fix what it misses).
+        ladder: ``grid`` (nested ranges, the default for deterministic rounding) or
+            ``rounding`` (to the nearest multiple; the only one for random rounding).
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
+    lad = ladder or ("grid" if rounding == "deterministic" else "rounding")
+    bases = ladder_bases(lad)
     t = tables.values(attribute).astype(np.float64)
     integer = bool(np.all(t == np.round(t)))
     n = t.size
-    top = len(BASES) + 1
+    top = len(bases) + 1
     uniform = rounding_rng(seed).random(n) if rounding == "random" else None
     level = np.zeros(n, dtype=np.int64)
     u = primary.protection.get(attribute, np.zeros(n))
@@ -353,7 +396,9 @@ def greedy_coarsen(
     rel_c = rel.tocsc()
 
     def pub(lv: np.ndarray) -> Publication:
-        return publication_at(t, lv, rounding=rounding, uniform=uniform, integer=integer)
+        return publication_at(
+            t, lv, rounding=rounding, uniform=uniform, integer=integer, ladder=lad
+        )
 
     def width_cost(q: Publication) -> np.ndarray:
         lo, hi = q.own_bounds()
@@ -367,12 +412,13 @@ def greedy_coarsen(
             rounding=rounding,
             uniform=None if uniform is None else uniform[i : i + 1],
             integer=integer,
+            ladder=lad,
         )
         lo, hi = p.own_bounds()
         return bool(lo[0] <= need_lo[i] + 1e-9 and hi[0] >= need_hi[i] - 1e-9)
 
     # a neighbour is rounded at most to the first base of at least twice its value
-    cap = np.minimum(1 + np.searchsorted(np.asarray(BASES), 2.0 * np.maximum(t, 1.0)), top - 1)
+    cap = np.minimum(1 + np.searchsorted(np.asarray(bases), 2.0 * np.maximum(t, 1.0)), top - 1)
 
     def candidates(c: int) -> np.ndarray:
         """The nearest cells to ``c`` (in relations walked) that can still be rounded more."""
@@ -393,7 +439,7 @@ def greedy_coarsen(
         return np.array([], dtype=np.int64)
 
     if local:
-        _protect_locally(t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub)
+        _protect_locally(t, level, need_lo, need_hi, primary.primary, rel, rel_c, cap, pub, top)
 
     rounds = 0
     best, since = n + 1, 0
@@ -468,7 +514,14 @@ def greedy_coarsen(
         and chk.raw_upper is not None
     ):
         q, finer = tighten(
-            p, t, level, chk.raw_lower, chk.raw_upper, rounding=rounding, uniform=uniform
+            p,
+            t,
+            level,
+            chk.raw_lower,
+            chk.raw_upper,
+            rounding=rounding,
+            uniform=uniform,
+            ladder=lad,
         )
         if finer.any():
             # q's own verdict (exact: a covered side is witnessed by a feasible point, a
