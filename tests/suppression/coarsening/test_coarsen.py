@@ -137,10 +137,17 @@ def test_a_weakened_coarsening_is_flagged():
     res = greedy_coarsen(tables, "emp", prim)
     ax = _cell(tables, "A", "X")
     t = tables.values("emp").astype(float)
-    level = np.zeros(t.size, dtype=np.int64)
     p = res.publication
-    level[ax] = 1 + BASES.index(float(p.base[ax])) if p.status[ax] == "rounded" else 0
-    weak = publication_at(t, level)
+    assert p.status[ax] != "exact"
+    keep = np.arange(t.size) == ax
+    weak = Publication(
+        np.where(keep, p.status, "exact").astype("<U16"),
+        np.where(keep, p.value, t),
+        np.where(keep, p.base, np.nan),
+        np.where(keep, p.lower, np.nan),
+        np.where(keep, p.upper, np.nan),
+        p.integer,
+    )
     chk = disclosure_check(tables, weak, "emp", prim)
     assert chk.violated[ax]
     assert chk.lower[ax] == chk.upper[ax] == 6.0
