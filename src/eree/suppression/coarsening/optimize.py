@@ -42,7 +42,7 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import tolerance
+from eree.suppression.linked import binding_cells, tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
@@ -355,9 +355,10 @@ def greedy_coarsen(
     secondary: SecondaryConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
     tightening: bool = True,
-    escalate: int = 5,
+    escalate: int = 2,
     local: bool = True,
     ladder: str | None = None,
+    dual_limit: int = 100,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -379,6 +380,9 @@ def greedy_coarsen(
             from every cell exact (fewer rounds; the LP rounds then fix what it misses).
         ladder: ``grid`` (nested ranges, the default for deterministic rounding) or
             ``rounding`` (to the nearest multiple; the only one for random rounding).
+        dual_limit: a round with at most this many violations widens, for each, the cells
+            whose bounds hold the attacker's optimum (:func:`~eree.suppression.linked.
+            binding_cells`, one LP per violated side) rather than the nearest cheapest.
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -392,6 +396,7 @@ def greedy_coarsen(
     level = np.zeros(n, dtype=np.int64)
     u = primary.protection.get(attribute, np.zeros(n))
     need_lo, need_hi = t - np.minimum(u, t), t + u
+    tol = tolerance(t)
     rel = abs(tables.relations).tocsr()
     rel_c = rel.tocsc()
 
@@ -466,6 +471,17 @@ def greedy_coarsen(
         if bad.size == 0 or rounds >= max_rounds or since >= patience:
             break
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
+        holders: dict[int, np.ndarray] = {}
+        if bad.size <= dual_limit:
+            own_lo, own_hi = p.own_bounds()
+            up = bad[chk.upper[bad] < need_hi[bad] - tol[bad]]
+            dn = bad[chk.lower[bad] > need_lo[bad] + tol[bad]]
+            sides = np.concatenate([np.ones(up.size), -np.ones(dn.size)])
+            which = np.concatenate([up, dn])
+            for c, js in zip(
+                which, binding_cells(tables.relations, own_lo, own_hi, which, sides), strict=True
+            ):
+                holders[int(c)] = np.union1d(holders.get(int(c), js), js)
         moved = False
         raised = np.zeros(n, dtype=bool)
         for c in bad:
@@ -476,6 +492,15 @@ def greedy_coarsen(
                 level[c] = lv
                 moved = raised[c] = True
                 continue
+            if c in holders:
+                # few violations left: widen exactly the cells whose bounds hold the
+                # attacker's optimum on each violated side (the LP's reduced costs)
+                js = holders[c]
+                js = js[(level[js] < top - 1) & ~raised[js]]
+                if js.size:
+                    level[js] += 1
+                    raised[js] = moved = True
+                    continue
             # a cell violated round after round gets more neighbour steps per round
             for k in range(2 ** min(int(streak[c]) // escalate, 3) if escalate else 1):
                 nb = candidates(int(c))
