@@ -126,9 +126,7 @@ def solve_with_reduced_costs(
     relaxing that bound by δ improves the objective by up to ``|reduced cost|·δ``.
     """
     if not warm_start_available():
-        res = linprog(
-            c, A_eq=a, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs"
-        )
+        res = linprog(c, A_eq=a, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs")
         status = {0: "optimal", 2: "infeasible", 3: "unbounded"}.get(res.status, "error")
         if status != "optimal":
             return LPResult(status, None, str(res.message)), None
