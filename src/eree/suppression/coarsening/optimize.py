@@ -492,10 +492,10 @@ def greedy_coarsen(
                 level[c] = lv
                 moved = raised[c] = True
                 continue
-            if c in holders:
+            if int(c) in holders:
                 # few violations left: widen exactly the cells whose bounds hold the
                 # attacker's optimum on each violated side (the LP's reduced costs)
-                js = holders[c]
+                js = holders[int(c)]
                 js = js[(level[js] < top - 1) & ~raised[js]]
                 if js.size:
                     level[js] += 1
