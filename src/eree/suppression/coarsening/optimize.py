@@ -1,9 +1,13 @@
-r"""A first optimizer: greedy coarsening until the disclosure check passes.
+r"""A greedy optimizer: coarsening step by step until the disclosure check passes.
 
-Each cell has a ladder of publications: exact, then rounded (deterministically, or by
-unbiased random rounding) to the bases :data:`BASES` in turn, then suppressed — the last
-resort. The start is a local protection without LP (:func:`_protect_locally`: every
-relation of a sensitive cell leaves it room). Each round then runs the check
+Each cell has a ladder of publications: exact, then coarser, then suppressed — the last
+resort. Deterministic coarsening climbs the **grid ladder** (:data:`GRID_BASES`: the range
+``[⌊T/b⌋·b, ⌊T/b⌋·b + b)`` of b = 5, 10, 20, 40, …), which is nested — each step's
+interval holds the one before — so a step only adds points to the attacker's feasible set
+and never narrows any cell's attacker interval: violations can only fall, round after
+round. Random rounding climbs the rounding ladder (:data:`BASES`), which is not nested.
+The start is a local protection without LP (:func:`_protect_locally`: every relation of a
+sensitive cell leaves it room). Each round then runs the check
 (:func:`.check.disclosure_check`, the LP over all tables, re-solving only the components
 a step changed; heuristic rounds — violations unproven — until they stall) and, for every
 violated sensitive cell :math:`c`:
@@ -11,12 +15,15 @@ violated sensitive cell :math:`c`:
 * if :math:`c`'s own publication does not cover its protection interval, :math:`c` goes
   up its ladder to the first step that does (or is suppressed);
 * otherwise the linked tables narrow it: among the nearest cells (walking the
-  relations from :math:`c`, layer by layer) that can still be rounded more — up to the
+  relations from :math:`c`, layer by layer) that can still be coarsened — up to the
   first base of at least twice their value — the one whose next step widens its
   interval least, relative to its value, goes up one step (more steps for a cell
-  violated round after round: ``escalate``; cells are rounded, never
+  violated round after round: ``escalate``; cells are coarsened, never
   suppressed, here: a suppressed neighbour can be peeled off the relations and
   protects nothing);
+* with few violations left (``dual_limit``), the step is exact instead: the cells whose
+  own bounds hold the attacker's optimum on :math:`c`'s violated side (non-zero reduced
+  costs, :func:`~eree.suppression.linked.binding_cells`) go up one step;
 * when no neighbour can go further, :math:`c` is suppressed — the last resort.
 
 Rounds repeat until no violation remains (every ladder ends in suppression, which the
@@ -198,7 +205,8 @@ def tighten(
     :math:`[L_c, U_c]`: every such constraint holds at every point of the attacker's
     feasible set, so the feasible set — hence every cell's bounds and the check — is the
     same, and the loss is lower. Candidates: exact (when :math:`L_c = U_c`), the ladder's
-    roundings up to the cell's level (any for a suppressed cell) and its size class
+    steps up to the cell's level (any for a suppressed cell), on the grid ladder also any
+    rounding to the nearest multiple of one of :data:`BASES`, and its size class
     (:func:`.ranges.size_class`); the narrowest that contains :math:`[L_c, U_c]` is kept if
     it is narrower than the current one (a suppressed cell only if its interval is
     narrower than its value, loss < 1: an interval that says nothing stays withheld).
@@ -245,6 +253,29 @@ def tighten(
     p = publication_at(
         t, best_lv, rounding=rounding, uniform=uniform, integer=integer, ladder=ladder
     )
+    if ladder == "grid":
+        # a rounding to the nearest multiple of a base (any of BASES), where narrower still
+        r_lv = np.zeros(n, dtype=np.int64)
+        for k in range(len(BASES), 0, -1):
+            idx = np.flatnonzero(movable)
+            q = publication_at(t[idx], np.full(idx.size, k), integer=integer)
+            lo, hi = q.own_bounds()
+            fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
+            w = hi - lo
+            better = fits & (w < best_w[idx] - tolerance(best_w[idx]))
+            best_w[idx[better]] = w[better]
+            r_lv[idx[better]] = k
+        if r_lv.any():
+            r = publication_at(t, r_lv, integer=integer)
+            use = r_lv > 0
+            p = Publication(
+                np.where(use, r.status, p.status).astype("<U16"),
+                np.where(use, r.value, p.value),
+                np.where(use, r.base, p.base),
+                np.where(use, r.lower, p.lower),
+                np.where(use, r.upper, p.upper),
+                integer,
+            )
     # the size class, where it is narrower still
     finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
     rng_lo = np.full(n, np.nan)
