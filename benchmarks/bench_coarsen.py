@@ -70,6 +70,11 @@ def main() -> None:
     ap.add_argument("--skip-suppression", action="store_true")
     ap.add_argument("--skip-coarsening", action="store_true")
     ap.add_argument("--no-tightening", action="store_true")
+    ap.add_argument(
+        "--verdict-only",
+        action="store_true",
+        help="final check: the proven verdict only (no bounds: no tightening, no pinned count)",
+    )
     ap.add_argument("--audit", action="store_true", help="re-audit the output and a weakened one")
     args = ap.parse_args()
     a = args.attribute
@@ -101,6 +106,7 @@ def main() -> None:
         prim,
         max_rounds=args.max_rounds,
         tightening=not args.no_tightening,
+        full_check=not args.verdict_only,
         progress=lambda r, v: print(f"round {r}: {v} violations", file=sys.stderr, flush=True),
     )
     s = res.summary()

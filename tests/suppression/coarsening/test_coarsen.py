@@ -305,3 +305,15 @@ def test_tighten_keeps_an_interval_only_if_it_holds_the_implied_one():
     out, finer = tighten(pub, t, level, np.array([25.0]), np.array([45.0]))
     assert finer.tolist() == [True] and out.status[0] == "range"
     assert (out.lower[0], out.upper[0]) == (20.0, 49.0)
+
+
+def test_the_verdict_only_final_check_passes_the_full_check_and_the_audit():
+    """With ``full_check=False`` the optimizer's last check is the proven verdict (no
+    bounds): its publication must pass the full check and the reconstruction audit."""
+    tables = _three_by_three()
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim, full_check=False)
+    assert res.summary()["final_check"].startswith("verdict")
+    assert res.tightened == 0
+    assert not disclosure_check(tables, res.publication, "emp", prim).violated.any()
+    assert _audit_independently(tables, res.publication, prim) == 0
