@@ -161,17 +161,28 @@ def test_the_stated_cells_and_statuses_are_the_published_ones(release):
         assert s["cells"] == part.height
         assert s["cells_published"] == part.filter(pl.col("status") != "suppressed").height
         assert s["by_status"]["exact"] == part.filter(pl.col("status") == "exact").height
-        # deterministic rounding: the value is within half a base of the truth
+    # deterministic: a rounded value is within half a base of the truth; a range holds the
+    # truth, and a range of the ladder is [k·b, (k+1)·b) for one of its bases b
     tables, _ = truth(frame())
+    ladder = set(m["protection"]["bases"])
+    assert ladder == {5.0 * 2**k for k in range(len(ladder))}
     for a in MEASURES:
         part = published.filter(pl.col("attribute") == a)
         t = tables.values(a)
         v = part["value"].to_numpy()
         b = part["base"].to_numpy()
         r = (part["status"] == "rounded").to_numpy()
-        assert r.any()
         assert np.all(np.abs(v[r] - t[r]) <= b[r] / 2 + 1e-9)
         assert np.all(v[r] % b[r] == 0)
+        g = (part["status"] == "range").to_numpy()
+        assert g.any()
+        lo = part["lower"].to_numpy()[g]
+        hi = part["upper"].to_numpy()[g]
+        assert np.all((lo <= t[g]) & (t[g] <= hi))
+        # whole numbers: [k·b, k·b + b − 1]
+        width = hi - lo + (1.0 if np.all(t == np.round(t)) else 0.0)
+        on_ladder = np.isin(width, sorted(ladder)) & (lo % np.where(width > 0, width, 1) == 0)
+        assert on_ladder.any()
         e = (part["status"] == "exact").to_numpy()
         assert np.allclose(v[e], t[e])
 

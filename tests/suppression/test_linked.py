@@ -141,3 +141,26 @@ def test_an_unbounded_cell_stays_unbounded_with_the_truth_as_a_start() -> None:
         got_lo, got_hi = linked_bounds(rel, lo, hi, truth=np.array([15.0, 5.0, 10.0]), **kw)
         assert got_lo.tolist() == [3.0, 3.0, 0.0]
         assert got_hi[1] == 7.0 and np.isinf(got_hi[0]) and np.isinf(got_hi[2])
+
+
+def test_binding_cells_are_the_bounds_that_hold_the_optimum():
+    """T = A + B with T published exactly (10), B in [7, 9], A in [0, 9], and B = D + E
+    with D, E in [0, 20]. max A = 10 − 7 = 3 is held by T and by B's lower end; min A =
+    10 − 9 = 1 by T and B's upper end. D and E (inside their intervals at any optimum)
+    hold neither."""
+    from eree.suppression.linked import binding_cells
+
+    # cells: T A B D E
+    rel = sp.csr_matrix(np.array([[-1.0, 1, 1, 0, 0], [0, 0, -1, 1, 1]]))
+    lo = np.array([10.0, 0, 7, 0, 0])
+    hi = np.array([10.0, 9, 9, 20, 20])
+    up, down = binding_cells(rel, lo, hi, np.array([1, 1]), np.array([1.0, -1.0]))
+    assert sorted(up.tolist()) == [0, 2]
+    assert sorted(down.tolist()) == [0, 2]
+    # widen B's lower end, which held the max: the max moves (3 → 5); widening D does not
+    lo2 = lo.copy()
+    lo2[2] = 5.0
+    assert linked_bounds(rel, lo2, hi)[1][1] == pytest.approx(5.0)
+    hi3 = hi.copy()
+    hi3[3] = 40.0
+    assert linked_bounds(rel, lo, hi3)[1][1] == pytest.approx(3.0)

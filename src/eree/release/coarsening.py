@@ -71,8 +71,11 @@ LEDGER_STATEMENT = (
 )
 #: the rounding kinds, in words (the agency's choice)
 ROUNDING_NOTE = {
-    "deterministic": "deterministic rounding to the nearest multiple of each cell's base "
-    "(|published − true| ≤ base/2)",
+    "deterministic": "deterministic: each coarsened cell published as the range of its base "
+    "that holds it, [k·base, (k+1)·base) (bases 5, 10, 20, 40, …: each coarser range holds "
+    "the finer one); a cell the other tables already pin more closely may be published "
+    "finer (exact, rounded to the nearest multiple of a base: |published − true| ≤ base/2, "
+    "or a size class)",
     "random": "unbiased random rounding: up or down to a multiple of each cell's base with "
     "the probabilities that keep the expected value (|published − true| < base); whether "
     "the agency may use it is its own policy choice",
@@ -303,7 +306,7 @@ def _manifest(
     rows: int,
 ) -> dict[str, Any]:
     from eree.data.location import input_label
-    from eree.suppression.coarsening import BASES
+    from eree.suppression.coarsening import ladder_bases
 
     m = base_manifest()
     m["random"] = (
@@ -327,7 +330,7 @@ def _manifest(
         "statement": NO_GUARANTEE,
         "rounding": p.rounding,
         "rounding_meaning": ROUNDING_NOTE[p.rounding],
-        "bases": list(BASES),
+        "bases": list(ladder_bases("grid" if p.rounding == "deterministic" else "rounding")),
         "rules": suppression_config_of(plan).rules.describe(),
         "attributes": list(p.attributes),
     }

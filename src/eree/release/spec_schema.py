@@ -344,11 +344,13 @@ SECTIONS: tuple[Section, ...] = (
                 "rounding",
                 "string",
                 "deterministic",
-                "How cells are rounded to their base: deterministic (to the nearest "
-                "multiple) or random (unbiased random rounding, up or down with the "
-                "probabilities that keep the expected value). Which kind an agency may use "
-                "is its own policy choice; the bases are the optimizer's (5, 10, 25, 50, "
-                "100, …), chosen per cell.",
+                "How cells are coarsened to their base: deterministic (the range of the "
+                "base that holds the value, [k·base, (k+1)·base), on the nested ladder 5, "
+                "10, 20, 40, …; cells the tables already pin may be published finer: exact, "
+                "rounded to the nearest multiple, a size class) or random (unbiased random "
+                "rounding, up or down with the probabilities that keep the expected value; "
+                "bases 5, 10, 25, 50, 100, …). Which kind an agency may use is its own "
+                "policy choice; the bases are chosen per cell by the optimizer.",
                 ("deterministic", "random"),
             ),
             Key(

@@ -38,9 +38,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from eree.suppression.audit import peel
-from eree.suppression.lp import EqualityLP
+from eree.suppression.lp import EqualityLP, solve_with_reduced_costs
 
-__all__ = ["linked_bounds", "tolerance"]
+__all__ = ["binding_cells", "linked_bounds", "tolerance"]
 
 
 def tolerance(x: np.ndarray) -> np.ndarray:
@@ -237,3 +237,60 @@ def linked_bounds(
         lo[glob] = np.maximum(lo[glob], got[0])
         hi[glob] = np.minimum(hi[glob], got[1])
     return lo, hi
+
+
+def binding_cells(
+    relations: sp.csr_matrix,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    cells: np.ndarray,
+    sides: np.ndarray,
+) -> list[np.ndarray]:
+    """For each ``cells[i]``, the cells whose own interval holds its bound on ``sides[i]``.
+
+    Solves the max (``sides[i]`` > 0) or min of ``x[cells[i]]`` over ``relations @ x = 0``,
+    ``lower ≤ x ≤ upper`` — every cell of its connected component a column, exact ones
+    with equal bounds; one model per component, re-solved from the last basis — and
+    returns the other cells with a non-zero reduced cost at the optimum: the bounds that
+    hold the optimum there. Widening one of them can move the bound; at that optimum no
+    other cell's can (to first order). Empty when the LP has no optimum.
+    """
+    a = relations.tocsr()
+    b = abs(a).tocsr()
+    n = b.shape[1]
+    adj = sp.bmat([[None, b.T], [b, None]], format="csr")
+    _, labels = connected_components(adj, directed=False)
+    cell_lab, row_lab = labels[:n], labels[n:]
+    out: list[np.ndarray] = [np.array([], dtype=np.int64)] * len(cells)
+    lo_all = np.asarray(lower, dtype=np.float64)
+    hi_all = np.asarray(upper, dtype=np.float64)
+    for lab in np.unique(cell_lab[np.asarray(cells, dtype=np.int64)]):
+        cols = np.flatnonzero(cell_lab == lab)
+        rows = np.flatnonzero(row_lab == lab)
+        if rows.size == 0:
+            continue
+        lo, hi = lo_all[cols], hi_all[cols]
+        fin = np.concatenate([lo, hi[np.isfinite(hi)]])
+        scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
+        sub = a[rows][:, cols]
+        lp = EqualityLP(sub, np.zeros(rows.size), lo / scale, hi / scale)
+        for i, (cell, side) in enumerate(zip(cells, sides, strict=True)):
+            if cell_lab[cell] != lab:
+                continue
+            k = int(np.searchsorted(cols, cell))
+            r = lp.optimise(np.array([k]), np.array([-1.0 if side > 0 else 1.0]))
+            rc = lp.reduced_costs()
+            if r.status != "optimal":
+                continue
+            if rc is None:  # the public path: solve again for the reduced costs
+                c = np.zeros(cols.size)
+                c[k] = -1.0 if side > 0 else 1.0
+                r, rc = solve_with_reduced_costs(
+                    c, sub, np.zeros(rows.size), lo / scale, hi / scale
+                )
+                if r.status != "optimal" or rc is None:
+                    continue
+            hold = np.abs(rc) > 1e-9
+            hold[k] = False
+            out[i] = cols[hold].astype(np.int64)
+    return out

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-__all__ = ["EqualityLP", "LPResult", "solve", "warm_start_available"]
+__all__ = ["EqualityLP", "LPResult", "solve", "solve_with_reduced_costs", "warm_start_available"]
 
 try:  # SciPy's private binding of the HiGHS object (scipy >= 1.15)
     from scipy.optimize._highspy import _core as _hc
@@ -117,6 +117,28 @@ def solve(c: np.ndarray, a: sp.spmatrix, b: np.ndarray, lb: np.ndarray, ub: np.n
     return _run(_model(c, a, b, lb, ub))
 
 
+def solve_with_reduced_costs(
+    c: np.ndarray, a: sp.spmatrix, b: np.ndarray, lb: np.ndarray, ub: np.ndarray
+) -> tuple[LPResult, np.ndarray | None]:
+    """``min c·x`` s.t. ``a x = b``, ``lb ≤ x ≤ ub``, and each column's reduced cost.
+
+    A non-zero reduced cost marks a column held at one of its bounds by the optimum:
+    relaxing that bound by δ improves the objective by up to ``|reduced cost|·δ``.
+    """
+    if not warm_start_available():
+        res = linprog(c, A_eq=a, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs")
+        status = {0: "optimal", 2: "infeasible", 3: "unbounded"}.get(res.status, "error")
+        if status != "optimal":
+            return LPResult(status, None, str(res.message)), None
+        rc = np.asarray(res.lower.marginals) + np.asarray(res.upper.marginals)
+        return LPResult(status, np.asarray(res.x)), rc
+    h = _model(c, a, b, lb, ub, presolve=True)
+    r = _run(h)
+    if r.status != "optimal":
+        return r, None
+    return r, np.asarray(h.getSolution().col_dual)
+
+
 class EqualityLP:
     """The LP ``{x : a x = b, lb ≤ x ≤ ub}`` with many objectives.
 
@@ -136,6 +158,11 @@ class EqualityLP:
             # a new objective leaves the last optimal basis primal feasible: primal simplex
             self._h.setOptionValue("simplex_strategy", 4)
         self._last: np.ndarray | None = None
+        self._rc: np.ndarray | None = None
+
+    def reduced_costs(self) -> np.ndarray | None:
+        """Each column's reduced cost at the last optimum (None without the warm path)."""
+        return self._rc
 
     def optimise(self, cost_index: np.ndarray, cost_value: np.ndarray) -> LPResult:
         """Minimise ``Σ cost_value[k] · x[cost_index[k]]`` (all other costs 0)."""
@@ -149,4 +176,16 @@ class EqualityLP:
             self._h.changeColsCost(self._last.size, self._last, np.zeros(self._last.size))
         self._h.changeColsCost(idx.size, idx, val)
         self._last = idx
-        return _run(self._h)
+        res = _run(self._h)
+        self._rc = None
+        if res.status == "optimal":
+            self._rc = np.asarray(self._h.getSolution().col_dual)
+        if res.status == "error":
+            # the warm start can end in an unknown status (seen on small components with
+            # an unbounded side): solve this objective again from scratch
+            c = np.zeros(self.n)
+            c[idx] = val
+            res = _run(_model(c, self.a, self.b, self.lb, self.ub))
+            if res.status == "error":
+                res = _linprog(c, self.a, self.b, self.lb, self.ub)
+        return res

@@ -22,7 +22,7 @@ from eree.suppression.coarsening import (
     rounding_rng,
     size_class,
 )
-from eree.suppression.coarsening.optimize import publication_at, tighten
+from eree.suppression.coarsening.optimize import GRID_BASES, publication_at, tighten
 from eree.suppression.linked import linked_bounds
 from eree.suppression.tables import Dimension, TableLayout, tabulate
 
@@ -137,10 +137,17 @@ def test_a_weakened_coarsening_is_flagged():
     res = greedy_coarsen(tables, "emp", prim)
     ax = _cell(tables, "A", "X")
     t = tables.values("emp").astype(float)
-    level = np.zeros(t.size, dtype=np.int64)
     p = res.publication
-    level[ax] = 1 + BASES.index(float(p.base[ax])) if p.status[ax] == "rounded" else 0
-    weak = publication_at(t, level)
+    assert p.status[ax] != "exact"
+    keep = np.arange(t.size) == ax
+    weak = Publication(
+        np.where(keep, p.status, "exact").astype("<U16"),
+        np.where(keep, p.value, t),
+        np.where(keep, p.base, np.nan),
+        np.where(keep, p.lower, np.nan),
+        np.where(keep, p.upper, np.nan),
+        p.integer,
+    )
     chk = disclosure_check(tables, weak, "emp", prim)
     assert chk.violated[ax]
     assert chk.lower[ax] == chk.upper[ax] == 6.0
@@ -213,13 +220,19 @@ def test_tightening_leaves_the_attackers_bounds_unchanged(rounding):
     t = tables.values("emp").astype(float)
     p = res.publication
     lo, hi = linked_bounds(tables.relations, *p.own_bounds(), truth=t)
+    # the optimizer's deterministic ladder is the grid (nested ranges of GRID_BASES)
     level = np.array(
         [
-            0 if s == "exact" else len(BASES) + 1 if s == "suppressed" else 1 + BASES.index(b)
+            0
+            if s == "exact"
+            else len(GRID_BASES) + 1
+            if s == "suppressed"
+            else 1 + GRID_BASES.index(b)
             for s, b in zip(p.status, np.nan_to_num(p.base), strict=True)
         ]
     )
-    out, finer = tighten(p, t, level, lo, hi)
+    assert np.array_equal(publication_at(t, level, ladder="grid").status, p.status)
+    out, finer = tighten(p, t, level, lo, hi, ladder="grid")
     lo2, hi2 = linked_bounds(tables.relations, *out.own_bounds(), truth=t)
     assert np.allclose(lo2, lo) and np.array_equal(np.isinf(hi2), np.isinf(hi))
     f = np.isfinite(hi)
@@ -292,3 +305,15 @@ def test_tighten_keeps_an_interval_only_if_it_holds_the_implied_one():
     out, finer = tighten(pub, t, level, np.array([25.0]), np.array([45.0]))
     assert finer.tolist() == [True] and out.status[0] == "range"
     assert (out.lower[0], out.upper[0]) == (20.0, 49.0)
+
+
+def test_the_verdict_only_final_check_passes_the_full_check_and_the_audit():
+    """With ``full_check=False`` the optimizer's last check is the proven verdict (no
+    bounds): its publication must pass the full check and the reconstruction audit."""
+    tables = _three_by_three()
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim, full_check=False)
+    assert res.summary()["final_check"].startswith("verdict")
+    assert res.tightened == 0
+    assert not disclosure_check(tables, res.publication, "emp", prim).violated.any()
+    assert _audit_independently(tables, res.publication, prim) == 0

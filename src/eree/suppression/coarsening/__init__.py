@@ -14,9 +14,11 @@ tables together (the audited risk), see docs/coarsening.md.
 from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.optimize import (
     BASES,
+    GRID_BASES,
     CoarseningResult,
     cell_loss,
     greedy_coarsen,
+    ladder_bases,
     tighten,
 )
 from eree.suppression.coarsening.publication import STATUSES, Publication
@@ -25,6 +27,7 @@ from eree.suppression.coarsening.rounding import random_round, round_to_base, ro
 
 __all__ = [
     "BASES",
+    "GRID_BASES",
     "SIZE_CLASS_EDGES",
     "STATUSES",
     "CheckResult",
@@ -33,6 +36,7 @@ __all__ = [
     "cell_loss",
     "disclosure_check",
     "greedy_coarsen",
+    "ladder_bases",
     "random_round",
     "round_to_base",
     "rounding_rng",

@@ -63,6 +63,11 @@ class CheckResult:
         }
 
 
+def _lp_failed(stats: dict[str, int]) -> bool:
+    """Whether a component's LP failed (reported inconsistent) in ``stats``."""
+    return stats.get("inconsistent_components", 0) > 0
+
+
 def disclosure_check(
     tables: LinkedTables,
     publication: Publication,
@@ -120,6 +125,10 @@ def disclosure_check(
         goal_upper=goal_hi,
         prove=prove or not sensitive_only,
     )
+    if use_truth and _lp_failed(stats):
+        # the true values are a feasible point: an inconsistent component is a solver
+        # failure, and its cells' bounds were not computed — never pass them unchecked
+        raise RuntimeError("the attacker's LP failed on a component; the check cannot decide")
     raw_lo, raw_hi = lo.copy(), hi.copy()
     if publication.integer:
         lo = np.ceil(lo - 1e-6)

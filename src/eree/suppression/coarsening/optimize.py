@@ -1,9 +1,13 @@
-r"""A first optimizer: greedy coarsening until the disclosure check passes.
+r"""A greedy optimizer: coarsening step by step until the disclosure check passes.
 
-Each cell has a ladder of publications: exact, then rounded (deterministically, or by
-unbiased random rounding) to the bases :data:`BASES` in turn, then suppressed — the last
-resort. The start is a local protection without LP (:func:`_protect_locally`: every
-relation of a sensitive cell leaves it room). Each round then runs the check
+Each cell has a ladder of publications: exact, then coarser, then suppressed — the last
+resort. Deterministic coarsening climbs the **grid ladder** (:data:`GRID_BASES`: the range
+``[⌊T/b⌋·b, ⌊T/b⌋·b + b)`` of b = 5, 10, 20, 40, …), which is nested — each step's
+interval holds the one before — so a step only adds points to the attacker's feasible set
+and never narrows any cell's attacker interval: violations can only fall, round after
+round. Random rounding climbs the rounding ladder (:data:`BASES`), which is not nested.
+The start is a local protection without LP (:func:`_protect_locally`: every relation of a
+sensitive cell leaves it room). Each round then runs the check
 (:func:`.check.disclosure_check`, the LP over all tables, re-solving only the components
 a step changed; heuristic rounds — violations unproven — until they stall) and, for every
 violated sensitive cell :math:`c`:
@@ -11,12 +15,15 @@ violated sensitive cell :math:`c`:
 * if :math:`c`'s own publication does not cover its protection interval, :math:`c` goes
   up its ladder to the first step that does (or is suppressed);
 * otherwise the linked tables narrow it: among the nearest cells (walking the
-  relations from :math:`c`, layer by layer) that can still be rounded more — up to the
+  relations from :math:`c`, layer by layer) that can still be coarsened — up to the
   first base of at least twice their value — the one whose next step widens its
   interval least, relative to its value, goes up one step (more steps for a cell
-  violated round after round: ``escalate``; cells are rounded, never
+  violated round after round: ``escalate``; cells are coarsened, never
   suppressed, here: a suppressed neighbour can be peeled off the relations and
   protects nothing);
+* with few violations left (``dual_limit``), the step is exact instead: the cells whose
+  own bounds hold the attacker's optimum on :math:`c`'s violated side (non-zero reduced
+  costs, :func:`~eree.suppression.linked.binding_cells`) go up one step;
 * when no neighbour can go further, :math:`c` is suppressed — the last resort.
 
 Rounds repeat until no violation remains (every ladder ends in suppression, which the
@@ -42,24 +49,41 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import tolerance
+from eree.suppression.linked import binding_cells, tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
 
 __all__ = [
     "BASES",
+    "GRID_BASES",
+    "LADDERS",
     "CoarseningResult",
     "cell_loss",
     "greedy_coarsen",
+    "ladder_bases",
     "publication_at",
     "tighten",
 ]
 
-#: the rounding bases of the ladder, in order
+#: the rounding bases of the rounding ladder, in order (not nested: 25 is no multiple of 10)
 BASES: tuple[float, ...] = tuple(
     float(m * 10**d) for d in range(0, 13) for m in (1, 2.5, 5) if m * 10**d >= 5
 )
+
+#: the bases of the nested (grid) ladder, in order: 5, 10, 20, 40, … (5·2^k); each divides
+#: the next, so each grid interval ``[kb, (k+1)b)`` lies inside the one of every coarser base
+GRID_BASES: tuple[float, ...] = tuple(5.0 * 2.0**k for k in range(48))
+
+#: the ladders: ``grid`` (nested, deterministic) and ``rounding`` (to the nearest multiple)
+LADDERS = ("grid", "rounding")
+
+
+def ladder_bases(ladder: str) -> tuple[float, ...]:
+    """The bases of ``ladder`` (:data:`GRID_BASES` or :data:`BASES`)."""
+    if ladder not in LADDERS:
+        raise ValueError(f"ladder must be one of {LADDERS}")
+    return GRID_BASES if ladder == "grid" else BASES
 
 
 def publication_at(
@@ -69,21 +93,35 @@ def publication_at(
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
     integer: bool = True,
-    bases: Sequence[float] | np.ndarray = BASES,
+    ladder: str = "rounding",
+    bases: Sequence[float] | np.ndarray | None = None,
 ) -> Publication:
-    """The publication of each cell at its ladder level (0 exact, k: bases[k−1], top: suppressed).
+    """The publication of each cell at its ladder level (0 exact, k: base k, top: suppressed).
 
+    ``ladder``: ``rounding`` — level k rounds to the k-th of :data:`BASES` (deterministically
+    or at random); ``grid`` — level k publishes the range ``[⌊T/b⌋·b, ⌊T/b⌋·b + b)`` of
+    ``b`` the k-th of :data:`GRID_BASES` (for counts its upper end is ``⌊T/b⌋·b + b − 1``):
+    nested, each level's interval inside the next one's (deterministic only).
     ``uniform``: one uniform draw per cell for random rounding (the same draw at every
-    base, so each base's rounding is unbiased). ``bases``: the ladder (default
-    :data:`BASES`).
+    base, so each base's rounding is unbiased).
     """
     n = values.size
+    bases = ladder_bases(ladder) if bases is None else tuple(float(b) for b in bases)
     top = len(bases) + 1
     status = np.where(level == 0, "exact", np.where(level >= top, "suppressed", "rounded"))
     base = np.full(n, np.nan)
     m = status == "rounded"
     base[m] = np.asarray(bases, dtype=np.float64)[level[m] - 1]
     value = np.where(status == "exact", values, np.nan)
+    nan = np.full(n, np.nan)
+    if ladder == "grid":
+        if rounding != "deterministic":
+            raise ValueError("the grid ladder is deterministic")
+        lower, upper = nan.copy(), nan.copy()
+        lower[m] = np.floor(values[m] / base[m]) * base[m]
+        upper[m] = lower[m] + base[m] - (1.0 if integer else 0.0)
+        status = np.where(m, "range", status)
+        return Publication(status.astype("<U16"), value, base, lower, upper, integer)
     if rounding == "random":
         if uniform is None:
             raise ValueError("random rounding needs its uniform draws")
@@ -93,7 +131,6 @@ def publication_at(
         status = np.where(m, "random_rounded", status)
     else:
         value[m] = round_to_base(values[m], base[m])
-    nan = np.full(n, np.nan)
     return Publication(status.astype("<U16"), value, base, nan, nan.copy(), integer)
 
 
@@ -131,6 +168,7 @@ class CoarseningResult:
     last_resort: int = 0
     tightened: int = 0
     cell_losses: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    final_check: str = "full"
 
     def summary(self) -> dict[str, Any]:
         """Counts and the aggregate loss (no cell value)."""
@@ -147,6 +185,7 @@ class CoarseningResult:
             "tightened": self.tightened,
             "rounding": self.rounding,
             "seeded": self.seeded,
+            "final_check": self.final_check,
         }
 
 
@@ -159,7 +198,8 @@ def tighten(
     *,
     rounding: str = "deterministic",
     uniform: np.ndarray | None = None,
-    bases: Sequence[float] | np.ndarray = BASES,
+    ladder: str = "rounding",
+    bases: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[Publication, np.ndarray]:
     r"""Publish each cell as finely as the linked tables already imply it.
 
@@ -169,19 +209,23 @@ def tighten(
     :math:`[L_c, U_c]`: every such constraint holds at every point of the attacker's
     feasible set, so the feasible set — hence every cell's bounds and the check — is the
     same, and the loss is lower. Candidates: exact (when :math:`L_c = U_c`), the ladder's
-    roundings up to the cell's level (any for a suppressed cell) and its size class
+    steps up to the cell's level (any for a suppressed cell), on the grid ladder also any
+    rounding to the nearest multiple of one of :data:`BASES`, and its size class
     (:func:`.ranges.size_class`); the narrowest that contains :math:`[L_c, U_c]` is kept if
     it is narrower than the current one (a suppressed cell only if its interval is
     narrower than its value, loss < 1: an interval that says nothing stays withheld).
     The rule is fixed and public (bases and classes do not depend on the data); the
-    caller re-checks the result. ``bases``: the ladder the publication was made with.
+    caller re-checks the result.
+
+    ``ladder``: the ladder ``level`` refers to (:func:`publication_at`); its steps are the
+    candidates.
 
     Returns:
         The new publication and a boolean per cell: published finer.
     """
     t = np.asarray(values, dtype=np.float64)
     n = t.size
-    top = len(bases) + 1
+    top = len(ladder_bases(ladder) if bases is None else bases) + 1
     integer = publication.integer
     cur_lo, cur_hi = publication.own_bounds()
     cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
@@ -202,6 +246,7 @@ def tighten(
             rounding=rounding,
             uniform=None if uniform is None else uniform[idx],
             integer=integer,
+            ladder=ladder,
             bases=bases,
         )
         lo, hi = q.own_bounds()
@@ -210,7 +255,38 @@ def tighten(
         better = fits & (w <= best_w[idx])
         best_w[idx[better]] = w[better]
         best_lv[idx[better]] = k
-    p = publication_at(t, best_lv, rounding=rounding, uniform=uniform, integer=integer, bases=bases)
+    p = publication_at(
+        t,
+        best_lv,
+        rounding=rounding,
+        uniform=uniform,
+        integer=integer,
+        ladder=ladder,
+        bases=bases,
+    )
+    if ladder == "grid":
+        # a rounding to the nearest multiple of a base (any of BASES), where narrower still
+        r_lv = np.zeros(n, dtype=np.int64)
+        for k in range(len(BASES), 0, -1):
+            idx = np.flatnonzero(movable)
+            q = publication_at(t[idx], np.full(idx.size, k), integer=integer)
+            lo, hi = q.own_bounds()
+            fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
+            w = hi - lo
+            better = fits & (w < best_w[idx] - tolerance(best_w[idx]))
+            best_w[idx[better]] = w[better]
+            r_lv[idx[better]] = k
+        if r_lv.any():
+            r = publication_at(t, r_lv, integer=integer)
+            use = r_lv > 0
+            p = Publication(
+                np.where(use, r.status, p.status).astype("<U16"),
+                np.where(use, r.value, p.value),
+                np.where(use, r.base, p.base),
+                np.where(use, r.lower, p.lower),
+                np.where(use, r.upper, p.upper),
+                integer,
+            )
     # the size class, where it is narrower still
     finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
     rng_lo = np.full(n, np.nan)
@@ -229,8 +305,8 @@ def tighten(
         st,
         np.where(use_range, np.nan, p.value),
         np.where(use_range, np.nan, p.base),
-        np.where(use_range, rng_lo, np.nan),
-        np.where(use_range, rng_hi, np.nan),
+        np.where(use_range, rng_lo, p.lower),
+        np.where(use_range, rng_hi, p.upper),
         integer,
     )
     new_lo, new_hi = out.own_bounds()
@@ -273,7 +349,7 @@ def _protect_locally(
     must add up to its protection level ``U``: else the cheapest of them (width added
     relative to its value) goes up one step, until it does or none can go further (up to
     ``cap``). Necessary for one relation alone, not sufficient for the attacker's LP over
-    all tables: the LP rounds that follow decide. ``top``: the ladder's suppressed level;
+    all tables: the LP rounds that follow decide. ``top``: the level of suppression;
     ``weight``: a factor per cell on its cost (default 1).
     """
     u = need_hi - t
@@ -325,9 +401,12 @@ def greedy_coarsen(
     secondary: SecondaryConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
     tightening: bool = True,
-    escalate: int = 5,
+    escalate: int = 2,
     local: bool = True,
-    bases: Sequence[float] | np.ndarray = BASES,
+    ladder: str | None = None,
+    dual_limit: int = 100,
+    full_check: bool = True,
+    bases: Sequence[float] | np.ndarray | None = None,
     hub_cost: bool = False,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
@@ -348,31 +427,52 @@ def greedy_coarsen(
             per round, 4 after twice as many, at most 8 (0: always 1).
         local: start from the local protection (:func:`_protect_locally`) rather than
             from every cell exact (fewer rounds; the LP rounds then fix what it misses).
-        bases: the rounding ladder, increasing (default :data:`BASES`; job tables of
-            small blocks use a finer start, e.g. ``WAC_BASES``).
+        ladder: ``grid`` (nested ranges, the default for deterministic rounding) or
+            ``rounding`` (to the nearest multiple; the only one for random rounding).
+        dual_limit: a round with at most this many violations widens, for each, the cells
+            whose bounds hold the attacker's optimum (:func:`~eree.suppression.linked.
+            binding_cells`, one LP per violated side) rather than the nearest cheapest.
+        full_check: the final check computes every cell's tightest bounds (tightening and
+            the pinned count need them). False (measurements only): the proven verdict —
+            exact for violations, each one witnessed or proven by its own LP — without
+            tightening, and ``cells_pinned`` not computed (``final_check`` says so).
+        bases: a rounding ladder of one's own, increasing (job tables of small blocks use
+            a finer start, e.g. ``WAC_BASES``); given, the ladder defaults to ``rounding``,
+            and a ``grid`` ladder of one's own must be nested (each base divides the next).
         hub_cost: a neighbour's step costs its widening times the number of relations
             it is in (a total rounded leaves every relation it closes open, so each of
             them needs a rounded cell of its own to stay unpinned); False: the widening.
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
+    lad = ladder or ("grid" if rounding == "deterministic" and bases is None else "rounding")
+    ladder_arr = np.asarray(ladder_bases(lad) if bases is None else bases, dtype=np.float64)
+    if ladder_arr.size == 0 or np.any(ladder_arr <= 0) or np.any(np.diff(ladder_arr) <= 0):
+        raise ValueError("bases must be positive and increasing")
+    if lad == "grid" and bases is not None and np.any(np.mod(ladder_arr[1:], ladder_arr[:-1])):
+        raise ValueError("a grid ladder's bases must be nested: each divides the next")
+    bases = tuple(float(b) for b in ladder_arr)
     t = tables.values(attribute).astype(np.float64)
     integer = bool(np.all(t == np.round(t)))
     n = t.size
-    ladder = np.asarray(bases, dtype=np.float64)
-    if ladder.size == 0 or np.any(ladder <= 0) or np.any(np.diff(ladder) <= 0):
-        raise ValueError("bases must be positive and increasing")
-    top = len(ladder) + 1
+    top = len(bases) + 1
     uniform = rounding_rng(seed).random(n) if rounding == "random" else None
     level = np.zeros(n, dtype=np.int64)
     u = primary.protection.get(attribute, np.zeros(n))
     need_lo, need_hi = t - np.minimum(u, t), t + u
+    tol = tolerance(t)
     rel = abs(tables.relations).tocsr()
     rel_c = rel.tocsc()
 
     def pub(lv: np.ndarray) -> Publication:
         return publication_at(
-            t, lv, rounding=rounding, uniform=uniform, integer=integer, bases=ladder
+            t,
+            lv,
+            rounding=rounding,
+            uniform=uniform,
+            integer=integer,
+            ladder=lad,
+            bases=bases,
         )
 
     def width_cost(q: Publication) -> np.ndarray:
@@ -387,14 +487,15 @@ def greedy_coarsen(
             rounding=rounding,
             uniform=None if uniform is None else uniform[i : i + 1],
             integer=integer,
-            bases=ladder,
+            ladder=lad,
+            bases=bases,
         )
         lo, hi = p.own_bounds()
         return bool(lo[0] <= need_lo[i] + 1e-9 and hi[0] >= need_hi[i] - 1e-9)
 
     hub = np.maximum(np.diff(rel_c.indptr), 1).astype(np.float64) if hub_cost else None
     # a neighbour is rounded at most to the first base of at least twice its value
-    cap = np.minimum(1 + np.searchsorted(ladder, 2.0 * np.maximum(t, 1.0)), top - 1)
+    cap = np.minimum(1 + np.searchsorted(np.asarray(bases), 2.0 * np.maximum(t, 1.0)), top - 1)
 
     def candidates(c: int) -> np.ndarray:
         """The nearest cells to ``c`` (in relations walked) that can still be rounded more."""
@@ -446,6 +547,17 @@ def greedy_coarsen(
         step_cost = width_cost(pub(np.minimum(level + 1, top - 1))) - width_cost(p)
         if hub is not None:
             step_cost = step_cost * hub
+        holders: dict[int, np.ndarray] = {}
+        if bad.size <= dual_limit:
+            own_lo, own_hi = p.own_bounds()
+            up = bad[chk.upper[bad] < need_hi[bad] - tol[bad]]
+            dn = bad[chk.lower[bad] > need_lo[bad] + tol[bad]]
+            sides = np.concatenate([np.ones(up.size), -np.ones(dn.size)])
+            which = np.concatenate([up, dn])
+            for c, js in zip(
+                which, binding_cells(tables.relations, own_lo, own_hi, which, sides), strict=True
+            ):
+                holders[int(c)] = np.union1d(holders.get(int(c), js), js)
         moved = False
         raised = np.zeros(n, dtype=bool)
         for c in bad:
@@ -456,6 +568,15 @@ def greedy_coarsen(
                 level[c] = lv
                 moved = raised[c] = True
                 continue
+            if int(c) in holders:
+                # few violations left: widen exactly the cells whose bounds hold the
+                # attacker's optimum on each violated side (the LP's reduced costs)
+                js = holders[int(c)]
+                js = js[(level[js] < top - 1) & ~raised[js]]
+                if js.size:
+                    level[js] += 1
+                    raised[js] = moved = True
+                    continue
             # a cell violated round after round gets more neighbour steps per round
             for k in range(2 ** min(int(streak[c]) // escalate, 3) if escalate else 1):
                 nb = candidates(int(c))
@@ -484,11 +605,18 @@ def greedy_coarsen(
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
     p = pub(level)
-    # the final check of ``p``: the full one (every bound the tightest, cells pinned)
-    chk = disclosure_check(tables, p, attribute, primary)
+    # the final check of ``p``: the full one (every bound the tightest, cells pinned);
+    # without it, the proven verdict (exact for violations; no bounds, no pinned count)
+    if full_check:
+        chk = disclosure_check(tables, p, attribute, primary)
+    else:
+        chk = disclosure_check(
+            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=True
+        )
     n_tight = 0
     if (
-        tightening
+        full_check
+        and tightening
         and not chk.violated.any()
         and chk.raw_lower is not None
         and chk.raw_upper is not None
@@ -501,7 +629,8 @@ def greedy_coarsen(
             chk.raw_upper,
             rounding=rounding,
             uniform=uniform,
-            bases=ladder,
+            ladder=lad,
+            bases=bases,
         )
         if finer.any():
             # q's own verdict (exact: a covered side is witnessed by a feasible point, a
@@ -525,4 +654,5 @@ def greedy_coarsen(
         last_resort,
         n_tight,
         losses,
+        "full" if full_check else "verdict (no bounds, pinned not computed)",
     )
