@@ -659,26 +659,26 @@ def publication_tables(
         # and the guard's simulations alike) and the guard decides again
         if not blocks and not pp.without_guard and calibration is None:
             in_pairs = {k: v for k, v in pairs.items() if k[0] in related and k[1] in related}
-            # the first (linear, consistency-only) pass: P at its sizes, in the release
-            # and in each simulated release alike (one linear solve per replicate)
-            check_solve = _solver(
-                marg,
-                pairs,
-                exact,
-                at_size,
-                nonnegative=False,
-                integer=False,
-                methods={},
-                first_only=True,
-                held=decision.holding.held,
-            )
-            check = variance_check(
-                in_guard,
-                decision.guard.solution,
-                in_pairs,
-                check_solve,
-                check_solve(est, var, related),
-            )
+
+            def check_model(guarded: list[Any], decided: Any) -> VarianceCheck | None:
+                # the first (linear, consistency-only) pass: P at its sizes, in the release
+                # and in each simulated release alike (one linear solve per replicate)
+                solve = _solver(
+                    marg,
+                    pairs,
+                    exact,
+                    at_size,
+                    nonnegative=False,
+                    integer=False,
+                    methods={},
+                    first_only=True,
+                    held=decided.holding.held,
+                )
+                return variance_check(
+                    guarded, decided.guard.solution, in_pairs, solve, solve(est, var, related)
+                )
+
+            check = check_model(in_guard, decision)
             scalable = [n for n in related if n in modelled]
             if check is not None and check.fired and scalable and not pp.variance_check_report_only:
                 c2 = check.factor**2
@@ -699,24 +699,7 @@ def publication_tables(
                 ]
                 decision = decide_holding(run_guard, list(pairs),
                                           {n: float(np.sum(var[n])) for n in related})  # fmt: skip
-                check_solve = _solver(
-                    marg,
-                    pairs,
-                    exact,
-                    at_size,
-                    nonnegative=False,
-                    integer=False,
-                    methods={},
-                    first_only=True,
-                    held=decision.holding.held,
-                )
-                rechecked = variance_check(
-                    in_guard,
-                    decision.guard.solution,
-                    in_pairs,
-                    check_solve,
-                    check_solve(est, var, related),
-                )
+                rechecked = check_model(in_guard, decision)
         guard, unheld_guard, holding = decision.guard, decision.first, decision.holding
         tried = decision.tried
         del blocks

@@ -39,7 +39,7 @@ import polars as pl
 from eree.evaluate.reconstruct.intervals import interval_audit
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import SerialMap, UnitMapper
-from eree.evaluate.reconstruct.wac import ATTRIBUTES, WAC_TABLES, wac_layout
+from eree.evaluate.reconstruct.wac import ATTRIBUTES, cell_keys, wac_layout
 from eree.suppression.coarsening.optimize import BASES
 
 __all__ = ["WAC_BASES", "coarsen_jobs", "rule_audit"]
@@ -89,15 +89,7 @@ def _coarsen_chunk(
     rr = pub.status == "random_rounded"
     status = np.where(rr, "range", pub.status)
     is_range = status == "range"
-    names = list(WAC_TABLES)
-    frame = tables.cells.select(
-        pl.col("table").replace_strict(dict(enumerate(names)), return_dtype=pl.Utf8),
-        pl.col("block").cast(pl.Utf8),
-        *[
-            pl.when(pl.col(f"{a}_level") == "total").then(None).otherwise(pl.col(a)).alias(a)
-            for a in ATTRIBUTES
-        ],
-    ).with_columns(
+    frame = cell_keys(tables).with_columns(
         pl.Series("_status", status),
         pl.Series("_value", np.where(is_range | (status == "suppressed"), np.nan, pub.value)),
         pl.Series("_base", np.where(status == "rounded", pub.base, np.nan)),

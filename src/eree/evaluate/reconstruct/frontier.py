@@ -50,7 +50,7 @@ from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import ProcessMap
-from eree.evaluate.reconstruct.wac import ATTRIBUTES, WAC_TABLES, wac_layout
+from eree.evaluate.reconstruct.wac import ATTRIBUTES, WAC_TABLES, cell_keys, wac_layout
 
 __all__ = [
     "COARSENINGS",
@@ -152,15 +152,7 @@ def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3)
     res = suppress_tables(
         tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
     )
-    names = list(WAC_TABLES)
-    keyed = tables.cells.select(
-        pl.col("table").replace_strict(dict(enumerate(names)), return_dtype=pl.Utf8),
-        pl.col("block").cast(pl.Utf8),
-        *[
-            pl.when(pl.col(f"{a}_level") == "total").then(None).otherwise(pl.col(a)).alias(a)
-            for a in ATTRIBUTES
-        ],
-    ).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
+    keyed = cell_keys(tables).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
     keys = ["table", "block", *ATTRIBUTES]
     j = (
         exact.drop("status")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ATTRIBUTES", "WAC_TABLES", "wac_layout"]
+__all__ = ["ATTRIBUTES", "WAC_TABLES", "cell_keys", "wac_layout"]
 
 #: the WAC families: name → (by, ε multiplicity d of one cell)
 WAC_TABLES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -42,3 +42,23 @@ def wac_layout() -> Any:
         tuple(d.name if d.name in by else "total" for d in dims) for by, _ in WAC_TABLES.values()
     )
     return TableLayout(dims, tables, tuple(WAC_TABLES))
+
+
+def cell_keys(tables: Any) -> Any:
+    """Each cell of linked tables in :func:`wac_layout` keyed as the table format keys it.
+
+    One row per cell in the tables' order: ``table`` (the family's name), ``block`` and
+    each attribute (null where the family totals over it), so a per-cell array of the
+    package can be joined to a WAC release's cells.
+    """
+    import polars as pl
+
+    names = dict(enumerate(WAC_TABLES))
+    return tables.cells.select(
+        pl.col("table").replace_strict(names, return_dtype=pl.Utf8),
+        pl.col("block").cast(pl.Utf8),
+        *[
+            pl.when(pl.col(f"{a}_level") == "total").then(None).otherwise(pl.col(a)).alias(a)
+            for a in ATTRIBUTES
+        ],
+    )
