@@ -39,7 +39,7 @@ import polars as pl
 from eree.evaluate.reconstruct.intervals import interval_audit
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import SerialMap, UnitMapper
-from eree.evaluate.reconstruct.wac import ATTRIBUTES, cell_keys, wac_layout
+from eree.evaluate.reconstruct.wac import ATTRIBUTES, cell_keys, jobs_from_truth, wac_layout
 from eree.suppression.coarsening.optimize import BASES
 
 __all__ = ["WAC_BASES", "coarsen_jobs", "rule_audit"]
@@ -225,13 +225,7 @@ def coarsen_jobs(
         raise ValueError("threshold must be >= 1")
     if blocks_per_chunk < 1:
         raise ValueError("blocks_per_chunk must be >= 1")
-    jobs = (
-        truth.filter(pl.col("true") > 0)
-        .select(pl.all().repeat_by("true").explode())
-        .drop("true")
-        .rename({"unit": "block"})
-        .with_columns(pl.lit(1.0).alias("jobs"))
-    )
+    jobs = jobs_from_truth(truth)
     blocks = jobs.get_column("block").unique().sort().to_list()
     chunk_of = {b: i // blocks_per_chunk for i, b in enumerate(blocks)}
     jobs = jobs.with_columns(

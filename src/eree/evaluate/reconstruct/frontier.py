@@ -50,7 +50,13 @@ from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
 from eree.evaluate.reconstruct.unitmap import ProcessMap
-from eree.evaluate.reconstruct.wac import ATTRIBUTES, WAC_TABLES, cell_keys, wac_layout
+from eree.evaluate.reconstruct.wac import (
+    ATTRIBUTES,
+    WAC_TABLES,
+    cell_keys,
+    jobs_from_truth,
+    wac_layout,
+)
 
 __all__ = [
     "COARSENINGS",
@@ -140,13 +146,7 @@ def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3)
     from eree.suppression.rules import PrimaryRules
     from eree.suppression.tables import tabulate
 
-    jobs = (
-        truth.filter(pl.col("true") > 0)
-        .select(pl.all().repeat_by("true").explode())
-        .drop("true")
-        .rename({"unit": "block"})
-        .with_columns(pl.lit(1.0).alias("jobs"))
-    )
+    jobs = jobs_from_truth(truth)
     rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     res = suppress_tables(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ATTRIBUTES", "WAC_TABLES", "cell_keys", "wac_layout"]
+__all__ = ["ATTRIBUTES", "WAC_TABLES", "cell_keys", "jobs_from_truth", "wac_layout"]
 
 #: the WAC families: name → (by, ε multiplicity d of one cell)
 WAC_TABLES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -61,4 +61,21 @@ def cell_keys(tables: Any) -> Any:
             pl.when(pl.col(f"{a}_level") == "total").then(None).otherwise(pl.col(a)).alias(a)
             for a in ATTRIBUTES
         ],
+    )
+
+
+def jobs_from_truth(truth: Any) -> Any:
+    """The jobs of a WAC truth frame, one row each: the suppression package's contributors.
+
+    ``truth`` has one row per block (``unit``) × attribute combination with its count
+    ``true``; the result one row per job: ``block``, the attributes and ``jobs`` = 1.
+    """
+    import polars as pl
+
+    return (
+        truth.filter(pl.col("true") > 0)
+        .select(pl.all().repeat_by("true").explode())
+        .drop("true")
+        .rename({"unit": "block"})
+        .with_columns(pl.lit(1.0).alias("jobs"))
     )
