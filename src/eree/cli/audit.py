@@ -33,6 +33,7 @@ from eree.cli.common import (
     LodesData,
     MinProtection,
     PPercent,
+    ProtectionPercent,
     Quiet,
     State,
     Table,
@@ -283,9 +284,7 @@ def audit_suppression(
     dominance_k: DominanceK = 80.0,
     dominance_n: DominanceN = 1,
     p_percent: PPercent = 10.0,
-    protection_percent: Annotated[float | None, typer.Option(help="threshold protection %")] = (
-        None
-    ),
+    protection_percent: ProtectionPercent = None,
     min_protection: MinProtection = 1.0,
     exempt_own: ExemptOwn = "1",
     keep_tables: Annotated[str, typer.Option(help="agglvl codes never complements")] = ("50,51,70"),

@@ -109,6 +109,10 @@ DominanceK = Annotated[
 DominanceN = Annotated[int, typer.Option(help="n of the dominance rule")]
 #: ``--p-percent``: the p% rule
 PPercent = Annotated[float, typer.Option(help="p of the p% rule (0: off)")]
+#: ``--protection-percent``: protection of threshold cells, % of the largest contribution
+ProtectionPercent = Annotated[
+    float | None, typer.Option(help="protection of threshold cells, % of the largest")
+]
 #: ``--min-protection``: the smallest protection level
 MinProtection = Annotated[float, typer.Option(help="smallest protection level (attribute units)")]
 #: ``--exempt-own``: ownership codes never sensitive

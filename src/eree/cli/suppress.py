@@ -42,6 +42,7 @@ from eree.cli.common import (
     MinProtection,
     Out,
     PPercent,
+    ProtectionPercent,
     Quiet,
     State,
     Table,
@@ -256,9 +257,7 @@ def suppress(
     dominance_k: DominanceK = 80.0,
     dominance_n: DominanceN = 1,
     p_percent: PPercent = 10.0,
-    protection_percent: Annotated[
-        float | None, typer.Option(help="protection of threshold cells, % of the largest")
-    ] = None,
+    protection_percent: ProtectionPercent = None,
     min_protection: MinProtection = 1.0,
     exempt_own: ExemptOwn = "1",
     keep_tables: Annotated[
