@@ -17,10 +17,10 @@ from eree.cli import app
 from eree.data.schema import NAICS_SECTORS, WORKER_DOMAINS
 from eree.errors import DataValidationError
 from eree.evaluate.reconstruct import job_truth
-from eree.evaluate.reconstruct.coarsen_wac import coarsen_jobs
 from eree.evaluate.reconstruct.frontier import ATTRIBUTES, exact_tables
 from eree.release.coarsened_wac import wac_coarsened_files, write_files
 from eree.release.layouts import LODES_FAMILIES, check_format
+from eree.suppression.coarsening.jobs import coarsen_jobs
 from eree.synth.lodes import synth_parametric
 
 NAME = "pa_wac_S000_JT00_2015"

@@ -3,7 +3,7 @@ r"""A coarsened WAC publication in the LODES WAC layout: values, and their bound
 See docs/coarsening.md#lodes-wac-files. The input is a coarsened publication of the WAC
 families by block in the reconstruction audit's table format (``table``, ``block``, the
 attributes, ``status`` exact | rounded | range | suppressed, ``value``, ``base``,
-``lower``, ``upper``; :func:`eree.evaluate.reconstruct.coarsen_wac.coarsen_jobs`). Three
+``lower``, ``upper``; :func:`eree.suppression.coarsening.jobs.coarsen_jobs`). Three
 files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are written:
 
 * ``[st]_wac_[SEG]_[JT]_[year].csv.gz`` — **one consistent set of whole numbers within

@@ -14,7 +14,7 @@ CD = age × education, CS) each method publishes the same tables:
   cannot narrow a withheld cell below ±1 job (:func:`suppress_small`);
 * **coarsened** (only when asked for) — the same rule as ``suppressed``, met by
   rounding, size-class ranges and suppression as the last resort, per block
-  (:func:`.coarsen_wac.coarsen_jobs`, docs/coarsening.md);
+  (:func:`eree.suppression.coarsening.jobs.coarsen_jobs`, docs/coarsening.md);
 * **noise infusion** — ``eree protect`` with ``noise_infusion`` on every table (the
   SDL baseline, Haney et al. §5.1; no formal guarantee);
 * **ER-EE** at ε per cell e (0.5, 1, 2, 4 by default) — ``eree protect`` of the WAC
@@ -44,13 +44,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from eree.engine.unitmap import ProcessMap
 from eree.evaluate.reconstruct.audit import peak_memory_mb, reconstruction_audit
 from eree.evaluate.reconstruct.measure import job_truth
 from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
-from eree.evaluate.reconstruct.unitmap import ProcessMap
-from eree.evaluate.reconstruct.wac import (
+from eree.suppression.wac import (
     ATTRIBUTES,
     WAC_TABLES,
     cell_keys,
@@ -271,10 +271,10 @@ def frontier_jobs(
         seed: the releases' seed.
         cfg: the attacker's settings (default: by block).
         methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``coarsened``
-            (:func:`.coarsen_wac.coarsen_jobs`, the same small-cell rule),
+            (:func:`eree.suppression.coarsening.jobs.coarsen_jobs`, the same small-cell rule),
             ``noise_infusion``, ``er_ee`` (default: all but ``coarsened``).
         progress: called with a short message per step.
-        workers: processes solving the blocks (:class:`.unitmap.ProcessMap`).
+        workers: processes solving the blocks (:class:`eree.engine.unitmap.ProcessMap`).
         intervals: run the interval audit (a) too (its cells pinned; else ``None``).
 
     Returns:
@@ -307,7 +307,7 @@ def frontier_jobs(
     if "coarsened" in want:
 
         def coarse() -> PublishedTables:
-            from eree.evaluate.reconstruct.coarsen_wac import coarsen_jobs
+            from eree.suppression.coarsening.jobs import coarsen_jobs
 
             return from_frame(coarsen_jobs(truth, exact)[0])
 

@@ -1,7 +1,9 @@
 """The WAC families by block as the frontier publishes them, and their linked-table layout.
 
-Shared by the frontier's releases (:mod:`.frontier`) and the WAC coarsening
-(:mod:`.coarsen_wac`).
+Shared by the reconstruction audit's frontier (:mod:`eree.evaluate.reconstruct.frontier`)
+and the WAC coarsening (:mod:`eree.suppression.coarsening.jobs`, released by
+:mod:`eree.release.coarsening_jobs`): below the release path, in the package whose linked
+tables they are.
 """
 
 from __future__ import annotations
