@@ -54,6 +54,7 @@ from eree.suppression.wac import (
     ATTRIBUTES,
     WAC_TABLES,
     cell_keys,
+    exact_tables,
     jobs_from_truth,
     wac_layout,
 )
@@ -73,41 +74,6 @@ __all__ = [
     "suppress_small",
     "wac_layout",
 ]
-
-
-def exact_tables(truth: pl.DataFrame, domains: dict[str, Sequence[str]]) -> pl.DataFrame:
-    """Every WAC table's cells (zeros included) from true records, status ``exact``.
-
-    ``truth``: ``unit`` (the block), the attributes, ``true``.
-    """
-    frames = []
-    blocks = truth.select(pl.col("unit").alias("block")).unique().sort("block")
-    for name, (by, _) in WAC_TABLES.items():
-        attrs = [a for a in by if a != "block"]
-        grid = blocks
-        for a in attrs:
-            grid = grid.join(pl.DataFrame({a: list(domains[a])}), how="cross")
-        agg = (
-            truth.rename({"unit": "block"})
-            .group_by(["block", *attrs])
-            .agg(pl.col("true").sum().cast(pl.Float64).alias("value"))
-        )
-        t = grid.join(agg, on=["block", *attrs], how="left").with_columns(
-            pl.col("value").fill_null(0.0)
-        )
-        t = t.with_columns(
-            [pl.lit(None, dtype=pl.Utf8).alias(a) for a in ATTRIBUTES if a not in attrs]
-        )
-        frames.append(
-            t.select(
-                pl.lit(name).alias("table"),
-                "block",
-                *ATTRIBUTES,
-                pl.lit("exact").alias("status"),
-                "value",
-            )
-        )
-    return pl.concat(frames)
 
 
 def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:

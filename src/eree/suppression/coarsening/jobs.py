@@ -57,6 +57,7 @@ def _coarsen_chunk(
     bases: tuple[float, ...],
     hub_cost: bool,
     per_block: bool,
+    protection: float = 1.0,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Coarsen the WAC tables of the blocks of ``item[0]`` (one row per job), seed ``item[1]``."""
     jobs, seed = item
@@ -65,7 +66,9 @@ def _coarsen_chunk(
     from eree.suppression.secondary import SecondaryConfig
     from eree.suppression.tables import tabulate
 
-    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
+    rules = PrimaryRules(
+        threshold=threshold, dominance_k=None, p_percent=None, min_protection=protection
+    )
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     prim = primary_suppression(tables, rules, ("jobs",))
     one = SecondaryConfig(workers=1)  # a chunk is one worker's: no pool inside
@@ -98,6 +101,7 @@ def _coarsen_chunk(
     stats = {
         "sensitive": int(prim.primary.sum()),
         "violations_check": int(chk.violated.sum()),
+        "pinned_check": int(chk.pinned.sum()),
         "blocks_suppression_cheaper": chosen,
         "rounds": res.rounds,
         "last_resort": res.last_resort,
@@ -195,6 +199,7 @@ def coarsen_jobs(
     mapper: UnitMapper | None = None,
     hub_cost: bool = True,
     per_block: bool = True,
+    protection: float = 1.0,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The WAC tables coarsened under the small-cell rule (module docstring).
 
@@ -212,12 +217,17 @@ def coarsen_jobs(
             (:func:`~eree.suppression.coarsening.greedy_coarsen`).
         per_block: per block, publish the suppression package's pattern instead when
             its information loss is lower (module docstring).
+        protection: the rule's protection level p in jobs: a sensitive cell's interval
+            must cover [T − min(p, T), T + p] (the threshold rule's 10 % of one job is
+            below any p ≥ 0.1).
 
     Returns:
         ``exact`` in the table format with ``status`` (exact | rounded | range |
         suppressed), ``value``, ``base``, ``lower``, ``upper`` — the zero cells exact —
-        and counts over the chunks: ``sensitive``, ``violations_check`` (the
-        optimizer's check of the final publication), ``blocks_suppression_cheaper``,
+        and counts over the chunks: ``sensitive``, ``violations_check`` and
+        ``pinned_check`` (the optimizer's exact check of the final publication: sensitive
+        cells narrowed below the rule; cells pinned though not published exactly),
+        ``blocks_suppression_cheaper``,
         ``rounds``, ``last_resort``, ``tightened``, ``chunks``.
     """
     if threshold < 1:
@@ -239,6 +249,7 @@ def coarsen_jobs(
         bases=tuple(bases),
         hub_cost=hub_cost,
         per_block=per_block,
+        protection=protection,
     )
     run = mapper or SerialMap()
     frames: list[pl.DataFrame] = []
