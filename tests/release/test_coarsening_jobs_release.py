@@ -353,3 +353,25 @@ def test_both_engines_publish_the_same_files(tmp_path):
     for m in (ma, mb):
         m.pop("created"), m.pop("engine")
     assert ma == mb
+
+
+def test_a_block_of_the_workplace_frame_without_a_job_is_listed_with_zeros(tmp_path):
+    """The workplace frame is public: its blocks are the file's rows, a block with no job
+    published exactly 0 (as the privacy release lists every block of the frame)."""
+    spec = write_case(tmp_path)
+    wp = pl.read_parquet(tmp_path / "data" / "workplace.parquet")
+    lone = wp.head(1).with_columns(
+        pl.lit("w-no-jobs").alias("workplace_id"), pl.lit("420019999999999").alias("block")
+    )
+    pl.concat([wp, lone]).write_parquet(tmp_path / "data" / "workplace.parquet")
+    out = tmp_path / "rel"
+    r = run_cli(["protect", str(spec), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    published = pl.read_parquet(out / "tables" / "coarsened.parquet")
+    part = published.filter(pl.col("block") == "420019999999999")
+    assert part.height > 0 and set(part["status"]) == {"exact"} and set(part["value"]) == {0.0}
+    val = _read(out / "agency" / f"{WAC}.csv.gz")
+    row = val.filter(pl.col("w_geocode") == "420019999999999")
+    assert row.height == 1 and row["C000"].item() == 0
+    truth, _ = truth_of(tmp_path)
+    assert "420019999999999" not in truth["unit"].to_list()
