@@ -48,6 +48,7 @@ BAD = [
     ("threshold = 3", 'threshold = "3"', "[protection].threshold"),
     ("min_protection = 1", "min_protection = 0", "[protection].min_protection"),
     ("min_protection = 1", "min_protection = 0.5", "[protection].min_protection"),
+    ("min_protection = 1", "min_protection = 1.5", "[protection].min_protection"),
     ("min_protection = 1", "min_protection = inf", "[protection].min_protection"),
     ("min_protection = 1", "min_protection = nan", "[protection].min_protection"),
     ('format = "lodes-wac"', 'format = "qcew-by-area"', "[output].format"),
