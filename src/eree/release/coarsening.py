@@ -244,8 +244,8 @@ def coarsening_release(
             extra[f"{TABLE_FILE}.csv"] = table
         if plan.output.format is not None:
             files, about = qcew_files(plan, pubs)
-            for rel, data in files.items():
-                w.write_bytes(rel, data)
+            # the names as written (a seeded release marks them NOT-FOR-PUBLICATION)
+            about["files"] = sorted(w.write_bytes(rel, data) for rel, data in files.items())
             manifest["agency_files"] = about
         w.finish(manifest, extra, {"report.html": coarsening_report(manifest)})
     return CoarseningRelease(out, manifest)
