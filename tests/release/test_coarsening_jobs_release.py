@@ -375,3 +375,59 @@ def test_a_block_of_the_workplace_frame_without_a_job_is_listed_with_zeros(tmp_p
     assert row.height == 1 and row["C000"].item() == 0
     truth, _ = truth_of(tmp_path)
     assert "420019999999999" not in truth["unit"].to_list()
+
+
+def test_job_selection_keys_apply_as_for_a_privacy_release(tmp_path):
+    """Workers with two jobs: refused without max_jobs_per_worker (one line naming the
+    row), released with it (k = 1 keeps one job per worker, in the seeded keyed order:
+    the same bytes twice); JT02 counts the jobs at private workplaces and names the file."""
+    spec = write_case(tmp_path)
+    wp = pl.read_parquet(tmp_path / "data" / "workplace.parquet")
+    ids = wp["workplace_id"].to_list()
+    job = pl.read_parquet(tmp_path / "data" / "job.parquet")
+    second = job.head(5).with_columns(
+        pl.col("workplace_id").map_elements(
+            lambda w: ids[(ids.index(w) + 7) % len(ids)], return_dtype=pl.Utf8
+        )
+    )
+    pl.concat([job, second]).write_parquet(tmp_path / "data" / "job.parquet")
+    r = run_cli(["protect", str(spec), "--out", str(tmp_path / "none")])
+    o = judge(r, tmp_path / "none")
+    assert o.clean_error and "job.parquet" in r.stderr and "row" in r.stderr, r.output
+    text = spec.read_text()
+    spec.write_text(text.replace('job = "data/job.parquet"', 'job = "data/job.parquet"\n'
+                                 "max_jobs_per_worker = 1"))  # fmt: skip
+    tables = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        r = run_cli(["protect", str(spec), "--out", str(out), "--seed", "3"])
+        assert r.exit_code == 0, r.output
+        tables.append((out / "tables" / "coarsened.parquet").read_bytes())
+        m = json.loads((out / "manifest.json").read_text())
+        assert m["dataset"]["jobs"]["max_jobs_per_worker"] == 1
+        c000 = pl.read_parquet(out / "tables" / "coarsened.parquet").filter(
+            pl.col("table") == "wac_c000"
+        )
+        lo = c000.select(
+            pl.when(pl.col("status") == "exact").then(pl.col("value"))
+            .when(pl.col("status") == "rounded").then(pl.col("value") - pl.col("base") / 2)
+            .otherwise(pl.col("lower")).fill_null(0).sum()
+        ).item()  # fmt: skip
+        assert lo <= job.height  # k = 1: at most one job per worker is counted
+    assert tables[0] == tables[1]
+    spec.write_text(text.replace('job = "data/job.parquet"', 'job = "data/job.parquet"\n'
+                                 'job_type = "JT02"'))  # fmt: skip
+    out = tmp_path / "jt02"
+    r = run_cli(["protect", str(spec), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert (out / "agency" / "pa_wac_S000_JT02_2015.csv.gz").is_file()
+    private = wp.filter(pl.col("ownership") == "A05")["workplace_id"]
+    n_private = (
+        pl.concat([job, second]).filter(pl.col("workplace_id").is_in(private.to_list())).height
+    )
+    assert n_private < job.height + second.height  # some jobs are not private
+    vals = _read(out / "agency" / "pa_wac_S000_JT02_2015.csv.gz")
+    lows = _read(out / "agency" / "pa_wac_S000_JT02_2015_lower.csv.gz")
+    ups = _read(out / "agency" / "pa_wac_S000_JT02_2015_upper.csv.gz")
+    assert lows["C000"].sum() <= n_private <= ups["C000"].fill_null(10**9).sum()
+    assert vals["C000"].sum() <= ups["C000"].fill_null(10**9).sum()
