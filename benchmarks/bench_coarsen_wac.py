@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
 from eree.data.schema import WORKER_DOMAINS
+from eree.engine.unitmap import ProcessMap
 from eree.evaluate.reconstruct.coarsen_wac import WAC_BASES, coarsen_jobs, rule_audit
 from eree.evaluate.reconstruct.frontier import (
     ATTRIBUTES,
@@ -39,7 +40,6 @@ from eree.evaluate.reconstruct.frontier import (
     suppress_small,
 )
 from eree.evaluate.reconstruct.measure import job_truth
-from eree.evaluate.reconstruct.unitmap import ProcessMap
 from eree.suppression.coarsening import BASES
 
 

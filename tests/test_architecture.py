@@ -27,7 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     "engine": {"data"},
     "mechanisms": {"privacy"},
     "synth": {"data"},
-    "suppression": {"data", "postprocess"},
+    # engine: the map over independent units (engine/unitmap.py) the WAC coarsening's
+    # chunks run on
+    "suppression": {"data", "postprocess", "engine"},
     # suppression: the coarsening protection mode (release/coarsening.py)
     "release": {
         "data",

@@ -48,7 +48,7 @@ BAD = [
     ("year = 2024", "year = 2024\nconfidence = 0.9", "[output].confidence"),
     ('format = "qcew-by-area"', 'format = "lodes-wac"', "[output].format"),
     ("year = 2024\n", "", "[output].year"),
-    ('kind = "establishments"', 'kind = "eree"', "[data].kind"),
+    ('kind = "establishments"', 'kind = "qcew"', "[data].kind"),
     (
         'public = ["state", "cnty", "own", "naics"]',
         'public = ["state", "cnty", "own"]',

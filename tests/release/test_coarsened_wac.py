@@ -17,10 +17,10 @@ from eree.cli import app
 from eree.data.schema import NAICS_SECTORS, WORKER_DOMAINS
 from eree.errors import DataValidationError
 from eree.evaluate.reconstruct import job_truth
-from eree.evaluate.reconstruct.coarsen_wac import coarsen_jobs
 from eree.evaluate.reconstruct.frontier import ATTRIBUTES, exact_tables
 from eree.release.coarsened_wac import wac_coarsened_files, write_files
 from eree.release.layouts import LODES_FAMILIES, check_format
+from eree.suppression.coarsening.jobs import coarsen_jobs
 from eree.synth.lodes import synth_parametric
 
 NAME = "pa_wac_S000_JT00_2015"
@@ -136,3 +136,48 @@ def test_a_bounds_companion_with_a_bad_field_is_refused(written, tmp_path: Path)
         with pytest.raises(DataValidationError, match=why) as e:
             check_format(p, "lodes-wac", bounds=True)
         assert "row 2" in str(e.value) and "C000" in str(e.value)
+
+
+def test_a_range_midpoint_between_two_whole_numbers_still_gives_whole_sums(tmp_path) -> None:
+    """A block of the first PA sample's publication (3 jobs), rebuilt by hand: the range
+    [1, 4] targets 2.5, and the LP nearest the published values splits a job between two
+    age cells at no cost; the files must still hold whole numbers that add up."""
+    jobs = [
+        ("A02", "E02", "72", "A1", "A1", "E2", "F"),
+        ("A02", "E02", "72", "A1", "A1", "E3", "F"),
+        ("A03", "E01", "62", "A1", "A1", "E2", "F"),
+    ]
+    cols = ["age", "earnings", "naics_sector", "race", "ethnicity", "education", "sex"]
+    truth = pl.DataFrame([dict(zip(cols, j, strict=True)) for j in jobs]).with_columns(
+        pl.lit("420370504002004").alias("unit"), pl.lit(1).alias("true")
+    )
+    doms = {a: WORKER_DOMAINS[a] for a in ATTRIBUTES if a in WORKER_DOMAINS}
+    doms["naics_sector"] = NAICS_SECTORS
+    exact = exact_tables(truth, doms)
+    # (table, attribute → code) → (status, value, base, lower, upper), as published
+    rnd = {"status": "rounded", "base": 2.0, "value": 4.0}
+    zero5 = {"status": "rounded", "base": 5.0, "value": 0.0}
+    rng = {"status": "range", "lower": 1.0, "upper": 4.0, "value": None}
+    sup = {"status": "suppressed", "value": None}
+    how = {
+        ("wac_c000", ()): rnd, ("wac_ca", ("A02",)): rng, ("wac_ca", ("A03",)): zero5,
+        ("wac_ce", ("E01",)): zero5, ("wac_ce", ("E02",)): rng, ("wac_cns", ("62",)): sup,
+        ("wac_cns", ("72",)): sup, ("wac_cr", ("A1",)): rnd, ("wac_ct", ("A1",)): rnd,
+        ("wac_cd", ("A02", "E2")): zero5, ("wac_cd", ("A02", "E3")): zero5,
+        ("wac_cd", ("A03", "E2")): sup, ("wac_cs", ("F",)): rnd,
+    }  # fmt: skip
+    rows = []
+    for r in exact.drop("status").to_dicts():
+        key = (r["table"], tuple(r[a] for a in cols if r[a] is not None))
+        h = {"status": "exact", "value": r["value"], **how.get(key, {})}
+        rows.append({**r, "base": None, "lower": None, "upper": None, **h})
+    pub = pl.DataFrame(rows, schema_overrides={c: pl.Float64 for c in ("value", "base",
+                       "lower", "upper")})  # fmt: skip
+    files = wac_coarsened_files(pub, state_fips="42", year=2015, createdate="20260101")
+    write_files(files, tmp_path)
+    check_format(tmp_path / f"{NAME}.csv.gz", "lodes-wac")  # whole, and the sums hold
+    val = _read(tmp_path / f"{NAME}.csv.gz")
+    lo, hi = _read(tmp_path / f"{NAME}_lower.csv.gz"), _read(tmp_path / f"{NAME}_upper.csv.gz")
+    for c in ("C000", "CA02", "CA03", "CE01", "CE02", "CNS18", "CNS16"):
+        assert lo[c][0] <= val[c][0] <= (hi[c][0] if hi[c][0] is not None else 10**9), c
+    assert val["CA02"][0] + val["CA03"][0] == val["C000"][0]

@@ -315,6 +315,10 @@ def test_random_rounding_is_marked_and_seeded_is_not_for_publication(tmp_path):
     assert "policy choice" in m["protection"]["rounding_meaning"]
     assert m["random"]["mode"] == "seeded"
     assert (tmp_path / "rel" / "NOT_FOR_PUBLICATION").is_file()
+    # the manifest names the agency files as written: marked NOT-FOR-PUBLICATION
+    agency = m["agency_files"]["files"]
+    assert agency and all("NOT-FOR-PUBLICATION" in f for f in agency)
+    assert all((tmp_path / "rel" / f).is_file() for f in agency)
     published = pl.read_parquet(tmp_path / "rel" / "tables" / "coarsened.parquet")
     tables, prim = truth(frame())
     assert published.filter(pl.col("status") == "range").height > 0

@@ -586,6 +586,7 @@ def audit_reconstruct(
 
     Example: eree audit reconstruct wac-release --truth pa --only 42023
     """
+    from eree.engine.unitmap import ProcessMap
     from eree.evaluate.reconstruct import ReconstructConfig, read_tables
     from eree.evaluate.reconstruct.audit import (
         reconstruction_audit,
@@ -593,7 +594,6 @@ def audit_reconstruct(
         summary_lines,
     )
     from eree.evaluate.reconstruct.release import read_release
-    from eree.evaluate.reconstruct.unitmap import ProcessMap
 
     if out is not None:
         check_out(out, force)

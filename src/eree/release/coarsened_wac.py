@@ -3,7 +3,7 @@ r"""A coarsened WAC publication in the LODES WAC layout: values, and their bound
 See docs/coarsening.md#lodes-wac-files. The input is a coarsened publication of the WAC
 families by block in the reconstruction audit's table format (``table``, ``block``, the
 attributes, ``status`` exact | rounded | range | suppressed, ``value``, ``base``,
-``lower``, ``upper``; :func:`eree.evaluate.reconstruct.coarsen_wac.coarsen_jobs`). Three
+``lower``, ``upper``; :func:`eree.suppression.coarsening.jobs.coarsen_jobs`). Three
 files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are written:
 
 * ``[st]_wac_[SEG]_[JT]_[year].csv.gz`` — **one consistent set of whole numbers within
@@ -12,9 +12,9 @@ files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are wri
   to the layout's own sums (each family adds up to C000; each CA cell to its row of the
   age × education cells). It is computed from the published intervals only (an LP over
   them, never the true values), so it tells no more than they do; a reader of the layout
-  gets the sums LODES promises. The relations form a tree of partitions (a cell is a
-  child in at most one relation and a parent in at most one), a network matrix, so the
-  LP's optimal vertex is whole (checked).
+  gets the sums LODES promises. A block whose LP optimum is not whole (a range's
+  midpoint is a half-integer target) is solved again as an integer program; the result
+  is checked whole and consistent.
 * ``…_lower.csv.gz`` and ``…_upper.csv.gz`` — each cell's **published interval**,
   ``lower ≤ true ≤ upper`` (equal: published exactly; a rounded cell ± base/2, to whole
   jobs; a range its class); a suppressed cell has lower 0 and an empty upper. CD01–CD04
@@ -152,13 +152,10 @@ def _relations(cells: list[tuple]) -> sp.csr_matrix:
     return sp.csr_matrix((data, (ri, ci)), shape=(len(rows), len(cells)))
 
 
-def _consistent(
+def _model(
     lo: np.ndarray, hi: np.ndarray, target: np.ndarray, rel: sp.csr_matrix
-) -> np.ndarray:
-    """Per block (rows), whole numbers in [lo, hi] meeting ``rel``, nearest ``target`` (L1).
-
-    ``target`` NaN: no target (a suppressed cell). One LP over the blocks given.
-    """
+) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray, sp.csr_matrix]:
+    """The L1 problem of :func:`_consistent`: cost, A_eq, b_eq, bounds and the blocks' sums."""
     nb, nc = lo.shape
     n = nb * nc
     a_blk = sp.block_diag([rel] * nb, format="csr")
@@ -182,13 +179,45 @@ def _consistent(
             np.concatenate([np.where(np.isfinite(hi), hi, np.inf).ravel(), np.full(2 * k, np.inf)]),
         ]
     )
+    return cost, a_eq, b_eq, bounds, a_blk
+
+
+def _consistent(
+    lo: np.ndarray, hi: np.ndarray, target: np.ndarray, rel: sp.csr_matrix
+) -> np.ndarray:
+    """Per block (rows), whole numbers in [lo, hi] meeting ``rel``, nearest ``target`` (L1).
+
+    ``target`` NaN: no target (a suppressed cell). One LP over the blocks given; a block
+    whose LP optimum is not whole (a range's midpoint is a half-integer target, so the
+    LP may split a job between two cells at no cost) is solved again as an integer
+    program (HiGHS through :func:`scipy.optimize.milp`), whole numbers nearest in L1.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    nb, nc = lo.shape
+    n = nb * nc
+    cost, a_eq, b_eq, bounds, _ = _model(lo, hi, target, rel)
     res = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs-ds")
     if res.status != 0:
         raise ValueError("the published intervals admit no consistent whole numbers")
     x = np.asarray(res.x[:n]).reshape(nb, nc)
+    frac = np.flatnonzero(np.abs(x - np.round(x)).max(axis=1) > 1e-6)
+    if frac.size:
+        cost, a_eq, b_eq, bounds, _ = _model(lo[frac], hi[frac], target[frac], rel)
+        whole = np.concatenate([np.ones(frac.size * nc), np.zeros(cost.size - frac.size * nc)])
+        mres = milp(
+            cost,
+            constraints=LinearConstraint(a_eq, b_eq, b_eq),
+            integrality=whole,
+            bounds=Bounds(bounds[:, 0], bounds[:, 1]),
+        )
+        if mres.status != 0 or mres.x is None:
+            raise ValueError("the published intervals admit no consistent whole numbers")
+        x[frac] = np.asarray(mres.x[: frac.size * nc]).reshape(frac.size, nc)
     xr = np.round(x)
+    a_blk = sp.block_diag([rel] * nb, format="csr")
     if np.abs(x - xr).max(initial=0.0) > 1e-6 or np.abs(a_blk @ xr.ravel()).max() > 1e-6:
-        raise ValueError("the consistent point is not whole")  # a network LP: cannot happen
+        raise ValueError("the consistent point is not whole")  # the integer program's: cannot
     return xr
 
 

@@ -29,18 +29,26 @@ cells pinned to one value though published coarsened, per state and attribute.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from eree.data.config import EstablishmentDataConfig
 from eree.engine.base import Engine
-from eree.errors import EreeError, LedgerError
-from eree.release.output import ReleaseWriter, base_manifest, check_output_dir
-from eree.release.policy import require_uncharged_allowed, site_policy
+from eree.errors import EreeError
+from eree.release.coarsening_common import (
+    LEDGER_STATEMENT,
+    NO_GUARANTEE,
+    TABLE_FILE,
+    CoarseningRelease,
+    check_before_load,
+    coarsening_report,
+    common_manifest,
+    release_engine,
+)
+from eree.release.output import ReleaseWriter
 from eree.release.spec_coarsening import CoarseningPlan
 
 __all__ = [
@@ -55,20 +63,6 @@ __all__ = [
     "suppression_config_of",
 ]
 
-#: what every manifest and report of a coarsened release says first
-NO_GUARANTEE = (
-    "NO FORMAL GUARANTEE: coarsening (rounding, suppression as last resort) is not a "
-    "privacy definition. The risk stated is the audited one: the attacker's linear program "
-    "over all published tables together, against the primary rules; it does not cover "
-    "integer attacks beyond rounding bounds inward, outside knowledge, or an attacker "
-    "who knows how the coarsening was chosen."
-)
-#: what a coarsening release does with a ledger
-LEDGER_STATEMENT = (
-    "not charged: a coarsening release has no privacy definition and no cost a ledger can "
-    "account for; --ledger is refused, and under a site policy that requires a ledger the "
-    'release runs only where the office file allows it (allow_without_ledger = ["coarsen"])'
-)
 #: the rounding kinds, in words (the agency's choice)
 ROUNDING_NOTE = {
     "deterministic": "deterministic: each coarsened cell published as the range of its base "
@@ -80,18 +74,8 @@ ROUNDING_NOTE = {
     "the probabilities that keep the expected value (|published − true| < base); whether "
     "the agency may use it is its own policy choice",
 }
-#: the coarsened cells of a release, relative to the release folder
-TABLE_FILE = "tables/coarsened"
 #: the public columns the linked tables read when the data have them
 _PUBLIC = ("state", "cnty", "own", "naics", "naics3", "naics4", "naics5", "super_sector")
-
-
-@dataclass(frozen=True)
-class CoarseningRelease:
-    """A written coarsening release: its folder and manifest."""
-
-    out_dir: Path
-    manifest: dict[str, Any]
 
 
 def suppression_config_of(plan: CoarseningPlan) -> Any:
@@ -143,6 +127,7 @@ def establishment_frame(plan: CoarseningPlan, engine: Engine) -> pl.DataFrame:
     id, :meth:`~eree.engine.base.Engine.identity_values`): what every engine gives the
     same way.
     """
+    assert isinstance(plan.data, EstablishmentDataConfig)  # a job-table plan: coarsening_jobs
     data = engine.load_establishments(plan.data)
     public = [c for c in _PUBLIC if c in data.columns]
     ids = engine.public_columns(data, [data.id_column, *public])
@@ -166,6 +151,7 @@ def check_fips(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
     from eree.data.location import input_label
     from eree.errors import DataValidationError
 
+    assert isinstance(plan.data, EstablishmentDataConfig)
     for column, (pattern, what) in _FIPS.items():
         bad = ~frame.get_column(column).cast(pl.Utf8).str.contains(pattern)
         if bool(bad.fill_null(True).any()):
@@ -183,24 +169,6 @@ def _by_state(frame: pl.DataFrame) -> list[tuple[str | None, pl.DataFrame]]:
         return [(None, frame)]
     codes = sorted(frame.get_column("state").unique().to_list())
     return [(c, frame.filter(pl.col("state") == c).drop("state")) for c in codes]
-
-
-def check_before_load(plan: CoarseningPlan, out_dir: Path, ledger: Any, force: bool) -> None:
-    """Everything known before any data are read: policy, ledger, output folder.
-
-    Raises:
-        SpecError: the site policy requires a ledger and the office file does not allow
-            ``"coarsen"``.
-        LedgerError: a ledger was given (a coarsening release cannot be charged).
-        EreeError: the output folder cannot be written.
-    """
-    if ledger is not None:
-        raise LedgerError(
-            "a coarsening release carries no formal guarantee and has no cost a ledger can "
-            "account for: nothing can be charged; run it without --ledger"
-        )
-    require_uncharged_allowed("coarsen", f"the spec {plan.source or plan.name}")
-    check_output_dir(out_dir, force=force)
 
 
 def coarsening_release(
@@ -223,6 +191,9 @@ def coarsening_release(
         force: replace an earlier output of eree in ``out_dir``.
         progress: called with a line of progress (a state started).
 
+    A plan of job records (``[data] kind = "eree"``) is released by
+    :func:`eree.release.coarsening_jobs.jobs_release` (the LODES WAC tables).
+
     Raises:
         SpecError, LedgerError, EreeError: refused before any data are read; or
             DataValidationError from the engine's checks; EreeError when the optimizer
@@ -232,16 +203,11 @@ def coarsening_release(
 
     out = Path(out_dir)
     check_before_load(plan, out, ledger, force)
-    if engine is None:
-        from eree.engine.select import make_engine
-        from eree.release.spec import check_spark_settings
+    engine = release_engine(plan, engine)
+    if plan.kind == "jobs":
+        from eree.release.coarsening_jobs import jobs_release
 
-        check_spark_settings(plan)  # type: ignore[arg-type]  # reads .engine and .spark
-        s = plan.spark
-        engine = make_engine(
-            plan.engine.kind, cores=s.cores, driver_memory=s.driver_memory, master=s.master,
-            conf=s.conf,
-        )  # fmt: skip
+        return jobs_release(plan, out, seed=seed, engine=engine, force=force, progress=progress)
     cfg = suppression_config_of(plan)
     rounding = plan.protection.rounding
     frame = establishment_frame(plan, engine)
@@ -278,10 +244,10 @@ def coarsening_release(
             extra[f"{TABLE_FILE}.csv"] = table
         if plan.output.format is not None:
             files, about = qcew_files(plan, pubs)
-            for rel, data in files.items():
-                w.write_bytes(rel, data)
+            # the names as written (a seeded release marks them NOT-FOR-PUBLICATION)
+            about["files"] = sorted(w.write_bytes(rel, data) for rel, data in files.items())
             manifest["agency_files"] = about
-        w.finish(manifest, extra, {"report.html": _report(manifest)})
+        w.finish(manifest, extra, {"report.html": coarsening_report(manifest)})
     return CoarseningRelease(out, manifest)
 
 
@@ -305,40 +271,21 @@ def _manifest(
     states: dict[str, dict[str, Any]],
     rows: int,
 ) -> dict[str, Any]:
-    from eree.data.location import input_label
     from eree.suppression.coarsening import ladder_bases
 
-    m = base_manifest()
-    m["random"] = (
-        {"mode": "seeded", "seed": seed, "warning": "seeded random rounding: NOT FOR PUBLICATION"}
-        if seed is not None
-        else {"mode": "secure", "source": "the operating system's secure random source"}
-    )
-    m["policy"] = site_policy().describe()
-    m["dataset"] = {
-        "name": plan.name,
-        "fingerprint": None,
-        "fingerprint_note": "not computed: a coarsening release is not charged to a ledger",
-        "files": [input_label(p) for p in plan.data.input_files()],
-    }
-    m["spec"] = plan.raw
-    m["engine"] = engine.describe()
     p = plan.protection
-    m["protection"] = {
-        "mode": p.mode,
-        "formal_guarantee": None,
-        "statement": NO_GUARANTEE,
-        "rounding": p.rounding,
-        "rounding_meaning": ROUNDING_NOTE[p.rounding],
-        "bases": list(ladder_bases("grid" if p.rounding == "deterministic" else "rounding")),
-        "rules": suppression_config_of(plan).rules.describe(),
-        "attributes": list(p.attributes),
-    }
-    m["privacy"] = {
-        "definition": None,
-        "total": None,
-        "notes": ["no privacy definition: " + NO_GUARANTEE],
-    }
+    m = common_manifest(
+        plan,
+        engine,
+        seed,
+        {
+            "rounding": p.rounding,
+            "rounding_meaning": ROUNDING_NOTE[p.rounding],
+            "bases": list(ladder_bases("grid" if p.rounding == "deterministic" else "rounding")),
+            "rules": suppression_config_of(plan).rules.describe(),
+            "attributes": list(p.attributes),
+        },
+    )
     totals = _totals(states)
     m["audited_risk"] = {
         "method": "the attacker's interval LP over all published tables together (HiGHS), "
@@ -354,7 +301,6 @@ def _manifest(
             for st, v in states.items()
         },
     }
-    m["ledger"] = {"charged": False, "statement": LEDGER_STATEMENT}
     m["tables"] = [
         {
             "file": f"{TABLE_FILE}.parquet",
@@ -378,38 +324,3 @@ def _manifest(
         for st, v in states.items()
     }
     return m
-
-
-def _report(m: dict[str, Any]) -> str:
-    """The release's report.html: the statement first, then the audited risk and the cells."""
-    from eree.htmlpage import page, table
-
-    risk = m["audited_risk"]
-    rows = []
-    for st, v in m["summary"].items():
-        for a, s in v["attributes"].items():
-            b = s["by_status"]
-            au = risk["per_state"][st][a]
-            rows.append([
-                st, a, s["cells"], s["cells_published"], b["exact"],
-                b["rounded"] + b["random_rounded"], b["suppressed"],
-                s["information_loss"], au["violations"], au["cells_pinned"],
-            ])  # fmt: skip
-    headers = ["state", "attribute", "cells", "published", "exact", "rounded", "suppressed",
-               "information loss", "violations", "pinned"]  # fmt: skip
-    p = m["protection"]
-    sections = [
-        f'<div class="banner">{html.escape(p["statement"])}</div>',
-        "<h2>Audited risk</h2>",
-        f"<p>{html.escape(risk['method'])}: <b>{risk['violations']}</b> violations "
-        f"({html.escape(risk['violations_meaning'])}); <b>{risk['cells_pinned']}</b> cells "
-        f"pinned ({html.escape(risk['cells_pinned_meaning'])}).</p>",
-        table(headers, rows, left=2, digits=3),
-        "<h2>Method</h2>",
-        f"<p>Rounding: {html.escape(p['rounding_meaning'])}. Rules: "
-        f"{html.escape(str(p['rules']))}.</p>",
-        f"<p>Ledger: {html.escape(m['ledger']['statement'])}.</p>",
-    ]
-    if m["random"]["mode"] == "seeded":
-        sections.insert(0, '<div class="banner">SEEDED: NOT FOR PUBLICATION</div>')
-    return page(f"Coarsened release {m['dataset']['name']}", sections)

@@ -888,6 +888,7 @@ dataset_name = _dataset_name
 engine_and_spark = _engine_and_spark
 agency_keys = _agency_keys
 parse_estab_data = _parse_estab_data
+parse_job_tables = _parse_job_tables
 number = _number
 str_list = _str_list
 domain_values = _domain

@@ -1,12 +1,15 @@
 """The coarsening protection mode's spec: ``[protection]`` instead of ``[privacy]``.
 
-A spec with a ``[protection]`` table (``mode = "coarsening"``) releases establishment
-data coarsened (rounded to a base, suppression as the last resort) and audited by the
-attacker's linear program (docs/coarsening.md, docs/spec-reference.md). It has no privacy
-definition and no queries: ``[privacy]``, ``[[query]]``, ``[pnc]``, ``[postprocess]`` and
-``[plan]`` are refused, as is any ``[output]`` key it would not read. Its keys are
-declared in :mod:`eree.release.spec_schema` (section ``[protection]``, family
-``coarsening``); the rest of the parser is :mod:`eree.release.spec`'s.
+A spec with a ``[protection]`` table (``mode = "coarsening"``) releases its data coarsened
+(rounded to a base, suppression as the last resort) and audited by the attacker's linear
+program (docs/coarsening.md, docs/spec-reference.md): establishment data
+(``[data] kind = "establishments"``) as the QCEW linked tables, job records
+(``[data] kind = "eree"``, the LODES-like tables) as the eight LODES WAC families by block.
+It has no privacy definition and no queries: ``[privacy]``, ``[[query]]``, ``[pnc]``,
+``[postprocess]`` and ``[plan]`` are refused, as is any ``[output]`` or ``[protection]``
+key it would not read for its data. Its keys are declared in
+:mod:`eree.release.spec_schema` (section ``[protection]``, family ``coarsening``); the
+rest of the parser is :mod:`eree.release.spec`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eree.data.config import EstablishmentDataConfig
+from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.errors import SpecError
 from eree.release import spec_schema as schema
 from eree.release.spec import (
@@ -30,6 +33,7 @@ from eree.release.spec import (
     engine_and_spark,
     number,
     parse_estab_data,
+    parse_job_tables,
     parse_spec,
     read_spec,
     str_list,
@@ -38,7 +42,11 @@ from eree.release.spec import (
 
 __all__ = [
     "COARSENING_FORMATS",
+    "JOB_FORMATS",
+    "JOB_PROTECTION_KEYS",
     "QCEW_ATTRIBUTES",
+    "WAC_WORKER",
+    "WAC_WORKPLACE",
     "CoarseningPlan",
     "ProtectionSpec",
     "load_release_spec",
@@ -51,8 +59,17 @@ _PROTECTION_KEYS = schema.keys("[protection]")
 _COARSENING_TOP = ("name", "data", "protection", "output", "engine", "spark")
 #: the ``[output]`` keys a coarsening release reads
 _COARSENING_OUTPUT = ("csv", "format", "year", "quarter")
-#: the agency layouts a coarsening release writes
+#: the agency layouts a coarsening release of establishments writes
 COARSENING_FORMATS = ("qcew-by-area",)
+#: the agency layouts a coarsening release of job tables writes
+JOB_FORMATS = ("lodes-wac",)
+#: the ``[output]`` keys a coarsening release of job tables reads
+_JOB_OUTPUT = ("csv", "format", "year")
+#: the ``[protection]`` keys that apply to job tables (the small-cell rule on jobs)
+JOB_PROTECTION_KEYS = ("mode", "rounding", "threshold", "min_protection")
+#: the workplace and worker attributes the WAC families are tabulated by
+WAC_WORKPLACE = ("block", "naics_sector")
+WAC_WORKER = ("age", "earnings", "race", "ethnicity", "education", "sex")
 #: the public columns the QCEW linked tables are built from
 QCEW_PUBLIC = ("cnty", "own", "naics")
 #: the largest n of the (n, k) dominance rule (the linked tables keep each cell's n largest)
@@ -90,13 +107,18 @@ class CoarseningPlan:
     """A validated coarsening release: no privacy definition, no queries, no cost."""
 
     name: str
-    data: EstablishmentDataConfig
+    data: EstablishmentDataConfig | JobTablesConfig
     protection: ProtectionSpec
     output: OutputSpec = field(default_factory=OutputSpec)
     engine: EngineSpec = field(default_factory=EngineSpec)
     spark: SparkSpec = field(default_factory=SparkSpec)
     source: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        """``"jobs"`` (the WAC families of job records) or ``"establishments"`` (QCEW)."""
+        return "jobs" if isinstance(self.data, JobTablesConfig) else "establishments"
 
 
 def _whole(value: Any, where: str, least: int) -> int:
@@ -148,6 +170,115 @@ def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
     )
 
 
+def _job_protection(p: Any) -> ProtectionSpec:
+    """``[protection]`` of job tables: the small-cell rule on jobs (threshold, protection)."""
+    if not isinstance(p, dict):
+        raise SpecError("[protection] must be a table")
+    check_keys(p, _PROTECTION_KEYS, "[protection]")
+    for k in p:
+        if k not in JOB_PROTECTION_KEYS:
+            raise SpecError(
+                f'[protection].{k} does not apply to job tables ([data] kind = "eree"): their '
+                "rule is the small-cell rule on jobs (threshold, min_protection): remove it"
+            )
+    d = {k.name: k.default for k in schema.section("[protection]").keys}
+    d.update(p)
+    for k in ("mode", "rounding"):
+        allowed = schema.key("[protection]", k).allowed
+        if d[k] is schema.REQUIRED:
+            raise SpecError(f"[protection].{k} is required (one of {', '.join(allowed)})")
+        if d[k] not in allowed:
+            raise SpecError(f"[protection].{k} must be one of {', '.join(allowed)}")
+    threshold = _whole(d["threshold"], "[protection].threshold (job tables)", 1)
+    prot = number(d["min_protection"], "[protection].min_protection", positive=False)
+    if not (1 <= prot <= 1e12 and prot == int(prot)):
+        raise SpecError(
+            "[protection].min_protection must be a whole number of jobs ≥ 1 for job tables "
+            "(the attacker's interval for a sensitive cell must cover T ± that many jobs)"
+        )
+    return ProtectionSpec(
+        mode=str(d["mode"]),
+        rounding=str(d["rounding"]),
+        attributes=("jobs",),
+        threshold=threshold,
+        dominance_k=0.0,
+        dominance_n=1,
+        p_percent=0.0,
+        min_protection=float(prot),
+        exempt_own=(),
+    )
+
+
+def _job_data(data: dict[str, Any], base_dir: Path, fmt: str | None) -> JobTablesConfig:
+    """``[data]`` of job records: the WAC families' attributes, declared codes checked."""
+    from dataclasses import replace
+
+    from eree.data.schema import NAICS_SECTORS, WORKER_DOMAINS
+
+    cfg = parse_job_tables(data, base_dir)
+    for key, need, have in (
+        ("workplace_attributes", WAC_WORKPLACE, cfg.workplace_attributes),
+        ("worker_attributes", WAC_WORKER, cfg.worker_attributes),
+    ):
+        missing = [a for a in need if a not in have]
+        if missing:
+            raise SpecError(
+                f"[data].{key} must list {', '.join(need)}: a coarsening release of job "
+                f"tables publishes the LODES WAC families (missing: {', '.join(missing)})"
+            )
+    domains = dict(cfg.domains)
+    # the CNS family's codes: LODES's NAICS sectors unless declared (checked on loading)
+    domains.setdefault("naics_sector", tuple(NAICS_SECTORS))
+    if fmt is not None:
+        lodes = {**WORKER_DOMAINS, "naics_sector": tuple(NAICS_SECTORS)}
+        for a in (*WAC_WORKER, "naics_sector"):
+            if not set(domains[a]) <= set(lodes[a]):
+                raise SpecError(
+                    f"[data.domains].{a}: [output].format {fmt!r} writes LODES codes "
+                    f"({', '.join(lodes[a])}); the declared codes are not all among them"
+                )
+    return replace(cfg, domains=domains)
+
+
+def _job_output(out_raw: dict[str, Any], base_dir: Path, data: JobTablesConfig) -> OutputSpec:
+    """``[output]`` of job tables: ``csv``, and ``format = "lodes-wac"`` with ``year``."""
+    for k in out_raw:
+        if k not in _JOB_OUTPUT:
+            raise SpecError(
+                f"[output].{k} does not apply to a coarsening release of job tables (it "
+                f"reads {', '.join(_JOB_OUTPUT)}): remove it"
+            )
+    csv = out_raw.get("csv", OutputSpec.csv)
+    if not isinstance(csv, bool):
+        raise SpecError("[output].csv must be true or false")
+    fmt, year, _, _, _ = agency_keys(out_raw, base_dir)
+    if fmt is not None:
+        if fmt not in JOB_FORMATS:
+            raise SpecError(
+                f"[output].format must be {' or '.join(map(repr, JOB_FORMATS))} for a "
+                f"coarsening release of job tables (got {fmt!r}): it publishes the WAC "
+                "families by block"
+            )
+        if year is None:
+            raise SpecError(f"[output].year is required with format {fmt!r} (the file's year)")
+    return OutputSpec(csv=csv, format=fmt, year=year, job_type=data.job_type)
+
+
+def _parse_jobs(
+    raw: dict[str, Any], name: str, data: dict[str, Any], base_dir: Path, source: Path | None
+) -> CoarseningPlan:
+    out_raw = raw.get("output", {})
+    if not isinstance(out_raw, dict):
+        raise SpecError("[output] must be a table")
+    check_keys(out_raw, schema.keys("[output]"), "[output]")
+    fmt = out_raw.get("format")
+    cfg = _job_data(data, base_dir, fmt if isinstance(fmt, str) else None)
+    protection = _job_protection(raw.get("protection"))
+    output = _job_output(out_raw, base_dir, cfg)
+    engine, spark = engine_and_spark(raw)
+    return CoarseningPlan(name, cfg, protection, output, engine, spark, source, raw)
+
+
 def parse_coarsening_spec(
     raw: dict[str, Any], base_dir: Path, source: Path | None = None
 ) -> CoarseningPlan:
@@ -158,16 +289,20 @@ def parse_coarsening_spec(
             where = "[[query]]" if k == "query" else f"[{k}]"
             raise SpecError(
                 f'{where} does not apply with [protection] mode = "coarsening" (no privacy '
-                "definition, no queries: it publishes the QCEW linked tables): remove it"
+                "definition, no queries: it publishes the QCEW linked tables or the LODES "
+                "WAC tables): remove it"
             )
     name = dataset_name(raw)
     data = raw.get("data")
     if not isinstance(data, dict):
         raise SpecError("the spec needs a [data] section")
-    if data.get("kind") != "establishments":
+    kind = data.get("kind", schema.default("[data]", "kind", "eree"))
+    if kind == "eree":
+        return _parse_jobs(raw, name, data, base_dir, source)
+    if kind != "establishments":
         raise SpecError(
-            '[data].kind must be "establishments" with [protection] mode = "coarsening" '
-            "(it publishes the QCEW establishment tables)"
+            '[data].kind must be "establishments" (the QCEW linked tables) or "eree" (job '
+            f'records: the LODES WAC tables) with [protection] mode = "coarsening" (got {kind!r})'
         )
     cfg = parse_estab_data(data, base_dir)
     missing = [c for c in QCEW_PUBLIC if c not in cfg.public]

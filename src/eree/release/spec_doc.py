@@ -125,11 +125,14 @@ def reference() -> str:
         "[choosing-parameters.md](choosing-parameters.md).",
         "",
         "A spec with `[protection]` instead of `[privacy]` is a coarsening release "
-        '(`mode = "coarsening"`, establishment data, no formal guarantee, never charged to '
-        "a ledger; [coarsening.md](coarsening.md)): it takes the top-level `name`, "
-        "`[data]` (establishments), `[protection]`, `[output]` (`csv`, `format = "
-        '"qcew-by-area"`, `year`, `quarter`), `[engine]` and `[spark]`; any other section '
-        "or `[output]` key is refused, naming it.",
+        '(`mode = "coarsening"`, no formal guarantee, never charged to a ledger; '
+        "[coarsening.md](coarsening.md)): it takes the top-level `name`, `[data]`, "
+        "`[protection]`, `[output]`, `[engine]` and `[spark]`. Establishment data "
+        '(`kind = "establishments"`) publish the QCEW linked tables, `[output]` `csv`, '
+        '`format = "qcew-by-area"`, `year`, `quarter`; job records (`kind = "eree"`) '
+        'publish the LODES WAC tables by block, `[output]` `csv`, `format = "lodes-wac"`, '
+        "`year`, and only the `[protection]` keys `mode`, `rounding`, `threshold` and "
+        "`min_protection`. Any other section or key is refused, naming it.",
         "",
         "In the tables, *required* means the spec is refused without the key (for a "
         "`[[query]]` setting: when it applies to the query's mechanism) and — means the "

@@ -324,13 +324,18 @@ SECTIONS: tuple[Section, ...] = (
         "[protection]",
         "coarsening",
         "A protection mode instead of a privacy definition: a spec with [protection] has no "
-        "[privacy], [[query]], [pnc], [postprocess] or [plan]; its data are establishments "
-        '(`[data] kind = "establishments"`, public `cnty`, `own`, `naics`). It publishes '
-        "the QCEW linked tables (state and county totals, every industry level by "
-        "ownership) coarsened: rounded to a base, suppression as the last resort, audited "
-        "by the attacker's linear program over all published tables together against the "
-        "disclosure rules below. NO FORMAL GUARANTEE: the manifest and report say so and "
-        "state the audited risk; nothing is charged to a ledger (docs/coarsening.md).",
+        "[privacy], [[query]], [pnc], [postprocess] or [plan]. Establishment data "
+        '(`[data] kind = "establishments"`, public `cnty`, `own`, `naics`) publish the QCEW '
+        "linked tables (state and county totals, every industry level by ownership); job "
+        'records (`[data] kind = "eree"`, workplace attributes `block` and `naics_sector`, '
+        "worker attributes `age`, `earnings`, `race`, `ethnicity`, `education`, `sex`) "
+        "publish the eight LODES WAC families by block, zero cells included. Both are "
+        "coarsened: rounded to a base, suppression as the last resort, audited by the "
+        "attacker's linear program over all published tables together against the "
+        "disclosure rules below. For job tables the rule is the small-cell rule on jobs and "
+        "only `mode`, `rounding`, `threshold` and `min_protection` apply (any other key is "
+        "refused, naming it). NO FORMAL GUARANTEE: the manifest and report say so and state "
+        "the audited risk; nothing is charged to a ledger (docs/coarsening.md).",
         (
             Key(
                 "mode",
@@ -350,7 +355,9 @@ SECTIONS: tuple[Section, ...] = (
                 "rounded to the nearest multiple, a size class) or random (unbiased random "
                 "rounding, up or down with the probabilities that keep the expected value; "
                 "bases 5, 10, 25, 50, 100, …). Which kind an agency may use is its own "
-                "policy choice; the bases are chosen per cell by the optimizer.",
+                "policy choice; the bases are chosen per cell by the optimizer. Job tables: "
+                "rounding to the nearest multiple of 2, 3, 5, 10, 25, … (deterministic) or "
+                "its unbiased random rounding.",
                 ("deterministic", "random"),
             ),
             Key(
@@ -358,28 +365,30 @@ SECTIONS: tuple[Section, ...] = (
                 "list of strings",
                 None,
                 "The confidential attributes published (each a [data] confidential "
-                "column). Absent: every confidential column.",
+                "column). Absent: every confidential column. Establishments only.",
             ),
             Key(
                 "threshold",
                 "integer ≥ 0",
                 3,
-                "Threshold rule: a cell with fewer establishments than this is sensitive (0: off).",
-                units="establishments",
+                "Threshold rule: a cell with fewer establishments than this is sensitive (0: "
+                "off). Job tables: every job is a contributor, a cell with 1 to threshold − 1 "
+                "jobs is sensitive (at least 1; 1: none).",
+                units="establishments (job tables: jobs)",
             ),
             Key(
                 "dominance_k",
                 "number in [0, 100]",
                 80.0,
                 "(n, k) dominance rule: a cell whose n largest contributions exceed k% of "
-                "its total is sensitive (0: off; otherwise at least 1).",
+                "its total is sensitive (0: off; otherwise at least 1). Establishments only.",
                 units="percent",
             ),
             Key(
                 "dominance_n",
                 "positive integer ≤ 20",
                 1,
-                "n of the dominance rule.",
+                "n of the dominance rule. Establishments only.",
                 units="establishments",
             ),
             Key(
@@ -387,22 +396,25 @@ SECTIONS: tuple[Section, ...] = (
                 "number in [0, 100]",
                 10.0,
                 "p% rule: a cell is sensitive when the others' total would let the second "
-                "largest contributor estimate the largest within p% (0: off).",
+                "largest contributor estimate the largest within p% (0: off). Establishments "
+                "only.",
                 units="percent",
             ),
             Key(
                 "min_protection",
                 "number in [0, 1e12]",
                 1.0,
-                "The smallest protection interval of a sensitive cell.",
-                units="the attribute's unit",
+                "The smallest protection interval of a sensitive cell. Job tables: the "
+                "rule's protection p, a whole number of jobs ≥ 1: the attacker's interval "
+                "for a sensitive cell with T jobs must cover [T − min(p, T), T + p].",
+                units="the attribute's unit (job tables: jobs)",
             ),
             Key(
                 "exempt_own",
                 "list of strings",
                 ["1"],
                 "Ownership codes whose cells are never sensitive (BLS publishes federal "
-                "government, own 1).",
+                "government, own 1). Establishments only.",
             ),
         ),
     ),

@@ -14,8 +14,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from eree.engine.unitmap import ProcessMap
 from eree.evaluate.reconstruct import ReconstructConfig, from_frame, reconstruct
-from eree.evaluate.reconstruct.unitmap import ProcessMap
 
 AGES = ("A1", "A2", "A3")
 SEXES = ("F", "M")
@@ -207,7 +207,7 @@ def test_the_spark_map_gives_the_serial_result() -> None:
     """The same per-unit function as a Spark job (local, 2 cores) gives the serial records."""
     pytest.importorskip("pyspark")
     from eree.engine.spark.session import spark_session
-    from eree.evaluate.reconstruct.unitmap import SparkMap
+    from eree.engine.unitmap import SparkMap
 
     try:
         spark = spark_session(app="eree-tests", cores=2)

@@ -17,11 +17,11 @@ from typing import Any
 
 import polars as pl
 
+from eree.engine.unitmap import UnitMapper
 from eree.evaluate.reconstruct.intervals import interval_audit
 from eree.evaluate.reconstruct.measure import job_truth, measure
 from eree.evaluate.reconstruct.records import ReconstructConfig, reconstruct
 from eree.evaluate.reconstruct.tables import PublishedTables
-from eree.evaluate.reconstruct.unitmap import UnitMapper
 
 __all__ = ["peak_memory_mb", "reconstruction_audit", "restrict_units", "summary_lines"]
 

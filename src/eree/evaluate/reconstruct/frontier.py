@@ -14,7 +14,7 @@ CD = age × education, CS) each method publishes the same tables:
   cannot narrow a withheld cell below ±1 job (:func:`suppress_small`);
 * **coarsened** (only when asked for) — the same rule as ``suppressed``, met by
   rounding, size-class ranges and suppression as the last resort, per block
-  (:func:`.coarsen_wac.coarsen_jobs`, docs/coarsening.md);
+  (:func:`eree.suppression.coarsening.jobs.coarsen_jobs`, docs/coarsening.md);
 * **noise infusion** — ``eree protect`` with ``noise_infusion`` on every table (the
   SDL baseline, Haney et al. §5.1; no formal guarantee);
 * **ER-EE** at ε per cell e (0.5, 1, 2, 4 by default) — ``eree protect`` of the WAC
@@ -44,16 +44,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from eree.engine.unitmap import ProcessMap
 from eree.evaluate.reconstruct.audit import peak_memory_mb, reconstruction_audit
 from eree.evaluate.reconstruct.measure import job_truth
 from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
-from eree.evaluate.reconstruct.unitmap import ProcessMap
-from eree.evaluate.reconstruct.wac import (
+from eree.suppression.wac import (
     ATTRIBUTES,
     WAC_TABLES,
     cell_keys,
+    exact_tables,
     jobs_from_truth,
     wac_layout,
 )
@@ -73,41 +74,6 @@ __all__ = [
     "suppress_small",
     "wac_layout",
 ]
-
-
-def exact_tables(truth: pl.DataFrame, domains: dict[str, Sequence[str]]) -> pl.DataFrame:
-    """Every WAC table's cells (zeros included) from true records, status ``exact``.
-
-    ``truth``: ``unit`` (the block), the attributes, ``true``.
-    """
-    frames = []
-    blocks = truth.select(pl.col("unit").alias("block")).unique().sort("block")
-    for name, (by, _) in WAC_TABLES.items():
-        attrs = [a for a in by if a != "block"]
-        grid = blocks
-        for a in attrs:
-            grid = grid.join(pl.DataFrame({a: list(domains[a])}), how="cross")
-        agg = (
-            truth.rename({"unit": "block"})
-            .group_by(["block", *attrs])
-            .agg(pl.col("true").sum().cast(pl.Float64).alias("value"))
-        )
-        t = grid.join(agg, on=["block", *attrs], how="left").with_columns(
-            pl.col("value").fill_null(0.0)
-        )
-        t = t.with_columns(
-            [pl.lit(None, dtype=pl.Utf8).alias(a) for a in ATTRIBUTES if a not in attrs]
-        )
-        frames.append(
-            t.select(
-                pl.lit(name).alias("table"),
-                "block",
-                *ATTRIBUTES,
-                pl.lit("exact").alias("status"),
-                "value",
-            )
-        )
-    return pl.concat(frames)
 
 
 def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:
@@ -271,10 +237,10 @@ def frontier_jobs(
         seed: the releases' seed.
         cfg: the attacker's settings (default: by block).
         methods: a subset of ``baseline``, ``exact``, ``suppressed``, ``coarsened``
-            (:func:`.coarsen_wac.coarsen_jobs`, the same small-cell rule),
+            (:func:`eree.suppression.coarsening.jobs.coarsen_jobs`, the same small-cell rule),
             ``noise_infusion``, ``er_ee`` (default: all but ``coarsened``).
         progress: called with a short message per step.
-        workers: processes solving the blocks (:class:`.unitmap.ProcessMap`).
+        workers: processes solving the blocks (:class:`eree.engine.unitmap.ProcessMap`).
         intervals: run the interval audit (a) too (its cells pinned; else ``None``).
 
     Returns:
@@ -307,7 +273,7 @@ def frontier_jobs(
     if "coarsened" in want:
 
         def coarse() -> PublishedTables:
-            from eree.evaluate.reconstruct.coarsen_wac import coarsen_jobs
+            from eree.suppression.coarsening.jobs import coarsen_jobs
 
             return from_frame(coarsen_jobs(truth, exact)[0])
 

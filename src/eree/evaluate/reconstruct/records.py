@@ -63,9 +63,9 @@ import polars as pl
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from eree.engine.unitmap import SerialMap, UnitMapper
 from eree.evaluate.reconstruct.closed_form import closed_form, north_west, split_groups
 from eree.evaluate.reconstruct.tables import PublishedTables
-from eree.evaluate.reconstruct.unitmap import SerialMap, UnitMapper
 
 __all__ = [
     "ReconstructConfig",
@@ -442,7 +442,7 @@ def solve_unit(p: UnitCells, cfg: ReconstructConfig) -> UnitRecords:
     """The records of one unit: closed form when its tables allow, else the integer program.
 
     A pure function of the unit's published cells and the settings (no other state): units
-    are independent, so any map — processes, a cluster — may run it (:mod:`.unitmap`).
+    are independent, so any map — processes, a cluster — may run it (:mod:`eree.engine.unitmap`).
     """
     cc, lo, hi, noisy, val = p.codes, p.lo, p.hi, p.noisy, p.value
     if cfg.decompose:
@@ -650,7 +650,7 @@ def reconstruct(
         progress: called with (units done, units).
         units: only these units (default: all).
         mapper: how :func:`solve_unit` is mapped over the units (default: in this
-            process; :class:`.unitmap.ProcessMap` for worker processes).
+            process; :class:`eree.engine.unitmap.ProcessMap` for worker processes).
     """
     t0 = time.perf_counter()
     use, attrs = _columns(published, cfg)

@@ -1,14 +1,26 @@
 """The WAC families by block as the frontier publishes them, and their linked-table layout.
 
-Shared by the frontier's releases (:mod:`.frontier`) and the WAC coarsening
-(:mod:`.coarsen_wac`).
+Shared by the reconstruction audit's frontier (:mod:`eree.evaluate.reconstruct.frontier`)
+and the WAC coarsening (:mod:`eree.suppression.coarsening.jobs`, released by
+:mod:`eree.release.coarsening_jobs`): below the release path, in the package whose linked
+tables they are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ATTRIBUTES", "WAC_TABLES", "cell_keys", "jobs_from_truth", "wac_layout"]
+import polars as pl
+
+__all__ = [
+    "ATTRIBUTES",
+    "WAC_TABLES",
+    "cell_keys",
+    "exact_tables",
+    "jobs_from_truth",
+    "wac_layout",
+]
 
 #: the WAC families: name → (by, ε multiplicity d of one cell)
 WAC_TABLES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -51,8 +63,6 @@ def cell_keys(tables: Any) -> Any:
     each attribute (null where the family totals over it), so a per-cell array of the
     package can be joined to a WAC release's cells.
     """
-    import polars as pl
-
     names = dict(enumerate(WAC_TABLES))
     return tables.cells.select(
         pl.col("table").replace_strict(names, return_dtype=pl.Utf8),
@@ -70,8 +80,6 @@ def jobs_from_truth(truth: Any) -> Any:
     ``truth`` has one row per block (``unit``) × attribute combination with its count
     ``true``; the result one row per job: ``block``, the attributes and ``jobs`` = 1.
     """
-    import polars as pl
-
     return (
         truth.filter(pl.col("true") > 0)
         .select(pl.all().repeat_by("true").explode())
@@ -79,3 +87,46 @@ def jobs_from_truth(truth: Any) -> Any:
         .rename({"unit": "block"})
         .with_columns(pl.lit(1.0).alias("jobs"))
     )
+
+
+def exact_tables(
+    truth: pl.DataFrame,
+    domains: dict[str, Sequence[str]],
+    blocks: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Every WAC table's cells (zeros included) from true records, status ``exact``.
+
+    ``truth``: ``unit`` (the block), the attributes, ``true``. ``blocks``: the blocks
+    listed (default: the truth's); a block without a record has every cell 0.
+    """
+    frames = []
+    units = truth.get_column("unit").cast(pl.Utf8)
+    if blocks is not None:
+        units = pl.concat([units, pl.Series("unit", list(blocks), dtype=pl.Utf8)])
+    blocks_frame = pl.DataFrame({"block": units}).unique().sort("block")
+    for name, (by, _) in WAC_TABLES.items():
+        attrs = [a for a in by if a != "block"]
+        grid = blocks_frame
+        for a in attrs:
+            grid = grid.join(pl.DataFrame({a: list(domains[a])}), how="cross")
+        agg = (
+            truth.rename({"unit": "block"})
+            .group_by(["block", *attrs])
+            .agg(pl.col("true").sum().cast(pl.Float64).alias("value"))
+        )
+        t = grid.join(agg, on=["block", *attrs], how="left").with_columns(
+            pl.col("value").fill_null(0.0)
+        )
+        t = t.with_columns(
+            [pl.lit(None, dtype=pl.Utf8).alias(a) for a in ATTRIBUTES if a not in attrs]
+        )
+        frames.append(
+            t.select(
+                pl.lit(name).alias("table"),
+                "block",
+                *ATTRIBUTES,
+                pl.lit("exact").alias("status"),
+                "value",
+            )
+        )
+    return pl.concat(frames)

@@ -1,8 +1,9 @@
 """Mapping one function over independent units: in this process, in worker processes, on Spark.
 
-The record reconstruction (:mod:`.records`) is a map: each unit's published cells go in
-(:class:`.records.UnitCells`, plain arrays), its records come out
-(:class:`.records.UnitRecords`), and no unit reads another's. A mapper is the one place
+The record reconstruction (:mod:`eree.evaluate.reconstruct.records`) is a map: each unit's
+published cells go in (``UnitCells``, plain arrays), its records come out
+(``UnitRecords``), and no unit reads another's; so is the WAC coarsening
+(:mod:`eree.suppression.coarsening.jobs`, chunks of blocks). A mapper is the one place
 that knows where the work runs, so the per-unit function is the same whichever runs it
 (the map-over-partitions shape of PipelineDP's backends):
 
