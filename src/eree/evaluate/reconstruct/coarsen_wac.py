@@ -58,10 +58,11 @@ def _coarsen_chunk(
     bases: tuple[float, ...],
     hub_cost: bool,
     per_block: bool,
+    zero_aware: bool = True,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Coarsen the WAC tables of the blocks of ``item[0]`` (one row per job), seed ``item[1]``."""
     jobs, seed = item
-    from eree.suppression.coarsening import disclosure_check, greedy_coarsen
+    from eree.suppression.coarsening import disclosure_check, greedy_coarsen, presence_floor
     from eree.suppression.rules import PrimaryRules, primary_suppression
     from eree.suppression.secondary import SecondaryConfig
     from eree.suppression.tables import tabulate
@@ -69,7 +70,12 @@ def _coarsen_chunk(
     rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     prim = primary_suppression(tables, rules, ("jobs",))
-    one = SecondaryConfig(workers=1)  # a chunk is one worker's: no pool inside
+    t = tables.values("jobs").astype(np.float64)
+    # the zero cells are not in these tables: they are published exactly (coarsen_jobs),
+    # so every cell here that is not published exactly is known to hold a job
+    floor = presence_floor(t, t > 0, tables.cells.get_column("table").to_numpy()) if zero_aware else None
+    sec_floor = float(np.max(floor, initial=0.0)) if floor is not None else 0.0
+    one = SecondaryConfig(workers=1, floor=sec_floor)  # a chunk is one worker's: no pool
     res = greedy_coarsen(
         tables,
         "jobs",
@@ -79,12 +85,15 @@ def _coarsen_chunk(
         bases=bases,
         hub_cost=hub_cost,
         secondary=one,
+        floor=floor,
     )
     pub = res.publication
     chosen = 0
     if per_block:
-        pub, chosen = _cheaper_per_block(tables, rules, prim, pub, res.cell_losses, jobs)
-    chk = disclosure_check(tables, pub, "jobs", prim)
+        pub, chosen = _cheaper_per_block(
+            tables, rules, prim, pub, res.cell_losses, jobs, floor=sec_floor
+        )
+    chk = disclosure_check(tables, pub, "jobs", prim, floor=floor)
     lo, hi = pub.own_bounds()
     rr = pub.status == "random_rounded"
     status = np.where(rr, "range", pub.status)
@@ -108,7 +117,14 @@ def _coarsen_chunk(
 
 
 def _cheaper_per_block(
-    tables: Any, rules: Any, prim: Any, pub: Any, losses: np.ndarray, jobs: pl.DataFrame
+    tables: Any,
+    rules: Any,
+    prim: Any,
+    pub: Any,
+    losses: np.ndarray,
+    jobs: pl.DataFrame,
+    *,
+    floor: float = 0.0,
 ) -> tuple[Any, int]:
     """Per block, the suppression pattern where its loss is lower (ties: the coarsening).
 
@@ -140,7 +156,7 @@ def _cheaper_per_block(
             rules=rules,
             attributes=("jobs",),
             run_audit=False,
-            secondary=SecondaryConfig(workers=1),
+            secondary=SecondaryConfig(workers=1, floor=floor),
         )
         sub = tabulate(
             jobs.filter(pl.col("block").is_in(codes[need].tolist())),
@@ -196,6 +212,7 @@ def coarsen_jobs(
     mapper: UnitMapper | None = None,
     hub_cost: bool = True,
     per_block: bool = True,
+    zero_aware: bool = True,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The WAC tables coarsened under the small-cell rule (module docstring).
 
@@ -213,6 +230,9 @@ def coarsen_jobs(
             (:func:`~eree.suppression.coarsening.greedy_coarsen`).
         per_block: per block, publish the suppression package's pattern instead when
             its information loss is lower (module docstring).
+        zero_aware: protect against the attacker who uses what the exact zeros disclose
+            (module docstring; False: the attacker who does not, as before — weaker,
+            for comparison only).
 
     Returns:
         ``exact`` in the table format with ``status`` (exact | rounded | range |
@@ -240,6 +260,7 @@ def coarsen_jobs(
         bases=tuple(bases),
         hub_cost=hub_cost,
         per_block=per_block,
+        zero_aware=zero_aware,
     )
     run = mapper or SerialMap()
     frames: list[pl.DataFrame] = []
@@ -280,27 +301,41 @@ def rule_audit(
     *,
     threshold: int = 3,
     protection: float = 1.0,
+    zero_aware: bool = True,
 ) -> dict[str, Any]:
     r"""Audit a WAC publication against the small-cell rule, by the interval LP.
 
     The reconstruction audit's reader and LP (:func:`.tables.from_frame`,
     :func:`.intervals.interval_audit`: relations derived from the keys, every table of a
-    block together) give every cell's interval; a cell with 1 … ``threshold`` − 1 jobs is
-    a **violation** when its interval does not cover
-    :math:`[T - \min(\mathrm{protection}, T),\ T + \mathrm{protection}]`. Counts only.
+    block together) give every cell's interval. The attacker uses what the exact zeros
+    disclose (``zero_aware``): a cell not published exactly in a table whose zero cells
+    are all published exactly holds at least one job
+    (:func:`eree.suppression.coarsening.presence_floor`, kind = the table). A cell with
+    1 … ``threshold`` − 1 jobs is a **violation** when its interval does not cover
+    :math:`[\max(T - \mathrm{protection},\ 1),\ T + \mathrm{protection}]`: the count
+    is protected, the presence that the exact zeros disclose is not (module docstring).
+    Counts only.
 
     Args:
         published: the publication in the table format (any method), or its tables.
         exact: the exact cells (true values; the auditor's).
         threshold, protection: the rule.
+        zero_aware: False: the previous audit, for comparison only — an attacker who
+            ignores what the zeros disclose, and the rule
+            :math:`[T - \min(\mathrm{protection}, T),\ T + \mathrm{protection}]`.
 
     Returns:
         ``cells``, ``cells_nonzero``, ``sensitive``, ``violations``, ``cells_pinned``,
         ``cells_published`` (not suppressed), ``cells_informative`` (loss < 1),
         ``information_loss`` (mean over every cell, and ``information_loss_nonzero``
         over cells with a job: width of the cell's own interval relative to
-        max(T, 1), at most 1; suppressed 1), ``by_status``, ``how`` (LPs).
+        max(T, 1), at most 1; suppressed 1), ``by_status``, ``how`` (LPs),
+        ``tables_presence_disclosed`` (tables whose zeros are all published exactly),
+        ``zero_aware``.
     """
+    from eree.suppression.coarsening import presence_floor
+    from eree.suppression.rules import protected_lower
+
     pub = published if isinstance(published, PublishedTables) else from_frame(published)
     cells = pub.cells.with_row_index("_i")
     for k in _KEYS:
@@ -312,11 +347,15 @@ def rule_audit(
     t = j.sort("_i").get_column("_t").to_numpy().astype(np.float64)
     if np.isnan(t).any():
         raise ValueError("the publication has a cell the exact tables do not")
-    ia = interval_audit(pub, truth=t)
-    need_lo = t - np.minimum(protection, t)
+    status = pub.cells.get_column("status").to_numpy().astype(str)
+    table = pub.cells.get_column("table").to_numpy().astype(str)
+    floor = presence_floor(t, status == "exact", table) if zero_aware else None
+    ia = interval_audit(pub, truth=t, floor=floor)
+    need_lo = protected_lower(pub.derived_relations(), t, np.full(t.size, protection), floor)
     need_hi = t + protection
     sens = (t >= 1) & (t <= threshold - 1)
     covered = (ia.lower <= need_lo + 1e-6) & (ia.upper >= need_hi - 1e-6)
+    disclosed = {str(x) for x in table[floor > 0]} if floor is not None else set()
     own_lo, own_hi = ia.own_lower, ia.own_upper
     width = np.where(np.isfinite(own_hi), own_hi - own_lo, np.inf)
     loss = np.minimum(1.0, width / np.maximum(t, 1.0))
@@ -334,4 +373,6 @@ def rule_audit(
         "information_loss_nonzero": float(loss[nz].mean()) if nz.any() else 0.0,
         "by_status": {str(s): int((status == s).sum()) for s in np.unique(status)},
         "how": dict(ia.stats),
+        "tables_presence_disclosed": len(disclosed),
+        "zero_aware": zero_aware,
     }

@@ -124,7 +124,14 @@ def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:
     return moved.group_by(["unit", *attrs]).agg(pl.len().cast(pl.Int64).alias("true"))
 
 
-def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
+def suppress_small(
+    truth: pl.DataFrame,
+    exact: pl.DataFrame,
+    threshold: int = 3,
+    *,
+    zero_aware: bool = True,
+    workers: int | None = None,
+) -> pl.DataFrame:
     """Cell suppression of the WAC families by the suppression package, per relation.
 
     Primary: a cell with 1 … ``threshold``−1 jobs (the threshold rule with every job a
@@ -134,23 +141,45 @@ def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3)
     the linked families — a row of CD inside its CA cell as well as a family inside the
     block's C000 — not only within one table.
 
+    The zero cells are published exactly, so a withheld cell is known to hold a job. The
+    complements protect against the attacker who uses that (``zero_aware``: the
+    package's ``SecondaryConfig.floor`` from
+    :func:`eree.suppression.coarsening.presence_floor`, the knowledge the WAC
+    coarsening's check and :func:`.coarsen_wac.rule_audit` use), under the rule that
+    protects the count and not the presence the zeros disclose: a withheld cell's
+    interval must cover ``[max(T − 1, P), T + 1]``, ``P`` the least it can hold given
+    which cells are non-zero (:func:`eree.suppression.rules.protected_lower`).
+
     Args:
         truth: ``unit`` (the block), the attributes, ``true`` (jobs per combination).
         exact: the exact cells (:func:`exact_tables` of ``truth``).
         threshold: the threshold rule's limit.
+        zero_aware: False: complements against an attacker who ignores what the zeros
+            disclose (the previous arm, weaker; for comparison only).
+        workers: processes of the complementary suppression (None: the package's
+            default).
 
     Returns:
         ``exact`` with ``status`` ``suppressed`` and ``value`` null where withheld.
     """
     from eree.suppression import SuppressionConfig, suppress_tables
+    from eree.suppression.coarsening import presence_floor
     from eree.suppression.rules import PrimaryRules
+    from eree.suppression.secondary import SecondaryConfig
     from eree.suppression.tables import tabulate
 
     jobs = jobs_from_truth(truth)
     rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
+    t = tables.values("jobs")
+    # no zero cell is in these tables (each is published exactly): a withheld one holds a job
+    floor = presence_floor(t, t > 0, tables.cells.get_column("table").to_numpy()) if zero_aware else None
+    sec = SecondaryConfig(
+        floor=float(np.max(floor, initial=0.0)) if floor is not None else 0.0, workers=workers
+    )
     res = suppress_tables(
-        tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
+        tables,
+        SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False, secondary=sec),
     )
     keyed = cell_keys(tables).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
     keys = ["table", "block", *ATTRIBUTES]
