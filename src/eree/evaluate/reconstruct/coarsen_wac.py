@@ -73,7 +73,8 @@ def _coarsen_chunk(
     t = tables.values("jobs").astype(np.float64)
     # the zero cells are not in these tables: they are published exactly (coarsen_jobs),
     # so every cell here that is not published exactly is known to hold a job
-    floor = presence_floor(t, t > 0, tables.cells.get_column("table").to_numpy()) if zero_aware else None
+    kind = tables.cells.get_column("table").to_numpy()
+    floor = presence_floor(t, t > 0, kind) if zero_aware else None
     sec_floor = float(np.max(floor, initial=0.0)) if floor is not None else 0.0
     one = SecondaryConfig(workers=1, floor=sec_floor)  # a chunk is one worker's: no pool
     res = greedy_coarsen(

@@ -173,7 +173,8 @@ def suppress_small(
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     t = tables.values("jobs")
     # no zero cell is in these tables (each is published exactly): a withheld one holds a job
-    floor = presence_floor(t, t > 0, tables.cells.get_column("table").to_numpy()) if zero_aware else None
+    kind = tables.cells.get_column("table").to_numpy()
+    floor = presence_floor(t, t > 0, kind) if zero_aware else None
     sec = SecondaryConfig(
         floor=float(np.max(floor, initial=0.0)) if floor is not None else 0.0, workers=workers
     )
