@@ -61,6 +61,11 @@ def main() -> None:
     ap.add_argument("--weakened", action="store_true")
     ap.add_argument("--no-per-block", action="store_true", help="never the suppression pattern")
     ap.add_argument("--no-hub", action="store_true", help="neighbour cost without hub factor")
+    ap.add_argument(
+        "--zero-unaware",
+        action="store_true",
+        help="build against the attacker who ignores the exact zeros (the audit still uses them)",
+    )
     a = ap.parse_args()
     print(json.dumps(machine() | {"load_1min": os.getloadavg()[0]}), flush=True)
     with tempfile.TemporaryDirectory() as d:
@@ -99,6 +104,7 @@ def main() -> None:
                     mapper=mapper,
                     hub_cost=not a.no_hub,
                     per_block=not a.no_per_block,
+                    zero_aware=not a.zero_unaware,
                 )
                 extra = {
                     "optimizer": st,
@@ -107,7 +113,15 @@ def main() -> None:
                     "per_block": not a.no_per_block,
                 }
             elif method == "suppressed":
-                pub = suppress_small(truth, exact)
+                # per chunk of blocks, on the workers (no relation links two blocks)
+                mapper = ProcessMap(a.workers, chunksize=1) if a.workers > 1 else None
+                pub = suppress_small(
+                    truth,
+                    exact,
+                    blocks_per_chunk=a.chunk,
+                    mapper=mapper,
+                    zero_aware=not a.zero_unaware,
+                )
             elif method == "exact":
                 pub = exact
             else:

@@ -203,6 +203,12 @@ def test_coarsening_publishes_more_than_suppression_at_the_same_rule(
     assert c["cells_published"] > s["cells_published"]
     # per block the suppression pattern is taken where it loses less: never more loss
     assert c["information_loss"] <= s["information_loss"] + 1e-12
+    # suppression in chunks of blocks (each chunk's tables by themselves): still
+    # protected, and it withholds at least the small cells
+    chunked = suppress_small(truth, exact, blocks_per_chunk=5)
+    s5 = rule_audit(chunked, exact)
+    assert s5["violations"] == 0 and s5["cells"] == s["cells"]
+    assert s5["cells"] - s5["cells_published"] >= s5["sensitive"]
 
 
 def test_bad_arguments_refused(seven: pl.DataFrame) -> None:

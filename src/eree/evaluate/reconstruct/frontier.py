@@ -49,7 +49,7 @@ from eree.evaluate.reconstruct.measure import job_truth
 from eree.evaluate.reconstruct.records import ReconstructConfig
 from eree.evaluate.reconstruct.release import read_release
 from eree.evaluate.reconstruct.tables import PublishedTables, from_frame
-from eree.evaluate.reconstruct.unitmap import ProcessMap
+from eree.evaluate.reconstruct.unitmap import ProcessMap, UnitMapper
 from eree.evaluate.reconstruct.wac import (
     ATTRIBUTES,
     WAC_TABLES,
@@ -131,6 +131,8 @@ def suppress_small(
     *,
     zero_aware: bool = True,
     workers: int | None = None,
+    blocks_per_chunk: int | None = None,
+    mapper: UnitMapper | None = None,
 ) -> pl.DataFrame:
     """Cell suppression of the WAC families by the suppression package, per relation.
 
@@ -157,32 +159,41 @@ def suppress_small(
         zero_aware: False: complements against an attacker who ignores what the zeros
             disclose (the previous arm, weaker; for comparison only).
         workers: processes of the complementary suppression (None: the package's
-            default).
+            default); with ``blocks_per_chunk``, one per chunk.
+        blocks_per_chunk: suppress the blocks in chunks of this many, each chunk's
+            tables by themselves (no relation links two blocks; a block's pattern may
+            differ between equally costly ones with its chunk). None: all together.
+        mapper: where the chunks run (a :class:`.unitmap.UnitMapper`; default this
+            process; ``ProcessMap(2, chunksize=1)`` for both cores).
 
     Returns:
         ``exact`` with ``status`` ``suppressed`` and ``value`` null where withheld.
     """
-    from eree.suppression import SuppressionConfig, suppress_tables
-    from eree.suppression.coarsening import presence_floor
-    from eree.suppression.rules import PrimaryRules
-    from eree.suppression.secondary import SecondaryConfig
-    from eree.suppression.tables import tabulate
+    from functools import partial
+
+    from eree.evaluate.reconstruct.unitmap import SerialMap
 
     jobs = jobs_from_truth(truth)
-    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
-    tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
-    t = tables.values("jobs")
-    # no zero cell is in these tables (each is published exactly): a withheld one holds a job
-    kind = tables.cells.get_column("table").to_numpy()
-    floor = presence_floor(t, t > 0, kind) if zero_aware else None
-    sec = SecondaryConfig(
-        floor=float(np.max(floor, initial=0.0)) if floor is not None else 0.0, workers=workers
+    if blocks_per_chunk is None:
+        parts = [jobs]
+    else:
+        if blocks_per_chunk < 1:
+            raise ValueError("blocks_per_chunk must be >= 1")
+        blocks = jobs.get_column("block").unique().sort().to_list()
+        chunk_of = {b: i // blocks_per_chunk for i, b in enumerate(blocks)}
+        jobs = jobs.with_columns(
+            pl.col("block").replace_strict(chunk_of, return_dtype=pl.Int64).alias("_chunk")
+        )
+        parts = [g.drop("_chunk") for _, g in jobs.group_by("_chunk", maintain_order=True)]
+        parts = parts or [jobs.drop("_chunk")]
+    fn = partial(
+        _suppress_chunk,
+        threshold=threshold,
+        zero_aware=zero_aware,
+        workers=workers if blocks_per_chunk is None else 1,
     )
-    res = suppress_tables(
-        tables,
-        SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False, secondary=sec),
-    )
-    keyed = cell_keys(tables).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
+    frames = list((mapper or SerialMap()).map(fn, parts))
+    keyed = pl.concat(frames)
     keys = ["table", "block", *ATTRIBUTES]
     j = (
         exact.drop("status")
@@ -197,6 +208,32 @@ def suppress_small(
         pl.when(pl.col("_s")).then(pl.lit("suppressed")).otherwise(pl.lit("exact")).alias("status"),
         pl.when(pl.col("_s")).then(None).otherwise(v).alias("value"),
     ).sort("table", "block", *ATTRIBUTES, nulls_last=True)
+
+
+def _suppress_chunk(
+    jobs: pl.DataFrame, *, threshold: int, zero_aware: bool, workers: int | None
+) -> pl.DataFrame:
+    """:func:`suppress_small`'s pattern of the blocks of ``jobs``: cell keys and ``_s``."""
+    from eree.suppression import SuppressionConfig, suppress_tables
+    from eree.suppression.coarsening import presence_floor
+    from eree.suppression.rules import PrimaryRules
+    from eree.suppression.secondary import SecondaryConfig
+    from eree.suppression.tables import tabulate
+
+    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
+    tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
+    t = tables.values("jobs")
+    # no zero cell is in these tables (each is published exactly): a withheld one holds a job
+    kind = tables.cells.get_column("table").to_numpy()
+    floor = presence_floor(t, t > 0, kind) if zero_aware else None
+    sec = SecondaryConfig(
+        floor=float(np.max(floor, initial=0.0)) if floor is not None else 0.0, workers=workers
+    )
+    res = suppress_tables(
+        tables,
+        SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False, secondary=sec),
+    )
+    return cell_keys(tables).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
 
 
 def subset_blocks(data: Path, prefixes: Sequence[str] | None, out: Path) -> Path:
