@@ -391,6 +391,9 @@ class _Job:
     nb: _Neighbourhoods
     start: np.ndarray  # smallest useful ``up`` per cell
     floor: float = 0.0  # every withheld cell is known to be at least this
+    # per attribute, how far a primary cell may go down (its value less what presence
+    # alone implies, protected_lower); None: its value
+    room: dict[str, np.ndarray] | None = None
 
 
 _JOB: _Job | None = None  # set before forking the workers (shared copy-on-write)
@@ -415,12 +418,7 @@ def _run_component(
     # a cell moved by a witness is withheld, so known to be at least the floor: the
     # witness may take it down to the floor only (values above the floor, clipped at 0)
     vals = {a: np.maximum(tables.values(a) - job.floor, 0.0) for a in attrs}
-    # a primary cell goes down only to what presence alone implies (protected_lower)
-    room = {
-        a: tables.values(a)
-        - protected_lower(tables.relations, tables.values(a), np.inf, job.floor or None)
-        for a in attrs
-    }
+    room = job.room or {a: tables.values(a) for a in attrs}
     depth = max(len(d.levels) for d in tables.layout.dimensions)
     nb, start = job.nb, job.start
     unprotectable: list[int] = []
@@ -594,6 +592,15 @@ def secondary_suppression(
         _Neighbourhoods(tables),
         _start_levels(tables),
         cfg.floor,
+        # a primary cell goes down only to what presence alone implies (protected_lower):
+        # computed once for all components
+        {
+            a: tables.values(a)
+            - protected_lower(tables.relations, tables.values(a), np.inf, cfg.floor or None)
+            for a in attrs
+        }
+        if cfg.floor
+        else None,
     )
     # order: coarse tables first, then by decreasing protection
     coarse = tables.levels.sum(axis=1)
