@@ -241,6 +241,8 @@ def test_the_frontier_attacks_the_coarsened_release(tmp_path: Path) -> None:
     # the release's constraints hold for the truth: what every solution shares is true
     assert r["share_certain_correct"] in (1.0, None)
     assert r["mean_abs_error"] > 0 and r["cells_pinned"] == 0
+    # and the small-cell rule holds against the attacker who uses the exact zeros
+    assert r["rule_violations"] == 0 and r["rule_cells_pinned"] == 0
 
 
 # --- what the exact zeros disclose ------------------------------------------------------

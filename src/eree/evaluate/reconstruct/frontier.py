@@ -346,7 +346,11 @@ def frontier_jobs(
 
     Returns:
         One row per release: method, ε per cell, table error, interval and reconstruction
-        rates, seconds and peak memory.
+        rates, seconds and peak memory; for ``exact``, ``suppressed`` and ``coarsened``
+        also the small-cell rule's audit (:func:`.coarsen_wac.rule_audit`, the attacker
+        who uses what the exact zeros disclose): ``rule_violations``,
+        ``rule_cells_pinned`` (None for the noisy releases). ``cells_pinned`` is the
+        interval audit's, which reads a withheld cell as [0, ∞).
     """
     say = progress or (lambda _m: None)
     cfg = cfg or ReconstructConfig(unit="block")
@@ -411,6 +415,11 @@ def frontier_jobs(
         )
         err = table_error(pub, exact)
         m = res["records"]["against_truth"]
+        rule: dict[str, Any] = {}
+        if method in ("exact", "suppressed", "coarsened"):
+            from eree.evaluate.reconstruct.coarsen_wac import rule_audit
+
+            rule = rule_audit(pub, exact)  # the small-cell rule, zero-aware attacker
         rows.append(
             {
                 "method": method,
@@ -420,6 +429,8 @@ def frontier_jobs(
                 "share_cells_exact": err["share_cells_exact"],
                 "cells": err["cells"],
                 "cells_pinned": res["intervals"]["cells_pinned"] if intervals else None,
+                "rule_violations": rule.get("violations"),
+                "rule_cells_pinned": rule.get("cells_pinned"),
                 "records": m["records"],
                 "share_rebuilt_exactly": m["share_rebuilt_exactly"],
                 "share_units_rebuilt_exactly": m["share_units_rebuilt_exactly"],
