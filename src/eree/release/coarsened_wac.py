@@ -17,7 +17,10 @@ files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are wri
   LP's optimal vertex is whole (checked).
 * ``…_lower.csv.gz`` and ``…_upper.csv.gz`` — each cell's **published interval**,
   ``lower ≤ true ≤ upper`` (equal: published exactly; a rounded cell ± base/2, to whole
-  jobs; a range its class); a suppressed cell has lower 0 and an empty upper. CD01–CD04
+  jobs; a range its class); a suppressed cell has lower 0 and an empty upper. Every zero
+  cell is published exactly, so a reader also knows that a cell whose bounds differ
+  holds at least one job: the audit's attacker uses it, and the rule protects the count,
+  not that presence (docs/coarsening.md, "What the exact zeros disclose"). CD01–CD04
   (education of workers aged 30 or over, as LODES tabulates it) are the sums of the
   published age × education cells of ages A02 and A03, and their bounds the sums of
   theirs. The bounds do not add up (a companion: ``eree check-format FILE --format

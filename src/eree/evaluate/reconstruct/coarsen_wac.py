@@ -10,11 +10,17 @@ as uncertain as the rule asks.
 **The disclosure rule** (the one the frontier's suppression arm, :func:`.frontier.suppress_small`,
 protects, so both are compared at the same audited risk): every job is a contributor, a
 cell with 1 … ``threshold`` − 1 jobs (default 1 or 2) is sensitive (the threshold rule),
-its protection level is one job (``min_protection``; the threshold rule's 10 % of the
-largest contribution is 0.1 job), and the attacker's interval for it must cover
-:math:`[T - \min(1, T),\ T + 1]`. Zero cells are published exactly by both (their zeros are
-not protected by the rule). The attacker is the reconstruction audit's interval LP
-(:func:`.intervals.interval_audit`), which reads a suppressed cell as :math:`[0, \infty)`.
+its protection level is one job (``min_protection``). Zero cells are published exactly by
+both methods, so a cell not published exactly is known to hold a job: the attacker — the
+reconstruction audit's interval LP (:func:`.intervals.interval_audit`) — gives such a cell
+the lower bound 1 (:func:`eree.suppression.coarsening.presence_floor`, per table), and the
+rule protects the count, not that presence: the attacker's interval must cover
+:math:`[\max(T - 1, P),\ T + 1]`, :math:`P` the least the cell can hold given which cells
+are non-zero (:func:`eree.suppression.rules.protected_lower`; 1 for a cell with a job).
+One job cannot be told from two; that a cell holds a job is disclosed (docs/coarsening.md
+says why, and what protecting presence too would take). ``zero_aware=False`` builds and
+audits as before stop 40 (a withheld cell read as :math:`[0, \infty)`, the lower end
+:math:`T - \min(1, T)`), for comparison only.
 
 **Per block.** Only block tables are published, and no relation links two blocks, so
 the attacker's LP is a separate program per block: blocks are coarsened in chunks
