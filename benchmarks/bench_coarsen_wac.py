@@ -2,16 +2,20 @@
 
 Usage (from the repository root, after ``eree synth lodes --wac … --out pa --seed 1``)::
 
-    python benchmarks/bench_coarsen_wac.py pa [--only 42023,42053] [--workers 2]
-        [--methods coarsened,suppressed] [--bases wac|qcew] [--weakened]
+    python benchmarks/bench_coarsen_wac.py pa [--only 42023,42053] [--workers 2] [--chunk 100]
+        [--methods coarsened,suppressed] [--bases wac|qcew] [--weakened] [--no-per-block]
+        [--zero-unaware]
 
 For each method: the release is built (``coarsen_jobs`` or ``frontier.suppress_small``,
-threshold 3: cells of 1–2 jobs sensitive, protection ±1 job), then audited by the
-reconstruction audit's reader and interval LP (``rule_audit``): cells published,
-informative, information loss, violations, cells pinned; the seconds of each step, the
-process's CPU time and peak memory, and the load. ``--weakened`` also audits the
-coarsened publication with every cell that is not sensitive put back to exact (it must
-be flagged). Counts and rates only.
+threshold 3: cells of 1–2 jobs sensitive, protection ±1 job; both in chunks of
+``--chunk`` blocks mapped over ``--workers`` processes, one chunk per task), then audited
+by the reconstruction audit's reader and interval LP (``rule_audit``: the attacker who
+uses what the exact zeros disclose): cells published, informative, information loss,
+violations, cells pinned; the seconds of each step, the process's CPU time and peak
+memory, and the load. ``--weakened`` also audits the coarsened publication with every
+cell that is not sensitive put back to exact (it must be flagged). ``--zero-unaware``
+builds both against the attacker who ignores the zeros (as before; the audit is the
+same). Counts and rates only.
 """
 
 from __future__ import annotations
