@@ -378,3 +378,27 @@ def test_both_methods_protect_against_the_zero_aware_attacker() -> None:
         assert (c["violations"], s["violations"]) == ((0, 0) if zero_aware else (1, 1))
         if zero_aware:
             assert c["cells_pinned"] == s["cells_pinned"] == 0
+
+
+def test_complements_ask_no_more_than_presence_allows() -> None:
+    from eree.evaluate.reconstruct.wac import jobs_from_truth, wac_layout
+    from eree.suppression.rules import PrimaryRules, primary_suppression
+    from eree.suppression.secondary import SecondaryConfig, secondary_suppression
+    from eree.suppression.tables import tabulate
+
+    # 2 jobs, a man in 31-33 and a woman in 44-45: C000 = 2 is sensitive, but with CS's
+    # two non-zero cells each ≥ 1 it cannot go below 2 (the rule asks [2, 3]). Asking
+    # for 1 (T − 1) has no witness; asking for max(T − 1, P) = 2 has: nothing is left
+    # unprotectable
+    truth = _truth(
+        [
+            ("B1", {"sex": "M", "naics_sector": "31-33"}, 1),
+            ("B1", {"sex": "F", "naics_sector": "44-45"}, 1),
+        ]
+    )
+    rules = PrimaryRules(threshold=3, dominance_k=None, p_percent=None)
+    tables = tabulate(jobs_from_truth(truth), wac_layout(), ["jobs"], top=rules.top_needed)
+    prim = primary_suppression(tables, rules, ("jobs",))
+    assert int(prim.primary.sum()) == tables.n_cells  # every cell holds 1 or 2 jobs
+    res = secondary_suppression(tables, prim, SecondaryConfig(workers=1, floor=1.0))
+    assert res.unprotectable.size == 0
