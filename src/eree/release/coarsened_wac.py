@@ -8,8 +8,8 @@ files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are wri
 
 * ``[st]_wac_[SEG]_[JT]_[year].csv.gz`` — **one consistent set of whole numbers within
   every published interval**: per block, the point closest (in L1) to the published
-  values (a rounded value, a range's midpoint; a suppressed cell has no target) subject
-  to the layout's own sums (each family adds up to C000; each CA cell to its row of the
+  values (a rounded value, a range's midpoint rounded down; a suppressed cell has no
+  target) subject to the layout's own sums (each family adds up to C000; each CA cell to its row of the
   age × education cells). It is computed from the published intervals only (an LP over
   them, never the true values), so it tells no more than they do; a reader of the layout
   gets the sums LODES promises. The relations form a tree of partitions (a cell is a
@@ -261,7 +261,10 @@ def wac_coarsened_files(
     r = np.where(listed, at, 0)
     lo = np.where(listed, lo_all[r], 0.0)
     hi = np.where(listed, hi_all[r], 0.0)
-    target = np.where(listed, np.where(st[r] == "range", (lo + hi) / 2.0, v[r]), 0.0)
+    # a range's target: its midpoint rounded down — whole targets keep the LP's vertex whole
+    # (half-integral ones, e.g. [1, 4]'s 2.5, can give a half-integral vertex)
+    mid = np.floor((lo + hi) / 2.0 + 1e-9)
+    target = np.where(listed, np.where(st[r] == "range", mid, v[r]), 0.0)
     target = np.where(listed & (st[r] == "suppressed"), np.nan, target)
     values = lo.copy()
     open_blk = np.flatnonzero((hi > lo).any(axis=1))
