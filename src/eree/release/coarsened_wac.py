@@ -9,8 +9,8 @@ files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are wri
 * ``[st]_wac_[SEG]_[JT]_[year].csv.gz`` — **one consistent set of whole numbers within
   every published interval**: per block, the point closest (in L1) to the published
   values (a rounded value, a range's midpoint rounded down; a suppressed cell has no
-  target) subject to the layout's own sums (each family adds up to C000; each CA cell to its row of the
-  age × education cells). It is computed from the published intervals only (an LP over
+  target) subject to the layout's own sums (each family adds up to C000; each CA cell
+  to its row of the age × education cells). It is computed from the published intervals only (an LP over
   them, never the true values), so it tells no more than they do; a reader of the layout
   gets the sums LODES promises. The relations form a tree of partitions (a cell is a
   child in at most one relation and a parent in at most one), a network matrix, so the
