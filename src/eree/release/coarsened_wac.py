@@ -10,11 +10,12 @@ files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are wri
   every published interval**: per block, the point closest (in L1) to the published
   values (a rounded value, a range's midpoint rounded down; a suppressed cell has no
   target) subject to the layout's own sums (each family adds up to C000; each CA cell
-  to its row of the age × education cells). It is computed from the published intervals only (an LP over
-  them, never the true values), so it tells no more than they do; a reader of the layout
-  gets the sums LODES promises. The relations form a tree of partitions (a cell is a
-  child in at most one relation and a parent in at most one), a network matrix, so the
-  LP's optimal vertex is whole (checked).
+  to its row of the age × education cells). It is computed from the published
+  intervals only (an LP over them, never the true values), so it tells no more than
+  they do; a reader of the layout gets the sums LODES promises. The relations form a
+  tree of partitions (a cell is a child in at most one relation and a parent in at most
+  one), a network matrix, and the targets are whole, so the LP's optimal vertex is whole
+  (checked).
 * ``…_lower.csv.gz`` and ``…_upper.csv.gz`` — each cell's **published interval**,
   ``lower ≤ true ≤ upper`` (equal: published exactly; a rounded cell ± base/2, to whole
   jobs; a range its class); a suppressed cell has lower 0 and an empty upper. Every zero
