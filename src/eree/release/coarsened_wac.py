@@ -8,16 +8,20 @@ files in the LODES WAC layout (:data:`eree.release.layouts.WAC_COLUMNS`) are wri
 
 * ``[st]_wac_[SEG]_[JT]_[year].csv.gz`` — **one consistent set of whole numbers within
   every published interval**: per block, the point closest (in L1) to the published
-  values (a rounded value, a range's midpoint; a suppressed cell has no target) subject
-  to the layout's own sums (each family adds up to C000; each CA cell to its row of the
-  age × education cells). It is computed from the published intervals only (an LP over
-  them, never the true values), so it tells no more than they do; a reader of the layout
-  gets the sums LODES promises. A block whose LP optimum is not whole (a range's
-  midpoint is a half-integer target) is solved again as an integer program; the result
-  is checked whole and consistent.
+  values (a rounded value, a range's midpoint rounded down; a suppressed cell has no
+  target) subject to the layout's own sums (each family adds up to C000; each CA cell
+  to its row of the age × education cells). It is computed from the published
+  intervals only (an LP over them, never the true values), so it tells no more than
+  they do; a reader of the layout gets the sums LODES promises. The targets are whole,
+  but the relations are not a tree of partitions (C000 is the parent of six), so the
+  LP's optimum need not be whole: a block whose optimum is not is solved again as an
+  integer program; the result is checked whole and consistent.
 * ``…_lower.csv.gz`` and ``…_upper.csv.gz`` — each cell's **published interval**,
   ``lower ≤ true ≤ upper`` (equal: published exactly; a rounded cell ± base/2, to whole
-  jobs; a range its class); a suppressed cell has lower 0 and an empty upper. CD01–CD04
+  jobs; a range its class); a suppressed cell has lower 0 and an empty upper. Every zero
+  cell is published exactly, so a reader also knows that a cell whose bounds differ
+  holds at least one job: the audit's attacker uses it, and the rule protects the count,
+  not that presence (docs/coarsening.md, "What the exact zeros disclose"). CD01–CD04
   (education of workers aged 30 or over, as LODES tabulates it) are the sums of the
   published age × education cells of ages A02 and A03, and their bounds the sums of
   theirs. The bounds do not add up (a companion: ``eree check-format FILE --format
@@ -287,7 +291,11 @@ def wac_coarsened_files(
     r = np.where(listed, at, 0)
     lo = np.where(listed, lo_all[r], 0.0)
     hi = np.where(listed, hi_all[r], 0.0)
-    target = np.where(listed, np.where(st[r] == "range", (lo + hi) / 2.0, v[r]), 0.0)
+    # a range's target: its midpoint rounded down — whole targets (a half-integral one, e.g.
+    # [1, 4]'s 2.5, often gives a half-integral vertex; the integer program below catches
+    # any block whose optimum is still not whole)
+    mid = np.floor((lo + hi) / 2.0 + 1e-9)
+    target = np.where(listed, np.where(st[r] == "range", mid, v[r]), 0.0)
     target = np.where(listed & (st[r] == "suppressed"), np.nan, target)
     values = lo.copy()
     open_blk = np.flatnonzero((hi > lo).any(axis=1))

@@ -16,9 +16,11 @@ and the output folder before any data are read, then calls :func:`jobs_release`)
    zero cells included, every block of the workplace frame listed) are coarsened by
    :func:`eree.suppression.coarsening.jobs.coarsen_jobs` under the small-cell rule:
    a cell with 1 … ``threshold`` − 1 jobs is sensitive, and the attacker's interval over
-   all of its block's tables must cover [T − min(p, T), T + p], p = ``min_protection``
-   jobs. The optimizer's exact check of the final publication gives the audited risk; a
-   violation left is an error (nothing written).
+   all of its block's tables (knowing that every zero is published exactly) must cover
+   [max(T − p, P), T + p], p = ``min_protection`` jobs, P the least the cell can hold
+   given which cells are non-zero (1 for a cell with a job): the count is protected, the
+   presence the exact zeros disclose is not. The optimizer's exact check of the final
+   publication gives the audited risk; a violation left is an error (nothing written).
 3. Written through the release transaction (:class:`~eree.release.output.ReleaseWriter`):
    ``tables/coarsened.parquet`` (and ``.csv``), ``manifest.json``, ``report.html`` and,
    with the format, the three LODES WAC files under ``agency/``
@@ -250,9 +252,11 @@ def _manifest(
         "threshold": thr,
         "sensitive": f"a cell with 1 to {thr - 1} jobs (none when the threshold is 1)",
         "min_protection": prot,
-        "protection_interval": "[T − min(p, T), T + p] with p = min_protection jobs: the "
-        "attacker's interval for a sensitive cell with T jobs must cover it",
-        "zero_cells": "published exactly (the rule protects the jobs of small cells)",
+        "protection_interval": "[max(T − p, P), T + p] with p = min_protection jobs and P "
+        "the least the cell can hold given which cells are non-zero (1 for a cell with a "
+        "job): the attacker's interval for a sensitive cell with T jobs must cover it",
+        "zero_cells": "published exactly: every cell not published exactly is thereby known "
+        "to hold a job (presence disclosed); the rule protects the count",
     }
     m = common_manifest(
         plan,
@@ -277,12 +281,14 @@ def _manifest(
         "together (HiGHS; no relation links two blocks), the optimizer's exact check of the "
         "final publication, against the small-cell rule's protection intervals",
         **audit,
+        "attacker_knows": "every zero cell is published exactly, so a cell not published "
+        "exactly holds at least one job (the attacker's lower bound 1)",
         "violations_meaning": "sensitive cells whose attacker's interval does not cover "
-        "[T − min(p, T), T + p] (narrowed below the rule or pinned)",
+        "[max(T − p, P), T + p], P the least the cell can hold given which cells are "
+        "non-zero (1 for a cell with a job): the count protected, presence disclosed "
+        "(narrowed below the rule or pinned)",
         "cells_pinned_meaning": "cells the attacker pins to one value though they were "
         "published coarsened or withheld (not a violation of the rule: counted)",
-        "not_modelled": "an attacker who uses the fact that zero cells are published "
-        "exactly (a withheld or rounded cell then holds at least one job) is not modelled",
         "per_state": {label: {"jobs": audit}},
     }
     m["tables"] = [

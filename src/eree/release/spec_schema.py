@@ -406,7 +406,9 @@ SECTIONS: tuple[Section, ...] = (
                 1.0,
                 "The smallest protection interval of a sensitive cell. Job tables: the "
                 "rule's protection p, a whole number of jobs ≥ 1: the attacker's interval "
-                "for a sensitive cell with T jobs must cover [T − min(p, T), T + p].",
+                "for a sensitive cell with T jobs must cover [max(T − p, P), T + p], P the "
+                "least the cell can hold given which cells are non-zero (1 for a cell "
+                "with a job; the exact zeros disclose presence).",
                 units="the attribute's unit (job tables: jobs)",
             ),
             Key(

@@ -39,10 +39,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 
 from eree.suppression.tables import ESTABLISHMENTS, LinkedTables, top_column
 
-__all__ = ["PrimaryResult", "PrimaryRules", "primary_suppression"]
+__all__ = [
+    "PrimaryResult",
+    "PrimaryRules",
+    "presence_lower",
+    "primary_suppression",
+    "protected_lower",
+]
 
 
 @dataclass(frozen=True)
@@ -218,3 +225,64 @@ def primary_suppression(
         rules=rules,
         attributes=attrs,
     )
+
+
+def presence_lower(
+    relations: sp.spmatrix, floor: np.ndarray, zero: np.ndarray | None = None
+) -> np.ndarray:
+    """The least each cell can hold given only which cells are non-zero: a lower bound.
+
+    ``floor`` is what each cell is known to hold from its presence alone (a non-zero
+    count: 1; otherwise 0); ``zero`` marks the cells known to be 0 (zeros published
+    exactly). Each relation's total (coefficient +1) holds at least the sum of its
+    parts' (−1) lower bounds, and a part whose other parts are all known zeros equals
+    the total; propagated to a fixed point. For the WAC layout (a block's total and its
+    one-way families, each age cell and its row of age × education) this is the
+    attacker's LP minimum on the publication that withholds every non-zero cell and
+    prints the zeros; in general a lower bound of it (the rule it clips is then stricter).
+    """
+    a = sp.csr_matrix(relations)
+    p = np.asarray(floor, dtype=np.float64).copy()
+    if a.shape[0] == 0:
+        return p
+    z = np.zeros(p.size, dtype=bool) if zero is None else np.asarray(zero, dtype=bool)
+    parts = (a < 0).astype(np.float64).tocsr()
+    tot = (a > 0).tocoo()
+    total_of = np.full(a.shape[0], -1, dtype=np.int64)
+    total_of[tot.row] = tot.col
+    open_parts = parts.multiply((~z).astype(np.float64)[None, :]).tocsr()
+    open_parts.eliminate_zeros()
+    single = np.flatnonzero((np.diff(open_parts.indptr) == 1) & (total_of >= 0))
+    only = open_parts.indices[open_parts.indptr[single]]
+    for _ in range(2 * a.shape[0] + 1):
+        new = p.copy()
+        ok = total_of >= 0
+        np.maximum.at(new, total_of[ok], (parts @ p)[ok])
+        np.maximum.at(new, only, new[total_of[single]])
+        if np.array_equal(new, p):
+            break
+        p = new
+    return p
+
+
+def protected_lower(
+    relations: sp.spmatrix,
+    values: np.ndarray,
+    protection: np.ndarray | float,
+    floor: np.ndarray | float | None = None,
+) -> np.ndarray:
+    r"""The lower end of each cell's protection interval, :math:`T - \min(U, T)`.
+
+    With ``floor`` (what the publication discloses of a cell it does not print exactly:
+    1 for counts whose zeros are printed, :func:`eree.suppression.coarsening.presence_floor`)
+    the rule protects the count beyond the presence it discloses: the lower end is
+    raised to :func:`presence_lower` of ``min(floor, T)`` (a cell of 2 jobs whose parts
+    show two non-zero cells cannot be hidden below 2 while the zeros are printed).
+    """
+    t = np.asarray(values, dtype=np.float64)
+    lo = t - np.minimum(protection, t)
+    if floor is None:
+        return lo
+    fb = np.broadcast_to(np.asarray(floor, dtype=np.float64), t.shape)
+    # a zero of a table whose zeros are all printed is known to be zero
+    return np.maximum(lo, presence_lower(relations, np.minimum(fb, t), (t == 0) & (fb > 0)))

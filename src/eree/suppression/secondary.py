@@ -84,7 +84,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from eree.suppression.lp import solve
-from eree.suppression.rules import PrimaryResult
+from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.tables import LinkedTables
 
 __all__ = [
@@ -124,6 +124,13 @@ class SecondaryConfig:
             processed side by side in rounds of ``round_size`` cells per lane; each
             lane sees the pattern as it stood at the start of the round and its own
             additions (the pattern depends on these three, not on ``workers``).
+        floor: what the publication discloses of every withheld cell: its value is at
+            least ``floor`` (job tables whose zero cells are published exactly: 1, a
+            withheld cell holds a job; :func:`~.coarsening.check.presence_floor`). A
+            witness then keeps ``values + y ≥ floor`` on every cell it moves, and a
+            primary cell's downward protection stops at what presence alone implies
+            (:func:`~.rules.protected_lower`): the rule protects the count, not the
+            presence the zeros disclose. 0: nothing.
     """
 
     cost: str = "value"
@@ -135,6 +142,7 @@ class SecondaryConfig:
     lanes: int = 2
     round_size: int = 500
     parallel_min: int = 5000
+    floor: float = 0.0
 
     def __post_init__(self) -> None:
         if self.cost not in COSTS:
@@ -145,6 +153,8 @@ class SecondaryConfig:
             raise ValueError("workers must be >= 1")
         if self.lanes < 1 or self.round_size < 1:
             raise ValueError("lanes and round_size must be >= 1")
+        if self.floor < 0:
+            raise ValueError("floor must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -380,6 +390,10 @@ class _Job:
     narrow_above: int
     nb: _Neighbourhoods
     start: np.ndarray  # smallest useful ``up`` per cell
+    floor: float = 0.0  # every withheld cell is known to be at least this
+    # per attribute, how far a primary cell may go down (its value less what presence
+    # alone implies, protected_lower); None: its value
+    room: dict[str, np.ndarray] | None = None
 
 
 _JOB: _Job | None = None  # set before forking the workers (shared copy-on-write)
@@ -401,7 +415,10 @@ def _run_component(
     base_cost = job.base_cost
     reuse = _REUSE * float(base_cost.min(initial=1.0))
     a_csc = tables.relations.tocsc()
-    vals = {a: tables.values(a) for a in attrs}
+    # a cell moved by a witness is withheld, so known to be at least the floor: the
+    # witness may take it down to the floor only (values above the floor, clipped at 0)
+    vals = {a: np.maximum(tables.values(a) - job.floor, 0.0) for a in attrs}
+    room = job.room or {a: tables.values(a) for a in attrs}
     depth = max(len(d.levels) for d in tables.layout.dimensions)
     nb, start = job.nb, job.start
     unprotectable: list[int] = []
@@ -422,7 +439,7 @@ def _run_component(
             u = float(primary.protection[a][i])
             if u <= 0:
                 continue
-            lo = min(u, float(vals[a][i]))
+            lo = min(u, float(room[a][i]))
             for amount in (u, -lo):
                 if amount == 0:
                     continue
@@ -574,6 +591,16 @@ def secondary_suppression(
         cfg.narrow_above,
         _Neighbourhoods(tables),
         _start_levels(tables),
+        cfg.floor,
+        # a primary cell goes down only to what presence alone implies (protected_lower):
+        # computed once for all components
+        {
+            a: tables.values(a)
+            - protected_lower(tables.relations, tables.values(a), np.inf, cfg.floor or None)
+            for a in attrs
+        }
+        if cfg.floor
+        else None,
     )
     # order: coarse tables first, then by decreasing protection
     coarse = tables.levels.sum(axis=1)

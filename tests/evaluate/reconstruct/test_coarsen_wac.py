@@ -203,6 +203,12 @@ def test_coarsening_publishes_more_than_suppression_at_the_same_rule(
     assert c["cells_published"] > s["cells_published"]
     # per block the suppression pattern is taken where it loses less: never more loss
     assert c["information_loss"] <= s["information_loss"] + 1e-12
+    # suppression in chunks of blocks (each chunk's tables by themselves): still
+    # protected, and it withholds at least the small cells
+    chunked = suppress_small(truth, exact, blocks_per_chunk=5)
+    s5 = rule_audit(chunked, exact)
+    assert s5["violations"] == 0 and s5["cells"] == s["cells"]
+    assert s5["cells"] - s5["cells_published"] >= s5["sensitive"]
 
 
 def test_bad_arguments_refused(seven: pl.DataFrame) -> None:
@@ -235,3 +241,164 @@ def test_the_frontier_attacks_the_coarsened_release(tmp_path: Path) -> None:
     # the release's constraints hold for the truth: what every solution shares is true
     assert r["share_certain_correct"] in (1.0, None)
     assert r["mean_abs_error"] > 0 and r["cells_pinned"] == 0
+    # and the small-cell rule holds against the attacker who uses the exact zeros
+    assert r["rule_violations"] == 0 and r["rule_cells_pinned"] == 0
+
+
+# --- what the exact zeros disclose ------------------------------------------------------
+# Both methods print every zero cell exactly, so a cell not printed exactly is known to
+# hold a job. The expectations below are worked out by hand from that and the sums.
+
+
+def _republish(
+    exact: pl.DataFrame, cells: list[tuple[str, str | None, str | None]]
+) -> pl.DataFrame:
+    """``exact`` with the cells (table, attribute, value) withheld (attribute None: C000)."""
+    out = exact
+    for table, attr, val in cells:
+        m = pl.col("table") == table
+        if attr is not None:
+            m = m & (pl.col(attr) == val)
+        out = out.with_columns(
+            pl.when(m).then(pl.lit("suppressed")).otherwise(pl.col("status")).alias("status"),
+            pl.when(m).then(None).otherwise(pl.col("value")).alias("value"),
+        )
+    return out
+
+
+@pytest.fixture()
+def pair() -> pl.DataFrame:
+    """One block of 2 jobs alike but for sex: 1 man, 1 woman (earnings E02)."""
+    return _truth([("B1", {"sex": "M"}, 1), ("B1", {"sex": "F"}, 1)])
+
+
+def test_the_zero_aware_audit_finds_cells_the_zero_unaware_one_passes() -> None:
+    # 3 jobs alike but for sex: 1 man, 2 women; only CS has cells of 1-2 jobs
+    truth = _truth([("B1", {"sex": "M"}, 1), ("B1", {"sex": "F"}, 2)])
+    exact = exact_tables(truth, DOMAINS)
+    pub = _republish(exact, [("wac_cs", "sex", "M"), ("wac_cs", "sex", "F")])
+    # an attacker who ignores the zeros: x_M + x_F = 3, x ≥ 0 → each in [0, 3], which
+    # covers M's [0, 2] and F's [1, 3]: no violation
+    old = rule_audit(pub, exact, zero_aware=False)
+    assert old["sensitive"] == 2 and old["violations"] == 0 and old["cells_pinned"] == 0
+    # every zero is printed, so a withheld cell holds a job: x_M, x_F ≥ 1 → each in
+    # [1, 2]; M's rule [max(1 − 1, 1), 2] = [1, 2] holds, F's [1, 3] does not (F = 3
+    # is ruled out: it would leave the man's cell empty)
+    new = rule_audit(pub, exact)
+    assert new["violations"] == 1 and new["cells_pinned"] == 0
+
+
+def test_a_one_job_cell_pinned_above_zero(pair: pl.DataFrame) -> None:
+    exact = exact_tables(pair, DOMAINS)
+    pub = _republish(exact, [("wac_cs", "sex", "M"), ("wac_cs", "sex", "F")])
+    # threshold 2: only the 1-job cells are sensitive. Ignoring the zeros, x_M + x_F = 2
+    # gives each [0, 2] ⊇ [0, 2]; with them, x_M, x_F ≥ 1 pins both at 1
+    old = rule_audit(pub, exact, threshold=2, zero_aware=False)
+    assert old["sensitive"] == 2 and old["violations"] == 0 and old["cells_pinned"] == 0
+    new = rule_audit(pub, exact, threshold=2)
+    assert new["violations"] == 2 and new["cells_pinned"] == 2
+
+
+def test_a_withheld_zero_takes_the_knowledge_away_for_its_table() -> None:
+    truth = _truth(
+        [("B1", {"sex": "F", "earnings": "E01"}, 1), ("B1", {"sex": "F", "earnings": "E02"}, 1)]
+    )
+    exact = exact_tables(truth, DOMAINS)
+    both = [("wac_ce", "earnings", "E01"), ("wac_ce", "earnings", "E02")]
+    # CE's zero (E03) printed: E01, E02 ≥ 1 and E01 + E02 = C000 = 2 → pinned at 1
+    res = rule_audit(_republish(exact, both), exact, threshold=2)
+    assert res["sensitive"] == 2
+    assert res["cells_pinned"] == 2 and res["violations"] == 2
+    assert res["tables_presence_disclosed"] == len(WAC_FAMILIES)
+    # E03 (a zero) withheld too: a withheld CE cell may be 0, so E01 ∈ [0, 2], and the
+    # rule's lower end is 0 (CE discloses no presence): [0, 2] covered
+    res = rule_audit(_republish(exact, [*both, ("wac_ce", "earnings", "E03")]), exact, threshold=2)
+    assert res["cells_pinned"] == 0 and res["violations"] == 0
+    assert res["tables_presence_disclosed"] == len(WAC_FAMILIES) - 1
+
+
+WAC_FAMILIES = ("wac_c000", "wac_ca", "wac_ce", "wac_cns", "wac_cr", "wac_ct", "wac_cd", "wac_cs")
+
+
+def test_what_presence_alone_implies_by_hand() -> None:
+    from eree.evaluate.reconstruct.tables import from_frame
+    from eree.suppression.rules import protected_lower
+
+    # 2 jobs: a man in 31-33 and a woman in 44-45, alike otherwise. Given only which
+    # cells are non-zero: CS has two non-zero cells, so C000 ≥ 2; every family with a
+    # single non-zero cell equals C000 (its other cells are printed zeros), so ≥ 2; the
+    # cells of CS and CNS ≥ 1 each. The rule's lower end for a 2-job cell is then 2, for
+    # a 1-job cell max(1 − 1, 1) = 1.
+    truth = _truth(
+        [
+            ("B1", {"sex": "M", "naics_sector": "31-33"}, 1),
+            ("B1", {"sex": "F", "naics_sector": "44-45"}, 1),
+        ]
+    )
+    exact = exact_tables(truth, DOMAINS)
+    pub = from_frame(exact)
+    t = exact.get_column("value").to_numpy().astype(np.float64)
+    lo = protected_lower(pub.derived_relations(), t, np.ones(t.size), 1.0)
+    got = exact.with_columns(pl.Series("lo", lo)).filter(pl.col("value") > 0)
+    two = got.filter(pl.col("value") == 2)
+    one = got.filter(pl.col("value") == 1)
+    assert set(two.get_column("table").to_list()) == {
+        "wac_c000",
+        "wac_ca",
+        "wac_ce",
+        "wac_cr",
+        "wac_ct",
+        "wac_cd",
+    }
+    assert (two.get_column("lo") == 2).all()
+    assert one.height == 4 and (one.get_column("lo") == 1).all()
+    # every cell withheld, zeros printed: C000 ∈ [2, ∞) covers [2, 3]; x_M = C000 − x_F
+    # ∈ [1, ∞) covers [1, 2]: no violation
+    withheld = exact.with_columns(
+        pl.when(pl.col("value") > 0)
+        .then(pl.lit("suppressed"))
+        .otherwise(pl.col("status"))
+        .alias("status"),
+        pl.when(pl.col("value") > 0).then(None).otherwise(pl.col("value")).alias("value"),
+    )
+    res = rule_audit(withheld, exact)
+    assert res["sensitive"] == 10 and res["violations"] == 0 and res["cells_pinned"] == 0
+
+
+def test_both_methods_protect_against_the_zero_aware_attacker() -> None:
+    # the block of the first test: 1 man, 2 women. Built for the attacker who ignores
+    # the zeros, each method leaves F's cell at most 2 (x_M ≥ 1 and x_M + x_F = 3 — the
+    # first test's audit); built for the zero-aware one, both pass its audit
+    truth = _truth([("B1", {"sex": "M"}, 1), ("B1", {"sex": "F"}, 2)])
+    exact = exact_tables(truth, DOMAINS)
+    for zero_aware in (True, False):
+        c = rule_audit(coarsen_jobs(truth, exact, zero_aware=zero_aware)[0], exact)
+        s = rule_audit(suppress_small(truth, exact, zero_aware=zero_aware), exact)
+        assert c["sensitive"] == s["sensitive"] == 2
+        assert (c["violations"], s["violations"]) == ((0, 0) if zero_aware else (1, 1))
+        if zero_aware:
+            assert c["cells_pinned"] == s["cells_pinned"] == 0
+
+
+def test_complements_ask_no_more_than_presence_allows() -> None:
+    from eree.suppression.rules import PrimaryRules, primary_suppression
+    from eree.suppression.secondary import SecondaryConfig, secondary_suppression
+    from eree.suppression.tables import tabulate
+    from eree.suppression.wac import jobs_from_truth, wac_layout
+
+    # 2 jobs, a man in 31-33 and a woman in 44-45: C000 = 2 is sensitive, but with CS's
+    # two non-zero cells each ≥ 1 it cannot go below 2 (the rule asks [2, 3]). Asking
+    # for 1 (T − 1) has no witness; asking for max(T − 1, P) = 2 has: nothing is left
+    # unprotectable
+    truth = _truth(
+        [
+            ("B1", {"sex": "M", "naics_sector": "31-33"}, 1),
+            ("B1", {"sex": "F", "naics_sector": "44-45"}, 1),
+        ]
+    )
+    rules = PrimaryRules(threshold=3, dominance_k=None, p_percent=None)
+    tables = tabulate(jobs_from_truth(truth), wac_layout(), ["jobs"], top=rules.top_needed)
+    prim = primary_suppression(tables, rules, ("jobs",))
+    assert int(prim.primary.sum()) == tables.n_cells  # every cell holds 1 or 2 jobs
+    res = secondary_suppression(tables, prim, SecondaryConfig(workers=1, floor=1.0))
+    assert res.unprotectable.size == 0

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from eree.engine.unitmap import ProcessMap
+from eree.engine.unitmap import ProcessMap, UnitMapper
 from eree.evaluate.reconstruct.audit import peak_memory_mb, reconstruction_audit
 from eree.evaluate.reconstruct.measure import job_truth
 from eree.evaluate.reconstruct.records import ReconstructConfig
@@ -90,7 +90,16 @@ def shuffled(truth: pl.DataFrame, seed: int) -> pl.DataFrame:
     return moved.group_by(["unit", *attrs]).agg(pl.len().cast(pl.Int64).alias("true"))
 
 
-def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3) -> pl.DataFrame:
+def suppress_small(
+    truth: pl.DataFrame,
+    exact: pl.DataFrame,
+    threshold: int = 3,
+    *,
+    zero_aware: bool = True,
+    workers: int | None = None,
+    blocks_per_chunk: int | None = None,
+    mapper: UnitMapper | None = None,
+) -> pl.DataFrame:
     """Cell suppression of the WAC families by the suppression package, per relation.
 
     Primary: a cell with 1 … ``threshold``−1 jobs (the threshold rule with every job a
@@ -100,25 +109,57 @@ def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3)
     the linked families — a row of CD inside its CA cell as well as a family inside the
     block's C000 — not only within one table.
 
+    The zero cells are published exactly, so a withheld cell is known to hold a job. The
+    complements protect against the attacker who uses that (``zero_aware``: the
+    package's ``SecondaryConfig.floor`` from
+    :func:`eree.suppression.coarsening.presence_floor`, the knowledge the WAC
+    coarsening's check and :func:`.coarsen_wac.rule_audit` use), under the rule that
+    protects the count and not the presence the zeros disclose: a withheld cell's
+    interval must cover ``[max(T − 1, P), T + 1]``, ``P`` the least it can hold given
+    which cells are non-zero (:func:`eree.suppression.rules.protected_lower`).
+
     Args:
         truth: ``unit`` (the block), the attributes, ``true`` (jobs per combination).
         exact: the exact cells (:func:`exact_tables` of ``truth``).
         threshold: the threshold rule's limit.
+        zero_aware: False: complements against an attacker who ignores what the zeros
+            disclose (the previous arm, weaker; for comparison only).
+        workers: processes of the complementary suppression (None: the package's
+            default); with ``blocks_per_chunk``, one per chunk.
+        blocks_per_chunk: suppress the blocks in chunks of this many, each chunk's
+            tables by themselves (no relation links two blocks; a block's pattern may
+            differ between equally costly ones with its chunk). None: all together.
+        mapper: where the chunks run (a :class:`.unitmap.UnitMapper`; default this
+            process; ``ProcessMap(2, chunksize=1)`` for both cores).
 
     Returns:
         ``exact`` with ``status`` ``suppressed`` and ``value`` null where withheld.
     """
-    from eree.suppression import SuppressionConfig, suppress_tables
-    from eree.suppression.rules import PrimaryRules
-    from eree.suppression.tables import tabulate
+    from functools import partial
+
+    from eree.engine.unitmap import SerialMap
 
     jobs = jobs_from_truth(truth)
-    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
-    tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
-    res = suppress_tables(
-        tables, SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False)
+    if blocks_per_chunk is None:
+        parts = [jobs]
+    else:
+        if blocks_per_chunk < 1:
+            raise ValueError("blocks_per_chunk must be >= 1")
+        blocks = jobs.get_column("block").unique().sort().to_list()
+        chunk_of = {b: i // blocks_per_chunk for i, b in enumerate(blocks)}
+        jobs = jobs.with_columns(
+            pl.col("block").replace_strict(chunk_of, return_dtype=pl.Int64).alias("_chunk")
+        )
+        parts = [g.drop("_chunk") for _, g in jobs.group_by("_chunk", maintain_order=True)]
+        parts = parts or [jobs.drop("_chunk")]
+    fn = partial(
+        _suppress_chunk,
+        threshold=threshold,
+        zero_aware=zero_aware,
+        workers=workers if blocks_per_chunk is None else 1,
     )
-    keyed = cell_keys(tables).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
+    frames = list((mapper or SerialMap()).map(fn, parts))
+    keyed = pl.concat(frames)
     keys = ["table", "block", *ATTRIBUTES]
     j = (
         exact.drop("status")
@@ -133,6 +174,32 @@ def suppress_small(truth: pl.DataFrame, exact: pl.DataFrame, threshold: int = 3)
         pl.when(pl.col("_s")).then(pl.lit("suppressed")).otherwise(pl.lit("exact")).alias("status"),
         pl.when(pl.col("_s")).then(None).otherwise(v).alias("value"),
     ).sort("table", "block", *ATTRIBUTES, nulls_last=True)
+
+
+def _suppress_chunk(
+    jobs: pl.DataFrame, *, threshold: int, zero_aware: bool, workers: int | None
+) -> pl.DataFrame:
+    """:func:`suppress_small`'s pattern of the blocks of ``jobs``: cell keys and ``_s``."""
+    from eree.suppression import SuppressionConfig, suppress_tables
+    from eree.suppression.coarsening import presence_floor
+    from eree.suppression.rules import PrimaryRules
+    from eree.suppression.secondary import SecondaryConfig
+    from eree.suppression.tables import tabulate
+
+    rules = PrimaryRules(threshold=threshold, dominance_k=None, p_percent=None)
+    tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
+    t = tables.values("jobs")
+    # no zero cell is in these tables (each is published exactly): a withheld one holds a job
+    kind = tables.cells.get_column("table").to_numpy()
+    floor = presence_floor(t, t > 0, kind) if zero_aware else None
+    sec = SecondaryConfig(
+        floor=float(np.max(floor, initial=0.0)) if floor is not None else 0.0, workers=workers
+    )
+    res = suppress_tables(
+        tables,
+        SuppressionConfig(rules=rules, attributes=("jobs",), run_audit=False, secondary=sec),
+    )
+    return cell_keys(tables).with_columns(pl.Series("_s", np.asarray(res.suppressed, dtype=bool)))
 
 
 def subset_blocks(data: Path, prefixes: Sequence[str] | None, out: Path) -> Path:
@@ -245,7 +312,11 @@ def frontier_jobs(
 
     Returns:
         One row per release: method, ε per cell, table error, interval and reconstruction
-        rates, seconds and peak memory.
+        rates, seconds and peak memory; for ``exact``, ``suppressed`` and ``coarsened``
+        also the small-cell rule's audit (:func:`.coarsen_wac.rule_audit`, the attacker
+        who uses what the exact zeros disclose): ``rule_violations``,
+        ``rule_cells_pinned`` (None for the noisy releases). ``cells_pinned`` is the
+        interval audit's, which reads a withheld cell as [0, ∞).
     """
     say = progress or (lambda _m: None)
     cfg = cfg or ReconstructConfig(unit="block")
@@ -269,13 +340,24 @@ def frontier_jobs(
     if "exact" in want:
         releases.append(("exact", None, lambda: from_frame(exact)))
     if "suppressed" in want:
-        releases.append(("suppressed", None, lambda: from_frame(suppress_small(truth, exact))))
+        # in chunks of 100 blocks (independent), on the workers: measured fastest
+        chunks = ProcessMap(workers, chunksize=1) if workers > 1 else None
+        releases.append(
+            (
+                "suppressed",
+                None,
+                lambda: from_frame(
+                    suppress_small(truth, exact, blocks_per_chunk=100, mapper=chunks)
+                ),
+            )
+        )
     if "coarsened" in want:
 
         def coarse() -> PublishedTables:
             from eree.suppression.coarsening.jobs import coarsen_jobs
 
-            return from_frame(coarsen_jobs(truth, exact)[0])
+            m = ProcessMap(workers, chunksize=1) if workers > 1 else None
+            return from_frame(coarsen_jobs(truth, exact, blocks_per_chunk=100, mapper=m)[0])
 
         releases.append(("coarsened", None, coarse))
     if "noise_infusion" in want:
@@ -310,6 +392,11 @@ def frontier_jobs(
         )
         err = table_error(pub, exact)
         m = res["records"]["against_truth"]
+        rule: dict[str, Any] = {}
+        if method in ("exact", "suppressed", "coarsened"):
+            from eree.evaluate.reconstruct.coarsen_wac import rule_audit
+
+            rule = rule_audit(pub, exact)  # the small-cell rule, zero-aware attacker
         rows.append(
             {
                 "method": method,
@@ -319,6 +406,8 @@ def frontier_jobs(
                 "share_cells_exact": err["share_cells_exact"],
                 "cells": err["cells"],
                 "cells_pinned": res["intervals"]["cells_pinned"] if intervals else None,
+                "rule_violations": rule.get("violations"),
+                "rule_cells_pinned": rule.get("cells_pinned"),
                 "records": m["records"],
                 "share_rebuilt_exactly": m["share_rebuilt_exactly"],
                 "share_units_rebuilt_exactly": m["share_units_rebuilt_exactly"],

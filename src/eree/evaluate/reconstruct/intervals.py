@@ -50,6 +50,7 @@ import scipy.sparse as sp
 
 from eree.evaluate.reconstruct.factors import factor_groups, factor_relations, share_bounds
 from eree.evaluate.reconstruct.tables import PublishedTables
+from eree.suppression.coarsening.check import raise_to_floor
 from eree.suppression.linked import linked_bounds, tolerance
 
 __all__ = ["IntervalResult", "interval_audit", "linked_bounds"]
@@ -121,6 +122,7 @@ def interval_audit(
     level: float = 0.95,
     truth: np.ndarray | None = None,
     factors: bool = True,
+    floor: np.ndarray | float | None = None,
 ) -> IntervalResult:
     """Every cell's interval from all published constraints jointly (LP, per component).
 
@@ -130,8 +132,15 @@ def interval_audit(
         truth: true cell values (the auditor's; only to skip LPs, the result is the same).
         factors: use the ``factor`` groups' ratio rows (False: an attacker who ignores the
             shared factor; the shares are still bounded, from the other constraints).
+        floor: per cell (or one for all), what the publication discloses of a cell it
+            does not publish exactly — its value is at least ``floor`` (a table whose
+            zeros are all published exactly: 1,
+            :func:`eree.suppression.coarsening.presence_floor`). None: nothing.
     """
     own_lo, own_hi = published.bounds(level=level)
+    if floor is not None:
+        st = published.cells.get_column("status").to_numpy().astype(str)
+        own_lo, own_hi = raise_to_floor(own_lo, own_hi, st == "exact", floor)
     rel = published.derived_relations()
     groups = factor_groups(published)
     if groups and factors:

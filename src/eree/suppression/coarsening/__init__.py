@@ -11,7 +11,13 @@ tables together (the audited risk), see docs/coarsening.md.
 * :mod:`.optimize` — the greedy optimizer, tightening and the information-loss measure.
 """
 
-from eree.suppression.coarsening.check import CheckResult, disclosure_check
+from eree.suppression.coarsening.check import (
+    CheckResult,
+    disclosure_check,
+    floored_bounds,
+    presence_floor,
+    raise_to_floor,
+)
 from eree.suppression.coarsening.optimize import (
     BASES,
     GRID_BASES,
@@ -35,8 +41,11 @@ __all__ = [
     "Publication",
     "cell_loss",
     "disclosure_check",
+    "floored_bounds",
     "greedy_coarsen",
     "ladder_bases",
+    "presence_floor",
+    "raise_to_floor",
     "random_round",
     "round_to_base",
     "rounding_rng",

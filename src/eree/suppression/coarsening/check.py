@@ -14,6 +14,18 @@ cell with one establishment (threshold rule) is that establishment's contributio
 other cell is **pinned** when its interval is a point and it was not published exactly
 (reported, not a violation: its publication broke no rule).
 
+**What exact zeros disclose** (``floor``). A publication that prints every zero cell of
+a table exactly tells the attacker that each cell of that table it did *not* print
+exactly holds at least one unit (a job): :func:`presence_floor` gives those cells the
+lower bound 1, and the check's LP starts every non-exact cell's own interval there. The
+rule then protects the count, not the presence it discloses: the protection interval is
+clipped below at what presence alone implies, :math:`[\max(T - \min(U, T),\ P_c),\ T + U]`,
+with :math:`P_c` the least the cell can hold given only which cells are non-zero
+(:func:`eree.suppression.rules.protected_lower`). For a job cell :math:`P_c` is 1, or the
+number of non-zero cells of a table that splits it: one job cannot be told from two; that
+there is a job, and in how many distinct cells, is disclosed by the exact zeros.
+``floor`` None: no such knowledge (the QCEW tables, whose zeros are not published).
+
 No formal guarantee: the check is the LP relaxation (an integer attacker can do better
 only by integrality, counted inward for counts), it does not model an attacker who
 knows how the coarsening was chosen, nor outside knowledge.
@@ -28,10 +40,16 @@ import numpy as np
 
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.linked import linked_bounds, tolerance
-from eree.suppression.rules import PrimaryResult
+from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.tables import LinkedTables
 
-__all__ = ["CheckResult", "disclosure_check"]
+__all__ = [
+    "CheckResult",
+    "disclosure_check",
+    "floored_bounds",
+    "presence_floor",
+    "raise_to_floor",
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,64 @@ class CheckResult:
         }
 
 
+def presence_floor(
+    values: np.ndarray, exact: np.ndarray, kind: np.ndarray | None = None
+) -> np.ndarray:
+    """What exact zeros disclose: per cell, the lower bound 1 or 0 (counts).
+
+    A cell gets 1 when every zero cell of its ``kind`` (e.g. its table) is published
+    exactly: a cell of that kind not published exactly is then known to be non-zero (a
+    count: at least 1). Applied by the attacker to the cells not published exactly only
+    (an exact cell is known anyway). The one implementation of this knowledge: the WAC
+    optimizer's check, its suppression arm and the WAC rule audit all take it from here.
+
+    Args:
+        values: the true values (the auditor's; only which are zero is used).
+        exact: per cell, published exactly.
+        kind: per cell, its kind (any labels); None: one kind for all.
+    """
+    t = np.asarray(values, dtype=np.float64)
+    ex = np.asarray(exact, dtype=bool)
+    hidden_zero = (t == 0) & ~ex
+    if kind is None:
+        return np.full(t.size, 0.0 if hidden_zero.any() else 1.0)
+    _, inv = np.unique(np.asarray(kind), return_inverse=True)
+    bad = np.bincount(inv, weights=hidden_zero.astype(np.float64)) > 0
+    return np.where(bad[inv], 0.0, 1.0)
+
+
+def raise_to_floor(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    exact: np.ndarray,
+    floor: np.ndarray | float | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Own intervals with a non-exact cell's lower end raised to ``floor``.
+
+    What exact zeros disclose (:func:`presence_floor`), applied by every reader of
+    published intervals: the coarsening check (:func:`floored_bounds`) and the
+    reconstruction audit's interval LP (:func:`eree.evaluate.reconstruct.intervals.
+    interval_audit`). ``floor`` None: unchanged.
+    """
+    if floor is None:
+        return lower, upper
+    f = np.broadcast_to(np.asarray(floor, dtype=np.float64), lower.shape)
+    lo = np.where(np.asarray(exact, dtype=bool), lower, np.maximum(lower, f))
+    return lo, np.maximum(upper, lo)
+
+
+def floored_bounds(
+    publication: Publication, floor: np.ndarray | float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A publication's own intervals, what its exact zeros disclose added.
+
+    :meth:`.Publication.own_bounds`, each non-exact cell's lower end raised to ``floor``
+    (:func:`raise_to_floor`).
+    """
+    lo, hi = publication.own_bounds()
+    return raise_to_floor(lo, hi, publication.status == "exact", floor)
+
+
 def _lp_failed(stats: dict[str, int]) -> bool:
     """Whether a component's LP failed (reported inconsistent) in ``stats``."""
     return stats.get("inconsistent_components", 0) > 0
@@ -78,6 +154,7 @@ def disclosure_check(
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
     sensitive_only: bool = False,
     prove: bool = True,
+    floor: np.ndarray | float | None = None,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -99,12 +176,16 @@ def disclosure_check(
         prove: with ``sensitive_only``, False skips the LP of each cell the batch LPs
             left uncovered: it is counted violated unproven (an optimizer's heuristic
             round; a pass is still exact — every covered side is witnessed).
+        floor: per cell (or one for all), the lower bound the publication discloses
+            for a cell it does not publish exactly (:func:`presence_floor`; module
+            docstring): the attacker's own interval of such a cell starts there, and
+            the protection interval is clipped below at it. None: 0.
     """
     t = tables.values(attribute).astype(np.float64)
-    own_lo, own_hi = publication.own_bounds()
+    own_lo, own_hi = floored_bounds(publication, floor)
     stats: dict[str, int] = {}
     u = primary.protection.get(attribute, np.zeros(t.size))
-    need_lo = t - np.minimum(u, t)
+    need_lo = protected_lower(tables.relations, t, u, floor)
     need_hi = t + u
     goal_lo = goal_hi = None
     if sensitive_only:

@@ -10,12 +10,19 @@ as uncertain as the rule asks.
 **The disclosure rule** (the one the frontier's suppression arm, ``frontier.suppress_small``,
 protects, so both are compared at the same audited risk): every job is a contributor, a
 cell with 1 … ``threshold`` − 1 jobs (default 1 or 2) is sensitive (the threshold rule),
-its protection level is one job (``min_protection``; the threshold rule's 10 % of the
-largest contribution is 0.1 job), and the attacker's interval for it must cover
-:math:`[T - \min(1, T),\ T + 1]`. Zero cells are published exactly by both (their zeros are
-not protected by the rule). The attacker is the interval LP over a block's published
+its protection level is ``protection`` jobs (default one; ``min_protection`` of a
+release spec). Zero cells are published exactly by both methods, so a cell not published
+exactly is known to hold a job: the attacker — the interval LP over a block's published
 tables (:func:`.check.disclosure_check` here; the reconstruction audit's ``rule_audit``
-re-audits a publication), which reads a suppressed cell as :math:`[0, \infty)`.
+re-audits a publication) — gives such a cell the lower bound 1
+(:func:`.check.presence_floor`, per table), and the rule protects the count, not that
+presence: the attacker's interval must cover :math:`[\max(T - p, P),\ T + p]`, :math:`P`
+the least the cell can hold given which cells are non-zero
+(:func:`eree.suppression.rules.protected_lower`; 1 for a cell with a job). One job cannot
+be told from two; that a cell holds a job is disclosed (docs/coarsening.md says why, and
+what protecting presence too would take). ``zero_aware=False`` builds as the earlier
+optimizer did (a withheld cell read as :math:`[0, \infty)`, the lower end
+:math:`T - \min(p, T)`), for comparison only.
 
 **Per block.** Only block tables are published, and no relation links two blocks, so
 the attacker's LP is a separate program per block: blocks are coarsened in chunks
@@ -58,10 +65,11 @@ def _coarsen_chunk(
     hub_cost: bool,
     per_block: bool,
     protection: float = 1.0,
+    zero_aware: bool = True,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Coarsen the WAC tables of the blocks of ``item[0]`` (one row per job), seed ``item[1]``."""
     jobs, seed = item
-    from eree.suppression.coarsening import disclosure_check, greedy_coarsen
+    from eree.suppression.coarsening import disclosure_check, greedy_coarsen, presence_floor
     from eree.suppression.rules import PrimaryRules, primary_suppression
     from eree.suppression.secondary import SecondaryConfig
     from eree.suppression.tables import tabulate
@@ -71,7 +79,13 @@ def _coarsen_chunk(
     )
     tables = tabulate(jobs, wac_layout(), ["jobs"], top=rules.top_needed)
     prim = primary_suppression(tables, rules, ("jobs",))
-    one = SecondaryConfig(workers=1)  # a chunk is one worker's: no pool inside
+    t = tables.values("jobs").astype(np.float64)
+    # the zero cells are not in these tables: they are published exactly (coarsen_jobs),
+    # so every cell here that is not published exactly is known to hold a job
+    kind = tables.cells.get_column("table").to_numpy()
+    floor = presence_floor(t, t > 0, kind) if zero_aware else None
+    sec_floor = float(np.max(floor, initial=0.0)) if floor is not None else 0.0
+    one = SecondaryConfig(workers=1, floor=sec_floor)  # a chunk is one worker's: no pool
     res = greedy_coarsen(
         tables,
         "jobs",
@@ -81,12 +95,15 @@ def _coarsen_chunk(
         bases=bases,
         hub_cost=hub_cost,
         secondary=one,
+        floor=floor,
     )
     pub = res.publication
     chosen = 0
     if per_block:
-        pub, chosen = _cheaper_per_block(tables, rules, prim, pub, res.cell_losses, jobs)
-    chk = disclosure_check(tables, pub, "jobs", prim)
+        pub, chosen = _cheaper_per_block(
+            tables, rules, prim, pub, res.cell_losses, jobs, floor=sec_floor
+        )
+    chk = disclosure_check(tables, pub, "jobs", prim, floor=floor)
     lo, hi = pub.own_bounds()
     rr = pub.status == "random_rounded"
     status = np.where(rr, "range", pub.status)
@@ -111,7 +128,14 @@ def _coarsen_chunk(
 
 
 def _cheaper_per_block(
-    tables: Any, rules: Any, prim: Any, pub: Any, losses: np.ndarray, jobs: pl.DataFrame
+    tables: Any,
+    rules: Any,
+    prim: Any,
+    pub: Any,
+    losses: np.ndarray,
+    jobs: pl.DataFrame,
+    *,
+    floor: float = 0.0,
 ) -> tuple[Any, int]:
     """Per block, the suppression pattern where its loss is lower (ties: the coarsening).
 
@@ -143,7 +167,7 @@ def _cheaper_per_block(
             rules=rules,
             attributes=("jobs",),
             run_audit=False,
-            secondary=SecondaryConfig(workers=1),
+            secondary=SecondaryConfig(workers=1, floor=floor),
         )
         sub = tabulate(
             jobs.filter(pl.col("block").is_in(codes[need].tolist())),
@@ -200,6 +224,7 @@ def coarsen_jobs(
     hub_cost: bool = True,
     per_block: bool = True,
     protection: float = 1.0,
+    zero_aware: bool = True,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The WAC tables coarsened under the small-cell rule (module docstring).
 
@@ -218,8 +243,11 @@ def coarsen_jobs(
         per_block: per block, publish the suppression package's pattern instead when
             its information loss is lower (module docstring).
         protection: the rule's protection level p in jobs: a sensitive cell's interval
-            must cover [T − min(p, T), T + p] (the threshold rule's 10 % of one job is
-            below any p ≥ 0.1).
+            must cover [max(T − p, P), T + p] (module docstring; the threshold rule's
+            10 % of one job is below any p ≥ 0.1).
+        zero_aware: protect against the attacker who uses what the exact zeros disclose
+            (module docstring; False: the attacker who does not, as before — weaker,
+            for comparison only).
 
     Returns:
         ``exact`` in the table format with ``status`` (exact | rounded | range |
@@ -250,6 +278,7 @@ def coarsen_jobs(
         hub_cost=hub_cost,
         per_block=per_block,
         protection=protection,
+        zero_aware=zero_aware,
     )
     run = mapper or SerialMap()
     frames: list[pl.DataFrame] = []

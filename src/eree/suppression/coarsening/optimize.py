@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from eree.suppression.coarsening.check import CheckResult, disclosure_check
+from eree.suppression.coarsening.check import CheckResult, disclosure_check, floored_bounds
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
 from eree.suppression.linked import binding_cells, tolerance
-from eree.suppression.rules import PrimaryResult
+from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
 
@@ -408,6 +408,7 @@ def greedy_coarsen(
     full_check: bool = True,
     bases: Sequence[float] | np.ndarray | None = None,
     hub_cost: bool = False,
+    floor: np.ndarray | float | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -442,6 +443,11 @@ def greedy_coarsen(
         hub_cost: a neighbour's step costs its widening times the number of relations
             it is in (a total rounded leaves every relation it closes open, so each of
             them needs a rounded cell of its own to stay unpinned); False: the widening.
+        floor: what the publication discloses of the cells it does not publish exactly
+            (:func:`~.check.presence_floor`: 1 for job tables whose zeros are published
+            exactly), given to every check (:func:`~.check.disclosure_check`), to the
+            optimum's binding cells and to the last resort (``secondary.floor``, the
+            largest value of ``floor``). None: nothing.
     """
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
@@ -459,7 +465,10 @@ def greedy_coarsen(
     uniform = rounding_rng(seed).random(n) if rounding == "random" else None
     level = np.zeros(n, dtype=np.int64)
     u = primary.protection.get(attribute, np.zeros(n))
-    need_lo, need_hi = t - np.minimum(u, t), t + u
+    need_lo, need_hi = protected_lower(tables.relations, t, u, floor), t + u
+    if floor is not None:
+        sec_floor = float(np.max(floor, initial=0.0))
+        secondary = replace(secondary or SecondaryConfig(), floor=sec_floor)
     tol = tolerance(t)
     rel = abs(tables.relations).tocsr()
     rel_c = rel.tocsc()
@@ -490,7 +499,7 @@ def greedy_coarsen(
             ladder=lad,
             bases=bases,
         )
-        lo, hi = p.own_bounds()
+        lo, hi = floored_bounds(p, None if floor is None else np.broadcast_to(floor, t.shape)[i])
         return bool(lo[0] <= need_lo[i] + 1e-9 and hi[0] >= need_hi[i] - 1e-9)
 
     hub = np.maximum(np.diff(rel_c.indptr), 1).astype(np.float64) if hub_cost else None
@@ -528,7 +537,14 @@ def greedy_coarsen(
     while True:
         p = pub(level)
         chk = disclosure_check(
-            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=prove
+            tables,
+            p,
+            attribute,
+            primary,
+            cache=cache,
+            sensitive_only=True,
+            prove=prove,
+            floor=floor,
         )
         rounds += 1
         bad = np.flatnonzero(chk.violated)
@@ -549,7 +565,7 @@ def greedy_coarsen(
             step_cost = step_cost * hub
         holders: dict[int, np.ndarray] = {}
         if bad.size <= dual_limit:
-            own_lo, own_hi = p.own_bounds()
+            own_lo, own_hi = floored_bounds(p, floor)
             up = bad[chk.upper[bad] < need_hi[bad] - tol[bad]]
             dn = bad[chk.lower[bad] > need_lo[bad] + tol[bad]]
             sides = np.concatenate([np.ones(up.size), -np.ones(dn.size)])
@@ -600,7 +616,9 @@ def greedy_coarsen(
         last_resort = int((sec.suppressed & (level < top)).sum())
         level[sec.suppressed] = top
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
+        chk = disclosure_check(
+            tables, p, attribute, primary, cache=cache, sensitive_only=True, floor=floor
+        )
         rounds += 1
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
@@ -608,10 +626,17 @@ def greedy_coarsen(
     # the final check of ``p``: the full one (every bound the tightest, cells pinned);
     # without it, the proven verdict (exact for violations; no bounds, no pinned count)
     if full_check:
-        chk = disclosure_check(tables, p, attribute, primary)
+        chk = disclosure_check(tables, p, attribute, primary, floor=floor)
     else:
         chk = disclosure_check(
-            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=True
+            tables,
+            p,
+            attribute,
+            primary,
+            cache=cache,
+            sensitive_only=True,
+            prove=True,
+            floor=floor,
         )
     n_tight = 0
     if (
@@ -637,7 +662,7 @@ def greedy_coarsen(
             # violated one by the LP optimum); q's feasible set is p's, so p's tightest
             # bounds are q's
             q_chk = disclosure_check(
-                tables, q, attribute, primary, cache=cache, sensitive_only=True
+                tables, q, attribute, primary, cache=cache, sensitive_only=True, floor=floor
             )
             if not q_chk.violated.any():
                 pinned = (chk.upper - chk.lower <= tolerance(chk.upper)) & (q.status != "exact")
