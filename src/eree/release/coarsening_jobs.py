@@ -30,6 +30,7 @@ and the output folder before any data are read, then calls :func:`jobs_release`)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ import polars as pl
 
 from eree.data.config import JobTablesConfig
 from eree.engine.base import Engine
+from eree.engine.unitmap import ProcessMap, UnitMapper
 from eree.errors import EreeError
 from eree.release.coarsening_common import (
     TABLE_FILE,
@@ -74,6 +76,18 @@ _COLUMNS = (
 )
 _KEYS = ("table", "block", "age", "earnings", "naics_sector", "race", "ethnicity",
          "education", "sex")  # fmt: skip
+
+
+def chunk_map(chunks: int) -> UnitMapper | None:
+    """Where the chunks of blocks run: this machine's cores (at most two), one chunk a task.
+
+    Chunks are independent programs and the map keeps their order, and a chunk's seed is
+    fixed by its place (``coarsen_jobs``), so the publication is the same in one process
+    or in several (tested) and on either engine: the engine loads and counts the records;
+    the coarsening runs beside its driver, in memory, as the QCEW coarsening does.
+    """
+    workers = min(2, os.cpu_count() or 1, chunks)
+    return ProcessMap(workers, chunksize=1) if workers > 1 else None
 
 
 def job_truth_from_engine(
@@ -168,7 +182,7 @@ def jobs_release(
             LODES file (with the format).
         EreeError: the optimizer left a violation (nothing written).
     """
-    from eree.suppression.coarsening.jobs import WAC_BASES, coarsen_jobs
+    from eree.suppression.coarsening.jobs import BLOCKS_PER_CHUNK, WAC_BASES, coarsen_jobs
     from eree.suppression.wac import exact_tables
 
     p = plan.protection
@@ -184,6 +198,7 @@ def jobs_release(
         rounding=p.rounding,
         seed=seed,
         protection=p.min_protection,
+        mapper=chunk_map(-(-len(blocks) // BLOCKS_PER_CHUNK)),
     )
     for k in ("sensitive", "violations_check", "pinned_check", "blocks_suppression_cheaper",
               "last_resort", "tightened"):  # fmt: skip

@@ -402,3 +402,29 @@ def test_complements_ask_no_more_than_presence_allows() -> None:
     assert int(prim.primary.sum()) == tables.n_cells  # every cell holds 1 or 2 jobs
     res = secondary_suppression(tables, prim, SecondaryConfig(workers=1, floor=1.0))
     assert res.unprotectable.size == 0
+
+
+def test_the_same_publication_in_one_process_or_two(
+    blocks: tuple[pl.DataFrame, pl.DataFrame],
+) -> None:
+    """The release maps its chunks over both cores (``release.coarsening_jobs.chunk_map``):
+    chunks are independent and a random chunk's seed is fixed by its place, so the bytes
+    cannot depend on where a chunk ran."""
+    from eree.engine.unitmap import ProcessMap
+    from eree.release.coarsening_jobs import chunk_map
+
+    truth, exact = blocks
+    assert chunk_map(1) is None  # one chunk: no pool to start
+    for rounding in ("deterministic", "random"):
+        one, s1 = coarsen_jobs(truth, exact, blocks_per_chunk=4, rounding=rounding, seed=5)
+        two, s2 = coarsen_jobs(
+            truth,
+            exact,
+            blocks_per_chunk=4,
+            rounding=rounding,
+            seed=5,
+            mapper=ProcessMap(2, chunksize=1),
+        )
+        assert s1["chunks"] > 2
+        assert one.equals(two)
+        assert s1 == s2
