@@ -153,9 +153,9 @@ class NeighborFunction(ABC):
         """ψ(x), elementwise (x ≥ 0)."""
         return _out(self._psi(_arr(x)), x)
 
-    @property
+    @functools.cached_property
     def psi0(self) -> float:
-        """ψ(0) (−∞ for plain log)."""
+        """ψ(0) (−∞ for plain log); computed once (ψ is fixed with the instance)."""
         return float(self._psi(np.zeros(1))[0])
 
     def inverse(self, y: ArrayLike) -> Any:
@@ -404,6 +404,8 @@ class CombinedNeighbor(NeighborFunction):
     _breaks: tuple[float, ...] = field(init=False, repr=False, compare=False)
     _active: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _offsets: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    #: ψ_k(b_j) of each segment's active part at its start (the formula's constant)
+    _starts: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     @override
     @property
@@ -456,6 +458,8 @@ class CombinedNeighbor(NeighborFunction):
         object.__setattr__(self, "_breaks", tuple(breaks))
         object.__setattr__(self, "_active", tuple(active))
         object.__setattr__(self, "_offsets", tuple(offsets))
+        starts = [float(self.parts[k][0].psi(b)) for b, k in zip(breaks, active, strict=True)]
+        object.__setattr__(self, "_starts", tuple(starts))
 
     @functools.cached_property
     def _excess(self) -> float:
@@ -584,7 +588,7 @@ class CombinedNeighbor(NeighborFunction):
             if not m.any():
                 continue
             f, g = self.parts[k]
-            out[m] = self._offsets[j] + (_arr(f.psi(x[m])) - float(f.psi(self._breaks[j]))) / g
+            out[m] = self._offsets[j] + (_arr(f.psi(x[m])) - self._starts[j]) / g
         return out
 
     def _inverse(self, y: FloatArray) -> FloatArray:
@@ -596,7 +600,7 @@ class CombinedNeighbor(NeighborFunction):
             if not m.any():
                 continue
             f, g = self.parts[k]
-            out[m] = _arr(f.inverse(float(f.psi(self._breaks[j])) + g * (y[m] - self._offsets[j])))
+            out[m] = _arr(f.inverse(self._starts[j] + g * (y[m] - self._offsets[j])))
         return out
 
     def _derivative(self, x: FloatArray) -> FloatArray:

@@ -130,6 +130,14 @@ def _uses_x_v(mech: Mechanism) -> bool:
     return "x_v" in mech.needs or mech.uses_establishment_incidence
 
 
+def _std_over_size(mech: Mechanism, size: float, n_est: int) -> float:
+    """The noise std over the size at ``size`` (x_v = 1 for counts); NaN without a std."""
+    e = _error(mech, size, 1.0, n_est)
+    if e is None or e.std is None:
+        return math.nan
+    return e.std / size
+
+
 def break_even(mech: Mechanism, n_est: int) -> float | None:
     """The size below which the noise std exceeds the value (x_v = 1 for counts).
 
@@ -138,10 +146,7 @@ def break_even(mech: Mechanism, n_est: int) -> float | None:
     """
 
     def ratio(size: float) -> float:
-        e = _error(mech, size, 1.0, n_est)
-        if e is None or e.std is None:
-            return math.nan
-        return e.std / size
+        return _std_over_size(mech, size, n_est)
 
     lo, hi = _LOW, _HIGH
     if not ratio(lo) > 1:  # nan (no preview) or already below
@@ -391,6 +396,11 @@ def _noise_warning(
         return None
 
     def fine(m: Mechanism) -> bool:
+        # where the std already exceeds the value at the limit, break_even lies above it
+        # (std/size decreases in size, break_even's own premise): one evaluation, not
+        # break_even's bisection, for the many candidates the search rejects
+        if _LOW <= limit < _HIGH and _std_over_size(m, limit, n_est) > 1:
+            return False
         b = break_even(m, n_est)
         return b is None or b <= limit
 
