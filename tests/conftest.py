@@ -5,6 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Tests do not time things: hypothesis's per-example deadline (200 ms) is a timing check
+# that fails on a loaded machine (seen: test_mu_is_root_sum_of_squares), so it is off for
+# every property test; each test's own max_examples still bounds its work.
+settings.register_profile("eree", deadline=None)
+settings.load_profile("eree")
 
 #: the repository's parent holds ``shared/`` (locally and in CI)
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
