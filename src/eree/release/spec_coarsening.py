@@ -14,6 +14,7 @@ rest of the parser is :mod:`eree.release.spec`'s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,27 +241,44 @@ def _job_data(data: dict[str, Any], base_dir: Path, fmt: str | None) -> JobTable
     return replace(cfg, domains=domains)
 
 
-def _job_output(out_raw: dict[str, Any], base_dir: Path, data: JobTablesConfig) -> OutputSpec:
-    """``[output]`` of job tables: ``csv``, and ``format = "lodes-wac"`` with ``year``."""
+def _output_keys(
+    out_raw: dict[str, Any],
+    base_dir: Path,
+    allowed: Sequence[str],
+    formats: Sequence[str],
+    applies: str,
+    must: str,
+    why: str,
+) -> tuple[bool, str | None, int | None, int | None]:
+    """``[output]``'s keys a coarsening release reads: ``csv``, ``format``, ``year``, ``quarter``.
+
+    A key outside ``allowed`` or a format outside ``formats`` is refused, naming it
+    (``applies``, ``must`` and ``why`` word the errors).
+    """
     for k in out_raw:
-        if k not in _JOB_OUTPUT:
+        if k not in allowed:
             raise SpecError(
-                f"[output].{k} does not apply to a coarsening release of job tables (it "
-                f"reads {', '.join(_JOB_OUTPUT)}): remove it"
+                f"[output].{k} does not apply {applies} (it reads {', '.join(allowed)}): remove it"
             )
     csv = out_raw.get("csv", OutputSpec.csv)
     if not isinstance(csv, bool):
         raise SpecError("[output].csv must be true or false")
-    fmt, year, _, _, _ = agency_keys(out_raw, base_dir)
-    if fmt is not None:
-        if fmt not in JOB_FORMATS:
-            raise SpecError(
-                f"[output].format must be {' or '.join(map(repr, JOB_FORMATS))} for a "
-                f"coarsening release of job tables (got {fmt!r}): it publishes the WAC "
-                "families by block"
-            )
-        if year is None:
-            raise SpecError(f"[output].year is required with format {fmt!r} (the file's year)")
+    fmt, year, quarter, _, _ = agency_keys(out_raw, base_dir)
+    if fmt is not None and fmt not in formats:
+        raise SpecError(
+            f"[output].format must be {' or '.join(map(repr, formats))} {must} (got {fmt!r}): {why}"
+        )
+    return csv, fmt, year, quarter
+
+
+def _job_output(out_raw: dict[str, Any], base_dir: Path, data: JobTablesConfig) -> OutputSpec:
+    """``[output]`` of job tables: ``csv``, and ``format = "lodes-wac"`` with ``year``."""
+    csv, fmt, year, _ = _output_keys(
+        out_raw, base_dir, _JOB_OUTPUT, JOB_FORMATS, "to a coarsening release of job tables",
+        "for a coarsening release of job tables", "it publishes the WAC families by block",
+    )  # fmt: skip
+    if fmt is not None and year is None:
+        raise SpecError(f"[output].year is required with format {fmt!r} (the file's year)")
     return OutputSpec(csv=csv, format=fmt, year=year, job_type=data.job_type)
 
 
@@ -320,23 +338,12 @@ def parse_coarsening_spec(
     if not isinstance(out_raw, dict):
         raise SpecError("[output] must be a table")
     check_keys(out_raw, schema.keys("[output]"), "[output]")
-    for k in out_raw:
-        if k not in _COARSENING_OUTPUT:
-            raise SpecError(
-                f'[output].{k} does not apply with [protection] mode = "coarsening" (it '
-                f"reads {', '.join(_COARSENING_OUTPUT)}): remove it"
-            )
-    csv = out_raw.get("csv", OutputSpec.csv)
-    if not isinstance(csv, bool):
-        raise SpecError("[output].csv must be true or false")
-    fmt, year, quarter, _, _ = agency_keys(out_raw, base_dir)
+    csv, fmt, year, quarter = _output_keys(
+        out_raw, base_dir, _COARSENING_OUTPUT, COARSENING_FORMATS,
+        'with [protection] mode = "coarsening"', 'with [protection] mode = "coarsening"',
+        "the coarsened tables are QCEW establishment tables",
+    )  # fmt: skip
     if fmt is not None:
-        if fmt not in COARSENING_FORMATS:
-            raise SpecError(
-                f"[output].format must be {' or '.join(map(repr, COARSENING_FORMATS))} with "
-                f'[protection] mode = "coarsening" (got {fmt!r}): the coarsened tables are '
-                "QCEW establishment tables"
-            )
         if year is None or quarter is None:
             raise SpecError(f"[output].year and [output].quarter are required with format {fmt!r}")
         if "state" not in cfg.public:
