@@ -78,6 +78,7 @@ def disclosure_check(
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
     sensitive_only: bool = False,
     prove: bool = True,
+    propagate: bool = True,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -99,6 +100,12 @@ def disclosure_check(
         prove: with ``sensitive_only``, False skips the LP of each cell the batch LPs
             left uncovered: it is counted violated unproven (an optimizer's heuristic
             round; a pass is still exact — every covered side is witnessed).
+        propagate: narrow the own intervals by interval propagation over the relations
+            before the LPs (:func:`~eree.suppression.linked.propagate_bounds`): the
+            attacker's feasible set is the same, so are the bounds and the verdict; most
+            bounds are then reached by the batches' feasible points without an LP of
+            their own (DE: 648 LPs instead of 4,745 for the full check). False: the LPs
+            from the own intervals (the reconstruction audit's path).
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = publication.own_bounds()
@@ -124,6 +131,7 @@ def disclosure_check(
         goal_lower=goal_lo,
         goal_upper=goal_hi,
         prove=prove or not sensitive_only,
+        propagate=propagate,
     )
     if use_truth and _lp_failed(stats):
         # the true values are a feasible point: an inconsistent component is a solver
