@@ -38,6 +38,11 @@ mode can use it.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,12 +51,142 @@ from scipy.sparse.csgraph import connected_components
 from eree.suppression.audit import peel
 from eree.suppression.lp import EqualityLP, solve_with_reduced_costs
 
-__all__ = ["binding_cells", "linked_bounds", "propagate_bounds", "tolerance"]
+__all__ = [
+    "PARALLEL_MIN_CELLS",
+    "binding_cells",
+    "linked_bounds",
+    "lp_pool",
+    "propagate_bounds",
+    "tolerance",
+]
 
 
 def tolerance(x: np.ndarray) -> np.ndarray:
     """Relative tolerance of an interval's end points (1e-7, at least 1e-7 absolute)."""
     return 1e-7 * np.maximum(1.0, np.abs(np.where(np.isfinite(x), x, 0.0)))
+
+
+#: a component of at least this many unknown cells is solved on two processes when the
+#: caller gives a pool (its maxima in a worker, its minima in the caller)
+PARALLEL_MIN_CELLS = 2000
+
+
+@contextmanager
+def lp_pool(workers: int) -> Iterator[Executor | None]:
+    """A pool for :func:`linked_bounds` (``pool=``): ``workers − 1`` worker processes.
+
+    ``None`` for one worker. The processes are started (``spawn``: a fresh interpreter,
+    no state shared with the caller) only when a component large enough is first sent,
+    so small tables never start one; they are stopped when the block ends.
+    """
+    if workers < 2:
+        yield None
+        return
+    ex = ProcessPoolExecutor(
+        max_workers=workers - 1, mp_context=multiprocessing.get_context("spawn")
+    )
+    try:
+        yield ex
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """One component's result for the sides asked (scaled units; internal)."""
+
+    new_lo: np.ndarray
+    new_hi: np.ndarray
+    solved_lo: np.ndarray
+    solved_hi: np.ndarray
+    seen_min: np.ndarray
+    seen_max: np.ndarray
+    lp: int
+    batch_lp: int
+    bad: bool
+
+
+def _solve_component(
+    sub: sp.spmatrix,
+    b: np.ndarray,
+    lo_s: np.ndarray,
+    hi_s: np.ndarray,
+    want_lo: np.ndarray,
+    want_hi: np.ndarray,
+    seen_min: np.ndarray,
+    seen_max: np.ndarray,
+    tol: float,
+    prove: bool,
+    sides: tuple[float, ...],
+) -> _Sides:
+    """The LPs of one component for ``sides`` (-1: maxima, 1: minima), from feasible points.
+
+    Batches first: one LP pushes every cell still short of its wanted bound at once; the
+    optimum is a feasible point that settles many of them (repeated while it settles any;
+    without ``prove``, while it settles a fair share); then, with ``prove``, one LP per cell
+    and side still open, whose optimum is that bound. ``seen_min``/``seen_max`` (copied)
+    are the extremes of the feasible points met. A module-level function, so that a
+    worker process can run it (:func:`linked_bounds` with a pool).
+    """
+    seen_min = seen_min.copy()
+    seen_max = seen_max.copy()
+    lp = EqualityLP(sub, b, lo_s, hi_s)
+    n_lp = n_batch = 0
+    new_lo = lo_s.copy()
+    new_hi = hi_s.copy()
+    for side in sides:
+        while True:
+            if side < 0:
+                need = np.flatnonzero((seen_max < want_hi - tol) & np.isfinite(hi_s))
+            else:
+                need = np.flatnonzero((seen_min > want_lo + tol) & np.isfinite(lo_s))
+            if need.size < 2:
+                break
+            r = lp.optimise(need, np.full(need.size, side))
+            n_lp += 1
+            n_batch += 1
+            if r.status != "optimal" or r.x is None:
+                break
+            np.minimum(seen_min, r.x, out=seen_min)
+            np.maximum(seen_max, r.x, out=seen_max)
+            if side < 0:
+                settled = seen_max[need] >= want_hi[need] - tol
+            else:
+                settled = seen_min[need] <= want_lo[need] + tol
+            # proving: while it settles any; else while it settles a fair share
+            if settled.sum() < (1 if prove else max(1, need.size // 50)):
+                break
+    n = lo_s.size
+    solved_hi = np.zeros(n, dtype=bool)
+    solved_lo = np.zeros(n, dtype=bool)
+    do_hi, do_lo = -1.0 in sides, 1.0 in sides
+    bad = False
+    for k in range(n if prove else 0):
+        if do_hi and not seen_max[k] >= want_hi[k] - tol:
+            r = lp.optimise(np.array([k]), np.array([-1.0]))
+            n_lp += 1
+            solved_hi[k] = True
+            if r.status == "optimal" and r.x is not None:
+                new_hi[k] = float(r.x[k])
+                np.minimum(seen_min, r.x, out=seen_min)
+                np.maximum(seen_max, r.x, out=seen_max)
+            elif r.status == "unbounded":
+                new_hi[k] = np.inf
+            else:
+                bad = True
+                break
+        if do_lo and not seen_min[k] <= want_lo[k] + tol:
+            r = lp.optimise(np.array([k]), np.array([1.0]))
+            n_lp += 1
+            solved_lo[k] = True
+            if r.status == "optimal" and r.x is not None:
+                new_lo[k] = float(r.x[k])
+                np.minimum(seen_min, r.x, out=seen_min)
+                np.maximum(seen_max, r.x, out=seen_max)
+            else:
+                bad = True
+                break
+    return _Sides(new_lo, new_hi, solved_lo, solved_hi, seen_min, seen_max, n_lp, n_batch, bad)
 
 
 def propagate_bounds(
@@ -152,6 +287,7 @@ def linked_bounds(
     goal_upper: np.ndarray | None = None,
     prove: bool = True,
     propagate: bool = False,
+    pool: Executor | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Min and max of every cell subject to ``relations @ x = 0`` and ``lower ≤ x ≤ upper``.
 
@@ -251,7 +387,6 @@ def linked_bounds(
         sub = a_f[rows][:, cols]
         fin = np.concatenate([np.abs(bb), lo[glob], hi[glob][np.isfinite(hi[glob])]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
-        lp = EqualityLP(sub, bb / scale, lo[glob] / scale, hi[glob] / scale)
         lo_s, hi_s = lo[glob] / scale, hi[glob] / scale
         tol = 1e-9 * max(1.0, float(np.abs(bb / scale).max(initial=0.0)))
         if truth is not None:
@@ -260,63 +395,41 @@ def linked_bounds(
         else:
             seen_min = np.full(cols.size, np.inf)
             seen_max = np.full(cols.size, -np.inf)
-        new_lo = lo_s.copy()
-        new_hi = hi_s.copy()
         want_hi = np.minimum(hi_s, g_hi[glob] / scale)
         want_lo = np.maximum(lo_s, g_lo[glob] / scale)
-        # batches first: one LP pushes every cell still short of its wanted bound at once;
-        # the optimum is a feasible point that settles many of them (repeated while it
-        # settles any); the rest get an LP of their own below
-        for side in (-1.0, 1.0):
-            while True:
-                if side < 0:
-                    need = np.flatnonzero((seen_max < want_hi - tol) & np.isfinite(hi_s))
-                else:
-                    need = np.flatnonzero((seen_min > want_lo + tol) & np.isfinite(lo_s))
-                if need.size < 2:
-                    break
-                r = lp.optimise(need, np.full(need.size, side))
-                st["lp"] += 1
-                st["batch_lp"] += 1
-                if r.status != "optimal" or r.x is None:
-                    break
-                np.minimum(seen_min, r.x, out=seen_min)
-                np.maximum(seen_max, r.x, out=seen_max)
-                if side < 0:
-                    settled = seen_max[need] >= want_hi[need] - tol
-                else:
-                    settled = seen_min[need] <= want_lo[need] + tol
-                # proving: while it settles any; else while it settles a fair share
-                if settled.sum() < (1 if prove else max(1, need.size // 50)):
-                    break
-        solved_hi = np.zeros(cols.size, dtype=bool)
-        solved_lo = np.zeros(cols.size, dtype=bool)
-        bad = False
-        for k in range(cols.size if prove else 0):
-            if not seen_max[k] >= want_hi[k] - tol:
-                r = lp.optimise(np.array([k]), np.array([-1.0]))
-                st["lp"] += 1
-                solved_hi[k] = True
-                if r.status == "optimal" and r.x is not None:
-                    new_hi[k] = float(r.x[k])
-                    np.minimum(seen_min, r.x, out=seen_min)
-                    np.maximum(seen_max, r.x, out=seen_max)
-                elif r.status == "unbounded":
-                    new_hi[k] = np.inf
-                else:
-                    bad = True
-                    break
-            if not seen_min[k] <= want_lo[k] + tol:
-                r = lp.optimise(np.array([k]), np.array([1.0]))
-                st["lp"] += 1
-                solved_lo[k] = True
-                if r.status == "optimal" and r.x is not None:
-                    new_lo[k] = float(r.x[k])
-                    np.minimum(seen_min, r.x, out=seen_min)
-                    np.maximum(seen_max, r.x, out=seen_max)
-                else:
-                    bad = True
-                    break
+        args = (sub, bb / scale, lo_s, hi_s, want_lo, want_hi, seen_min, seen_max, tol, prove)
+        if cols.size >= PARALLEL_MIN_CELLS:
+            # a large component: its two sides as independent LP families from the same
+            # feasible points — the maxima in a worker process when there is a pool, the
+            # minima here — and both sides' feasible points pooled below; the same
+            # bounds and points with or without a pool (the result does not depend on
+            # the number of processes)
+            if pool is not None:
+                far = pool.submit(_solve_component, *args, (-1.0,))
+                near = _solve_component(*args, (1.0,))
+                part = far.result()
+                st["parallel_components"] = st.get("parallel_components", 0) + 1
+            else:
+                part = _solve_component(*args, (-1.0,))
+                near = _solve_component(*args, (1.0,))
+            new_lo, solved_lo = near.new_lo, near.solved_lo
+            new_hi, solved_hi = part.new_hi, part.solved_hi
+            seen_min = np.minimum(near.seen_min, part.seen_min)
+            seen_max = np.maximum(near.seen_max, part.seen_max)
+            n_lp, n_batch = near.lp + part.lp, near.batch_lp + part.batch_lp
+            bad = near.bad or part.bad
+        else:
+            one = _solve_component(*args, (-1.0, 1.0))
+            new_lo, new_hi, solved_lo, solved_hi = (
+                one.new_lo,
+                one.new_hi,
+                one.solved_lo,
+                one.solved_hi,
+            )
+            seen_min, seen_max = one.seen_min, one.seen_max
+            n_lp, n_batch, bad = one.lp, one.batch_lp, one.bad
+        st["lp"] += n_lp
+        st["batch_lp"] += n_batch
         if bad:
             st["inconsistent_components"] += 1
             if cache is not None and digest is not None:

@@ -21,6 +21,7 @@ knows how the coarsening was chosen, nor outside knowledge.
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,7 @@ def disclosure_check(
     sensitive_only: bool = False,
     prove: bool = True,
     propagate: bool = True,
+    pool: Executor | None = None,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -106,6 +108,8 @@ def disclosure_check(
             bounds are then reached by the batches' feasible points without an LP of
             their own (DE: 648 LPs instead of 4,745 for the full check). False: the LPs
             from the own intervals (the reconstruction audit's path).
+        pool: worker processes for the LPs of large components
+            (:func:`~eree.suppression.linked.lp_pool`; the same result on two cores).
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = publication.own_bounds()
@@ -132,6 +136,7 @@ def disclosure_check(
         goal_upper=goal_hi,
         prove=prove or not sensitive_only,
         propagate=propagate,
+        pool=pool,
     )
     if use_truth and _lp_failed(stats):
         # the true values are a feasible point: an inconsistent component is a solver

@@ -39,7 +39,9 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,7 +51,7 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import binding_cells, tolerance
+from eree.suppression.linked import binding_cells, lp_pool, tolerance
 from eree.suppression.rules import PrimaryResult
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
@@ -408,6 +410,7 @@ def greedy_coarsen(
     full_check: bool = True,
     bases: Sequence[float] | np.ndarray | None = None,
     hub_cost: bool = False,
+    workers: int | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -442,7 +445,56 @@ def greedy_coarsen(
         hub_cost: a neighbour's step costs its widening times the number of relations
             it is in (a total rounded leaves every relation it closes open, so each of
             them needs a rounded cell of its own to stay unpinned); False: the widening.
+        workers: processes solving the attacker's LPs of a large component (its maxima
+            and its minima side by side, :func:`~eree.suppression.linked.lp_pool`); the
+            same publication as with one. Default: up to 2, the machine's CPUs.
     """
+    n_workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
+    with lp_pool(n_workers) as pool:
+        return _greedy_coarsen(
+            tables,
+            attribute,
+            primary,
+            pool,
+            rounding=rounding,
+            seed=seed,
+            max_rounds=max_rounds,
+            patience=patience,
+            secondary=secondary,
+            progress=progress,
+            tightening=tightening,
+            escalate=escalate,
+            local=local,
+            ladder=ladder,
+            dual_limit=dual_limit,
+            full_check=full_check,
+            bases=bases,
+            hub_cost=hub_cost,
+        )
+
+
+def _greedy_coarsen(
+    tables: LinkedTables,
+    attribute: str,
+    primary: PrimaryResult,
+    pool: Executor | None,
+    *,
+    rounding: str,
+    seed: int | None,
+    max_rounds: int,
+    patience: int,
+    secondary: SecondaryConfig | None,
+    progress: Callable[[int, int], None] | None,
+    tightening: bool,
+    escalate: int,
+    local: bool,
+    ladder: str | None,
+    dual_limit: int,
+    full_check: bool,
+    bases: Sequence[float] | np.ndarray | None,
+    hub_cost: bool,
+) -> CoarseningResult:
+    """:func:`greedy_coarsen` with its LP pool (``None``: one process)."""
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
     lad = ladder or ("grid" if rounding == "deterministic" and bases is None else "rounding")
@@ -528,7 +580,14 @@ def greedy_coarsen(
     while True:
         p = pub(level)
         chk = disclosure_check(
-            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=prove
+            tables,
+            p,
+            attribute,
+            primary,
+            cache=cache,
+            sensitive_only=True,
+            prove=prove,
+            pool=pool,
         )
         rounds += 1
         bad = np.flatnonzero(chk.violated)
@@ -600,7 +659,9 @@ def greedy_coarsen(
         last_resort = int((sec.suppressed & (level < top)).sum())
         level[sec.suppressed] = top
         p = pub(level)
-        chk = disclosure_check(tables, p, attribute, primary, cache=cache, sensitive_only=True)
+        chk = disclosure_check(
+            tables, p, attribute, primary, cache=cache, sensitive_only=True, pool=pool
+        )
         rounds += 1
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
@@ -608,10 +669,10 @@ def greedy_coarsen(
     # the final check of ``p``: the full one (every bound the tightest, cells pinned);
     # without it, the proven verdict (exact for violations; no bounds, no pinned count)
     if full_check:
-        chk = disclosure_check(tables, p, attribute, primary)
+        chk = disclosure_check(tables, p, attribute, primary, pool=pool)
     else:
         chk = disclosure_check(
-            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=True
+            tables, p, attribute, primary, cache=cache, sensitive_only=True, prove=True, pool=pool
         )
     n_tight = 0
     if (
@@ -637,7 +698,7 @@ def greedy_coarsen(
             # violated one by the LP optimum); q's feasible set is p's, so p's tightest
             # bounds are q's
             q_chk = disclosure_check(
-                tables, q, attribute, primary, cache=cache, sensitive_only=True
+                tables, q, attribute, primary, cache=cache, sensitive_only=True, pool=pool
             )
             if not q_chk.violated.any():
                 pinned = (chk.upper - chk.lower <= tolerance(chk.upper)) & (q.status != "exact")
