@@ -449,12 +449,45 @@ def linked_bounds(
     return lo, hi
 
 
+def _binding_in_component(
+    sub: sp.spmatrix, lo: np.ndarray, hi: np.ndarray, ks: np.ndarray, sides: np.ndarray
+) -> list[np.ndarray | None]:
+    """For each local column ``ks[i]``, the local columns holding its bound on ``sides[i]``.
+
+    One model (``sub x = 0``, ``lo ≤ x ≤ hi``, scaled), re-solved from the last basis
+    for each pair in order; ``None`` where the LP has no optimum. Module level, so that a
+    worker process can run it (:func:`binding_cells` with a pool).
+    """
+    m, n = sub.shape
+    lp = EqualityLP(sub, np.zeros(m), lo, hi)
+    out: list[np.ndarray | None] = []
+    for k, side in zip(ks, sides, strict=True):
+        r = lp.optimise(np.array([k]), np.array([-1.0 if side > 0 else 1.0]))
+        rc = lp.reduced_costs()
+        if r.status != "optimal":
+            out.append(None)
+            continue
+        if rc is None:  # the public path: solve again for the reduced costs
+            c = np.zeros(n)
+            c[k] = -1.0 if side > 0 else 1.0
+            r, rc = solve_with_reduced_costs(c, sub, np.zeros(m), lo, hi)
+            if r.status != "optimal" or rc is None:
+                out.append(None)
+                continue
+        hold = np.abs(rc) > 1e-9
+        hold[k] = False
+        out.append(np.flatnonzero(hold))
+    return out
+
+
 def binding_cells(
     relations: sp.csr_matrix,
     lower: np.ndarray,
     upper: np.ndarray,
     cells: np.ndarray,
     sides: np.ndarray,
+    *,
+    pool: Executor | None = None,
 ) -> list[np.ndarray]:
     """For each ``cells[i]``, the cells whose own interval holds its bound on ``sides[i]``.
 
@@ -464,6 +497,11 @@ def binding_cells(
     returns the other cells with a non-zero reduced cost at the optimum: the bounds that
     hold the optimum there. Widening one of them can move the bound; at that optimum no
     other cell's can (to first order). Empty when the LP has no optimum.
+
+    In a component of at least :data:`PARALLEL_MIN_CELLS` cells the pairs are solved in
+    two halves, each from a model of its own (the first half in a worker process when
+    ``pool`` is given), so the answer — which may depend on the basis an LP starts from
+    when its optimum is degenerate — is the same with or without a pool.
     """
     a = relations.tocsr()
     b = abs(a).tocsr()
@@ -474,7 +512,9 @@ def binding_cells(
     out: list[np.ndarray] = [np.array([], dtype=np.int64)] * len(cells)
     lo_all = np.asarray(lower, dtype=np.float64)
     hi_all = np.asarray(upper, dtype=np.float64)
-    for lab in np.unique(cell_lab[np.asarray(cells, dtype=np.int64)]):
+    cells = np.asarray(cells, dtype=np.int64)
+    sides = np.asarray(sides, dtype=np.float64)
+    for lab in np.unique(cell_lab[cells]):
         cols = np.flatnonzero(cell_lab == lab)
         rows = np.flatnonzero(row_lab == lab)
         if rows.size == 0:
@@ -483,24 +523,22 @@ def binding_cells(
         fin = np.concatenate([lo, hi[np.isfinite(hi)]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
         sub = a[rows][:, cols]
-        lp = EqualityLP(sub, np.zeros(rows.size), lo / scale, hi / scale)
-        for i, (cell, side) in enumerate(zip(cells, sides, strict=True)):
-            if cell_lab[cell] != lab:
-                continue
-            k = int(np.searchsorted(cols, cell))
-            r = lp.optimise(np.array([k]), np.array([-1.0 if side > 0 else 1.0]))
-            rc = lp.reduced_costs()
-            if r.status != "optimal":
-                continue
-            if rc is None:  # the public path: solve again for the reduced costs
-                c = np.zeros(cols.size)
-                c[k] = -1.0 if side > 0 else 1.0
-                r, rc = solve_with_reduced_costs(
-                    c, sub, np.zeros(rows.size), lo / scale, hi / scale
-                )
-                if r.status != "optimal" or rc is None:
-                    continue
-            hold = np.abs(rc) > 1e-9
-            hold[k] = False
-            out[i] = cols[hold].astype(np.int64)
+        which = np.flatnonzero(cell_lab[cells] == lab)
+        ks = np.searchsorted(cols, cells[which])
+        args = (sub, lo / scale, hi / scale)
+        if cols.size >= PARALLEL_MIN_CELLS and which.size >= 2:
+            half = which.size // 2
+            first = (ks[:half], sides[which[:half]])
+            second = (ks[half:], sides[which[half:]])
+            if pool is not None:
+                far = pool.submit(_binding_in_component, *args, *first)
+                got = _binding_in_component(*args, *second)
+                got = far.result() + got
+            else:
+                got = _binding_in_component(*args, *first) + _binding_in_component(*args, *second)
+        else:
+            got = _binding_in_component(*args, ks, sides[which])
+        for i, hold in zip(which, got, strict=True):
+            if hold is not None:
+                out[i] = cols[hold].astype(np.int64)
     return out

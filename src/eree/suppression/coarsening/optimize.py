@@ -614,7 +614,9 @@ def _greedy_coarsen(
             sides = np.concatenate([np.ones(up.size), -np.ones(dn.size)])
             which = np.concatenate([up, dn])
             for c, js in zip(
-                which, binding_cells(tables.relations, own_lo, own_hi, which, sides), strict=True
+                which,
+                binding_cells(tables.relations, own_lo, own_hi, which, sides, pool=pool),
+                strict=True,
             ):
                 holders[int(c)] = np.union1d(holders.get(int(c), js), js)
         moved = False
