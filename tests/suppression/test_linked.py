@@ -227,3 +227,29 @@ def test_linked_bounds_with_propagation_are_the_attackers_bounds(seed: int) -> N
     short = exp[1] < g_hi - 1e-6
     assert np.allclose(got_hi[short], exp[1][short], atol=1e-6)
     assert (got_hi[~short] >= g_hi[~short] - 1e-6).all() and (got_hi <= exp[1] + 1e-6).all()
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_two_processes_give_the_bounds_and_binding_cells_of_one(seed, monkeypatch) -> None:
+    """Every component split into its two LP families (the threshold lowered to 1): with a
+    worker process and without, the bounds are ``linprog``'s and the cells holding each
+    optimum are the same; the worker was used."""
+    from eree.suppression import linked
+
+    monkeypatch.setattr(linked, "PARALLEL_MIN_CELLS", 1)
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, size=v.size)
+    lo, hi = _publish(v, kind)
+    exp = _brute(rel, lo, hi)
+    cells = np.flatnonzero(kind == 1)[:4]
+    sides = np.where(np.arange(cells.size) % 2 == 0, 1.0, -1.0)
+    alone = linked.binding_cells(rel, lo, hi, cells, sides)
+    with linked.lp_pool(2) as pool:
+        st: dict[str, int] = {}
+        got = linked_bounds(rel, lo, hi, truth=v, stats=st, pool=pool, propagate=True)
+        held = linked.binding_cells(rel, lo, hi, cells, sides, pool=pool)
+    assert _same(got, exp)
+    assert _same(linked_bounds(rel, lo, hi, truth=v, propagate=True), exp)
+    assert st["parallel_components"] == st["components"] > 0
+    assert [h.tolist() for h in held] == [h.tolist() for h in alone]

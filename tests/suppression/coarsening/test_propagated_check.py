@@ -127,3 +127,21 @@ def test_propagated_check_on_delaware_decides_as_the_full_lp_check():
     pub = publication_at(t, level, ladder="grid")
     violations, tightened = _same_decisions(tables, pub, level, "m1emp", prim)
     assert violations > 0 and tightened > 0
+
+
+def test_the_optimizer_publishes_the_same_with_one_or_two_processes(monkeypatch):
+    """Every component split (threshold lowered to 1): ``workers=2`` (a worker process
+    solves one LP family) and ``workers=1`` publish the same cells."""
+    from eree.suppression import linked
+
+    monkeypatch.setattr(linked, "PARALLEL_MIN_CELLS", 1)
+    tables = _three_by_three()
+    prim = primary_suppression(tables, RULES, ("emp",))
+    one = greedy_coarsen(tables, "emp", prim, workers=1)
+    two = greedy_coarsen(tables, "emp", prim, workers=2)
+    assert two.check.stats.get("parallel_components", 0) > 0
+    assert np.array_equal(one.publication.status, two.publication.status)
+    for name in ("value", "base", "lower", "upper"):
+        a, b = getattr(one.publication, name), getattr(two.publication, name)
+        assert np.array_equal(a, b, equal_nan=True)
+    assert one.loss == two.loss and not two.check.violated.any()
