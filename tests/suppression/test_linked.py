@@ -164,3 +164,92 @@ def test_binding_cells_are_the_bounds_that_hold_the_optimum():
     hi3 = hi.copy()
     hi3[3] = 40.0
     assert linked_bounds(rel, lo, hi3)[1][1] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("seed", [6, 7, 8, 9])
+def test_propagated_intervals_hold_every_feasible_point_and_narrow_some(seed: int) -> None:
+    """Interval propagation may only narrow an own interval to what every feasible point
+    satisfies: each propagated interval contains the attacker's exact one (one LP per cell
+    and side, ``linprog``); and it does narrow some (the test's power)."""
+    from eree.suppression.linked import propagate_bounds
+
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, size=v.size)
+    lo, hi = _publish(v, kind)
+    exp_lo, exp_hi = _brute(rel, lo, hi)
+    p_lo, p_hi, ok = propagate_bounds(rel, lo, hi)
+    assert ok
+    assert (p_lo <= exp_lo + 1e-9).all() and (p_hi >= exp_hi - 1e-9).all()
+    assert (p_lo >= lo).all() and (p_hi <= hi).all()
+    assert ((p_lo > lo + 0.5) | (p_hi < hi - 0.5)).any()
+
+
+def test_propagation_known_answer() -> None:
+    """A = AX + AY with A published exactly (18), AY in [10, 14], AX in [0, ∞): AX lies in
+    [18 − 14, 18 − 10] = [4, 8]; T = A + B with B withheld ([0, ∞)) and T in [20, 25]
+    gives B in [2, 7]. Inconsistent intervals (AY in [19, 20]) are reported."""
+    from eree.suppression.linked import propagate_bounds
+
+    # cells: A AX AY T B
+    rel = sp.csr_matrix(np.array([[-1.0, 1, 1, 0, 0], [1.0, 0, 0, -1, 1]]))
+    lo = np.array([18.0, 0, 10, 20, 0])
+    hi = np.array([18.0, np.inf, 14, 25, np.inf])
+    p_lo, p_hi, ok = propagate_bounds(rel, lo, hi)
+    assert ok
+    assert np.allclose(p_lo, [18, 4, 10, 20, 2]) and np.allclose(p_hi, [18, 8, 14, 25, 7])
+    lo2 = lo.copy()
+    lo2[2], hi2 = 19.0, hi.copy()
+    hi2[2] = 20.0
+    assert propagate_bounds(rel, lo2, hi2)[2] is False
+
+
+@pytest.mark.parametrize("seed", [6, 7, 8, 9])
+def test_linked_bounds_with_propagation_are_the_attackers_bounds(seed: int) -> None:
+    """The same bounds with and without propagation, both equal to ``linprog``'s; with
+    goals, each bound short of its goal is the tightest (propagation changes no verdict)."""
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, size=v.size)
+    lo, hi = _publish(v, kind)
+    exp = _brute(rel, lo, hi)
+    st: dict[str, int] = {}
+    assert _same(linked_bounds(rel, lo, hi, truth=v, propagate=True, stats=st), exp)
+    assert _same(linked_bounds(rel, lo, hi, propagate=True), exp)
+    g_lo = v - rng.integers(0, 4, size=v.size)
+    g_hi = v + rng.integers(0, 4, size=v.size)
+    got_lo, got_hi = linked_bounds(
+        rel, lo, hi, truth=v, goal_lower=g_lo, goal_upper=g_hi, propagate=True
+    )
+    short = exp[0] > g_lo + 1e-6
+    assert np.allclose(got_lo[short], exp[0][short], atol=1e-6)
+    assert (got_lo[~short] <= g_lo[~short] + 1e-6).all() and (got_lo >= exp[0] - 1e-6).all()
+    short = exp[1] < g_hi - 1e-6
+    assert np.allclose(got_hi[short], exp[1][short], atol=1e-6)
+    assert (got_hi[~short] >= g_hi[~short] - 1e-6).all() and (got_hi <= exp[1] + 1e-6).all()
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_two_processes_give_the_bounds_and_binding_cells_of_one(seed, monkeypatch) -> None:
+    """Every component split into its two LP families (the threshold lowered to 1): with a
+    worker process and without, the bounds are ``linprog``'s and the cells holding each
+    optimum are the same; the worker was used."""
+    from eree.suppression import linked
+
+    monkeypatch.setattr(linked, "PARALLEL_MIN_CELLS", 1)
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, size=v.size)
+    lo, hi = _publish(v, kind)
+    exp = _brute(rel, lo, hi)
+    cells = np.flatnonzero(kind == 1)[:4]
+    sides = np.where(np.arange(cells.size) % 2 == 0, 1.0, -1.0)
+    alone = linked.binding_cells(rel, lo, hi, cells, sides)
+    with linked.lp_pool(2) as pool:
+        st: dict[str, int] = {}
+        got = linked_bounds(rel, lo, hi, truth=v, stats=st, pool=pool, propagate=True)
+        held = linked.binding_cells(rel, lo, hi, cells, sides, pool=pool)
+    assert _same(got, exp)
+    assert _same(linked_bounds(rel, lo, hi, truth=v, propagate=True), exp)
+    assert st["parallel_components"] == st["components"] > 0
+    assert [h.tolist() for h in held] == [h.tolist() for h in alone]

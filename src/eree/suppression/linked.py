@@ -23,6 +23,12 @@ Two additive options serve an optimizer that re-checks a publication after small
   tightest bound, but on the goal's side of it. Without goals every bound is the
   tightest (the audit's use).
 
+A third option, ``propagate``, runs :func:`propagate_bounds` first: interval propagation
+over the relations narrows each cell's own interval to bounds every feasible point
+satisfies, so the feasible set — hence every bound returned — is unchanged, while the
+LPs start from intervals that are often already the tightest: a bound that a feasible
+point reaches is then settled without an LP of its own (the batches' points reach it).
+
 This is the attacker's core used by the reconstruction audit
 (:mod:`eree.evaluate.reconstruct.intervals`) and by the coarsening disclosure check
 (:mod:`eree.suppression.coarsening.check`); it lives here, in a lower layer, so that the protection
@@ -32,6 +38,11 @@ mode can use it.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,12 +51,228 @@ from scipy.sparse.csgraph import connected_components
 from eree.suppression.audit import peel
 from eree.suppression.lp import EqualityLP, solve_with_reduced_costs
 
-__all__ = ["binding_cells", "linked_bounds", "tolerance"]
+__all__ = [
+    "PARALLEL_MIN_CELLS",
+    "binding_cells",
+    "linked_bounds",
+    "lp_pool",
+    "propagate_bounds",
+    "tolerance",
+]
 
 
 def tolerance(x: np.ndarray) -> np.ndarray:
     """Relative tolerance of an interval's end points (1e-7, at least 1e-7 absolute)."""
     return 1e-7 * np.maximum(1.0, np.abs(np.where(np.isfinite(x), x, 0.0)))
+
+
+#: a component of at least this many unknown cells is solved on two processes when the
+#: caller gives a pool (its maxima in a worker, its minima in the caller)
+PARALLEL_MIN_CELLS = 2000
+
+
+@contextmanager
+def lp_pool(workers: int) -> Iterator[Executor | None]:
+    """A pool for :func:`linked_bounds` (``pool=``): ``workers − 1`` worker processes.
+
+    ``None`` for one worker. The processes are started (``spawn``: a fresh interpreter,
+    no state shared with the caller) only when a component large enough is first sent,
+    so small tables never start one; they are stopped when the block ends.
+    """
+    if workers < 2:
+        yield None
+        return
+    ex = ProcessPoolExecutor(
+        max_workers=workers - 1, mp_context=multiprocessing.get_context("spawn")
+    )
+    try:
+        yield ex
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """One component's result for the sides asked (scaled units; internal)."""
+
+    new_lo: np.ndarray
+    new_hi: np.ndarray
+    solved_lo: np.ndarray
+    solved_hi: np.ndarray
+    seen_min: np.ndarray
+    seen_max: np.ndarray
+    lp: int
+    batch_lp: int
+    bad: bool
+
+
+def _solve_component(
+    sub: sp.spmatrix,
+    b: np.ndarray,
+    lo_s: np.ndarray,
+    hi_s: np.ndarray,
+    want_lo: np.ndarray,
+    want_hi: np.ndarray,
+    seen_min: np.ndarray,
+    seen_max: np.ndarray,
+    tol: float,
+    prove: bool,
+    sides: tuple[float, ...],
+) -> _Sides:
+    """The LPs of one component for ``sides`` (-1: maxima, 1: minima), from feasible points.
+
+    Batches first: one LP pushes every cell still short of its wanted bound at once; the
+    optimum is a feasible point that settles many of them (repeated while it settles any;
+    without ``prove``, while it settles a fair share); then, with ``prove``, one LP per cell
+    and side still open, whose optimum is that bound. ``seen_min``/``seen_max`` (copied)
+    are the extremes of the feasible points met. A module-level function, so that a
+    worker process can run it (:func:`linked_bounds` with a pool).
+    """
+    seen_min = seen_min.copy()
+    seen_max = seen_max.copy()
+    lp = EqualityLP(sub, b, lo_s, hi_s)
+    n_lp = n_batch = 0
+    new_lo = lo_s.copy()
+    new_hi = hi_s.copy()
+    for side in sides:
+        while True:
+            if side < 0:
+                need = np.flatnonzero((seen_max < want_hi - tol) & np.isfinite(hi_s))
+            else:
+                need = np.flatnonzero((seen_min > want_lo + tol) & np.isfinite(lo_s))
+            if need.size < 2:
+                break
+            r = lp.optimise(need, np.full(need.size, side))
+            n_lp += 1
+            n_batch += 1
+            if r.status != "optimal" or r.x is None:
+                break
+            np.minimum(seen_min, r.x, out=seen_min)
+            np.maximum(seen_max, r.x, out=seen_max)
+            if side < 0:
+                settled = seen_max[need] >= want_hi[need] - tol
+            else:
+                settled = seen_min[need] <= want_lo[need] + tol
+            # proving: while it settles any; else while it settles a fair share
+            if settled.sum() < (1 if prove else max(1, need.size // 50)):
+                break
+    n = lo_s.size
+    solved_hi = np.zeros(n, dtype=bool)
+    solved_lo = np.zeros(n, dtype=bool)
+    do_hi, do_lo = -1.0 in sides, 1.0 in sides
+    bad = False
+    for k in range(n if prove else 0):
+        if do_hi and not seen_max[k] >= want_hi[k] - tol:
+            r = lp.optimise(np.array([k]), np.array([-1.0]))
+            n_lp += 1
+            solved_hi[k] = True
+            if r.status == "optimal" and r.x is not None:
+                new_hi[k] = float(r.x[k])
+                np.minimum(seen_min, r.x, out=seen_min)
+                np.maximum(seen_max, r.x, out=seen_max)
+            elif r.status == "unbounded":
+                new_hi[k] = np.inf
+            else:
+                bad = True
+                break
+        if do_lo and not seen_min[k] <= want_lo[k] + tol:
+            r = lp.optimise(np.array([k]), np.array([1.0]))
+            n_lp += 1
+            solved_lo[k] = True
+            if r.status == "optimal" and r.x is not None:
+                new_lo[k] = float(r.x[k])
+                np.minimum(seen_min, r.x, out=seen_min)
+                np.maximum(seen_max, r.x, out=seen_max)
+            else:
+                bad = True
+                break
+    return _Sides(new_lo, new_hi, solved_lo, solved_hi, seen_min, seen_max, n_lp, n_batch, bad)
+
+
+def propagate_bounds(
+    relations: sp.spmatrix,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    passes: int = 100,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    r"""Interval propagation: bounds on each cell implied by one relation at a time.
+
+    For a relation :math:`\sum_j a_{rj} x_j = 0` and any cell :math:`j` in it,
+    :math:`a_{rj} x_j = -\sum_{k \ne j} a_{rk} x_k` lies between minus the largest and
+    minus the smallest value the other terms can take within their current intervals;
+    dividing by :math:`a_{rj}` bounds :math:`x_j`. Every :math:`x` with
+    :math:`A x = 0` and :math:`\ell \le x \le u` satisfies each such bound, so narrowing
+    :math:`[\ell_j, u_j]` to it removes no feasible point; by induction the same holds
+    after every pass (each pass uses intervals every feasible point already satisfies).
+    Hence the set :math:`\{x : A x = 0,\ \ell' \le x \le u'\}` with the propagated
+    :math:`\ell', u'` **is** the attacker's feasible set, and its LP bounds are the
+    attacker's bounds — stopping after any pass is as safe as running to the end.
+
+    Floating point: the end points are moved outward by ``1e-12`` relative (at least
+    ``1e-12``) before they are used, so that a rounding error in the sums can never cut
+    a feasible point off (for whole-number intervals below :math:`2^{53}` the sums are
+    exact anyway). A cell's new interval is never wider than its own.
+
+    Args:
+        relations: relations × cells (any real coefficients; zero rows ignored).
+        lower, upper: each cell's own interval (``upper`` may hold ``inf``, ``lower``
+            ``-inf``).
+        passes: most passes over all relations (stopped earlier when none narrows any
+            interval by more than ``1e-9`` relative).
+
+    Returns:
+        (lower, upper, consistent): the propagated intervals, and False when some
+        interval came out empty beyond rounding (no feasible point: the relations and
+        intervals are inconsistent; the intervals returned are then the own ones).
+    """
+    lo0 = np.asarray(lower, dtype=np.float64)
+    hi0 = np.asarray(upper, dtype=np.float64)
+    lo, hi = lo0.copy(), hi0.copy()
+    a = sp.csc_matrix(relations)
+    a.eliminate_zeros()
+    if a.nnz == 0:
+        return lo, hi, True
+    m = a.shape[0]
+    rows = a.indices
+    v = a.data
+    counts = np.diff(a.indptr)
+    has = np.flatnonzero(counts > 0)
+    cols = np.repeat(np.arange(a.shape[1]), counts)
+    starts = a.indptr[has]
+    pos = v > 0
+    for _ in range(passes):
+        l_c, h_c = lo[cols], hi[cols]
+        with np.errstate(invalid="ignore"):
+            tmin = np.where(pos, v * l_c, v * h_c)  # each term's smallest value
+            tmax = np.where(pos, v * h_c, v * l_c)
+        inf_min = np.isinf(tmin)
+        inf_max = np.isinf(tmax)
+        n_inf_min = np.bincount(rows, weights=inf_min, minlength=m)[rows]
+        n_inf_max = np.bincount(rows, weights=inf_max, minlength=m)[rows]
+        s_min = np.bincount(rows, weights=np.where(inf_min, 0.0, tmin), minlength=m)[rows]
+        s_max = np.bincount(rows, weights=np.where(inf_max, 0.0, tmax), minlength=m)[rows]
+        # the other terms' largest and smallest sum (infinite when another term is)
+        o_max = np.where(n_inf_max - inf_max > 0, np.inf, s_max - np.where(inf_max, 0.0, tmax))
+        o_min = np.where(n_inf_min - inf_min > 0, -np.inf, s_min - np.where(inf_min, 0.0, tmin))
+        # a x_j lies in [-o_max, -o_min]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c_lo = np.where(pos, -o_max / v, -o_min / v)
+            c_hi = np.where(pos, -o_min / v, -o_max / v)
+        c_lo = c_lo - 1e-12 * np.maximum(1.0, np.abs(np.where(np.isfinite(c_lo), c_lo, 0.0)))
+        c_hi = c_hi + 1e-12 * np.maximum(1.0, np.abs(np.where(np.isfinite(c_hi), c_hi, 0.0)))
+        new_lo, new_hi = lo.copy(), hi.copy()
+        new_lo[has] = np.maximum(lo[has], np.maximum.reduceat(c_lo, starts))
+        new_hi[has] = np.minimum(hi[has], np.minimum.reduceat(c_hi, starts))
+        if np.any(new_lo > new_hi + tolerance(new_hi)):
+            return lo0.copy(), hi0.copy(), False
+        new_hi = np.maximum(new_hi, new_lo)  # a point met from both sides
+        step = tolerance(new_lo) * 1e-2
+        narrowed = (new_lo > lo + step) | (new_hi < hi - step)
+        lo, hi = new_lo, new_hi
+        if not narrowed.any():
+            break
+    return lo, hi, True
 
 
 def linked_bounds(
@@ -59,6 +286,8 @@ def linked_bounds(
     goal_lower: np.ndarray | None = None,
     goal_upper: np.ndarray | None = None,
     prove: bool = True,
+    propagate: bool = False,
+    pool: Executor | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Min and max of every cell subject to ``relations @ x = 0`` and ``lower ≤ x ≤ upper``.
 
@@ -88,6 +317,10 @@ def linked_bounds(
     n_all = lo.size
     g_lo = np.full(n_all, -np.inf) if goal_lower is None else np.asarray(goal_lower, float)
     g_hi = np.full(n_all, np.inf) if goal_upper is None else np.asarray(goal_upper, float)
+    if propagate and relations.shape[0] > 0:
+        lo, hi, consistent = propagate_bounds(relations, lo, hi)
+        if not consistent:
+            st["inconsistent_components"] += 1
     fixed = hi - lo <= tolerance(lo)
     free = np.flatnonzero(~fixed)
     if free.size == 0 or relations.shape[0] == 0:
@@ -154,7 +387,6 @@ def linked_bounds(
         sub = a_f[rows][:, cols]
         fin = np.concatenate([np.abs(bb), lo[glob], hi[glob][np.isfinite(hi[glob])]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
-        lp = EqualityLP(sub, bb / scale, lo[glob] / scale, hi[glob] / scale)
         lo_s, hi_s = lo[glob] / scale, hi[glob] / scale
         tol = 1e-9 * max(1.0, float(np.abs(bb / scale).max(initial=0.0)))
         if truth is not None:
@@ -163,63 +395,41 @@ def linked_bounds(
         else:
             seen_min = np.full(cols.size, np.inf)
             seen_max = np.full(cols.size, -np.inf)
-        new_lo = lo_s.copy()
-        new_hi = hi_s.copy()
         want_hi = np.minimum(hi_s, g_hi[glob] / scale)
         want_lo = np.maximum(lo_s, g_lo[glob] / scale)
-        # batches first: one LP pushes every cell still short of its wanted bound at once;
-        # the optimum is a feasible point that settles many of them (repeated while it
-        # settles any); the rest get an LP of their own below
-        for side in (-1.0, 1.0):
-            while True:
-                if side < 0:
-                    need = np.flatnonzero((seen_max < want_hi - tol) & np.isfinite(hi_s))
-                else:
-                    need = np.flatnonzero((seen_min > want_lo + tol) & np.isfinite(lo_s))
-                if need.size < 2:
-                    break
-                r = lp.optimise(need, np.full(need.size, side))
-                st["lp"] += 1
-                st["batch_lp"] += 1
-                if r.status != "optimal" or r.x is None:
-                    break
-                np.minimum(seen_min, r.x, out=seen_min)
-                np.maximum(seen_max, r.x, out=seen_max)
-                if side < 0:
-                    settled = seen_max[need] >= want_hi[need] - tol
-                else:
-                    settled = seen_min[need] <= want_lo[need] + tol
-                # proving: while it settles any; else while it settles a fair share
-                if settled.sum() < (1 if prove else max(1, need.size // 50)):
-                    break
-        solved_hi = np.zeros(cols.size, dtype=bool)
-        solved_lo = np.zeros(cols.size, dtype=bool)
-        bad = False
-        for k in range(cols.size if prove else 0):
-            if not seen_max[k] >= want_hi[k] - tol:
-                r = lp.optimise(np.array([k]), np.array([-1.0]))
-                st["lp"] += 1
-                solved_hi[k] = True
-                if r.status == "optimal" and r.x is not None:
-                    new_hi[k] = float(r.x[k])
-                    np.minimum(seen_min, r.x, out=seen_min)
-                    np.maximum(seen_max, r.x, out=seen_max)
-                elif r.status == "unbounded":
-                    new_hi[k] = np.inf
-                else:
-                    bad = True
-                    break
-            if not seen_min[k] <= want_lo[k] + tol:
-                r = lp.optimise(np.array([k]), np.array([1.0]))
-                st["lp"] += 1
-                solved_lo[k] = True
-                if r.status == "optimal" and r.x is not None:
-                    new_lo[k] = float(r.x[k])
-                    np.minimum(seen_min, r.x, out=seen_min)
-                    np.maximum(seen_max, r.x, out=seen_max)
-                else:
-                    bad = True
-                    break
+        args = (sub, bb / scale, lo_s, hi_s, want_lo, want_hi, seen_min, seen_max, tol, prove)
+        if cols.size >= PARALLEL_MIN_CELLS:
+            # a large component: its two sides as independent LP families from the same
+            # feasible points — the maxima in a worker process when there is a pool, the
+            # minima here — and both sides' feasible points pooled below; the same
+            # bounds and points with or without a pool (the result does not depend on
+            # the number of processes)
+            if pool is not None:
+                far = pool.submit(_solve_component, *args, (-1.0,))
+                near = _solve_component(*args, (1.0,))
+                part = far.result()
+                st["parallel_components"] = st.get("parallel_components", 0) + 1
+            else:
+                part = _solve_component(*args, (-1.0,))
+                near = _solve_component(*args, (1.0,))
+            new_lo, solved_lo = near.new_lo, near.solved_lo
+            new_hi, solved_hi = part.new_hi, part.solved_hi
+            seen_min = np.minimum(near.seen_min, part.seen_min)
+            seen_max = np.maximum(near.seen_max, part.seen_max)
+            n_lp, n_batch = near.lp + part.lp, near.batch_lp + part.batch_lp
+            bad = near.bad or part.bad
+        else:
+            one = _solve_component(*args, (-1.0, 1.0))
+            new_lo, new_hi, solved_lo, solved_hi = (
+                one.new_lo,
+                one.new_hi,
+                one.solved_lo,
+                one.solved_hi,
+            )
+            seen_min, seen_max = one.seen_min, one.seen_max
+            n_lp, n_batch, bad = one.lp, one.batch_lp, one.bad
+        st["lp"] += n_lp
+        st["batch_lp"] += n_batch
         if bad:
             st["inconsistent_components"] += 1
             if cache is not None and digest is not None:
@@ -239,12 +449,45 @@ def linked_bounds(
     return lo, hi
 
 
+def _binding_in_component(
+    sub: sp.spmatrix, lo: np.ndarray, hi: np.ndarray, ks: np.ndarray, sides: np.ndarray
+) -> list[np.ndarray | None]:
+    """For each local column ``ks[i]``, the local columns holding its bound on ``sides[i]``.
+
+    One model (``sub x = 0``, ``lo ≤ x ≤ hi``, scaled), re-solved from the last basis
+    for each pair in order; ``None`` where the LP has no optimum. Module level, so that a
+    worker process can run it (:func:`binding_cells` with a pool).
+    """
+    m, n = sub.shape
+    lp = EqualityLP(sub, np.zeros(m), lo, hi)
+    out: list[np.ndarray | None] = []
+    for k, side in zip(ks, sides, strict=True):
+        r = lp.optimise(np.array([k]), np.array([-1.0 if side > 0 else 1.0]))
+        rc = lp.reduced_costs()
+        if r.status != "optimal":
+            out.append(None)
+            continue
+        if rc is None:  # the public path: solve again for the reduced costs
+            c = np.zeros(n)
+            c[k] = -1.0 if side > 0 else 1.0
+            r, rc = solve_with_reduced_costs(c, sub, np.zeros(m), lo, hi)
+            if r.status != "optimal" or rc is None:
+                out.append(None)
+                continue
+        hold = np.abs(rc) > 1e-9
+        hold[k] = False
+        out.append(np.flatnonzero(hold))
+    return out
+
+
 def binding_cells(
     relations: sp.csr_matrix,
     lower: np.ndarray,
     upper: np.ndarray,
     cells: np.ndarray,
     sides: np.ndarray,
+    *,
+    pool: Executor | None = None,
 ) -> list[np.ndarray]:
     """For each ``cells[i]``, the cells whose own interval holds its bound on ``sides[i]``.
 
@@ -254,6 +497,11 @@ def binding_cells(
     returns the other cells with a non-zero reduced cost at the optimum: the bounds that
     hold the optimum there. Widening one of them can move the bound; at that optimum no
     other cell's can (to first order). Empty when the LP has no optimum.
+
+    In a component of at least :data:`PARALLEL_MIN_CELLS` cells the pairs are solved in
+    two halves, each from a model of its own (the first half in a worker process when
+    ``pool`` is given), so the answer — which may depend on the basis an LP starts from
+    when its optimum is degenerate — is the same with or without a pool.
     """
     a = relations.tocsr()
     b = abs(a).tocsr()
@@ -264,7 +512,9 @@ def binding_cells(
     out: list[np.ndarray] = [np.array([], dtype=np.int64)] * len(cells)
     lo_all = np.asarray(lower, dtype=np.float64)
     hi_all = np.asarray(upper, dtype=np.float64)
-    for lab in np.unique(cell_lab[np.asarray(cells, dtype=np.int64)]):
+    cells = np.asarray(cells, dtype=np.int64)
+    sides = np.asarray(sides, dtype=np.float64)
+    for lab in np.unique(cell_lab[cells]):
         cols = np.flatnonzero(cell_lab == lab)
         rows = np.flatnonzero(row_lab == lab)
         if rows.size == 0:
@@ -273,24 +523,22 @@ def binding_cells(
         fin = np.concatenate([lo, hi[np.isfinite(hi)]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
         sub = a[rows][:, cols]
-        lp = EqualityLP(sub, np.zeros(rows.size), lo / scale, hi / scale)
-        for i, (cell, side) in enumerate(zip(cells, sides, strict=True)):
-            if cell_lab[cell] != lab:
-                continue
-            k = int(np.searchsorted(cols, cell))
-            r = lp.optimise(np.array([k]), np.array([-1.0 if side > 0 else 1.0]))
-            rc = lp.reduced_costs()
-            if r.status != "optimal":
-                continue
-            if rc is None:  # the public path: solve again for the reduced costs
-                c = np.zeros(cols.size)
-                c[k] = -1.0 if side > 0 else 1.0
-                r, rc = solve_with_reduced_costs(
-                    c, sub, np.zeros(rows.size), lo / scale, hi / scale
-                )
-                if r.status != "optimal" or rc is None:
-                    continue
-            hold = np.abs(rc) > 1e-9
-            hold[k] = False
-            out[i] = cols[hold].astype(np.int64)
+        which = np.flatnonzero(cell_lab[cells] == lab)
+        ks = np.searchsorted(cols, cells[which])
+        args = (sub, lo / scale, hi / scale)
+        if cols.size >= PARALLEL_MIN_CELLS and which.size >= 2:
+            half = which.size // 2
+            first = (ks[:half], sides[which[:half]])
+            second = (ks[half:], sides[which[half:]])
+            if pool is not None:
+                far = pool.submit(_binding_in_component, *args, *first)
+                got = _binding_in_component(*args, *second)
+                got = far.result() + got
+            else:
+                got = _binding_in_component(*args, *first) + _binding_in_component(*args, *second)
+        else:
+            got = _binding_in_component(*args, ks, sides[which])
+        for i, hold in zip(which, got, strict=True):
+            if hold is not None:
+                out[i] = cols[hold].astype(np.int64)
     return out

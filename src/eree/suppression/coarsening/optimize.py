@@ -39,7 +39,9 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,7 +51,7 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check, flo
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import binding_cells, tolerance
+from eree.suppression.linked import binding_cells, lp_pool, tolerance
 from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
@@ -409,6 +411,7 @@ def greedy_coarsen(
     bases: Sequence[float] | np.ndarray | None = None,
     hub_cost: bool = False,
     floor: np.ndarray | float | None = None,
+    workers: int | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -448,7 +451,58 @@ def greedy_coarsen(
             exactly), given to every check (:func:`~.check.disclosure_check`), to the
             optimum's binding cells and to the last resort (``secondary.floor``, the
             largest value of ``floor``). None: nothing.
+        workers: processes solving the attacker's LPs of a large component (its maxima
+            and its minima side by side, :func:`~eree.suppression.linked.lp_pool`); the
+            same publication as with one. Default: up to 2, the machine's CPUs.
     """
+    n_workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
+    with lp_pool(n_workers) as pool:
+        return _greedy_coarsen(
+            tables,
+            attribute,
+            primary,
+            pool,
+            rounding=rounding,
+            seed=seed,
+            max_rounds=max_rounds,
+            patience=patience,
+            secondary=secondary,
+            progress=progress,
+            tightening=tightening,
+            escalate=escalate,
+            local=local,
+            ladder=ladder,
+            dual_limit=dual_limit,
+            full_check=full_check,
+            bases=bases,
+            hub_cost=hub_cost,
+            floor=floor,
+        )
+
+
+def _greedy_coarsen(
+    tables: LinkedTables,
+    attribute: str,
+    primary: PrimaryResult,
+    pool: Executor | None,
+    *,
+    rounding: str,
+    seed: int | None,
+    max_rounds: int,
+    patience: int,
+    secondary: SecondaryConfig | None,
+    progress: Callable[[int, int], None] | None,
+    tightening: bool,
+    escalate: int,
+    local: bool,
+    ladder: str | None,
+    dual_limit: int,
+    full_check: bool,
+    bases: Sequence[float] | np.ndarray | None,
+    hub_cost: bool,
+    floor: np.ndarray | float | None,
+) -> CoarseningResult:
+    """:func:`greedy_coarsen` with its LP pool (``None``: one process)."""
     if rounding not in ("deterministic", "random"):
         raise ValueError("rounding must be 'deterministic' or 'random'")
     lad = ladder or ("grid" if rounding == "deterministic" and bases is None else "rounding")
@@ -545,6 +599,7 @@ def greedy_coarsen(
             sensitive_only=True,
             prove=prove,
             floor=floor,
+            pool=pool,
         )
         rounds += 1
         bad = np.flatnonzero(chk.violated)
@@ -571,7 +626,9 @@ def greedy_coarsen(
             sides = np.concatenate([np.ones(up.size), -np.ones(dn.size)])
             which = np.concatenate([up, dn])
             for c, js in zip(
-                which, binding_cells(tables.relations, own_lo, own_hi, which, sides), strict=True
+                which,
+                binding_cells(tables.relations, own_lo, own_hi, which, sides, pool=pool),
+                strict=True,
             ):
                 holders[int(c)] = np.union1d(holders.get(int(c), js), js)
         moved = False
@@ -617,7 +674,14 @@ def greedy_coarsen(
         level[sec.suppressed] = top
         p = pub(level)
         chk = disclosure_check(
-            tables, p, attribute, primary, cache=cache, sensitive_only=True, floor=floor
+            tables,
+            p,
+            attribute,
+            primary,
+            cache=cache,
+            sensitive_only=True,
+            floor=floor,
+            pool=pool,
         )
         rounds += 1
         if progress is not None:
@@ -626,7 +690,7 @@ def greedy_coarsen(
     # the final check of ``p``: the full one (every bound the tightest, cells pinned);
     # without it, the proven verdict (exact for violations; no bounds, no pinned count)
     if full_check:
-        chk = disclosure_check(tables, p, attribute, primary, floor=floor)
+        chk = disclosure_check(tables, p, attribute, primary, floor=floor, pool=pool)
     else:
         chk = disclosure_check(
             tables,
@@ -637,6 +701,7 @@ def greedy_coarsen(
             sensitive_only=True,
             prove=True,
             floor=floor,
+            pool=pool,
         )
     n_tight = 0
     if (
@@ -662,7 +727,14 @@ def greedy_coarsen(
             # violated one by the LP optimum); q's feasible set is p's, so p's tightest
             # bounds are q's
             q_chk = disclosure_check(
-                tables, q, attribute, primary, cache=cache, sensitive_only=True, floor=floor
+                tables,
+                q,
+                attribute,
+                primary,
+                cache=cache,
+                sensitive_only=True,
+                floor=floor,
+                pool=pool,
             )
             if not q_chk.violated.any():
                 pinned = (chk.upper - chk.lower <= tolerance(chk.upper)) & (q.status != "exact")
