@@ -128,11 +128,8 @@ def _whole(value: Any, where: str, least: int) -> int:
     return value
 
 
-def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
-    """``[protection]``, each key checked against its declared type and range."""
-    if not isinstance(p, dict):
-        raise SpecError("[protection] must be a table")
-    check_keys(p, _PROTECTION_KEYS, "[protection]")
+def _with_defaults(p: dict[str, Any]) -> dict[str, Any]:
+    """``[protection]`` over its declared defaults; ``mode`` and ``rounding`` checked."""
     d = {k.name: k.default for k in schema.section("[protection]").keys}
     d.update(p)
     for k in ("mode", "rounding"):
@@ -141,6 +138,15 @@ def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
             raise SpecError(f"[protection].{k} is required (one of {', '.join(allowed)})")
         if d[k] not in allowed:
             raise SpecError(f"[protection].{k} must be one of {', '.join(allowed)}")
+    return d
+
+
+def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
+    """``[protection]``, each key checked against its declared type and range."""
+    if not isinstance(p, dict):
+        raise SpecError("[protection] must be a table")
+    check_keys(p, _PROTECTION_KEYS, "[protection]")
+    d = _with_defaults(p)
     attrs = confidential
     if d["attributes"] is not None:
         attrs = domain_values(d["attributes"], "[protection].attributes")
@@ -182,14 +188,7 @@ def _job_protection(p: Any) -> ProtectionSpec:
                 f'[protection].{k} does not apply to job tables ([data] kind = "eree"): their '
                 "rule is the small-cell rule on jobs (threshold, min_protection): remove it"
             )
-    d = {k.name: k.default for k in schema.section("[protection]").keys}
-    d.update(p)
-    for k in ("mode", "rounding"):
-        allowed = schema.key("[protection]", k).allowed
-        if d[k] is schema.REQUIRED:
-            raise SpecError(f"[protection].{k} is required (one of {', '.join(allowed)})")
-        if d[k] not in allowed:
-            raise SpecError(f"[protection].{k} must be one of {', '.join(allowed)}")
+    d = _with_defaults(p)
     threshold = _whole(d["threshold"], "[protection].threshold (job tables)", 1)
     prot = number(d["min_protection"], "[protection].min_protection", positive=False)
     if not (1 <= prot <= 1e12 and prot == int(prot)):
