@@ -66,23 +66,26 @@ _AGES = ("A01", "A02", "A03")
 
 
 def own_bounds(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's interval from its own status, in whole jobs (suppressed: [0, inf))."""
-    st = frame.get_column("status").to_numpy().astype(str)
-    v = frame.get_column("value").fill_null(np.nan).to_numpy().astype(np.float64)
-    b = frame.get_column("base").fill_null(np.nan).to_numpy().astype(np.float64)
-    lo_r = frame.get_column("lower").fill_null(np.nan).to_numpy().astype(np.float64)
-    hi_r = frame.get_column("upper").fill_null(np.nan).to_numpy().astype(np.float64)
-    lo = np.zeros(st.size)
-    hi = np.full(st.size, np.inf)
-    m = st == "exact"
-    lo[m], hi[m] = v[m], v[m]
-    m = st == "rounded"
-    lo[m], hi[m] = v[m] - b[m] / 2.0, v[m] + b[m] / 2.0
-    m = st == "range"
-    lo[m], hi[m] = lo_r[m], np.where(np.isnan(hi_r[m]), np.inf, hi_r[m])
-    lo = np.ceil(np.maximum(lo, 0.0) - 1e-9)
-    hi = np.where(np.isfinite(hi), np.floor(hi + 1e-9), np.inf)
-    return lo, hi
+    """Each cell's interval from its own status, in whole jobs (suppressed: [0, inf)).
+
+    The table format's columns read as a :class:`~eree.suppression.coarsening.Publication`
+    (its ``own_bounds``: one reading of a status for the optimizer and the files); a
+    range without an upper end is open.
+    """
+    from eree.suppression.coarsening.publication import Publication
+
+    def col(name: str) -> np.ndarray:
+        return frame.get_column(name).fill_null(np.nan).to_numpy().astype(np.float64)
+
+    upper = col("upper")
+    return Publication(
+        status=frame.get_column("status").to_numpy().astype(str),
+        value=col("value"),
+        base=col("base"),
+        lower=col("lower"),
+        upper=np.where(np.isnan(upper), np.inf, upper),
+        integer=True,
+    ).own_bounds()
 
 
 def _grid(frame: pl.DataFrame, sectors: Sequence[str]) -> tuple[list[str], list[tuple]]:

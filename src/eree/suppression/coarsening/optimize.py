@@ -43,6 +43,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -586,21 +587,15 @@ def _greedy_coarsen(
     rounds = 0
     best, since = n + 1, 0
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
+    # every check of this run: the same tables, rules, disclosed floor and LP pool
+    check = partial(
+        disclosure_check, tables, attribute=attribute, primary=primary, floor=floor, pool=pool
+    )
     streak = np.zeros(n, dtype=np.int64)
     prove = False  # heuristic rounds (violations unproven) until they stall
     while True:
         p = pub(level)
-        chk = disclosure_check(
-            tables,
-            p,
-            attribute,
-            primary,
-            cache=cache,
-            sensitive_only=True,
-            prove=prove,
-            floor=floor,
-            pool=pool,
-        )
+        chk = check(p, cache=cache, sensitive_only=True, prove=prove)
         rounds += 1
         bad = np.flatnonzero(chk.violated)
         streak = np.where(chk.violated, streak + 1, 0)
@@ -673,36 +668,14 @@ def _greedy_coarsen(
         last_resort = int((sec.suppressed & (level < top)).sum())
         level[sec.suppressed] = top
         p = pub(level)
-        chk = disclosure_check(
-            tables,
-            p,
-            attribute,
-            primary,
-            cache=cache,
-            sensitive_only=True,
-            floor=floor,
-            pool=pool,
-        )
+        chk = check(p, cache=cache, sensitive_only=True)
         rounds += 1
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
     p = pub(level)
     # the final check of ``p``: the full one (every bound the tightest, cells pinned);
     # without it, the proven verdict (exact for violations; no bounds, no pinned count)
-    if full_check:
-        chk = disclosure_check(tables, p, attribute, primary, floor=floor, pool=pool)
-    else:
-        chk = disclosure_check(
-            tables,
-            p,
-            attribute,
-            primary,
-            cache=cache,
-            sensitive_only=True,
-            prove=True,
-            floor=floor,
-            pool=pool,
-        )
+    chk = check(p) if full_check else check(p, cache=cache, sensitive_only=True, prove=True)
     n_tight = 0
     if (
         full_check
@@ -730,7 +703,7 @@ def _greedy_coarsen(
             # number), so p's bounds are not taken for q's: on NY two large totals came
             # out pinned by the attacker's LP of the tightened publication though p's
             # check pinned none.
-            q_chk = disclosure_check(tables, q, attribute, primary, floor=floor, pool=pool)
+            q_chk = check(q)
             if not q_chk.violated.any():
                 chk = q_chk
                 p, n_tight = q, int(finer.sum())
