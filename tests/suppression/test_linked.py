@@ -253,3 +253,63 @@ def test_two_processes_give_the_bounds_and_binding_cells_of_one(seed, monkeypatc
     assert _same(linked_bounds(rel, lo, hi, truth=v, propagate=True), exp)
     assert st["parallel_components"] == st["components"] > 0
     assert [h.tolist() for h in held] == [h.tolist() for h in alone]
+
+
+def _holders_all_columns(
+    rel: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, k: int, side: float
+) -> np.ndarray | None:
+    """The cells with a non-zero reduced cost at the optimum of max/min ``x[k]``, every
+    cell a column (exact ones with equal bounds): ``linprog`` (HiGHS), not the code under
+    test."""
+    n = rel.shape[1]
+    c = np.zeros(n)
+    c[k] = -1.0 if side > 0 else 1.0
+    b = list(zip(lo, np.where(np.isinf(hi), None, hi), strict=True))
+    r = linprog(c, A_eq=rel, b_eq=np.zeros(rel.shape[0]), bounds=b, method="highs")
+    if r.status != 0:
+        return None
+    rc = np.asarray(r.lower.marginals) + np.asarray(r.upper.marginals)
+    hold = np.abs(rc) > 1e-9
+    hold[k] = False
+    return np.flatnonzero(hold)
+
+
+@pytest.mark.parametrize("lp_path", ["warm", "linprog"])
+@pytest.mark.parametrize("seed", range(8))
+def test_binding_cells_without_exact_columns_are_those_of_the_lp_with_every_cell(
+    seed: int, lp_path: str, monkeypatch
+) -> None:
+    """``binding_cells`` solves over the cells not published exactly and prices the exact
+    ones from the row duals (``−aⱼᵀy``). On generic data (values and interval ends drawn
+    from a continuous law, so every optimum is non-degenerate and its duals unique) the
+    cells returned are those of the LP with every cell a column — exact cells included,
+    which hold most optima. Power: some exact cell is among them in every seed."""
+    from eree.suppression.linked import binding_cells
+
+    if lp_path == "linprog":
+        monkeypatch.setenv("EREE_LP", "linprog")
+    rng = np.random.default_rng(100 + seed)
+    rel, v = _two_tables(seed)
+    v = v + 0.0
+    x = rng.uniform(1.0, 9.0, size=(2, 3, 3))
+    for t in range(2):  # continuous values, the same relations
+        vt = np.concatenate([x[t].ravel(), x[t].sum(1), x[t].sum(0), [x[t].sum()]])
+        v[16 * t : 16 * (t + 1)] = vt
+    kind = rng.integers(0, 3, size=v.size)
+    lo, hi = v.copy(), v.copy()
+    w = rng.uniform(0.5, 3.0, size=v.size)
+    lo[kind == 1], hi[kind == 1] = 0.0, np.inf
+    lo[kind == 2] = np.maximum(0.0, v[kind == 2] - w[kind == 2] * rng.uniform(0.2, 0.8))
+    hi[kind == 2] = v[kind == 2] + w[kind == 2]
+    cells = np.flatnonzero(kind != 0)
+    sides = np.where(np.arange(cells.size) % 2 == 0, 1.0, -1.0)
+    got = binding_cells(rel, lo, hi, cells, sides)
+    some_exact = False
+    for k, side, held in zip(cells, sides, got, strict=True):
+        exp = _holders_all_columns(rel, lo, hi, int(k), float(side))
+        if exp is None:
+            assert held.size == 0
+            continue
+        assert held.tolist() == exp.tolist()
+        some_exact |= bool((kind[held] == 0).any())
+    assert some_exact

@@ -49,7 +49,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from eree.suppression.audit import peel
-from eree.suppression.lp import EqualityLP, solve_with_reduced_costs
+from eree.suppression.lp import EqualityLP, solve_with_duals
 
 __all__ = [
     "PARALLEL_MIN_CELLS",
@@ -450,33 +450,36 @@ def linked_bounds(
 
 
 def _binding_in_component(
-    sub: sp.spmatrix, lo: np.ndarray, hi: np.ndarray, ks: np.ndarray, sides: np.ndarray
-) -> list[np.ndarray | None]:
-    """For each local column ``ks[i]``, the local columns holding its bound on ``sides[i]``.
+    sub: sp.spmatrix,
+    b: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ks: np.ndarray,
+    sides: np.ndarray,
+) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """For each local column ``ks[i]``: reduced costs and row duals of its ``sides[i]`` bound.
 
-    One model (``sub x = 0``, ``lo ≤ x ≤ hi``, scaled), re-solved from the last basis
+    One model (``sub x = b``, ``lo ≤ x ≤ hi``, scaled), re-solved from the last basis
     for each pair in order; ``None`` where the LP has no optimum. Module level, so that a
     worker process can run it (:func:`binding_cells` with a pool).
     """
-    m, n = sub.shape
-    lp = EqualityLP(sub, np.zeros(m), lo, hi)
-    out: list[np.ndarray | None] = []
+    n = sub.shape[1]
+    lp = EqualityLP(sub, b, lo, hi)
+    out: list[tuple[np.ndarray, np.ndarray] | None] = []
     for k, side in zip(ks, sides, strict=True):
         r = lp.optimise(np.array([k]), np.array([-1.0 if side > 0 else 1.0]))
-        rc = lp.reduced_costs()
+        rc, y = lp.reduced_costs(), lp.row_duals()
         if r.status != "optimal":
             out.append(None)
             continue
-        if rc is None:  # the public path: solve again for the reduced costs
+        if rc is None or y is None:  # the public path: solve again for the duals
             c = np.zeros(n)
             c[k] = -1.0 if side > 0 else 1.0
-            r, rc = solve_with_reduced_costs(c, sub, np.zeros(m), lo, hi)
-            if r.status != "optimal" or rc is None:
+            r, rc, y = solve_with_duals(c, sub, b, lo, hi)
+            if r.status != "optimal" or rc is None or y is None:
                 out.append(None)
                 continue
-        hold = np.abs(rc) > 1e-9
-        hold[k] = False
-        out.append(np.flatnonzero(hold))
+        out.append((rc, y))
     return out
 
 
@@ -489,43 +492,64 @@ def binding_cells(
     *,
     pool: Executor | None = None,
 ) -> list[np.ndarray]:
-    """For each ``cells[i]``, the cells whose own interval holds its bound on ``sides[i]``.
+    r"""For each ``cells[i]``, the cells whose own interval holds its bound on ``sides[i]``.
 
     Solves the max (``sides[i]`` > 0) or min of ``x[cells[i]]`` over ``relations @ x = 0``,
-    ``lower ≤ x ≤ upper`` — every cell of its connected component a column, exact ones
-    with equal bounds; one model per component, re-solved from the last basis — and
-    returns the other cells with a non-zero reduced cost at the optimum: the bounds that
-    hold the optimum there. Widening one of them can move the bound; at that optimum no
-    other cell's can (to first order). Empty when the LP has no optimum.
+    ``lower ≤ x ≤ upper`` and returns the other cells with a non-zero reduced cost at the
+    optimum: the bounds that hold the optimum there. Widening one of them can move the
+    bound; at that optimum no other cell's can (to first order). Empty when the LP has
+    no optimum.
+
+    **Fixed cells are not columns.** A cell whose interval is a point (published exactly)
+    is substituted into the right-hand sides, and the LP is solved over the other cells,
+    one model per connected component of them (re-solved from the last basis for each
+    pair in it). Its optimal basis, with every fixed cell at its value, is an optimal
+    basis of the LP with the fixed cells as columns, and its row duals :math:`y` are that
+    LP's duals (a fixed column's dual constraint is free): a fixed cell :math:`j`'s
+    reduced cost is :math:`-a_j^\top y` (its objective coefficient is 0), computed from
+    the rows of the component it is in. So the cells returned are those of the LP with
+    every cell a column solved at that basis, while the LP solved holds only the cells
+    not published exactly — on NY a few thousand of 84,188.
 
     In a component of at least :data:`PARALLEL_MIN_CELLS` cells the pairs are solved in
     two halves, each from a model of its own (the first half in a worker process when
     ``pool`` is given), so the answer — which may depend on the basis an LP starts from
     when its optimum is degenerate — is the same with or without a pool.
     """
-    a = relations.tocsr()
-    b = abs(a).tocsr()
-    n = b.shape[1]
-    adj = sp.bmat([[None, b.T], [b, None]], format="csr")
-    _, labels = connected_components(adj, directed=False)
-    cell_lab, row_lab = labels[:n], labels[n:]
-    out: list[np.ndarray] = [np.array([], dtype=np.int64)] * len(cells)
+    a = relations.tocsc()
     lo_all = np.asarray(lower, dtype=np.float64)
     hi_all = np.asarray(upper, dtype=np.float64)
     cells = np.asarray(cells, dtype=np.int64)
     sides = np.asarray(sides, dtype=np.float64)
-    for lab in np.unique(cell_lab[cells]):
+    out: list[np.ndarray] = [np.array([], dtype=np.int64)] * len(cells)
+    fixed = hi_all - lo_all <= tolerance(lo_all)
+    fixed[cells] = False  # the cell bounded is a column
+    free = np.flatnonzero(~fixed)
+    fix_idx = np.flatnonzero(fixed)
+    a_fix = a[:, fix_idx].tocsr()
+    rhs = -(a_fix @ lo_all[fix_idx])
+    a_f = a[:, free].tocsr()
+    bin_f = abs(a_f).tocsr()
+    m_free = free.size
+    adj = sp.bmat([[None, bin_f.T], [bin_f, None]], format="csr")
+    _, labels = connected_components(adj, directed=False)
+    cell_lab, row_lab = labels[:m_free], labels[m_free:]
+    row_has = np.diff(bin_f.indptr) > 0
+    local = np.searchsorted(free, cells)  # every cell bounded is free
+    for lab in np.unique(cell_lab[local]):
         cols = np.flatnonzero(cell_lab == lab)
-        rows = np.flatnonzero(row_lab == lab)
+        rows = np.flatnonzero((row_lab == lab) & row_has)
         if rows.size == 0:
             continue
-        lo, hi = lo_all[cols], hi_all[cols]
-        fin = np.concatenate([lo, hi[np.isfinite(hi)]])
+        glob = free[cols]
+        lo, hi = lo_all[glob], hi_all[glob]
+        bb = rhs[rows]
+        fin = np.concatenate([np.abs(bb), lo, hi[np.isfinite(hi)]])
         scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
-        sub = a[rows][:, cols]
-        which = np.flatnonzero(cell_lab[cells] == lab)
-        ks = np.searchsorted(cols, cells[which])
-        args = (sub, lo / scale, hi / scale)
+        sub = a_f[rows][:, cols]
+        which = np.flatnonzero(cell_lab[local] == lab)
+        ks = np.searchsorted(cols, local[which])
+        args = (sub, bb / scale, lo / scale, hi / scale)
         if cols.size >= PARALLEL_MIN_CELLS and which.size >= 2:
             half = which.size // 2
             first = (ks[:half], sides[which[:half]])
@@ -538,7 +562,17 @@ def binding_cells(
                 got = _binding_in_component(*args, *first) + _binding_in_component(*args, *second)
         else:
             got = _binding_in_component(*args, ks, sides[which])
-        for i, hold in zip(which, got, strict=True):
-            if hold is not None:
-                out[i] = cols[hold].astype(np.int64)
+        # the fixed cells in the component's rows, and their columns there
+        a_rows_fix = a_fix[rows].tocsc()
+        touch = np.flatnonzero(np.diff(a_rows_fix.indptr) > 0)
+        a_touch_t = a_rows_fix[:, touch].T.tocsr()
+        for i, k, duals in zip(which, ks, got, strict=True):
+            if duals is None:
+                continue
+            rc, y = duals
+            hold = np.abs(rc) > 1e-9
+            hold[k] = False
+            rc_fix = -(a_touch_t @ y)
+            held = np.concatenate([glob[hold], fix_idx[touch[np.abs(rc_fix) > 1e-9]]])
+            out[i] = np.sort(held).astype(np.int64)
     return out

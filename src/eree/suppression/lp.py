@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-__all__ = ["EqualityLP", "LPResult", "solve", "solve_with_reduced_costs", "warm_start_available"]
+__all__ = ["EqualityLP", "LPResult", "solve", "solve_with_duals", "warm_start_available"]
 
 try:  # SciPy's private binding of the HiGHS object (scipy >= 1.15)
     from scipy.optimize._highspy import _core as _hc
@@ -117,26 +117,28 @@ def solve(c: np.ndarray, a: sp.spmatrix, b: np.ndarray, lb: np.ndarray, ub: np.n
     return _run(_model(c, a, b, lb, ub))
 
 
-def solve_with_reduced_costs(
+def solve_with_duals(
     c: np.ndarray, a: sp.spmatrix, b: np.ndarray, lb: np.ndarray, ub: np.ndarray
-) -> tuple[LPResult, np.ndarray | None]:
-    """``min c·x`` s.t. ``a x = b``, ``lb ≤ x ≤ ub``, and each column's reduced cost.
+) -> tuple[LPResult, np.ndarray | None, np.ndarray | None]:
+    """``min c·x`` s.t. ``a x = b``, ``lb ≤ x ≤ ub``; each column's reduced cost, each row's dual.
 
-    A non-zero reduced cost marks a column held at one of its bounds by the optimum:
-    relaxing that bound by δ improves the objective by up to ``|reduced cost|·δ``.
+    Both ``None`` without an optimum. The reduced costs are ``c − aᵀy`` for the row duals
+    ``y``. A non-zero reduced cost marks a column held at one of its bounds by the
+    optimum: relaxing that bound by δ improves the objective by up to ``|reduced cost|·δ``.
     """
     if not warm_start_available():
         res = linprog(c, A_eq=a, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs")
         status = {0: "optimal", 2: "infeasible", 3: "unbounded"}.get(res.status, "error")
         if status != "optimal":
-            return LPResult(status, None, str(res.message)), None
+            return LPResult(status, None, str(res.message)), None, None
         rc = np.asarray(res.lower.marginals) + np.asarray(res.upper.marginals)
-        return LPResult(status, np.asarray(res.x)), rc
+        return LPResult(status, np.asarray(res.x)), rc, np.asarray(res.eqlin.marginals)
     h = _model(c, a, b, lb, ub, presolve=True)
     r = _run(h)
     if r.status != "optimal":
-        return r, None
-    return r, np.asarray(h.getSolution().col_dual)
+        return r, None, None
+    sol = h.getSolution()
+    return r, np.asarray(sol.col_dual), np.asarray(sol.row_dual)
 
 
 class EqualityLP:
@@ -159,10 +161,18 @@ class EqualityLP:
             self._h.setOptionValue("simplex_strategy", 4)
         self._last: np.ndarray | None = None
         self._rc: np.ndarray | None = None
+        self._y: np.ndarray | None = None
 
     def reduced_costs(self) -> np.ndarray | None:
         """Each column's reduced cost at the last optimum (None without the warm path)."""
         return self._rc
+
+    def row_duals(self) -> np.ndarray | None:
+        """Each row's dual ``y`` at the last optimum (None without the warm path).
+
+        The reduced costs are ``c − aᵀy``.
+        """
+        return self._y
 
     def optimise(self, cost_index: np.ndarray, cost_value: np.ndarray) -> LPResult:
         """Minimise ``Σ cost_value[k] · x[cost_index[k]]`` (all other costs 0)."""
@@ -177,9 +187,11 @@ class EqualityLP:
         self._h.changeColsCost(idx.size, idx, val)
         self._last = idx
         res = _run(self._h)
-        self._rc = None
+        self._rc = self._y = None
         if res.status == "optimal":
-            self._rc = np.asarray(self._h.getSolution().col_dual)
+            sol = self._h.getSolution()
+            self._rc = np.asarray(sol.col_dual)
+            self._y = np.asarray(sol.row_dual)
         if res.status == "error":
             # the warm start can end in an unknown status (seen on small components with
             # an unbounded side): solve this objective again from scratch
