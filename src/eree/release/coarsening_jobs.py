@@ -205,8 +205,8 @@ def jobs_release(
         stats.setdefault(k, 0)  # no block with a job: no chunk
     if stats["violations_check"]:
         raise EreeError(
-            f"the optimizer left {stats['violations_check']} sensitive cells narrowed below "
-            "the rule; nothing written"
+            "the optimizer left sensitive cells narrowed below the rule (an internal error; "
+            "their number is not printed); nothing written"
         )
     label = blocks[0][:2] if plan.output.format is not None and blocks else "all"
     measures = _measures(published, exact)
