@@ -317,3 +317,25 @@ def test_the_verdict_only_final_check_passes_the_full_check_and_the_audit():
     assert res.tightened == 0
     assert not disclosure_check(tables, res.publication, "emp", prim).violated.any()
     assert _audit_independently(tables, res.publication, prim) == 0
+
+
+def test_the_tightened_publication_states_its_own_check():
+    """The result's check is that of the publication it returns, not of the one before
+    tightening. On the 2 × 2 table the optimizer's passing publication publishes a cell
+    as a range though the others pin it (one pinned cell); tightening publishes that cell
+    exactly, so the publication returned pins none. Its pinned cells are counted here by
+    the reconstruction audit's reader and LP on the returned publication: the cells whose
+    interval is one point and that are not published exactly."""
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    before = greedy_coarsen(tables, "emp", prim, tightening=False)
+    res = greedy_coarsen(tables, "emp", prim)
+    assert res.tightened > 0
+    frame = res.publication.to_frame(tables, "emp").drop("attribute")
+    audit = interval_audit(from_frame(frame, relations=tables.relations, integer=True))
+    point = audit.upper - audit.lower <= 1e-9
+    pinned = point & (res.publication.status != "exact")
+    assert before.check.pinned.sum() > pinned.sum()  # the two checks differ here
+    assert np.array_equal(res.check.pinned, pinned)
+    assert res.summary()["audit"]["cells_pinned"] == int(pinned.sum())
+    assert not res.check.violated.any() and _audit_independently(tables, res.publication, prim) == 0
