@@ -194,7 +194,7 @@ def jobs_release(
     published, stats = coarsen_jobs(
         truth,
         exact,
-        threshold=p.threshold,
+        threshold=max(p.threshold, 1),  # 0 (off) is 1: no cell holds 1 to 0 jobs
         rounding=p.rounding,
         seed=seed,
         protection=p.min_protection,
@@ -265,7 +265,10 @@ def _manifest(
     rules = {
         "rule": "small-cell rule on jobs: every job is a contributor",
         "threshold": thr,
-        "sensitive": f"a cell with 1 to {thr - 1} jobs (none when the threshold is 1)",
+        "sensitive": f"a cell with 1 to {thr - 1} jobs"
+        if thr > 1
+        else "none: the threshold rule is off (threshold 0 or 1), every cell is published "
+        "exactly",
         "min_protection": prot,
         "protection_interval": "[max(T − p, P), T + p] with p = min_protection jobs and P "
         "the least the cell can hold given which cells are non-zero (1 for a cell with a "
