@@ -109,8 +109,10 @@ class Check:
     See docs/design.md#validation.
 
     ``message`` names the rule, never a value of an offending row (not even its id:
-    an error message repeats no data value). Spark does not number rows, so the error
-    names file and column only.
+    an error message repeats no data value). Spark does not number rows: this error
+    names file and column, and the engine gives the Polars loader's line for the same
+    input instead, row included, where that loader reads the files
+    (:func:`eree.engine.spark.session.spark_input_error`).
     """
 
     violation: Column
