@@ -43,7 +43,7 @@ BAD = [
     ("min_protection = 1", "min_protection = 1\nbases = [2, 3]", "'bases' in [protection]"),
     ('mode = "coarsening"', 'mode = "rounding"', "[protection].mode"),
     ('rounding = "deterministic"', 'rounding = "nearest"', "[protection].rounding"),
-    ("threshold = 3", "threshold = 0", "[protection].threshold"),
+    ("threshold = 3", "threshold = -1", "[protection].threshold"),
     ("threshold = 3", "threshold = 2.5", "[protection].threshold"),
     ("threshold = 3", 'threshold = "3"', "[protection].threshold"),
     ("min_protection = 1", "min_protection = 0", "[protection].min_protection"),

@@ -431,3 +431,29 @@ def test_job_selection_keys_apply_as_for_a_privacy_release(tmp_path):
     ups = _read(out / "agency" / "pa_wac_S000_JT02_2015_upper.csv.gz")
     assert lows["C000"].sum() <= n_private <= ups["C000"].fill_null(10**9).sum()
     assert vals["C000"].sum() <= ups["C000"].fill_null(10**9).sum()
+
+
+@pytest.mark.parametrize("threshold", [0, 1])
+def test_threshold_0_turns_the_rule_off_as_for_establishments(tmp_path, threshold):
+    """``threshold = 0`` means the threshold rule is off, as it does for establishments;
+    for jobs it is the same as 1 (no cell holds 1 to 0 jobs). The threshold is the job
+    tables' only rule, so no cell is sensitive: nothing needs protecting and every cell
+    is published exactly, the true count (from the records by the audit's own reader),
+    and the manifest says the rule is off."""
+    spec = write_case(tmp_path, threshold=threshold)
+    out = tmp_path / "rel"
+    r = run_cli(["protect", str(spec), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "NO FORMAL GUARANTEE" in r.stdout
+    m = json.loads((out / "manifest.json").read_text())
+    rules = m["protection"]["rules"]
+    assert rules["threshold"] == threshold
+    assert rules["sensitive"].startswith("none: the threshold rule is off")
+    _, exact = truth_of(tmp_path)
+    published = pl.read_parquet(out / "tables" / "coarsened.parquet")
+    keys = ["table", "block", *ATTRS]
+    j = published.join(exact.select(*keys, pl.col("value").alias("_t")), on=keys, how="left",
+                       nulls_equal=True)  # fmt: skip
+    assert j.height == exact.height and j["_t"].null_count() == 0
+    assert set(j["status"]) == {"exact"}
+    assert np.array_equal(j["value"].to_numpy(), j["_t"].to_numpy())

@@ -397,3 +397,30 @@ def test_both_engines_publish_the_same_files(tmp_path):
     for m in (ma, mb):
         m.pop("created"), m.pop("engine")
     assert ma == mb
+
+
+def test_threshold_0_turns_the_threshold_rule_off(tmp_path):
+    """``threshold = 0`` is the threshold rule off (as for job tables); with the dominance
+    and p% rules off too no cell is sensitive, so every cell is published exactly, its
+    true value (the linked tables rebuilt from the raw data), and the manifest states
+    the threshold rule as off (null). A negative threshold is refused, naming the key."""
+    off = (
+        SPEC.replace("threshold = 3", "threshold = 0")
+        .replace("dominance_k = 80.0", "dominance_k = 0")
+        .replace("p_percent = 10.0", "p_percent = 0")
+    )
+    spec = write_case(tmp_path, spec=off)
+    out = tmp_path / "rel"
+    r = run_cli(["protect", str(spec), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["protection"]["rules"]["threshold"] is None
+    published = pl.read_parquet(out / "tables" / "coarsened.parquet")
+    assert set(published["status"]) == {"exact"}
+    tables, _ = truth(frame())
+    for a in MEASURES:
+        part = published.filter(pl.col("attribute") == a)
+        assert np.allclose(part["value"].to_numpy(), tables.values(a).astype(float))
+    bad = write_case(tmp_path / "neg", spec=off.replace("threshold = 0", "threshold = -1"))
+    r = run_cli(["protect", str(bad), "--out", str(tmp_path / "neg" / "rel")])
+    assert r.exit_code == 2 and "[protection].threshold" in r.stderr

@@ -142,7 +142,7 @@ def derive_naics_columns(
         idx = first_true(~sector.is_in(known.implode()))
         if idx is not None:
             raise DataValidationError(
-                f"NAICS sector {sector[idx]!r} has no BLS supersector",
+                "NAICS sector (the first two digits) has no BLS supersector",
                 file=file,
                 row=idx + 1,
                 column=naics,
@@ -255,11 +255,11 @@ def _check_unique_ids(df: pl.DataFrame, column: str, parts: list[_Part], file: s
     repeat = first_repeat(df.get_column(column))
     if repeat is None:
         return
-    idx, first, value = repeat
+    idx, first, _ = repeat
     first_file, first_row = _locate(parts, first + 1)
     at_file, at_row = _locate(parts, idx + 1)
     raise DataValidationError(
-        f"id {value!r} appears more than once (first in file {first_file}, row {first_row})",
+        f"id appears more than once (first in file {first_file}, row {first_row})",
         file=str(at_file),
         row=at_row,
         column=column,

@@ -617,16 +617,16 @@ def check_unique(
     file: str | Path,
     *,
     rule: str = "duplicate-id",
-    message: str = "id {id!r} appears more than once (first in row {first_row})",
+    message: str = "id appears more than once (first in row {first_row})",
     row_offset: int = 0,
 ) -> None:
     """Reject a value of ``column`` occurring twice; the second occurrence is reported.
 
-    Only for id columns: the message prints the duplicated id and the row of its first
-    occurrence (ids are not confidential, docs/design.md#validation).
+    The message names the row of the first occurrence, never the value (not even an id:
+    an error message repeats no data value, docs/design.md#validation).
 
     Args:
-        message: format string with the fields ``id`` and ``first_row``.
+        message: format string with the field ``first_row``.
 
     Raises:
         DataValidationError: naming the row of the first repeated id.
@@ -634,9 +634,9 @@ def check_unique(
     repeat = first_repeat(df.get_column(column))
     if repeat is None:
         return
-    idx, first, value = repeat
+    idx, first, _ = repeat
     raise DataValidationError(
-        message.format(id=value, first_row=first + 1 + row_offset),
+        message.format(first_row=first + 1 + row_offset),
         file=str(file),
         row=idx + 1 + row_offset,
         column=column,

@@ -39,9 +39,9 @@ from eree.errors import DataValidationError, SpecError
 
 __all__ = ["JobSelection", "JobTables", "load_job_tables", "select_jobs"]
 
-_MULTIPLE_JOBS = "worker {id!r} holds more than one job (also in row {first_row})"
+_MULTIPLE_JOBS = "worker holds more than one job (also in row {first_row})"
 #: a worker's job at one workplace listed twice (a job is a worker–workplace pair)
-_SAME_JOB_TWICE = "worker {id!r} holds a job at the same workplace twice (also in row {first_row})"
+_SAME_JOB_TWICE = "worker holds a job at the same workplace twice (also in row {first_row})"
 
 
 #: :attr:`JobTables.job_counts`' column of establishment rows (0-based, in ``workplaces``)
@@ -300,7 +300,7 @@ def _load_three(
     unknown = first_true(~jb.get_column(wid).is_in(wp.get_column(wid).implode()))
     if unknown is not None:
         raise DataValidationError(
-            f"job points at unknown workplace {jb.get_column(wid)[unknown]!r}",
+            "job points at a workplace id not in the workplace table",
             file=str(jb_path),
             row=unknown + 1,
             column=wid,
@@ -313,7 +313,7 @@ def _load_three(
     unknown = first_true(worker_row.is_null())
     if unknown is not None:
         raise DataValidationError(
-            f"job points at unknown worker {jb.get_column(kid)[unknown]!r}",
+            "job points at a worker id not in the worker table",
             file=str(jb_path),
             row=unknown + 1,
             column=kid,
@@ -323,8 +323,7 @@ def _load_three(
     if jb.height != wk.height:
         r = first_true(~wk.get_column(kid).is_in(jb.get_column(kid).implode()))
         raise DataValidationError(
-            f"worker {wk.get_column(kid)[r or 0]!r} holds no job (each worker must hold "
-            "exactly one)",
+            "worker holds no job (each worker must hold exactly one)",
             file=str(wk_path),
             row=(r or 0) + 1,
             column=kid,
@@ -358,7 +357,7 @@ def _select_three(
         r, k, w = second.row(0)
         first = rows.filter((pl.col(kid) == k) & (pl.col(wid) == w)).get_column("__eree_r")[0]
         raise DataValidationError(
-            _SAME_JOB_TWICE.format(id=k, first_row=int(first) + 1),
+            _SAME_JOB_TWICE.format(first_row=int(first) + 1),
             file=str(jb_path),
             row=int(r) + 1,
             column=wid,
@@ -368,7 +367,7 @@ def _select_three(
     unknown = first_true(~known)
     if unknown is not None:
         raise DataValidationError(
-            f"job points at unknown worker {jb.get_column(kid)[unknown]!r}",
+            "job points at a worker id not in the worker table",
             file=str(jb_path),
             row=unknown + 1,
             column=kid,
@@ -377,8 +376,7 @@ def _select_three(
     nojob = first_true(~wk.get_column(kid).is_in(jb.get_column(kid).implode()))
     if nojob is not None:
         raise DataValidationError(
-            f"worker {wk.get_column(kid)[nojob]!r} holds no job (each worker must hold at "
-            "least one)",
+            "worker holds no job (each worker must hold at least one)",
             file=str(wk_path),
             row=nojob + 1,
             column=kid,
@@ -470,8 +468,8 @@ def _raise_inconsistent(df: pl.DataFrame, wid: str, wattrs: tuple[str, ...], pat
     i, a = best
     first = int(masks.get_column("__first")[i])
     raise DataValidationError(
-        f"workplace {df.get_column(wid)[i]!r} has a different {a!r} than on its first "
-        f"row {first + 1} (workplace attributes must be the same on all its jobs)",
+        f"workplace has a different {a!r} than on its first row {first + 1} (workplace "
+        "attributes must be the same on all its jobs)",
         file=str(path),
         row=i + 1,
         column=a,

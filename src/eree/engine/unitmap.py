@@ -22,15 +22,20 @@ Every mapper yields the results in the items' order, so the output does not depe
 the mapper (a test checks the process map against the serial one).
 
 :class:`ProcessMap` starts its workers with ``spawn``: a script that uses it must keep
-its work under ``if __name__ == "__main__":`` (the ``eree`` command does). On Spark the
+its work under ``if __name__ == "__main__":`` (the ``eree`` command does). Its workers
+end when the process that started them dies, even by ``kill -9``
+(:mod:`eree.engine.parent_watch`). On Spark the
 executors' Python must have eree and its dependencies (``PYSPARK_PYTHON``).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
+
+from eree.engine.parent_watch import exit_with_parent
 
 __all__ = ["ProcessMap", "SerialMap", "SparkMap", "UnitMapper"]
 
@@ -79,7 +84,8 @@ class ProcessMap:
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn(item)`` for every item, in order, computed by the worker processes."""
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(self._workers) as pool:
+        # a worker ends when this process dies, even by kill -9 (engine/parent_watch.py)
+        with ctx.Pool(self._workers, exit_with_parent, (os.getpid(),)) as pool:
             yield from pool.imap(fn, items, chunksize=self.chunksize)
 
 

@@ -224,8 +224,8 @@ def coarsening_release(
         left = sum(s["audit"]["violations"] for s in res["attributes"].values())
         if left:
             raise EreeError(
-                f"state {label}: the optimizer left {left} sensitive cells narrowed below the "
-                "rule; nothing written"
+                f"state {label}: the optimizer left sensitive cells narrowed below the rule "
+                "(an internal error; their number is not printed); nothing written"
             )
         states[label] = {"sensitive_cells": res["sensitive_cells"], **res["attributes"]}
         pub = pl.concat(res["frames"], how="vertical_relaxed")

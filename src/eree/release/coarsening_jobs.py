@@ -67,6 +67,8 @@ WAC_ROUNDING_NOTE = {
     "the probabilities that keep the expected value (|published − true| < base), written "
     "as its range; whether the agency may use it is its own policy choice",
 }
+#: what the manifest says is sensitive when ``[protection] threshold`` is 0 or 1
+_RULE_OFF = "none: the threshold rule is off (threshold 0 or 1), every cell is published exactly"
 #: the table's columns, in words
 _COLUMNS = (
     "table (wac_c000, wac_ca, wac_ce, wac_cns, wac_cr, wac_ct, wac_cd, wac_cs), block, age, "
@@ -194,7 +196,7 @@ def jobs_release(
     published, stats = coarsen_jobs(
         truth,
         exact,
-        threshold=p.threshold,
+        threshold=max(p.threshold, 1),  # 0 (off) is 1: no cell holds 1 to 0 jobs
         rounding=p.rounding,
         seed=seed,
         protection=p.min_protection,
@@ -205,8 +207,8 @@ def jobs_release(
         stats.setdefault(k, 0)  # no block with a job: no chunk
     if stats["violations_check"]:
         raise EreeError(
-            f"the optimizer left {stats['violations_check']} sensitive cells narrowed below "
-            "the rule; nothing written"
+            "the optimizer left sensitive cells narrowed below the rule (an internal error; "
+            "their number is not printed); nothing written"
         )
     label = blocks[0][:2] if plan.output.format is not None and blocks else "all"
     measures = _measures(published, exact)
@@ -265,7 +267,7 @@ def _manifest(
     rules = {
         "rule": "small-cell rule on jobs: every job is a contributor",
         "threshold": thr,
-        "sensitive": f"a cell with 1 to {thr - 1} jobs (none when the threshold is 1)",
+        "sensitive": f"a cell with 1 to {thr - 1} jobs" if thr > 1 else _RULE_OFF,
         "min_protection": prot,
         "protection_interval": "[max(T − p, P), T + p] with p = min_protection jobs and P "
         "the least the cell can hold given which cells are non-zero (1 for a cell with a "

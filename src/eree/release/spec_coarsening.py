@@ -189,7 +189,9 @@ def _job_protection(p: Any) -> ProtectionSpec:
                 "rule is the small-cell rule on jobs (threshold, min_protection): remove it"
             )
     d = _with_defaults(p)
-    threshold = _whole(d["threshold"], "[protection].threshold (job tables)", 1)
+    # 0: the rule off, as for establishments (for jobs the same as 1: no cell with 1 to 0
+    # jobs); the job-table rule has no other part, so then no cell is sensitive
+    threshold = _whole(d["threshold"], "[protection].threshold", 0)
     prot = number(d["min_protection"], "[protection].min_protection", positive=False)
     if not (1 <= prot <= 1e12 and prot == int(prot)):
         raise SpecError(

@@ -373,7 +373,8 @@ SECTIONS: tuple[Section, ...] = (
                 3,
                 "Threshold rule: a cell with fewer establishments than this is sensitive (0: "
                 "off). Job tables: every job is a contributor, a cell with 1 to threshold − 1 "
-                "jobs is sensitive (at least 1; 1: none).",
+                "jobs is sensitive (0 or 1: off, no cell is sensitive, and as the threshold is "
+                "their only rule every cell is published exactly).",
                 units="establishments (job tables: jobs)",
             ),
             Key(

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import os
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from eree.engine.parent_watch import exit_with_parent
 from eree.suppression.audit import peel
 from eree.suppression.lp import EqualityLP, solve_with_duals
 
@@ -77,13 +79,18 @@ def lp_pool(workers: int) -> Iterator[Executor | None]:
 
     ``None`` for one worker. The processes are started (``spawn``: a fresh interpreter,
     no state shared with the caller) only when a component large enough is first sent,
-    so small tables never start one; they are stopped when the block ends.
+    so small tables never start one; they are stopped when the block ends, and end by
+    themselves when the calling process dies, even by ``kill -9``
+    (:func:`eree.engine.parent_watch.exit_with_parent`).
     """
     if workers < 2:
         yield None
         return
     ex = ProcessPoolExecutor(
-        max_workers=workers - 1, mp_context=multiprocessing.get_context("spawn")
+        max_workers=workers - 1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=exit_with_parent,
+        initargs=(os.getpid(),),
     )
     try:
         yield ex

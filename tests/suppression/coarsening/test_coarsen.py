@@ -317,3 +317,45 @@ def test_the_verdict_only_final_check_passes_the_full_check_and_the_audit():
     assert res.tightened == 0
     assert not disclosure_check(tables, res.publication, "emp", prim).violated.any()
     assert _audit_independently(tables, res.publication, prim) == 0
+
+
+def test_the_tightened_publication_states_its_own_check():
+    """The result's check is that of the publication it returns, not of the one before
+    tightening. On the 2 × 2 table the optimizer's passing publication publishes a cell
+    as a range though the others pin it (one pinned cell); tightening publishes that cell
+    exactly, so the publication returned pins none. Its pinned cells are counted here by
+    the reconstruction audit's reader and LP on the returned publication: the cells whose
+    interval is one point and that are not published exactly."""
+    tables = _tables(_two_by_two())
+    prim = primary_suppression(tables, RULES, ("emp",))
+    before = greedy_coarsen(tables, "emp", prim, tightening=False)
+    res = greedy_coarsen(tables, "emp", prim)
+    assert res.tightened > 0
+    frame = res.publication.to_frame(tables, "emp").drop("attribute")
+    audit = interval_audit(from_frame(frame, relations=tables.relations, integer=True))
+    point = audit.upper - audit.lower <= 1e-9
+    pinned = point & (res.publication.status != "exact")
+    assert before.check.pinned.sum() > pinned.sum()  # the two checks differ here
+    assert np.array_equal(res.check.pinned, pinned)
+    assert res.summary()["audit"]["cells_pinned"] == int(pinned.sum())
+    assert not res.check.violated.any() and _audit_independently(tables, res.publication, prim) == 0
+
+
+def test_tighten_cuts_no_whole_number_off_a_large_cells_implied_interval():
+    """T = 10⁷ rounded to 100: [9,999,950, 10,000,050]. Implied [L, U] with L three whole
+    numbers below base 10's interval [9,999,995, 10,000,005]: publishing base 10 (or
+    exact) would tell the attacker that 9,999,992–9,999,994 are impossible, which the
+    tables do not; the narrowest interval that holds [L, U] is base 25's. An implied L
+    0.004 below base 10's end is the same interval up to the LP's own error (10⁻⁹ of
+    10⁷ = 0.01: HiGHS's feasibility tolerance 10⁻⁷ on a model scaled to 10³, ten terms):
+    base 10 is kept."""
+    t = np.array([1e7])
+    level = np.array([1 + BASES.index(100.0)])
+    pub = publication_at(t, level)
+    b10_lo = 9_999_995.0
+    out, finer = tighten(pub, t, level, np.array([b10_lo - 3.0]), np.array([10_000_004.0]))
+    assert finer.tolist() == [True] and out.status[0] == "rounded" and out.base[0] == 25.0
+    lo, hi = out.own_bounds()
+    assert lo[0] <= b10_lo - 3.0 and hi[0] >= 10_000_004.0
+    out, finer = tighten(pub, t, level, np.array([b10_lo - 0.004]), np.array([10_000_004.0]))
+    assert finer.tolist() == [True] and out.status[0] == "rounded" and out.base[0] == 10.0

@@ -108,15 +108,17 @@ class Check:
 
     See docs/design.md#validation.
 
-    ``message`` may contain ``{id}``, filled with the ``id_col`` value of one offending
-    row (ids are not confidential; values are never printed).
+    ``message`` names the rule, never a value of an offending row (not even its id:
+    an error message repeats no data value). Spark does not number rows: this error
+    names file and column, and the engine gives the Polars loader's line for the same
+    input instead, row included, where that loader reads the files
+    (:func:`eree.engine.spark.session.spark_input_error`).
     """
 
     violation: Column
     column: str
     rule: str
     message: str
-    id_col: str | None = None
 
 
 def run_checks(
@@ -126,13 +128,12 @@ def run_checks(
     *,
     unique: str | None = None,
     unique_rule: str = "duplicate-id",
-    unique_message: str = "id {id!r} appears more than once",
+    unique_message: str = "id appears more than once",
 ) -> int:
     """Count every check's violations in one Spark aggregation; raise on the first one.
 
     Order: the ``missing-id`` checks, then uniqueness of ``unique`` (if given), then the
-    other checks in the order given. Only on failure is a second query run, to name an
-    offending id.
+    other checks in the order given.
 
     Returns:
         The number of rows of ``df``.
@@ -149,19 +150,14 @@ def run_checks(
     n_rows = vals[len(checks)]
 
     def fail(c: Check) -> None:
-        msg = c.message
-        if c.id_col is not None:
-            found = df.filter(c.violation).select(c.id_col).limit(1).collect()
-            msg = msg.format(id=found[0][0] if found else "?")
-        raise DataValidationError(msg, file=str(file), column=c.column, rule=c.rule)
+        raise DataValidationError(c.message, file=str(file), column=c.column, rule=c.rule)
 
     for i, c in enumerate(checks):
         if c.rule == "missing-id" and vals[i]:
             fail(c)
     if unique is not None and vals[len(checks) + 1] != n_rows:
-        dup = df.groupBy(unique).count().filter(sf.col("count") > 1).limit(1).collect()
         raise DataValidationError(
-            unique_message.format(id=dup[0][0] if dup else "?"),
+            unique_message,
             file=str(file),
             column=unique,
             rule=unique_rule,
@@ -172,17 +168,15 @@ def run_checks(
     return n_rows
 
 
-def attr_checks(
-    attrs: Sequence[str], doms: Mapping[str, Sequence[str]], id_col: str
-) -> list[Check]:
+def attr_checks(attrs: Sequence[str], doms: Mapping[str, Sequence[str]]) -> list[Check]:
     """Attributes with a declared domain must be in it; the others must be present."""
     out = []
     for a in attrs:
         if a in doms:
             listed = ", ".join(doms[a])
-            msg = f"value missing or not in declared domain of {a!r} ({listed}) at id {{id!r}}"
-            out.append(Check(outside(a, doms[a]), a, "domain", msg, id_col))
+            msg = f"value missing or not in declared domain of {a!r} ({listed})"
+            out.append(Check(outside(a, doms[a]), a, "domain", msg))
         else:
-            msg = "missing value (null or blank) at id {id!r}"
-            out.append(Check(missing(a), a, "missing-value", msg, id_col))
+            msg = "missing value (null or blank)"
+            out.append(Check(missing(a), a, "missing-value", msg))
     return out

@@ -183,8 +183,7 @@ def load_establishments_spark(
                     number_from_text(raw_c)[1],
                     c,
                     "type",
-                    "value does not parse as a number at id {id!r}",
-                    config.id,
+                    "value does not parse as a number",
                 )
             )
         else:
@@ -197,35 +196,29 @@ def load_establishments_spark(
     df = raw.select(*cols)
     checks = [Check(missing(config.id), config.id, "missing-id", "missing id (null or blank)")]
     for c in text[1:]:
-        msg = "missing value (null or blank) at id {id!r}"
-        checks.append(Check(missing(c), c, "missing-value", msg, config.id))
+        msg = "missing value (null or blank)"
+        checks.append(Check(missing(c), c, "missing-value", msg))
     for attr, domain in config.domains.items():
         if attr in text:
             listed = ", ".join(domain)
-            msg = f"value missing or not in declared domain of {attr!r} ({listed}) at id {{id!r}}"
-            checks.append(Check(outside(attr, domain), attr, "domain", msg, config.id))
+            msg = f"value missing or not in declared domain of {attr!r} ({listed})"
+            checks.append(Check(outside(attr, domain), attr, "domain", msg))
     if to_derive:
         fmt = ~sf.coalesce(sf.col("naics").rlike(r"^[0-9]{6}$"), sf.lit(False))
         msg = "NAICS code must have exactly 6 digits to derive " + ", ".join(to_derive)
-        checks.append(Check(fmt, "naics", "naics-format", msg + " (id {id!r})", config.id))
+        checks.append(Check(fmt, "naics", "naics-format", msg))
         if "super_sector" in to_derive:
             unknown = ~sf.substring("naics", 1, 2).isin(list(SUPERSECTOR_OF_SECTOR))
-            msg = "NAICS sector has no BLS supersector (id {id!r})"
-            checks.append(Check(unknown, "naics", "naics-sector", msg, config.id))
+            msg = "NAICS sector (the first two digits) has no BLS supersector"
+            checks.append(Check(unknown, "naics", "naics-sector", msg))
     checks += parse_checks
     for c in config.confidential:
         v = sf.col(c)
         checks += [
-            Check(v.isNull(), c, "missing-value", "missing value at id {id!r}", config.id),
-            Check(sf.isnan(v), c, "not-finite", "value is NaN at id {id!r}", config.id),
-            Check(
-                v.isin(float("inf"), float("-inf")),
-                c,
-                "not-finite",
-                "value is infinite at id {id!r}",
-                config.id,
-            ),
-            Check(v < 0, c, "negative", "negative value at id {id!r}", config.id),
+            Check(v.isNull(), c, "missing-value", "missing value"),
+            Check(sf.isnan(v), c, "not-finite", "value is NaN"),
+            Check(v.isin(float("inf"), float("-inf")), c, "not-finite", "value is infinite"),
+            Check(v < 0, c, "negative", "negative value"),
         ]
     run_checks(df, path, checks, unique=config.id)
     derived: list[Column] = []

@@ -80,15 +80,15 @@ def validate_joined(
     has_kid = kid in df.columns
     if has_kid:
         checks.append(Check(missing(kid), kid, "missing-id", ID_MISSING))
-    checks += attr_checks(config.workplace_attributes, doms, wid)
-    checks += attr_checks(config.worker_attributes, doms, kid if has_kid else wid)
+    checks += attr_checks(config.workplace_attributes, doms)
+    checks += attr_checks(config.worker_attributes, doms)
     run_checks(
         df,
         config.jobs,
         checks,
         unique=kid if has_kid else None,
         unique_rule="multiple-jobs",
-        unique_message="worker {id!r} holds more than one job",
+        unique_message="worker holds more than one job",
     )
     wattrs = list(config.workplace_attributes)
     if wattrs:
@@ -103,7 +103,7 @@ def validate_joined(
             r = incons[0]
             a = next(a for a in wattrs if r[a] > 1)
             raise DataValidationError(
-                f"workplace {r[wid]!r} has different {a!r} values on its jobs (workplace "
+                f"workplace has different {a!r} values on its jobs (workplace "
                 "attributes must be the same on all its jobs)",
                 file=str(config.jobs),
                 column=a,
@@ -449,7 +449,7 @@ def _validate_three(
         config.workplace,
         [
             Check(missing(wid), wid, "missing-id", ID_MISSING),
-            *attr_checks(config.workplace_attributes, doms, wid),
+            *attr_checks(config.workplace_attributes, doms),
         ],
         unique=wid,
     )
@@ -458,7 +458,7 @@ def _validate_three(
         config.worker,
         [
             Check(missing(kid), kid, "missing-id", ID_MISSING),
-            *attr_checks(config.worker_attributes, doms, kid),
+            *attr_checks(config.worker_attributes, doms),
         ],
         unique=kid,
     )
@@ -506,27 +506,23 @@ def _check_jobs(
                 sf.col(in_wp).isNull(),
                 wid,
                 "unknown-workplace",
-                "job points at unknown workplace {id!r}",
-                wid,
+                "job points at a workplace id not in the workplace table",
             ),
             Check(
                 sf.col(in_wk).isNull(),
                 kid,
                 "unknown-worker",
-                "job points at unknown worker {id!r}",
-                kid,
+                "job points at a worker id not in the worker table",
             ),
         ],
         unique=kid,
         unique_rule="multiple-jobs",
-        unique_message="worker {id!r} holds more than one job",
+        unique_message="worker holds more than one job",
     )
     # job worker ids are unique and all known: every worker holds a job iff counts match
     if n_jobs != n_workers:
-        nojob = wk.join(jb.select(kid), on=kid, how="left_anti").select(kid).limit(1).collect()
         raise DataValidationError(
-            f"worker {nojob[0][0] if nojob else '?'!r} holds no job (each worker must hold "
-            "exactly one)",
+            "worker holds no job (each worker must hold exactly one)",
             file=str(config.worker),
             column=kid,
             rule="no-job",
@@ -585,7 +581,7 @@ def validate_and_select_three(
         config.workplace,
         [
             Check(missing(wid), wid, "missing-id", ID_MISSING),
-            *attr_checks(config.workplace_attributes, doms, wid),
+            *attr_checks(config.workplace_attributes, doms),
         ],
         unique=wid,
     )
@@ -594,7 +590,7 @@ def validate_and_select_three(
         config.worker,
         [
             Check(missing(kid), kid, "missing-id", ID_MISSING),
-            *attr_checks(config.worker_attributes, doms, kid),
+            *attr_checks(config.worker_attributes, doms),
         ],
         unique=kid,
     )
@@ -614,26 +610,25 @@ def validate_and_select_three(
         Check(missing(kid), kid, "missing-id", ID_MISSING),
         Check(missing(wid), wid, "missing-id", ID_MISSING),
         Check(sf.col(in_wp).isNull(), wid, "unknown-workplace",
-              "job points at unknown workplace {id!r}", wid),
+              "job points at a workplace id not in the workplace table"),
         Check(sf.col(in_wk).isNull(), kid, "unknown-worker",
-              "job points at unknown worker {id!r}", kid),
+              "job points at a worker id not in the worker table"),
     ]  # fmt: skip
     if config.job_earnings is not None:
         e = config.job_earnings
         checks += [
-            Check(sf.col(bad), e, "type", "value does not parse as a number at worker {id!r}",
-                  kid),
+            Check(sf.col(bad), e, "type", "value does not parse as a number"),
             Check(sf.col(earn).isNull() & ~sf.col(bad), e, "missing-value",
-                  "missing value (null or blank) at worker {id!r}", kid),
+                  "missing value (null or blank)"),
             Check(sf.isnan(earn) | (sf.col(earn) < 0) | sf.col(earn).isin(
                 float("inf"), float("-inf")), e, "negative-or-nonfinite",
-                "value is negative, NaN or infinite at worker {id!r}", kid),
+                "value is negative, NaN or infinite"),
         ]  # fmt: skip
     run_checks(jj, config.job, checks)
     twice = jb.groupBy(kid, wid).count().filter(sf.col("count") > 1).limit(1).collect()
     if twice:
         raise DataValidationError(
-            f"worker {twice[0][0]!r} holds a job at the same workplace twice",
+            "worker holds a job at the same workplace twice",
             file=str(config.job),
             column=wid,
             rule="same-job-twice",
@@ -641,7 +636,7 @@ def validate_and_select_three(
     nojob = wk.join(jb.select(kid), on=kid, how="left_anti").select(kid).limit(1).collect()
     if nojob:
         raise DataValidationError(
-            f"worker {nojob[0][0]!r} holds no job (each worker must hold at least one)",
+            "worker holds no job (each worker must hold at least one)",
             file=str(config.worker),
             column=kid,
             rule="no-job",

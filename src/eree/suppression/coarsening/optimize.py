@@ -65,6 +65,7 @@ __all__ = [
     "cell_loss",
     "greedy_coarsen",
     "ladder_bases",
+    "lp_accuracy",
     "publication_at",
     "tighten",
 ]
@@ -80,6 +81,40 @@ GRID_BASES: tuple[float, ...] = tuple(5.0 * 2.0**k for k in range(48))
 
 #: the ladders: ``grid`` (nested, deterministic) and ``rounding`` (to the nearest multiple)
 LADDERS = ("grid", "rounding")
+
+#: HiGHS's primal feasibility tolerance (its default; eree.suppression.lp sets no other):
+#: the most a point HiGHS returns may break a bound or a relation, in the model's units
+HIGHS_FEASIBILITY = 1e-7
+#: the largest magnitude of a model :func:`~eree.suppression.linked.linked_bounds` solves:
+#: each component is divided by ``max(1, its largest end point or sum) / 1e3``
+LP_MODEL_MAGNITUDE = 1e3
+#: the relations and bounds whose errors may add up in one cell's LP bound (its dual
+#: multipliers' sum; a few for tables of sums with coefficients ±1)
+LP_ERROR_TERMS = 10.0
+
+
+def lp_accuracy(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    r"""How far the attacker's LP bounds ``[lower, upper]`` may be off, per cell (data units).
+
+    :func:`~eree.suppression.linked.linked_bounds` solves each component divided by
+    :math:`s = \max(1, M)/10^3`, :math:`M` the largest magnitude among the component's own
+    end points and sums, so one unit of the solved model is :math:`s` data units. HiGHS
+    returns points that break a bound or a relation by up to its feasibility tolerance
+    :math:`\delta = 10^{-7}` model units; a bound computed from such a point is off by at
+    most :math:`\delta` times the sum of the dual multipliers that prove it, taken as
+    :data:`LP_ERROR_TERMS` (10). A cell's bounds lie within its own interval, so
+    :math:`\max(1, |L_c|, |U_c|) \le \max(1, M)`, and
+
+    .. math:: \varepsilon_c = 10\,\delta\,\max(1, |L_c|, |U_c|)/10^3
+              = 10^{-9}\max(1, |L_c|, |U_c|) \le 10\,\delta\,s
+
+    never exceeds the solver's error on the cell's component (a cell small beside its
+    component's largest gets less than that error: it is then left as it is, the safe
+    side). On a total of :math:`10^7`: 0.01, below any whole number.
+    """
+    mag = np.maximum(np.abs(lower), np.where(np.isfinite(upper), np.abs(upper), 0.0))
+    scale = LP_ERROR_TERMS * HIGHS_FEASIBILITY / LP_MODEL_MAGNITUDE
+    return scale * np.maximum(1.0, np.where(np.isfinite(mag), mag, 0.0))
 
 
 def ladder_bases(ladder: str) -> tuple[float, ...]:
@@ -220,6 +255,12 @@ def tighten(
     The rule is fixed and public (bases and classes do not depend on the data); the
     caller re-checks the result.
 
+    "Contains" is up to the LP's accuracy (:func:`lp_accuracy`: :math:`10^{-9}` of the
+    bound's magnitude, the solver's error on it): a kept candidate may miss
+    :math:`[L_c, U_c]` by that much and no more, so it never cuts off more than the
+    solver's error — 0.01 on a total of :math:`10^7`, no whole number (a tolerance
+    relative to the value, :math:`10^{-6}`, let it cut 10 units off such a total).
+
     ``ladder``: the ladder ``level`` refers to (:func:`publication_at`); its steps are the
     candidates.
 
@@ -232,7 +273,7 @@ def tighten(
     integer = publication.integer
     cur_lo, cur_hi = publication.own_bounds()
     cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
-    eps = 1e-6 * np.maximum(1.0, np.abs(np.where(np.isfinite(upper), upper, lower)))
+    eps = lp_accuracy(lower, upper)
     best_w = cur_w.copy()
     best_lv = level.copy()
     status = publication.status
@@ -716,12 +757,11 @@ def _greedy_coarsen(
         )
         if finer.any():
             # q's own full check: its verdict and its pinned cells are what the release
-            # states. q's feasible set is p's only up to the LP's tolerance (``tighten``
-            # accepts a candidate within 1e-6 of the value of the bound, which on a large
-            # total can cut a sliver of a cell's continuous interval holding no whole
-            # number), so p's bounds are not taken for q's: on NY two large totals came
-            # out pinned by the attacker's LP of the tightened publication though p's
-            # check pinned none.
+            # states. q's feasible set is p's only up to the LP's accuracy (``tighten``
+            # accepts a candidate within ``lp_accuracy`` of the bounds, 1e-9 of their
+            # magnitude), so p's bounds are not taken for q's (with the earlier 1e-6 of
+            # the value, on NY two large totals came out pinned by the attacker's LP of
+            # the tightened publication though p's check pinned none).
             q_chk = check(q)
             if not q_chk.violated.any():
                 chk = q_chk
