@@ -516,7 +516,7 @@ def binding_cells(
     reduced cost is :math:`-a_j^\top y` (its objective coefficient is 0), computed from
     the rows of the component it is in. So the cells returned are those of the LP with
     every cell a column solved at that basis, while the LP solved holds only the cells
-    not published exactly — on NY a few thousand of 84,188.
+    not published exactly.
 
     In a component of at least :data:`PARALLEL_MIN_CELLS` cells the pairs are solved in
     two halves, each from a model of its own (the first half in a worker process when
