@@ -319,26 +319,58 @@ def test_the_verdict_only_final_check_passes_the_full_check_and_the_audit():
     assert _audit_independently(tables, res.publication, prim) == 0
 
 
-def test_the_tightened_publication_states_its_own_check():
+def _audit_pinned(tables, pub: Publication) -> np.ndarray:
+    """Cells pinned in ``pub`` by the reconstruction audit's own reader and LP: interval one
+    point, not published exactly."""
+    frame = pub.to_frame(tables, "emp").drop("attribute")
+    audit = interval_audit(from_frame(frame, relations=tables.relations, integer=True))
+    return (audit.upper - audit.lower <= 1e-9) & (pub.status != "exact")
+
+
+def test_the_tightened_publication_states_its_own_check(monkeypatch):
     """The result's check is that of the publication it returns, not of the one before
-    tightening. On the 2 × 2 table the optimizer's passing publication publishes a cell
-    as a range though the others pin it (one pinned cell); tightening publishes that cell
-    exactly, so the publication returned pins none. Its pinned cells are counted here by
-    the reconstruction audit's reader and LP on the returned publication: the cells whose
-    interval is one point and that are not published exactly."""
+    tightening (the two feasible sets may differ by the LP's tolerance, and a cell
+    tightened to exact is no longer counted pinned). Made to differ here: ``tighten``
+    returns a publication of the 2 × 2 table built by hand — the four inner cells
+    suppressed, the margins exact and the total T published as its grid range [40, 44]
+    though A + B = 42 pins it — which passes the rules (AX ∈ [0, 18]) and pins exactly T.
+    The optimizer's own passing publication pins none. The pinned cells stated must be
+    the audit's on the publication returned (T), not the untightened check's (none)."""
+    from eree.suppression.coarsening import optimize
+
     tables = _tables(_two_by_two())
     prim = primary_suppression(tables, RULES, ("emp",))
-    before = greedy_coarsen(tables, "emp", prim, tightening=False)
+    t = tables.values("emp").astype(float)
+    inner = [_cell(tables, r, c) for r in "AB" for c in "XY"]
+    total = _cell(tables, "total", "total")
+    level = np.zeros(t.size, dtype=np.int64)
+    level[inner] = len(GRID_BASES) + 1  # suppressed
+    level[total] = 1  # base 5: [40, 44]
+    by_hand = publication_at(t, level, ladder="grid")
+
+    def fake_tighten(publication, *args, **kwargs):
+        return by_hand, np.ones(t.size, dtype=bool)
+
+    plain = greedy_coarsen(tables, "emp", prim, tightening=False)
+    assert not plain.check.pinned.any()
+    monkeypatch.setattr(optimize, "tighten", fake_tighten)
     res = greedy_coarsen(tables, "emp", prim)
-    assert res.tightened > 0
-    frame = res.publication.to_frame(tables, "emp").drop("attribute")
-    audit = interval_audit(from_frame(frame, relations=tables.relations, integer=True))
-    point = audit.upper - audit.lower <= 1e-9
-    pinned = point & (res.publication.status != "exact")
-    assert before.check.pinned.sum() > pinned.sum()  # the two checks differ here
+    assert res.publication is by_hand
+    pinned = _audit_pinned(tables, res.publication)
+    assert np.flatnonzero(pinned).tolist() == [total]
     assert np.array_equal(res.check.pinned, pinned)
-    assert res.summary()["audit"]["cells_pinned"] == int(pinned.sum())
+    assert res.summary()["audit"]["cells_pinned"] == 1
     assert not res.check.violated.any() and _audit_independently(tables, res.publication, prim) == 0
+
+
+def test_the_optimizers_stated_pinned_cells_are_the_audits():
+    """Without any substitution: the pinned cells the optimizer states for the
+    publication it returns are those the reconstruction audit finds in it."""
+    tables = _three_by_three()
+    prim = primary_suppression(tables, RULES, ("emp",))
+    res = greedy_coarsen(tables, "emp", prim)
+    assert np.array_equal(res.check.pinned, _audit_pinned(tables, res.publication))
+    assert res.summary()["audit"]["cells_pinned"] == int(res.check.pinned.sum())
 
 
 def test_tighten_cuts_no_whole_number_off_a_large_cells_implied_interval():
