@@ -54,10 +54,12 @@ from eree.suppression.audit import peel
 from eree.suppression.lp import EqualityLP, solve_with_duals
 
 __all__ = [
+    "LP_MODEL_MAGNITUDE",
     "PARALLEL_MIN_CELLS",
     "binding_cells",
     "linked_bounds",
     "lp_pool",
+    "model_scale",
     "propagate_bounds",
     "tolerance",
 ]
@@ -66,6 +68,16 @@ __all__ = [
 def tolerance(x: np.ndarray) -> np.ndarray:
     """Relative tolerance of an interval's end points (1e-7, at least 1e-7 absolute)."""
     return 1e-7 * np.maximum(1.0, np.abs(np.where(np.isfinite(x), x, 0.0)))
+
+
+#: the largest magnitude of a model the LPs here solve: each component is divided by
+#: :func:`model_scale` of its end points and sums
+LP_MODEL_MAGNITUDE = 1e3
+
+
+def model_scale(magnitudes: np.ndarray) -> float:
+    """The divisor of a component's model: ``max(1, its largest magnitude) / 10³``."""
+    return max(1.0, float(np.abs(magnitudes).max(initial=0.0))) / LP_MODEL_MAGNITUDE
 
 
 #: a component of at least this many unknown cells is solved on two processes when the
@@ -393,7 +405,7 @@ def linked_bounds(
                 continue
         sub = a_f[rows][:, cols]
         fin = np.concatenate([np.abs(bb), lo[glob], hi[glob][np.isfinite(hi[glob])]])
-        scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
+        scale = model_scale(fin)
         lo_s, hi_s = lo[glob] / scale, hi[glob] / scale
         tol = 1e-9 * max(1.0, float(np.abs(bb / scale).max(initial=0.0)))
         if truth is not None:
@@ -552,7 +564,7 @@ def binding_cells(
         lo, hi = lo_all[glob], hi_all[glob]
         bb = rhs[rows]
         fin = np.concatenate([np.abs(bb), lo, hi[np.isfinite(hi)]])
-        scale = max(1.0, float(np.abs(fin).max(initial=0.0))) / 1e3
+        scale = model_scale(fin)
         sub = a_f[rows][:, cols]
         which = np.flatnonzero(cell_lab[local] == lab)
         ks = np.searchsorted(cols, local[which])

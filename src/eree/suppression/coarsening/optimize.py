@@ -52,7 +52,7 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check, flo
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import binding_cells, lp_pool, tolerance
+from eree.suppression.linked import LP_MODEL_MAGNITUDE, binding_cells, lp_pool, tolerance
 from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
@@ -85,9 +85,6 @@ LADDERS = ("grid", "rounding")
 #: HiGHS's primal feasibility tolerance (its default; eree.suppression.lp sets no other):
 #: the most a point HiGHS returns may break a bound or a relation, in the model's units
 HIGHS_FEASIBILITY = 1e-7
-#: the largest magnitude of a model :func:`~eree.suppression.linked.linked_bounds` solves:
-#: each component is divided by ``max(1, its largest end point or sum) / 1e3``
-LP_MODEL_MAGNITUDE = 1e3
 #: the relations and bounds whose errors may add up in one cell's LP bound (its dual
 #: multipliers' sum; a few for tables of sums with coefficients ±1)
 LP_ERROR_TERMS = 10.0
@@ -97,7 +94,8 @@ def lp_accuracy(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     r"""How far the attacker's LP bounds ``[lower, upper]`` may be off, per cell (data units).
 
     :func:`~eree.suppression.linked.linked_bounds` solves each component divided by
-    :math:`s = \max(1, M)/10^3`, :math:`M` the largest magnitude among the component's own
+    :math:`s = \max(1, M)/10^3` (:func:`~eree.suppression.linked.model_scale`), :math:`M`
+    the largest magnitude among the component's own
     end points and sums, so one unit of the solved model is :math:`s` data units. HiGHS
     returns points that break a bound or a relation by up to its feasibility tolerance
     :math:`\delta = 10^{-7}` model units; a bound computed from such a point is off by at
