@@ -313,3 +313,79 @@ def test_binding_cells_without_exact_columns_are_those_of_the_lp_with_every_cell
         assert held.tolist() == exp.tolist()
         some_exact |= bool((kind[held] == 0).any())
     assert some_exact
+
+
+@pytest.mark.parametrize("with_pool", [False, True])
+@pytest.mark.parametrize("seed", [8, 9])
+def test_a_remembered_basis_moves_where_the_lps_start_not_the_bounds(
+    seed: int, with_pool: bool, monkeypatch
+) -> None:
+    """An optimizer's checks of publications a few steps apart, with a ``BasisMemory``
+    (every component counted large: the threshold lowered to 1). Each check's bounds are
+    ``linprog``'s, one LP per cell and side; from the second check on the LPs start from
+    the kept bases, which HiGHS takes (``warm_starts``), also across a change of the
+    components' cells (a cell published exactly, then rounded). A memory never consulted
+    (``BasisMemory.start`` always None) fails the count."""
+    from eree.suppression import linked
+
+    monkeypatch.setattr(linked, "PARALLEL_MIN_CELLS", 1)
+    rel, v = _two_tables(seed)
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, size=v.size)
+    memory = linked.BasisMemory(v.size, rel.shape[0])
+    starts = []
+    with linked.lp_pool(2 if with_pool else 1) as pool:
+        for step in range(5):
+            lo, hi = _publish(v, kind)
+            st: dict[str, int] = {}
+            got = linked_bounds(rel, lo, hi, truth=v, stats=st, memory=memory, pool=pool)
+            assert _same(got, _brute(rel, lo, hi)), step
+            starts.append(st["warm_starts"])
+            # the next publication: two cells move (exact → rounded → suppressed → exact)
+            for j in rng.choice(v.size, size=2, replace=False):
+                kind[j] = (kind[j] + 1) % 3
+    assert starts[0] == 0 and all(s > 0 for s in starts[1:])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binding_cells_from_a_remembered_basis_are_those_of_the_lp_with_every_cell(
+    seed: int, monkeypatch
+) -> None:
+    """The binding cells' LPs started from a ``BasisMemory`` filled by a check of a
+    nearby publication: on generic data (unique, non-degenerate optima) the cells
+    returned are still those of the LP with every cell a column (``linprog``)."""
+    from eree.suppression import linked
+
+    monkeypatch.setattr(linked, "PARALLEL_MIN_CELLS", 1)
+    rng = np.random.default_rng(200 + seed)
+    rel, v = _two_tables(seed)
+    x = rng.uniform(1.0, 9.0, size=(2, 3, 3))
+    for t in range(2):
+        v[16 * t : 16 * (t + 1)] = np.concatenate(
+            [x[t].ravel(), x[t].sum(1), x[t].sum(0), [x[t].sum()]]
+        )
+    kind = rng.integers(0, 3, size=v.size)
+    w = rng.uniform(0.5, 3.0, size=v.size)
+
+    def intervals(kd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = v.copy(), v.copy()
+        lo[kd == 1], hi[kd == 1] = 0.0, np.inf
+        lo[kd == 2] = np.maximum(0.0, v[kd == 2] - w[kd == 2] * 0.4)
+        hi[kd == 2] = v[kd == 2] + w[kd == 2]
+        return lo, hi
+
+    memory = linked.BasisMemory(v.size, rel.shape[0])
+    before = kind.copy()
+    before[rng.choice(v.size, size=3, replace=False)] = 0
+    st: dict[str, int] = {}
+    linked_bounds(rel, *intervals(before), truth=v, memory=memory, stats=st)
+    lo, hi = intervals(kind)
+    cells = np.flatnonzero(kind != 0)
+    sides = np.where(np.arange(cells.size) % 2 == 0, 1.0, -1.0)
+    got = linked.binding_cells(rel, lo, hi, cells, sides, memory=memory)
+    for k, side, held in zip(cells, sides, got, strict=True):
+        exp = _holders_all_columns(rel, lo, hi, int(k), float(side))
+        if exp is None:
+            assert held.size == 0
+            continue
+        assert held.tolist() == exp.tolist()

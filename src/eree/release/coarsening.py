@@ -105,13 +105,22 @@ def coarsen_state(part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None)
     """
     from eree.suppression import primary_suppression, qcew_tables
     from eree.suppression.coarsening import greedy_coarsen
+    from eree.suppression.linked import BasisMemory
 
     tables = qcew_tables(part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
     prim = primary_suppression(tables, cfg.rules, cfg.attributes)
     out: dict[str, Any] = {"tables": tables, "frames": [], "publications": {}, "attributes": {}}
+    # the attributes share the tables' relations: each one's LPs start where the last
+    # attribute's ended (where the simplex starts only; the same bounds)
+    memory = BasisMemory(tables.n_cells, tables.relations.shape[0])
     for i, a in enumerate(cfg.attributes):
         res = greedy_coarsen(
-            tables, a, prim, rounding=rounding, seed=None if seed is None else seed + i
+            tables,
+            a,
+            prim,
+            rounding=rounding,
+            seed=None if seed is None else seed + i,
+            memory=memory,
         )
         out["publications"][a] = res.publication
         out["frames"].append(res.publication.to_frame(tables, a))

@@ -174,6 +174,53 @@ class EqualityLP:
         """
         return self._y
 
+    def basis(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The basis HiGHS holds now: each column's and each row's status.
+
+        int8 codes of ``HighsBasisStatus``: 0 at its lower bound, 1 basic, 2 at its upper
+        bound, 3 free at zero. None without the warm path or without a valid basis.
+        """
+        if self._h is None:
+            return None
+        b = self._h.getBasis()
+        if not b.valid:
+            return None
+        cols = np.fromiter((int(s) for s in b.col_status), np.int8, self.n)
+        rows = np.fromiter((int(s) for s in b.row_status), np.int8, self.b.size)
+        return cols, rows
+
+    def start_from(self, cols: np.ndarray, rows: np.ndarray) -> bool:
+        """Solve the next objective from the basis ``cols``/``rows``.
+
+        Codes of :meth:`basis`; -1: no status known, put at a bound.
+
+        Given to HiGHS as an *alien* basis: HiGHS completes it to a non-singular basis of
+        the right size (a basis remembered from a nearby model may have too many or too few
+        basic variables). A status that names an infinite bound is put at the finite one.
+        Only where the solve starts changes: an optimum is an optimum, and a basis HiGHS
+        refuses leaves the last one in place. Returns whether HiGHS took it.
+        """
+        if self._h is None:
+            return False
+        c = np.asarray(cols, dtype=np.int8).copy()
+        r = np.asarray(rows, dtype=np.int8).copy()
+        if c.size != self.n or r.size != self.b.size:
+            return False
+        lb_inf, ub_inf = np.isinf(self.lb), np.isinf(self.ub)
+        c[(c < 0) | (c > 3)] = 0
+        c[(c == 2) & ub_inf] = 0
+        c[(c == 0) & lb_inf] = 2
+        c[lb_inf & ub_inf & (c != 1)] = 3
+        r[(r < 0) | (r == 3) | (r > 3)] = 0  # an equality row: at its (one) bound
+        st = _hc.HighsBasisStatus
+        codes = (st.kLower, st.kBasic, st.kUpper, st.kZero)
+        basis = _hc.HighsBasis()
+        basis.col_status = [codes[v] for v in c.tolist()]
+        basis.row_status = [codes[v] for v in r.tolist()]
+        basis.alien = True
+        basis.valid = True
+        return bool(self._h.setBasis(basis) != _hc.HighsStatus.kError)
+
     def optimise(self, cost_index: np.ndarray, cost_value: np.ndarray) -> LPResult:
         """Minimise ``Σ cost_value[k] · x[cost_index[k]]`` (all other costs 0)."""
         idx = np.asarray(cost_index, dtype=np.int32)

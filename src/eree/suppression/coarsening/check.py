@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from eree.suppression.coarsening.publication import Publication
-from eree.suppression.linked import linked_bounds, tolerance
+from eree.suppression.linked import BasisMemory, linked_bounds, tolerance
 from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.tables import LinkedTables
 
@@ -158,6 +158,7 @@ def disclosure_check(
     floor: np.ndarray | float | None = None,
     propagate: bool = True,
     pool: Executor | None = None,
+    memory: BasisMemory | None = None,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -191,6 +192,9 @@ def disclosure_check(
             from the own intervals (the reconstruction audit's path).
         pool: worker processes for the LPs of large components
             (:func:`~eree.suppression.linked.lp_pool`; the same result on two cores).
+        memory: where the last check's large LPs ended
+            (:class:`~eree.suppression.linked.BasisMemory`, an optimizer's checks of
+            nearby publications): they start there. The same bounds and verdict.
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = floored_bounds(publication, floor)
@@ -218,6 +222,7 @@ def disclosure_check(
         prove=prove or not sensitive_only,
         propagate=propagate,
         pool=pool,
+        memory=memory,
     )
     if use_truth and _lp_failed(stats):
         # the true values are a feasible point: an inconsistent component is a solver

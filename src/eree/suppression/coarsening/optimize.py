@@ -52,7 +52,13 @@ from eree.suppression.coarsening.check import CheckResult, disclosure_check, flo
 from eree.suppression.coarsening.publication import Publication
 from eree.suppression.coarsening.ranges import SIZE_CLASS_EDGES, size_class
 from eree.suppression.coarsening.rounding import round_to_base, rounding_rng
-from eree.suppression.linked import LP_MODEL_MAGNITUDE, binding_cells, lp_pool, tolerance
+from eree.suppression.linked import (
+    LP_MODEL_MAGNITUDE,
+    BasisMemory,
+    binding_cells,
+    lp_pool,
+    tolerance,
+)
 from eree.suppression.rules import PrimaryResult, protected_lower
 from eree.suppression.secondary import SecondaryConfig, secondary_suppression
 from eree.suppression.tables import LinkedTables
@@ -463,6 +469,7 @@ def greedy_coarsen(
     hub_cost: bool = False,
     floor: np.ndarray | float | None = None,
     workers: int | None = None,
+    memory: BasisMemory | None = None,
 ) -> CoarseningResult:
     """Coarsen ``attribute``'s cells greedily until the disclosure check passes.
 
@@ -505,6 +512,12 @@ def greedy_coarsen(
         workers: processes solving the attacker's LPs of a large component (its maxima
             and its minima side by side, :func:`~eree.suppression.linked.lp_pool`); the
             same publication as with one. Default: up to 2, the machine's CPUs.
+        memory: where the attacker's large LPs ended last
+            (:class:`~eree.suppression.linked.BasisMemory` of ``tables``' cells and
+            relations): every check starts them there, and keeps it up to date — give
+            the same one to the next attribute of the same tables. None: a memory of
+            this run's own. Where the simplex starts only: every bound solved for is the
+            same.
     """
     n_workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
     with lp_pool(n_workers) as pool:
@@ -528,6 +541,7 @@ def greedy_coarsen(
             bases=bases,
             hub_cost=hub_cost,
             floor=floor,
+            memory=memory,
         )
 
 
@@ -552,6 +566,7 @@ def _greedy_coarsen(
     bases: Sequence[float] | np.ndarray | None,
     hub_cost: bool,
     floor: np.ndarray | float | None,
+    memory: BasisMemory | None = None,
 ) -> CoarseningResult:
     """:func:`greedy_coarsen` with its LP pool (``None``: one process)."""
     if rounding not in ("deterministic", "random"):
@@ -645,9 +660,20 @@ def _greedy_coarsen(
     rounds = 0
     best, since = n + 1, 0
     cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
-    # every check of this run: the same tables, rules, disclosed floor and LP pool
+    # every check of this run: the same tables, rules, disclosed floor and LP pool, and
+    # the large LPs of each check start where the last check's ended
+    if memory is None:
+        memory = BasisMemory(n, tables.relations.shape[0])
+    elif (memory.n_cells, memory.n_relations) != (n, tables.relations.shape[0]):
+        raise ValueError("the basis memory is of other tables")
     check = partial(
-        disclosure_check, tables, attribute=attribute, primary=primary, floor=floor, pool=pool
+        disclosure_check,
+        tables,
+        attribute=attribute,
+        primary=primary,
+        floor=floor,
+        pool=pool,
+        memory=memory,
     )
     streak = np.zeros(n, dtype=np.int64)
     prove = False  # heuristic rounds (violations unproven) until they stall
@@ -680,7 +706,9 @@ def _greedy_coarsen(
             which = np.concatenate([up, dn])
             for c, js in zip(
                 which,
-                binding_cells(tables.relations, own_lo, own_hi, which, sides, pool=pool),
+                binding_cells(
+                    tables.relations, own_lo, own_hi, which, sides, pool=pool, memory=memory
+                ),
                 strict=True,
             ):
                 holders[int(c)] = np.union1d(holders.get(int(c), js), js)
