@@ -159,6 +159,8 @@ def disclosure_check(
     propagate: bool = True,
     pool: Executor | None = None,
     memory: BasisMemory | None = None,
+    covered: tuple[np.ndarray, np.ndarray] | None = None,
+    near: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -195,6 +197,23 @@ def disclosure_check(
         memory: where the last check's large LPs ended
             (:class:`~eree.suppression.linked.BasisMemory`, an optimizer's checks of
             nearby publications): they start there. The same bounds and verdict.
+        covered: with ``sensitive_only``, per cell, whether its lower and its upper side
+            are known covered (a feasible point beyond its protection interval's end met
+            by the check of a publication whose every own interval lies inside this
+            one's: the attacker's feasible set has only grown since, so the point is
+            still feasible). Those sides are not asked of the LP again; the verdict is
+            the same.
+        near: the raw bounds (``raw_lower``, ``raw_upper``) of a publication whose
+            feasible set is this one's up to the LP's accuracy (the untightened one of
+            :func:`~.optimize.tighten`). The check then decides what a release states —
+            the violations and the cells pinned — exactly, without every tightest
+            bound: a sensitive cell's sides are solved only as far as its protection
+            interval (as with ``sensitive_only`` and ``prove``), any other cell not
+            published exactly only until feasible points a third of its ``near`` width
+            apart are met (it is then not pinned); a cell whose bounds come out a point
+            has its sides solved to the tightest. ``lower``/``upper`` are then inner
+            bounds (each attained, or the tightest), and ``raw_lower``/``raw_upper``
+            are None.
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = floored_bounds(publication, floor)
@@ -210,33 +229,95 @@ def disclosure_check(
         g_hi = np.ceil(need_hi - 1e-9) if publication.integer else need_hi
         goal_lo = np.where(primary.primary, g_lo, np.inf)
         goal_hi = np.where(primary.primary, g_hi, -np.inf)
-    lo, hi = linked_bounds(
-        tables.relations,
-        own_lo,
-        own_hi,
-        truth=t if use_truth else None,
-        stats=stats,
-        cache=cache,
-        goal_lower=goal_lo,
-        goal_upper=goal_hi,
-        prove=prove or not sensitive_only,
-        propagate=propagate,
-        pool=pool,
-        memory=memory,
-    )
+        if covered is not None:
+            goal_lo = np.where(covered[0], np.inf, goal_lo)
+            goal_hi = np.where(covered[1], -np.inf, goal_hi)
+    exact = publication.status == "exact"
+    if near is not None and not sensitive_only:
+        goal_lo, goal_hi = _pinned_goals(
+            near, exact, primary.primary, need_lo, need_hi, publication.integer
+        )
+
+    def bounds(g_lo: np.ndarray | None, g_hi: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        return linked_bounds(
+            tables.relations,
+            own_lo,
+            own_hi,
+            truth=t if use_truth else None,
+            stats=stats,
+            cache=cache,
+            goal_lower=g_lo,
+            goal_upper=g_hi,
+            prove=prove or not sensitive_only,
+            propagate=propagate,
+            pool=pool,
+            memory=memory,
+        )
+
+    lo, hi = bounds(goal_lo, goal_hi)
+    if near is not None and not sensitive_only and not _lp_failed(stats):
+        # a cell whose inner bounds are a point: its sides solved to the tightest
+        r_lo, r_hi = _rounded(lo, hi, publication.integer)
+        point = ~exact & (r_hi - r_lo <= tolerance(r_hi))
+        if point.any():
+            lo2, hi2 = bounds(np.where(point, -np.inf, np.inf), np.where(point, np.inf, -np.inf))
+            lo, hi = np.where(point, lo2, lo), np.where(point, hi2, hi)
     if use_truth and _lp_failed(stats):
         # the true values are a feasible point: an inconsistent component is a solver
         # failure, and its cells' bounds were not computed — never pass them unchecked
         raise RuntimeError("the attacker's LP failed on a component; the check cannot decide")
     raw_lo, raw_hi = lo.copy(), hi.copy()
-    if publication.integer:
-        lo = np.ceil(lo - 1e-6)
-        hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), np.inf)
-        hi = np.maximum(hi, lo)
+    lo, hi = _rounded(lo, hi, publication.integer)
     tol = tolerance(t)
-    covered = (lo <= need_lo + tol) & (hi >= need_hi - tol)
-    violated = primary.primary & ~covered
+    low_ok, high_ok = lo <= need_lo + tol, hi >= need_hi - tol
+    if sensitive_only and covered is not None:
+        low_ok, high_ok = low_ok | covered[0], high_ok | covered[1]
+    violated = primary.primary & ~(low_ok & high_ok)
     pinned = (hi - lo <= tolerance(hi)) & (publication.status != "exact")
     if sensitive_only:
         pinned = np.zeros(t.size, dtype=bool)
+    if near is not None and not sensitive_only:
+        return CheckResult(lo, hi, violated, pinned, stats)
     return CheckResult(lo, hi, violated, pinned, stats, raw_lo, raw_hi)
+
+
+def _rounded(lo: np.ndarray, hi: np.ndarray, integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The LP's bounds as the check states them: for counts, whole numbers inward."""
+    if not integer:
+        return lo, hi
+    r_lo = np.ceil(lo - 1e-6)
+    r_hi = np.where(np.isfinite(hi), np.floor(hi + 1e-6), np.inf)
+    return r_lo, np.maximum(r_hi, r_lo)
+
+
+def _pinned_goals(
+    near: tuple[np.ndarray, np.ndarray],
+    exact: np.ndarray,
+    sensitive: np.ndarray,
+    need_lo: np.ndarray,
+    need_hi: np.ndarray,
+    integer: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The goals of :func:`disclosure_check` with ``near`` (its docstring).
+
+    Sensitive cells: the protection interval's ends (whole numbers beyond them for
+    counts). Exact cells: none. Any other cell of ``near`` width :math:`w`: the points a
+    third and two thirds up ``near`` — two feasible points that reach them are
+    :math:`w/3` apart, so the cell is not pinned; a width too small for that (or
+    unknown): the tightest bounds.
+    """
+    n_lo, n_hi = near
+    w = n_hi - n_lo
+    wide = np.isfinite(w) & (w > 3.0 * tolerance(n_hi)) & (w > (3.0 if integer else 0.0))
+    g_lo = np.where(wide, n_lo + w / 3.0, -np.inf)
+    g_hi = np.where(wide, n_lo + 2.0 * w / 3.0, np.inf)
+    unbounded = np.isinf(n_hi) & np.isfinite(n_lo)
+    # an unbounded cell: not pinned once a point 1 + |lower| above its lower bound is met
+    g_hi = np.where(unbounded, n_lo + 1.0 + np.abs(n_lo), g_hi)
+    p_lo = np.floor(need_lo + 1e-9) if integer else need_lo
+    p_hi = np.ceil(need_hi - 1e-9) if integer else need_hi
+    g_lo = np.where(sensitive, p_lo, g_lo)
+    g_hi = np.where(sensitive, p_hi, g_hi)
+    g_lo = np.where(exact, np.inf, g_lo)
+    g_hi = np.where(exact, -np.inf, g_hi)
+    return g_lo, g_hi

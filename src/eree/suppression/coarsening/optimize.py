@@ -677,9 +677,21 @@ def _greedy_coarsen(
     )
     streak = np.zeros(n, dtype=np.int64)
     prove = False  # heuristic rounds (violations unproven) until they stall
+    # the sides of sensitive cells a feasible point has shown covered, and the own
+    # intervals of the publication it was feasible for: while every own interval only
+    # widens (the grid ladder's steps are nested), those points stay feasible
+    known_lo = np.zeros(n, dtype=bool)
+    known_hi = np.zeros(n, dtype=bool)
+    seen_lo, seen_hi = floored_bounds(pub(level), floor)
     while True:
         p = pub(level)
-        chk = check(p, cache=cache, sensitive_only=True, prove=prove)
+        own_lo, own_hi = floored_bounds(p, floor)
+        if not (np.all(own_lo <= seen_lo) and np.all(own_hi >= seen_hi)):
+            known_lo[:], known_hi[:] = False, False  # narrowed somewhere: nothing known
+        seen_lo, seen_hi = own_lo, own_hi
+        chk = check(p, cache=cache, sensitive_only=True, prove=prove, covered=(known_lo, known_hi))
+        known_lo |= primary.primary & (chk.lower <= need_lo + tol)
+        known_hi |= primary.primary & (chk.upper >= need_hi - tol)
         rounds += 1
         bad = np.flatnonzero(chk.violated)
         streak = np.where(chk.violated, streak + 1, 0)
@@ -699,7 +711,6 @@ def _greedy_coarsen(
             step_cost = step_cost * hub
         holders: dict[int, np.ndarray] = {}
         if bad.size <= dual_limit:
-            own_lo, own_hi = floored_bounds(p, floor)
             up = bad[chk.upper[bad] < need_hi[bad] - tol[bad]]
             dn = bad[chk.lower[bad] > need_lo[bad] + tol[bad]]
             sides = np.concatenate([np.ones(up.size), -np.ones(dn.size)])
@@ -782,13 +793,15 @@ def _greedy_coarsen(
             bases=bases,
         )
         if finer.any():
-            # q's own full check: its verdict and its pinned cells are what the release
+            # q's own check: its verdict and its pinned cells are what the release
             # states. q's feasible set is p's only up to the LP's accuracy (``tighten``
             # accepts a candidate within ``lp_accuracy`` of the bounds, 1e-9 of their
             # magnitude), so p's bounds are not taken for q's (with the earlier 1e-6 of
             # the value, on NY two large totals came out pinned by the attacker's LP of
-            # the tightened publication though p's check pinned none).
-            q_chk = check(q)
+            # the tightened publication though p's check pinned none). Both counts are
+            # decided exactly, from p's bounds as a guide (``near``): not every bound of
+            # q is solved to the tightest.
+            q_chk = check(q, near=(chk.raw_lower, chk.raw_upper))
             if not q_chk.violated.any():
                 chk = q_chk
                 p, n_tight = q, int(finer.sum())
