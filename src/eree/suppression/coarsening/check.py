@@ -161,6 +161,7 @@ def disclosure_check(
     memory: BasisMemory | None = None,
     covered: tuple[np.ndarray, np.ndarray] | None = None,
     near: tuple[np.ndarray, np.ndarray] | None = None,
+    reach: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> CheckResult:
     """Audit a coarsened publication of ``attribute`` against the primary rules.
 
@@ -214,6 +215,14 @@ def disclosure_check(
             has its sides solved to the tightest. ``lower``/``upper`` are then inner
             bounds (each attained, or the tightest), and ``raw_lower``/``raw_upper``
             are None.
+        reach: per cell, how far its lower and its upper bound are needed (e.g.
+            :func:`~.optimize.tighten_reach`: what tightening needs): a side is solved
+            only until a feasible point at or beyond its reach is met (a sensitive
+            cell: at or beyond its protection interval's end too). As with ``near``,
+            the violations and the cells pinned are decided exactly (a cell whose
+            bounds come out a point is solved to the tightest); the bounds returned,
+            raw ones included, are the tightest where short of the reach and a point
+            met beyond it elsewhere.
     """
     t = tables.values(attribute).astype(np.float64)
     own_lo, own_hi = floored_bounds(publication, floor)
@@ -233,9 +242,15 @@ def disclosure_check(
             goal_lo = np.where(covered[0], np.inf, goal_lo)
             goal_hi = np.where(covered[1], -np.inf, goal_hi)
     exact = publication.status == "exact"
-    if near is not None and not sensitive_only:
-        goal_lo, goal_hi = _pinned_goals(
-            near, exact, primary.primary, need_lo, need_hi, publication.integer
+    guided = (near is not None or reach is not None) and not sensitive_only
+    if guided:
+        goal_lo, goal_hi = _guided_goals(
+            reach if reach is not None else _thirds(near, publication.integer),  # type: ignore[arg-type]
+            exact,
+            primary.primary,
+            need_lo,
+            need_hi,
+            publication.integer,
         )
 
     def bounds(g_lo: np.ndarray | None, g_hi: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -255,10 +270,15 @@ def disclosure_check(
         )
 
     lo, hi = bounds(goal_lo, goal_hi)
-    if near is not None and not sensitive_only and not _lp_failed(stats):
-        # a cell whose inner bounds are a point: its sides solved to the tightest
+    if guided and not _lp_failed(stats):
+        # a cell whose inner bounds are a point, unless both its sides stopped short of
+        # their goals (then each was solved to the tightest): solved to the tightest
         r_lo, r_hi = _rounded(lo, hi, publication.integer)
         point = ~exact & (r_hi - r_lo <= tolerance(r_hi))
+        assert goal_lo is not None and goal_hi is not None
+        slack = 1e-6 * np.maximum(1.0, np.abs(lo))
+        short = (lo > goal_lo + slack) & (hi < goal_hi - slack)
+        point &= ~short
         if point.any():
             lo2, hi2 = bounds(np.where(point, -np.inf, np.inf), np.where(point, np.inf, -np.inf))
             lo, hi = np.where(point, lo2, lo), np.where(point, hi2, hi)
@@ -276,7 +296,7 @@ def disclosure_check(
     pinned = (hi - lo <= tolerance(hi)) & (publication.status != "exact")
     if sensitive_only:
         pinned = np.zeros(t.size, dtype=bool)
-    if near is not None and not sensitive_only:
+    if near is not None and reach is None and not sensitive_only:
         return CheckResult(lo, hi, violated, pinned, stats)
     return CheckResult(lo, hi, violated, pinned, stats, raw_lo, raw_hi)
 
@@ -290,34 +310,40 @@ def _rounded(lo: np.ndarray, hi: np.ndarray, integer: bool) -> tuple[np.ndarray,
     return r_lo, np.maximum(r_hi, r_lo)
 
 
-def _pinned_goals(
-    near: tuple[np.ndarray, np.ndarray],
+def _thirds(near: tuple[np.ndarray, np.ndarray], integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    r"""The reach of :func:`disclosure_check` with ``near`` (its docstring).
+
+    A cell of ``near`` width :math:`w`: the points a third and two thirds up ``near`` —
+    two feasible points that reach them are :math:`w/3` apart, so the cell is not
+    pinned; a width too small for that (or unknown): the tightest bounds. An unbounded
+    cell: not pinned once a point :math:`1 + |\ell|` above its lower end is met.
+    """
+    n_lo, n_hi = near
+    w = n_hi - n_lo
+    wide = np.isfinite(w) & (w > 3.0 * tolerance(n_hi)) & (w > (3.0 if integer else 0.0))
+    r_lo = np.where(wide, n_lo + w / 3.0, -np.inf)
+    r_hi = np.where(wide, n_lo + 2.0 * w / 3.0, np.inf)
+    unbounded = np.isinf(n_hi) & np.isfinite(n_lo)
+    return r_lo, np.where(unbounded, n_lo + 1.0 + np.abs(n_lo), r_hi)
+
+
+def _guided_goals(
+    reach: tuple[np.ndarray, np.ndarray],
     exact: np.ndarray,
     sensitive: np.ndarray,
     need_lo: np.ndarray,
     need_hi: np.ndarray,
     integer: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The goals of :func:`disclosure_check` with ``near`` (its docstring).
+    """The goals of a guided check.
 
-    Sensitive cells: the protection interval's ends (whole numbers beyond them for
-    counts). Exact cells: none. Any other cell of ``near`` width :math:`w`: the points a
-    third and two thirds up ``near`` — two feasible points that reach them are
-    :math:`w/3` apart, so the cell is not pinned; a width too small for that (or
-    unknown): the tightest bounds.
+    Each cell's ``reach``; a sensitive cell's protection interval's ends too (the
+    farther of the two; whole numbers beyond them for counts); none for an exact cell
+    (its bounds are its value).
     """
-    n_lo, n_hi = near
-    w = n_hi - n_lo
-    wide = np.isfinite(w) & (w > 3.0 * tolerance(n_hi)) & (w > (3.0 if integer else 0.0))
-    g_lo = np.where(wide, n_lo + w / 3.0, -np.inf)
-    g_hi = np.where(wide, n_lo + 2.0 * w / 3.0, np.inf)
-    unbounded = np.isinf(n_hi) & np.isfinite(n_lo)
-    # an unbounded cell: not pinned once a point 1 + |lower| above its lower bound is met
-    g_hi = np.where(unbounded, n_lo + 1.0 + np.abs(n_lo), g_hi)
+    r_lo, r_hi = reach
     p_lo = np.floor(need_lo + 1e-9) if integer else need_lo
     p_hi = np.ceil(need_hi - 1e-9) if integer else need_hi
-    g_lo = np.where(sensitive, p_lo, g_lo)
-    g_hi = np.where(sensitive, p_hi, g_hi)
-    g_lo = np.where(exact, np.inf, g_lo)
-    g_hi = np.where(exact, -np.inf, g_hi)
-    return g_lo, g_hi
+    g_lo = np.where(sensitive, np.minimum(p_lo, r_lo), r_lo)
+    g_hi = np.where(sensitive, np.maximum(p_hi, r_hi), r_hi)
+    return np.where(exact, np.inf, g_lo), np.where(exact, -np.inf, g_hi)

@@ -40,7 +40,7 @@ exact cell, 1 for a suppressed one; the publication's loss is the mean over cell
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -74,6 +74,7 @@ __all__ = [
     "lp_accuracy",
     "publication_at",
     "tighten",
+    "tighten_reach",
 ]
 
 #: the rounding bases of the rounding ladder, in order (not nested: 25 is no multiple of 10)
@@ -231,6 +232,106 @@ class CoarseningResult:
         }
 
 
+def _tighten_candidates(
+    t: np.ndarray,
+    status: np.ndarray,
+    level: np.ndarray,
+    among: np.ndarray,
+    top: int,
+    rounding: str,
+    uniform: np.ndarray | None,
+    integer: bool,
+    ladder: str,
+    bases: Sequence[float] | np.ndarray | None,
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Every interval :func:`tighten` may publish a cell of ``among`` as, in its order.
+
+    ``("ladder", k, cells, lower, upper)`` for the ladder's steps k up to each cell's
+    level (any for a suppressed cell), coarse to fine; on the grid ladder then
+    ``("rounding", k, ...)`` for the rounding to the nearest multiple of ``BASES[k - 1]``,
+    coarse to fine; last ``("class", 0, ...)``, the size class (values below its last
+    edge). The one enumeration of the candidates, for :func:`tighten` and
+    :func:`tighten_reach`.
+    """
+    cap = np.where(status == "suppressed", top - 1, np.minimum(level, top - 1))
+    for k in range(top - 1, -1, -1):
+        m = among & (k <= cap)
+        if not m.any():
+            continue
+        idx = np.flatnonzero(m)
+        q = publication_at(
+            t[idx],
+            np.full(idx.size, k),
+            rounding=rounding,
+            uniform=None if uniform is None else uniform[idx],
+            integer=integer,
+            ladder=ladder,
+            bases=bases,
+        )
+        lo, hi = q.own_bounds()
+        yield "ladder", k, idx, lo, hi
+    if ladder == "grid" and among.any():
+        idx = np.flatnonzero(among)
+        for k in range(len(BASES), 0, -1):
+            lo, hi = publication_at(t[idx], np.full(idx.size, k), integer=integer).own_bounds()
+            yield "rounding", k, idx, lo, hi
+    finite = among & (t < SIZE_CLASS_EDGES[-1])
+    if finite.any():
+        idx = np.flatnonzero(finite)
+        lo, hi = size_class(t[idx], integer=integer)
+        yield "class", 0, idx, lo, hi
+
+
+def tighten_reach(
+    publication: Publication,
+    values: np.ndarray,
+    level: np.ndarray,
+    *,
+    rounding: str = "deterministic",
+    uniform: np.ndarray | None = None,
+    ladder: str = "rounding",
+    bases: Sequence[float] | np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""How far :func:`tighten` needs each cell's bounds, per side: ``(lower, upper)``.
+
+    :func:`tighten` keeps a candidate only if it contains :math:`[L_c, U_c]` up to
+    :func:`lp_accuracy`. Let :math:`E^-_c`, :math:`E^+_c` be the lowest lower end and
+    the highest upper end among the candidates that could replace the cell's interval
+    (no wider than it, not the interval itself; for a suppressed cell, narrower than its
+    value — a wider one is never published). A feasible point with
+    :math:`x_c \ge E^+_c + \mu` shows :math:`U_c` beyond every candidate by more than
+    the accuracy, so no candidate fits and that bound is not needed; below that point
+    :math:`U_c` is. The margin :math:`\mu = 10^{-8}\max(1, M)`, :math:`M` the largest
+    finite own end point of any cell, exceeds both the accuracy and how far short of a
+    goal a point may stop (:func:`~eree.suppression.linked.linked_bounds`, :math:`10^{-9}`
+    of its component's magnitude). Given as the check's ``reach``
+    (:func:`.check.disclosure_check`), it makes :func:`tighten` publish what it would from
+    every tightest bound. An exact cell: ``inf``/``-inf`` (not needed).
+    """
+    t = np.asarray(values, dtype=np.float64)
+    n = t.size
+    top = len(ladder_bases(ladder) if bases is None else bases) + 1
+    status = publication.status
+    cur_lo, cur_hi = publication.own_bounds()
+    cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
+    # a suppressed cell is only ever published narrower than its value (loss < 1)
+    limit = np.where(status == "suppressed", np.maximum(t, 1.0), cur_w)
+    e_lo, e_hi = np.full(n, np.inf), np.full(n, -np.inf)
+    among = status != "exact"
+    for _, _, idx, lo, hi in _tighten_candidates(
+        t, status, level, among, top, rounding, uniform, publication.integer, ladder, bases
+    ):
+        same = (lo == cur_lo[idx]) & (hi == cur_hi[idx])
+        use = (hi - lo <= limit[idx]) & ~same
+        np.minimum.at(e_lo, idx[use], lo[use])
+        np.maximum.at(e_hi, idx[use], hi[use])
+    ends = np.concatenate([cur_lo[np.isfinite(cur_lo)], cur_hi[np.isfinite(cur_hi)]])
+    mu = 1e-8 * max(1.0, float(np.abs(ends).max(initial=0.0)))
+    reach_lo = np.where(np.isfinite(e_lo), e_lo - mu, np.inf)
+    reach_hi = np.where(np.isfinite(e_hi), e_hi + mu, -np.inf)
+    return reach_lo, reach_hi
+
+
 def tighten(
     publication: Publication,
     values: np.ndarray,
@@ -282,27 +383,26 @@ def tighten(
     best_lv = level.copy()
     status = publication.status
     movable = (status != "exact") & np.isfinite(upper)
-    cap = np.where(status == "suppressed", top - 1, np.minimum(level, top - 1))
-    for k in range(top - 1, -1, -1):  # coarse to fine: the finest that fits wins ties
-        m = movable & (k <= cap)
-        if not m.any():
-            continue
-        idx = np.flatnonzero(m)
-        q = publication_at(
-            t[idx],
-            np.full(idx.size, k),
-            rounding=rounding,
-            uniform=None if uniform is None else uniform[idx],
-            integer=integer,
-            ladder=ladder,
-            bases=bases,
-        )
-        lo, hi = q.own_bounds()
+    r_lv = np.zeros(n, dtype=np.int64)
+    rng_lo = np.full(n, np.nan)
+    rng_hi = np.full(n, np.nan)
+    class_fits = np.zeros(n, dtype=bool)
+    for phase, k, idx, lo, hi in _tighten_candidates(
+        t, status, level, movable, top, rounding, uniform, integer, ladder, bases
+    ):
         fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
         w = hi - lo
-        better = fits & (w <= best_w[idx])
-        best_w[idx[better]] = w[better]
-        best_lv[idx[better]] = k
+        if phase == "ladder":  # coarse to fine: the finest that fits wins ties
+            better = fits & (w <= best_w[idx])
+            best_w[idx[better]] = w[better]
+            best_lv[idx[better]] = k
+        elif phase == "rounding":  # a rounding to the nearest multiple, where narrower
+            better = fits & (w < best_w[idx] - tolerance(best_w[idx]))
+            best_w[idx[better]] = w[better]
+            r_lv[idx[better]] = k
+        else:  # the size class
+            rng_lo[idx], rng_hi[idx] = lo, hi
+            class_fits[idx] = fits
     p = publication_at(
         t,
         best_lv,
@@ -312,42 +412,19 @@ def tighten(
         ladder=ladder,
         bases=bases,
     )
-    if ladder == "grid":
-        # a rounding to the nearest multiple of a base (any of BASES), where narrower still
-        r_lv = np.zeros(n, dtype=np.int64)
-        for k in range(len(BASES), 0, -1):
-            idx = np.flatnonzero(movable)
-            q = publication_at(t[idx], np.full(idx.size, k), integer=integer)
-            lo, hi = q.own_bounds()
-            fits = (lo <= lower[idx] + eps[idx]) & (hi >= upper[idx] - eps[idx])
-            w = hi - lo
-            better = fits & (w < best_w[idx] - tolerance(best_w[idx]))
-            best_w[idx[better]] = w[better]
-            r_lv[idx[better]] = k
-        if r_lv.any():
-            r = publication_at(t, r_lv, integer=integer)
-            use = r_lv > 0
-            p = Publication(
-                np.where(use, r.status, p.status).astype("<U16"),
-                np.where(use, r.value, p.value),
-                np.where(use, r.base, p.base),
-                np.where(use, r.lower, p.lower),
-                np.where(use, r.upper, p.upper),
-                integer,
-            )
+    if r_lv.any():
+        r = publication_at(t, r_lv, integer=integer)
+        use = r_lv > 0
+        p = Publication(
+            np.where(use, r.status, p.status).astype("<U16"),
+            np.where(use, r.value, p.value),
+            np.where(use, r.base, p.base),
+            np.where(use, r.lower, p.lower),
+            np.where(use, r.upper, p.upper),
+            integer,
+        )
     # the size class, where it is narrower still
-    finite = movable & np.isfinite(upper) & (t < SIZE_CLASS_EDGES[-1])
-    rng_lo = np.full(n, np.nan)
-    rng_hi = np.full(n, np.nan)
-    if finite.any():
-        c_lo, c_hi = size_class(t[finite], integer=integer)
-        rng_lo[finite], rng_hi[finite] = c_lo, c_hi
-    use_range = (
-        finite
-        & (rng_lo <= lower + eps)
-        & (rng_hi >= upper - eps)
-        & (np.nan_to_num(rng_hi - rng_lo, nan=np.inf) < best_w)
-    )
+    use_range = class_fits & (np.nan_to_num(rng_hi - rng_lo, nan=np.inf) < best_w)
     st = np.where(use_range, "range", p.status).astype("<U16")
     out = Publication(
         st,
@@ -770,9 +847,18 @@ def _greedy_coarsen(
         if progress is not None:
             progress(rounds, int(chk.violated.sum()))
     p = pub(level)
-    # the final check of ``p``: the full one (every bound the tightest, cells pinned);
-    # without it, the proven verdict (exact for violations; no bounds, no pinned count)
-    chk = check(p) if full_check else check(p, cache=cache, sensitive_only=True, prove=True)
+    # the final check of ``p``: the full one (violations and cells pinned exact, every
+    # bound as far as tightening needs it: ``tighten_reach``, or the tightest); without
+    # it, the proven verdict (exact for violations; no bounds, no pinned count)
+    if not full_check:
+        chk = check(p, cache=cache, sensitive_only=True, prove=True)
+    elif tightening:
+        reach = tighten_reach(
+            p, t, level, rounding=rounding, uniform=uniform, ladder=lad, bases=bases
+        )
+        chk = check(p, reach=reach)
+    else:
+        chk = check(p)
     n_tight = 0
     if (
         full_check
