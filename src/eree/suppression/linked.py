@@ -540,8 +540,13 @@ def _linked_bounds_once(
         else:
             seen_min = np.full(cols.size, np.inf)
             seen_max = np.full(cols.size, -np.inf)
-        want_hi = np.minimum(hi_s, g_hi[glob] / scale)
-        want_lo = np.maximum(lo_s, g_lo[glob] / scale)
+        # a side counts as reached within ``tol`` of what is wanted (the solver's
+        # resolution): a goal inside the own interval is moved out by ``tol``, so a point
+        # that settles it lies at or beyond the goal itself — within ``tol`` short of it,
+        # 10⁻⁹ of the component's magnitude (300 on NY's wages in dollars), a
+        # sensitive cell would be counted violated though the LP covers it
+        want_hi = np.minimum(hi_s, g_hi[glob] / scale + tol)
+        want_lo = np.maximum(lo_s, g_lo[glob] / scale - tol)
         args = (sub, bb / scale, lo_s, hi_s, want_lo, want_hi, seen_min, seen_max, tol, prove)
         if cols.size >= PARALLEL_MIN_CELLS:
             # a large component: its two sides as independent LP families from the same
