@@ -334,8 +334,11 @@ def test_the_tightened_publication_states_its_own_check(monkeypatch):
     returns a publication of the 2 × 2 table built by hand — the four inner cells
     suppressed, the margins exact and the total T published as its grid range [40, 44]
     though A + B = 42 pins it — which passes the rules (AX ∈ [0, 18]) and pins exactly T.
-    The optimizer's own passing publication pins none. The pinned cells stated must be
-    the audit's on the publication returned (T), not the untightened check's (none)."""
+    The optimizer's own passing publication pins none. The tightened publication's own
+    check finds T pinned, so T is published exactly (its range hid nothing) and checked
+    again: the publication returned is the hand-made one with T exact, and what it
+    states — no cell pinned, no violation — is the audit's on it. Without that last
+    step the hand-made publication would be returned with T pinned."""
     from eree.suppression.coarsening import optimize
 
     tables = _tables(_two_by_two())
@@ -355,12 +358,16 @@ def test_the_tightened_publication_states_its_own_check(monkeypatch):
     assert not plain.check.pinned.any()
     monkeypatch.setattr(optimize, "tighten", fake_tighten)
     res = greedy_coarsen(tables, "emp", prim)
-    assert res.publication is by_hand
-    pinned = _audit_pinned(tables, res.publication)
-    assert np.flatnonzero(pinned).tolist() == [total]
-    assert np.array_equal(res.check.pinned, pinned)
-    assert res.summary()["audit"]["cells_pinned"] == 1
-    assert not res.check.violated.any() and _audit_independently(tables, res.publication, prim) == 0
+    assert np.flatnonzero(_audit_pinned(tables, by_hand)).tolist() == [total]
+    pub = res.publication
+    assert pub.status[total] == "exact" and pub.value[total] == t[total] == 42
+    others = np.arange(t.size) != total
+    assert np.array_equal(pub.status[others], by_hand.status[others])
+    assert np.array_equal(pub.value[others], by_hand.value[others], equal_nan=True)
+    pinned = _audit_pinned(tables, pub)
+    assert not pinned.any() and np.array_equal(res.check.pinned, pinned)
+    assert res.summary()["audit"]["cells_pinned"] == 0
+    assert not res.check.violated.any() and _audit_independently(tables, pub, prim) == 0
 
 
 def test_the_optimizers_stated_pinned_cells_are_the_audits():

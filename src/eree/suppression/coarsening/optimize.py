@@ -887,10 +887,34 @@ def _greedy_coarsen(
             # the tightened publication though p's check pinned none). Both counts are
             # decided exactly, from p's bounds as a guide (``near``): not every bound of
             # q is solved to the tightest.
-            q_chk = check(q, near=(chk.raw_lower, chk.raw_upper))
+            guide = (chk.raw_lower, chk.raw_upper)
+            q_chk = check(q, near=guide)
+            finer_than_p = np.zeros(n, dtype=bool)
             if not q_chk.violated.any():
                 chk = q_chk
                 p, n_tight = q, int(finer.sum())
+                finer_than_p = finer
+            # a cell the attacker pins though it is published coarsened (not sensitive:
+            # a sensitive one would be violated) is published exactly — its coarsening
+            # hid nothing — and the publication is checked again: its bounds are whole
+            # numbers inward, so exact may narrow the LP a little (at most twice more)
+            for _ in range(2):
+                if not chk.pinned.any() or chk.violated.any():
+                    break
+                pin = chk.pinned
+                r = Publication(
+                    np.where(pin, "exact", p.status).astype("<U16"),
+                    np.where(pin, t, p.value),
+                    np.where(pin, np.nan, p.base),
+                    np.where(pin, np.nan, p.lower),
+                    np.where(pin, np.nan, p.upper),
+                    p.integer,
+                )
+                r_chk = check(r, near=guide)
+                if r_chk.violated.any():
+                    break
+                finer_than_p = finer_than_p | pin
+                p, chk, n_tight = r, r_chk, int(finer_than_p.sum())
     losses = cell_loss(p, t)
     return CoarseningResult(
         p,
