@@ -16,28 +16,24 @@ The expectation is the full check of the same publication (itself tested against
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 import pytest
 
-from eree.suppression import PrimaryRules, primary_suppression, qcew_tables
+from eree.suppression import primary_suppression
 from eree.suppression.coarsening import disclosure_check
 from eree.suppression.coarsening.optimize import GRID_BASES, publication_at, tighten
 from eree.suppression.linked import tolerance
 from eree.suppression.rules import protected_lower
-from tests.suppression.coarsening.test_propagated_check import RULES, _three_by_three
-from tests.suppression.helpers import QCEW_DIR, need
+from tests.suppression.coarsening.test_propagated_check import (
+    RULES,
+    _three_by_three,
+    delaware_m1emp,
+)
 
 TOP = len(GRID_BASES) + 1
 
 
 def _delaware():
-    from eree.synth.qcew import synth_qcew_from_area
-
-    need(QCEW_DIR)
-    est = synth_qcew_from_area(QCEW_DIR, seed=1).establishments
-    est = est.filter(pl.col("state").cast(pl.Int64) == 10).drop("state")
-    tables = qcew_tables(est, ("m1emp",), top=2)
-    prim = primary_suppression(tables, PrimaryRules(exempt={"own": ("1",)}), ("m1emp",))
+    tables, prim = delaware_m1emp()
     return tables, prim, "m1emp"
 
 
@@ -63,32 +59,24 @@ def _agree(tables, prim, a, pub, near) -> tuple[int, int]:
     return int(full.violated.sum()), int(full.pinned.sum())
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_near_bounds_state_the_full_checks_violations_and_pinned_cells(seed):
-    """3 × 3 with margins at random grid levels: the publication itself and its
-    tightening, each checked with the untightened publication's bounds. Power: over the
-    seeds some publications have violations and some pinned cells."""
+def test_near_bounds_state_the_full_checks_violations_and_pinned_cells():
+    """3 × 3 with margins at random grid levels (twelve seeds): the publication itself
+    and its tightening, each checked with the untightened publication's bounds. Power:
+    over the seeds some publications have violations and some pinned cells."""
     tables, prim, a = _small()
     t = tables.values(a).astype(float)
-    rng = np.random.default_rng(seed)
-    level = _random_levels(t, rng, 4, 0.15)
-    pub = publication_at(t, level, ladder="grid")
-    full = disclosure_check(tables, pub, a, prim)
-    near = (full.raw_lower, full.raw_upper)
-    v, p = _agree(tables, prim, a, pub, near)
-    q, _ = tighten(pub, t, level, full.raw_lower, full.raw_upper, ladder="grid")
-    v2, p2 = _agree(tables, prim, a, q, near)
-    _SEEN.append((v + v2, p + p2))
-
-
-_SEEN: list[tuple[int, int]] = []
-
-
-def test_the_near_seeds_had_something_to_find():
-    """Runs after the seeds above (file order): violations and pinned cells were met."""
-    if len(_SEEN) < 12:
-        pytest.skip("run with the seeds above")
-    assert sum(v for v, _ in _SEEN) > 0 and sum(p for _, p in _SEEN) > 0
+    found_v = found_p = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        level = _random_levels(t, rng, 4, 0.15)
+        pub = publication_at(t, level, ladder="grid")
+        full = disclosure_check(tables, pub, a, prim)
+        near = (full.raw_lower, full.raw_upper)
+        v, p = _agree(tables, prim, a, pub, near)
+        q, _ = tighten(pub, t, level, full.raw_lower, full.raw_upper, ladder="grid")
+        v2, p2 = _agree(tables, prim, a, q, near)
+        found_v, found_p = found_v + v + v2, found_p + p + p2
+    assert found_v > 0 and found_p > 0
 
 
 def test_near_bounds_on_delaware_state_the_full_checks_counts():

@@ -42,6 +42,18 @@ def _three_by_three():
     return tabulate(frame, layout, ["emp"], top=2)
 
 
+def delaware_m1emp():
+    """DE's QCEW linked tables of month-1 employment (synthesised from the by-area files,
+    seed 1) and the BLS primary rules (federal ownership exempt); skipped without data."""
+    from eree.synth.qcew import synth_qcew_from_area
+
+    need(QCEW_DIR)
+    est = synth_qcew_from_area(QCEW_DIR, seed=1).establishments
+    est = est.filter(pl.col("state").cast(pl.Int64) == 10).drop("state")
+    tables = qcew_tables(est, ("m1emp",), top=2)
+    return tables, primary_suppression(tables, PrimaryRules(exempt={"own": ("1",)}), ("m1emp",))
+
+
 def _same_decisions(tables, pub, level, attribute, prim) -> tuple[int, int]:
     """Both checks and both tightenings agree; returns (violations, cells tightened)."""
     fast = disclosure_check(tables, pub, attribute, prim)
@@ -113,13 +125,7 @@ def test_propagated_check_on_delaware_decides_as_the_full_lp_check():
     """DE's linked tables (7,850 cells) at random grid levels (about a tenth suppressed):
     the same violations, pinned cells, bounds and tightening with and without propagation,
     with something to find on each (violations and tightened cells)."""
-    from eree.synth.qcew import synth_qcew_from_area
-
-    need(QCEW_DIR)
-    est = synth_qcew_from_area(QCEW_DIR, seed=1).establishments
-    est = est.filter(pl.col("state").cast(pl.Int64) == 10).drop("state")
-    tables = qcew_tables(est, ("m1emp",), top=2)
-    prim = primary_suppression(tables, PrimaryRules(exempt={"own": ("1",)}), ("m1emp",))
+    tables, prim = delaware_m1emp()
     t = tables.values("m1emp").astype(float)
     rng = np.random.default_rng(5)
     level = rng.integers(0, 5, t.size)
@@ -153,13 +159,7 @@ def test_a_component_propagation_leaves_infeasible_is_solved_again_without_it():
     them. The check falls back to the LPs from the own intervals (counted), and decides
     as the check without propagation: the same violations, pinned cells and bounds. It
     raised "the attacker's LP failed" before."""
-    from eree.synth.qcew import synth_qcew_from_area
-
-    need(QCEW_DIR)
-    est = synth_qcew_from_area(QCEW_DIR, seed=1).establishments
-    est = est.filter(pl.col("state").cast(pl.Int64) == 10).drop("state")
-    tables = qcew_tables(est, ("m1emp",), top=2)
-    prim = primary_suppression(tables, PrimaryRules(exempt={"own": ("1",)}), ("m1emp",))
+    tables, prim = delaware_m1emp()
     t = tables.values("m1emp").astype(float)
     level = np.random.default_rng(41).integers(0, 3, t.size)
     pub = publication_at(t, level, ladder="grid")
