@@ -37,13 +37,15 @@ mode can use it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import ParamSpec
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,6 +54,8 @@ from scipy.sparse.csgraph import connected_components
 from eree.engine.parent_watch import exit_with_parent
 from eree.suppression.audit import peel
 from eree.suppression.lp import EqualityLP, solve_with_duals
+
+_P = ParamSpec("_P")
 
 __all__ = [
     "LP_MODEL_MAGNITUDE",
@@ -362,6 +366,37 @@ def propagate_bounds(
     return lo, hi, True
 
 
+def _falls_back_without_propagation(
+    bounds: Callable[_P, tuple[np.ndarray, np.ndarray]],
+) -> Callable[_P, tuple[np.ndarray, np.ndarray]]:
+    """:func:`linked_bounds`, computed again without propagation on a failure.
+
+    When a component it propagated came out infeasible (its docstring, "Propagation's
+    fallback").
+    """
+
+    @functools.wraps(bounds)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> tuple[np.ndarray, np.ndarray]:
+        st = kwargs.get("stats")
+        if st is None:
+            st = {}
+            kwargs["stats"] = st
+        if not isinstance(st, dict):
+            raise TypeError("stats must be a dict")
+        st.setdefault("propagation_fallbacks", 0)
+        before = st.get("inconsistent_components", 0)
+        lo, hi = bounds(*args, **kwargs)
+        if kwargs.get("propagate") and st["inconsistent_components"] > before:
+            st["inconsistent_components"] = before
+            st["propagation_fallbacks"] += 1
+            kwargs["propagate"] = False
+            lo, hi = bounds(*args, **kwargs)
+        return lo, hi
+
+    return run
+
+
+@_falls_back_without_propagation
 def linked_bounds(
     relations: sp.csr_matrix,
     lower: np.ndarray,
@@ -409,50 +444,6 @@ def linked_bounds(
     every cell substituted is published as one value): ``propagation_fallbacks`` counts
     it, and only a failure there is ``inconsistent_components``.
     """
-    st = stats if stats is not None else {}
-    st.setdefault("propagation_fallbacks", 0)
-    before = st.get("inconsistent_components", 0)
-
-    def once(prop: bool) -> tuple[np.ndarray, np.ndarray]:
-        return _linked_bounds_once(
-            relations,
-            lower,
-            upper,
-            truth=truth,
-            stats=st,
-            cache=cache,
-            goal_lower=goal_lower,
-            goal_upper=goal_upper,
-            prove=prove,
-            propagate=prop,
-            pool=pool,
-            memory=memory,
-        )
-
-    lo, hi = once(propagate)
-    if propagate and st["inconsistent_components"] > before:
-        st["inconsistent_components"] = before
-        st["propagation_fallbacks"] += 1
-        lo, hi = once(False)
-    return lo, hi
-
-
-def _linked_bounds_once(
-    relations: sp.csr_matrix,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    *,
-    truth: np.ndarray | None = None,
-    stats: dict[str, int] | None = None,
-    cache: dict[bytes, tuple[np.ndarray, np.ndarray] | None] | None = None,
-    goal_lower: np.ndarray | None = None,
-    goal_upper: np.ndarray | None = None,
-    prove: bool = True,
-    propagate: bool = False,
-    pool: Executor | None = None,
-    memory: BasisMemory | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`linked_bounds` with propagation or without, once."""
     st = stats if stats is not None else {}
     keys = ("lp", "batch_lp", "peeled", "components", "inconsistent_components")
     for key in (*keys, "components_reused", "warm_starts"):

@@ -232,6 +232,23 @@ class CoarseningResult:
         }
 
 
+def _as_published(
+    publication: Publication,
+    values: np.ndarray,
+    ladder: str,
+    bases: Sequence[float] | np.ndarray | None,
+) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Where :func:`tighten` and :func:`tighten_reach` start.
+
+    The values as floats, the ladder's suppression level, and each cell's published
+    interval and width (``inf`` when unbounded).
+    """
+    t = np.asarray(values, dtype=np.float64)
+    top = len(ladder_bases(ladder) if bases is None else bases) + 1
+    lo, hi = publication.own_bounds()
+    return t, top, lo, hi, np.where(np.isfinite(hi), hi - lo, np.inf)
+
+
 def _tighten_candidates(
     t: np.ndarray,
     status: np.ndarray,
@@ -308,12 +325,9 @@ def tighten_reach(
     (:func:`.check.disclosure_check`), it makes :func:`tighten` publish what it would from
     every tightest bound. An exact cell: ``inf``/``-inf`` (not needed).
     """
-    t = np.asarray(values, dtype=np.float64)
+    t, top, cur_lo, cur_hi, cur_w = _as_published(publication, values, ladder, bases)
     n = t.size
-    top = len(ladder_bases(ladder) if bases is None else bases) + 1
     status = publication.status
-    cur_lo, cur_hi = publication.own_bounds()
-    cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
     # a suppressed cell is only ever published narrower than its value (loss < 1)
     limit = np.where(status == "suppressed", np.maximum(t, 1.0), cur_w)
     e_lo, e_hi = np.full(n, np.inf), np.full(n, -np.inf)
@@ -372,12 +386,9 @@ def tighten(
     Returns:
         The new publication and a boolean per cell: published finer.
     """
-    t = np.asarray(values, dtype=np.float64)
+    t, top, _, _, cur_w = _as_published(publication, values, ladder, bases)
     n = t.size
-    top = len(ladder_bases(ladder) if bases is None else bases) + 1
     integer = publication.integer
-    cur_lo, cur_hi = publication.own_bounds()
-    cur_w = np.where(np.isfinite(cur_hi), cur_hi - cur_lo, np.inf)
     eps = lp_accuracy(lower, upper)
     best_w = cur_w.copy()
     best_lv = level.copy()
