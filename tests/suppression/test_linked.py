@@ -388,3 +388,33 @@ def test_binding_cells_from_a_remembered_basis_are_those_of_the_lp_with_every_ce
     sides = np.where(np.arange(cells.size) % 2 == 0, 1.0, -1.0)
     got = linked.binding_cells(rel, lo, hi, cells, sides, memory=memory)
     _same_holders_as_linprog(rel, lo, hi, cells, sides, got)
+
+
+def test_a_batch_settles_cells_of_every_magnitude() -> None:
+    """A total ``T = B + s_1 + … + s_50`` published in ``[0, 10⁶ + 5]``, a large cell ``B``
+    shown again as ``U = B`` in another table (both published in ``[0, 2·10⁶]``) and fifty
+    small cells ``s_i ∈ [0, 10]``; the truth ``B = 5·10⁵``, ``s_i = 1``. The maxima trade
+    off (``B + Σ s_i ≤ 10⁶ + 5``): max ``s_i`` = 10, max ``B`` = max ``U`` = 10⁶ + 5 (short
+    of their own 2·10⁶: each needs an LP of its own), max ``T`` = 10⁶ + 5; every minimum
+    is 0.
+
+    Weighted by the inverse of each cell's gap (``batch_weights``), the first batch of
+    maxima values a unit of ``s_i`` (gap 9) about 3·10⁴ times one of ``B``: its unique
+    optimum puts every ``s_i`` at 10 and ``T`` at its top; the second (``B``, ``U``)
+    settles nothing, and ``B``, ``U`` get one LP each; one batch settles every minimum:
+    5 LPs, 3 of them batches. The unweighted sum is ``3B + 2Σ s_i``: its unique optimum
+    leaves every ``s_i`` at 0, twice, and each small cell needs an LP of its own (55 LPs).
+    """
+    m = 50
+    n = m + 3
+    rel = np.zeros((2, n))
+    rel[0, 0], rel[0, 1], rel[0, 3:] = 1.0, -1.0, -1.0  # T = B + Σ s_i
+    rel[1, 2], rel[1, 1] = 1.0, -1.0  # U = B
+    lower = np.zeros(n)
+    upper = np.concatenate([[1e6 + 5, 2e6, 2e6], np.full(m, 10.0)])
+    truth = np.concatenate([[5e5 + m, 5e5, 5e5], np.ones(m)])
+    st: dict[str, int] = {}
+    lo, hi = linked_bounds(sp.csr_matrix(rel), lower, upper, truth=truth, stats=st)
+    assert np.allclose(hi, np.concatenate([[1e6 + 5] * 3, np.full(m, 10.0)]))
+    assert np.allclose(lo, 0.0)
+    assert (st["lp"], st["batch_lp"]) == (5, 3)

@@ -716,6 +716,9 @@ def _greedy_coarsen(
 
     seen = np.zeros(n, dtype=np.int64)  # the call that last met each cell
     calls = [0]
+    # each cell's first layer (the cells sharing a relation with it, in the order met):
+    # the same every call, and nearly every call ends there
+    first_layer: dict[int, np.ndarray] = {}
 
     def candidates(c: int) -> np.ndarray:
         """The nearest cells to ``c`` (in relations walked) that can still be rounded more.
@@ -724,6 +727,16 @@ def _greedy_coarsen(
         (the layer's cells in order, each one's relations in order, each relation's cells
         in order) — the order that breaks ties between equally cheap steps.
         """
+        near = first_layer.get(c)
+        if near is None:
+            met = _gather(
+                rel.indptr, rel.indices, _gather(rel_c.indptr, rel_c.indices, np.array([c]))
+            )
+            met = met[np.sort(np.unique(met, return_index=True)[1])]
+            near = first_layer[c] = met[met != c]
+        out = near[(level[near] < cap[near]) & ~raised[near]]
+        if out.size:
+            return out
         calls[0] += 1
         stamp = calls[0]
         seen[c] = stamp
