@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from eree.suppression.linked import linked_bounds
+from eree.suppression.linked import BATCH_WEIGHT_RANGE, batch_weights, linked_bounds
 
 
 def _two_tables(seed: int) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -418,3 +418,16 @@ def test_a_batch_settles_cells_of_every_magnitude() -> None:
     assert np.allclose(hi, np.concatenate([[1e6 + 5] * 3, np.full(m, 10.0)]))
     assert np.allclose(lo, 0.0)
     assert (st["lp"], st["batch_lp"]) == (5, 3)
+
+
+def test_batch_weights_are_the_inverse_gaps_scaled_to_one() -> None:
+    """Weights ∝ 1/gap, the largest 1, the same in any unit; a gap below
+    ``BATCH_WEIGHT_RANGE`` of the largest counts as that much; a cell no point has met
+    (gap ``inf``) weighs as the largest gap; no finite gap at all: every weight 1."""
+    gap = np.array([2.0, 8.0, 4.0, 1e-9, np.inf])
+    w = batch_weights(gap)
+    floor = BATCH_WEIGHT_RANGE * 8.0
+    assert np.allclose(w, floor / np.array([2.0, 8.0, 4.0, floor, 8.0]))
+    assert w.max() == 1.0
+    assert np.allclose(batch_weights(gap * 1e6), w)  # dollars or thousands: the same LP
+    assert np.array_equal(batch_weights(np.array([np.inf, np.inf])), np.ones(2))
