@@ -95,13 +95,7 @@ def audit(published: pl.DataFrame, tables, prim, attribute: str) -> tuple[int, i
     t = tables.values(attribute).astype(float)
     u = prim.protection[attribute]
     ok = (res.lower <= t - np.minimum(u, t) + 1e-6) & (res.upper >= t + u - 1e-6)
-    # pinned: the attacker's interval is one value (to 10⁻⁷ of it; for counts, whole
-    # numbers inward, a width of 0 — 10⁻⁶ of the value let a width of 4 on a total of 10⁶
-    # count as pinned), though not published exactly
-    pinned = (res.upper - res.lower <= 1e-7 * np.maximum(1, np.abs(res.upper))) & (
-        part["status"].to_numpy() != "exact"
-    )
-    return int((prim.primary & ~ok).sum()), int(pinned.sum())
+    return int((prim.primary & ~ok).sum()), int(res.pinned.sum())
 
 
 @pytest.fixture(scope="module")

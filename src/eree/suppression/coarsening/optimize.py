@@ -720,6 +720,14 @@ def _greedy_coarsen(
     # the same every call, and nearly every call ends there
     first_layer: dict[int, np.ndarray] = {}
 
+    def next_layer(layer: np.ndarray, stamp: int) -> np.ndarray:
+        """The cells met first from ``layer``, in the order met, not yet met this walk."""
+        met = _gather(rel.indptr, rel.indices, _gather(rel_c.indptr, rel_c.indices, layer))
+        met = met[np.sort(np.unique(met, return_index=True)[1])]
+        nxt = met[seen[met] != stamp]
+        seen[nxt] = stamp
+        return nxt
+
     def candidates(c: int) -> np.ndarray:
         """The nearest cells to ``c`` (in relations walked) that can still be rounded more.
 
@@ -727,30 +735,19 @@ def _greedy_coarsen(
         (the layer's cells in order, each one's relations in order, each relation's cells
         in order) — the order that breaks ties between equally cheap steps.
         """
-        near = first_layer.get(c)
-        if near is None:
-            met = _gather(
-                rel.indptr, rel.indices, _gather(rel_c.indptr, rel_c.indices, np.array([c]))
-            )
-            met = met[np.sort(np.unique(met, return_index=True)[1])]
-            near = first_layer[c] = met[met != c]
-        out = near[(level[near] < cap[near]) & ~raised[near]]
-        if out.size:
-            return out
+        layer = first_layer.get(c)
         calls[0] += 1
         stamp = calls[0]
         seen[c] = stamp
-        layer = np.array([c], dtype=np.int64)
+        if layer is None:
+            layer = first_layer[c] = next_layer(np.array([c], dtype=np.int64), stamp)
+        else:
+            seen[layer] = stamp
         while layer.size:
-            met = _gather(rel.indptr, rel.indices, _gather(rel_c.indptr, rel_c.indices, layer))
-            first = np.sort(np.unique(met, return_index=True)[1])
-            met = met[first]
-            nxt = met[seen[met] != stamp]
-            seen[nxt] = stamp
-            out = nxt[(level[nxt] < cap[nxt]) & ~raised[nxt]]
+            out = layer[(level[layer] < cap[layer]) & ~raised[layer]]
             if out.size:
                 return out
-            layer = nxt
+            layer = next_layer(layer, stamp)
         return np.array([], dtype=np.int64)
 
     if local:
