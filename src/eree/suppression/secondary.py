@@ -672,10 +672,11 @@ def secondary_suppression(
                 merge(res)
                 continue
             pending = [pool.apply_async(_worker, (t, suppressed)) for t in tasks]
-            while not all(p.ready() for p in pending):
+            # a task can finish between two looks: wait on the first still running, if any
+            while running := [p for p in pending if not p.ready()]:
                 while not _QUEUE.empty():
                     tick(_QUEUE.get())
-                next(p for p in pending if not p.ready()).wait(0.2)
+                running[0].wait(0.2)
             while not _QUEUE.empty():
                 tick(_QUEUE.get())
             merge([p.get() for p in pending])  # in task order: deterministic
