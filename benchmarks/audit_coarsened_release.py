@@ -78,12 +78,20 @@ def main() -> None:
     for code in states:
         part = frame if code is None else frame.filter(pl.col("state") == code).drop("state")
         label = code or "all"
-        tables = qcew_tables(part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
+        tables = qcew_tables(
+            part,
+            cfg.attributes,
+            domain=cfg.domain,
+            top=cfg.rules.top_needed,
+            merges=plan.protection.merges,
+        )
+        keys = ["table_code", *[d.name for d in tables.layout.dimensions]]
+        want = tables.cells.select(pl.col(k).cast(pl.Utf8) for k in keys)
         prim = primary_suppression(tables, cfg.rules, cfg.attributes)
         for a in attributes:
             cells = published.filter((pl.col("state") == label) & (pl.col("attribute") == a))
             cells = cells.drop("attribute", "state")
-            if cells["table_code"].to_list() != tables.cells["table_code"].cast(str).to_list():
+            if not cells.select(keys).equals(want):
                 raise SystemExit(f"{args.release}: state {label}, {a}: not the spec's cells")
             integer = bool(np.all(np.mod(tables.values(a), 1) == 0))
             t0 = time.perf_counter()

@@ -45,6 +45,53 @@ BAD = [
     ('exempt_own = ["1"]', 'exempt_own = ["1"]\nbases = [5, 10]', "'bases' in [protection]"),
     ('exempt_own = ["1"]', 'exempt_own = ["1"]\n[privacy]\ndefinition = "gedp"', "[privacy]"),
     ('exempt_own = ["1"]', 'exempt_own = ["1"]\n[[query]]\nname = "q"', "[[query]]"),
+    ('exempt_own = ["1"]', 'exempt_own = ["1"]\nmerge_areas = "1"', "[protection].merge_areas"),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_areas = [[1, 3]]',
+        "[protection].merge_areas",
+    ),
+    ('exempt_own = ["1"]', 'exempt_own = ["1"]\nmerge_areas = [["1"]]', "[protection].merge_areas"),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_areas = [["1", "1"]]',
+        "[protection].merge_areas",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_areas = [["1", "3"], ["3", "5"]]',
+        "[protection].merge_areas: code '3' is in groups 1 and 2",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_areas = [["1+3", "5"]]',
+        "[protection].merge_areas",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_areas = [["", "5"]]',
+        "[protection].merge_areas",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_industries = [["23611", "236116"]]',
+        "[protection].merge_industries: group 1: industries are merged as six-digit",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_industries = [["236115", "541211"]]',
+        "[protection].merge_industries: group 1: merged industries must share",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_areas = [["1", "3"]]',
+        "[protection].merge_areas does not go with [output].format",
+    ),
+    (
+        'exempt_own = ["1"]',
+        'exempt_own = ["1"]\nmerge_industries = [["236115", "236116"]]',
+        "[protection].merge_industries does not go with [output].format",
+    ),
     ("year = 2024", "year = 2024\nconfidence = 0.9", "[output].confidence"),
     ('format = "qcew-by-area"', 'format = "lodes-wac"', "[output].format"),
     ("year = 2024\n", "", "[output].year"),

@@ -41,6 +41,16 @@ BAD = [
     ("min_protection = 1", 'min_protection = 1\nexempt_own = ["1"]', "[protection].exempt_own"),
     ("min_protection = 1", 'min_protection = 1\nattributes = ["jobs"]', "[protection].attributes"),
     ("min_protection = 1", "min_protection = 1\nbases = [2, 3]", "'bases' in [protection]"),
+    (
+        "min_protection = 1",
+        'min_protection = 1\nmerge_areas = [["1", "3"]]',
+        "[protection].merge_areas",
+    ),
+    (
+        "min_protection = 1",
+        'min_protection = 1\nmerge_industries = [["236115", "236116"]]',
+        "[protection].merge_industries",
+    ),
     ('mode = "coarsening"', 'mode = "rounding"', "[protection].mode"),
     ('rounding = "deterministic"', 'rounding = "nearest"', "[protection].rounding"),
     ("threshold = 3", "threshold = -1", "[protection].threshold"),

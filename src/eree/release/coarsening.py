@@ -57,6 +57,7 @@ __all__ = [
     "ROUNDING_NOTE",
     "TABLE_FILE",
     "CoarseningRelease",
+    "check_merge_data",
     "coarsen_state",
     "coarsening_release",
     "establishment_frame",
@@ -94,8 +95,10 @@ def suppression_config_of(plan: CoarseningPlan) -> Any:
     return SuppressionConfig(rules=rules, attributes=p.attributes)
 
 
-def coarsen_state(part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None) -> dict[str, Any]:
-    """Coarsen one state's linked tables.
+def coarsen_state(
+    part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None, merges: Any = None
+) -> dict[str, Any]:
+    """Coarsen one state's linked tables (``merges``: the categories published as one).
 
     Returns ``tables`` (the linked tables, confidential), ``publications`` (attribute →
     :class:`~eree.suppression.coarsening.Publication`), ``frames`` (each attribute's cells
@@ -107,7 +110,9 @@ def coarsen_state(part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None)
     from eree.suppression.coarsening import greedy_coarsen
     from eree.suppression.linked import BasisMemory
 
-    tables = qcew_tables(part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed)
+    tables = qcew_tables(
+        part, cfg.attributes, domain=cfg.domain, top=cfg.rules.top_needed, merges=merges
+    )
     prim = primary_suppression(tables, cfg.rules, cfg.attributes)
     out: dict[str, Any] = {"tables": tables, "frames": [], "publications": {}, "attributes": {}}
     # the attributes share the tables' relations: each one's LPs start where the last
@@ -173,6 +178,33 @@ def check_fips(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
             )
 
 
+def check_merge_data(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
+    """Refuse merges the data do not support (:func:`eree.suppression.check_merges`).
+
+    Merged areas need data of one state: county codes are a state's.
+
+    Raises:
+        DataValidationError: naming the spec key, the file and the column (the codes are
+            public; no confidential value is printed).
+    """
+    from eree.data.location import input_label
+    from eree.errors import DataValidationError
+    from eree.suppression import check_merges
+
+    assert isinstance(plan.data, EstablishmentDataConfig)
+    file = input_label(plan.data.path)
+    merges = plan.protection.merges
+    if merges.areas and "state" in frame.columns and frame.get_column("state").n_unique() > 1:
+        raise DataValidationError(
+            "[protection].merge_areas names a state's county codes, and the data hold more "
+            "than one state: release each state with its own spec",
+            file=file,
+            column="state",
+            rule="merge",
+        )
+    check_merges(frame, merges, file=file)
+
+
 def _by_state(frame: pl.DataFrame) -> list[tuple[str | None, pl.DataFrame]]:
     if "state" not in frame.columns:
         return [(None, frame)]
@@ -222,6 +254,9 @@ def coarsening_release(
     frame = establishment_frame(plan, engine)
     if plan.output.format is not None:
         check_fips(frame, plan)
+    merges = plan.protection.merges
+    if merges:
+        check_merge_data(frame, plan)
     states: dict[str, dict[str, Any]] = {}
     frames: list[pl.DataFrame] = []
     pubs: dict[str, Any] = {}
@@ -229,7 +264,7 @@ def coarsening_release(
         label = code or "all"
         if progress is not None:
             progress(f"state {label}: coarsening…")
-        res = coarsen_state(part, cfg, rounding, seed)
+        res = coarsen_state(part, cfg, rounding, seed, merges)
         left = sum(s["audit"]["violations"] for s in res["attributes"].values())
         if left:
             raise EreeError(
@@ -293,6 +328,7 @@ def _manifest(
             "bases": list(ladder_bases("grid" if p.rounding == "deterministic" else "rounding")),
             "rules": suppression_config_of(plan).rules.describe(),
             "attributes": list(p.attributes),
+            "merges": p.merges.describe(),
         },
     )
     totals = _totals(states)

@@ -160,6 +160,14 @@ def coarsening_report(m: dict[str, Any]) -> str:
         f"{html.escape(str(p['rules']))}.</p>",
         f"<p>Ledger: {html.escape(m['ledger']['statement'])}.</p>",
     ]
+    merged = [g for kind in ("areas", "industries") for g in p.get("merges", {}).get(kind, [])]
+    if merged:
+        groups = "; ".join(f"{g['code']} ({', '.join(g['members'])})" for g in merged)
+        sections.insert(
+            -1,
+            "<p>Categories merged (each group published as one category, its members' own "
+            f"cells not published): {html.escape(groups)}.</p>",
+        )
     if m["random"]["mode"] == "seeded":
         sections.insert(0, '<div class="banner">SEEDED: NOT FOR PUBLICATION</div>')
     return page(f"Coarsened release {m['dataset']['name']}", sections)

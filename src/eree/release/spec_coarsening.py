@@ -40,6 +40,7 @@ from eree.release.spec import (
     str_list,
     unknown_attribute,
 )
+from eree.suppression.merges import CategoryMerges, merge_problem
 
 __all__ = [
     "COARSENING_FORMATS",
@@ -90,6 +91,8 @@ class ProtectionSpec:
         threshold, dominance_k, dominance_n, p_percent, min_protection: the primary
             rules (:class:`eree.suppression.PrimaryRules`; 0 turns a rule off).
         exempt_own: ownership codes never sensitive.
+        merges: groups of counties and of six-digit industries published as one
+            category each (:mod:`eree.suppression.merges`).
     """
 
     mode: str
@@ -101,6 +104,22 @@ class ProtectionSpec:
     p_percent: float
     min_protection: float
     exempt_own: tuple[str, ...]
+    merges: CategoryMerges = field(default_factory=CategoryMerges)
+
+
+def _merge_groups(value: Any, key: str, *, industry: bool) -> tuple[tuple[str, ...], ...]:
+    """A ``merge_*`` key: a list of groups, each a list of codes (strings), checked."""
+    where = f"[protection].{key}"
+    if not isinstance(value, list) or not all(
+        isinstance(g, list) and all(isinstance(c, str) for c in g) for g in value
+    ):
+        raise SpecError(
+            f'{where} must be a list of lists of codes (strings), e.g. [["003", "005"]]'
+        )
+    problem = merge_problem(value, industry=industry)
+    if problem is not None:
+        raise SpecError(f"{where}: {problem}")
+    return tuple(tuple(g) for g in value)
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,10 @@ def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
         p_percent=numbers["p_percent"],
         min_protection=numbers["min_protection"],
         exempt_own=str_list(d["exempt_own"], "[protection].exempt_own"),
+        merges=CategoryMerges(
+            areas=_merge_groups(d["merge_areas"], "merge_areas", industry=False),
+            industries=_merge_groups(d["merge_industries"], "merge_industries", industry=True),
+        ),
     )
 
 
@@ -352,6 +375,16 @@ def parse_coarsening_spec(
                 f"[output].format {fmt!r} names each file by its area (state + county FIPS): "
                 "[data].public must list state"
             )
+        for key, groups in (
+            ("merge_areas", protection.merges.areas),
+            ("merge_industries", protection.merges.industries),
+        ):
+            if groups:
+                raise SpecError(
+                    f"[protection].{key} does not go with [output].format {fmt!r}: the QCEW "
+                    "by-area layout has no code for a merged category (publish the table "
+                    "format, or remove the merge)"
+                )
         lacking = [a for a in QCEW_ATTRIBUTES if a not in protection.attributes]
         if lacking:
             raise SpecError(

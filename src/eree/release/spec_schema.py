@@ -419,6 +419,30 @@ SECTIONS: tuple[Section, ...] = (
                 "Ownership codes whose cells are never sensitive (BLS publishes federal "
                 "government, own 1). Establishments only.",
             ),
+            Key(
+                "merge_areas",
+                "list of lists of strings",
+                [],
+                "Groups of counties published as one area each (a category merge): each "
+                "group at least two county codes as the data's `cnty` column writes them, "
+                "a code in one group at most; the group's cells are tabulated from its "
+                "members' establishments together and published under the code of its "
+                "members joined by '+' (e.g. 003+005); the members' own cells are not "
+                "published. Data of one state only (county codes are a state's). Not with "
+                "[output].format (the QCEW by-area layout has no code for a merged area). "
+                "Establishments only.",
+            ),
+            Key(
+                "merge_industries",
+                "list of lists of strings",
+                [],
+                "Groups of six-digit NAICS industries published as one industry each (a "
+                "category merge at the six-digit level): each group at least two codes "
+                "with the same five-digit parent, a code in one group at most; published "
+                "under the codes joined by '+' (e.g. 311111+311119); every coarser level "
+                "is unchanged. Not with [output].format (the QCEW by-area layout has no "
+                "code for a merged industry). Establishments only.",
+            ),
         ),
     ),
     Section(

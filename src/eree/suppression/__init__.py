@@ -12,6 +12,8 @@ mechanisms lives in :mod:`eree.evaluate.suppression_compare`, the commands in
 
 * :mod:`.tables` — the QCEW linked tables: establishments tabulated into area ×
   ownership × industry-level cells, with their additivity relations.
+* :mod:`.merges` — category merges: groups of counties or six-digit industries
+  tabulated as one category (a coarsening tool).
 * :mod:`.rules` — primary suppression (threshold, (n, k) dominance, p%) and each
   primary cell's protection level.
 * :mod:`.secondary` — complementary suppression by witness LPs (HiGHS) over small
@@ -34,6 +36,7 @@ from eree.suppression.audit import (
     peel,
     verify_witnesses,
 )
+from eree.suppression.merges import CategoryMerges, check_merges, merge_categories
 from eree.suppression.pipeline import (
     DEFAULT_ATTRIBUTES,
     SuppressionConfig,
@@ -62,6 +65,7 @@ from eree.suppression.tables import (
 __all__ = [
     "DEFAULT_ATTRIBUTES",
     "AuditResult",
+    "CategoryMerges",
     "Dimension",
     "LinkedTables",
     "PrimaryResult",
@@ -76,7 +80,9 @@ __all__ = [
     "attacker_bounds",
     "audit",
     "certified_bounds",
+    "check_merges",
     "marginals_layout",
+    "merge_categories",
     "peel",
     "prepare_qcew_frame",
     "primary_suppression",

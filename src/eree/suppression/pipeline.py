@@ -23,6 +23,7 @@ import polars as pl
 
 from eree.errors import DataValidationError
 from eree.suppression.audit import AuditResult, audit
+from eree.suppression.merges import CategoryMerges, merge_categories
 from eree.suppression.rules import PrimaryResult, PrimaryRules, primary_suppression
 from eree.suppression.secondary import (
     SecondaryConfig,
@@ -304,11 +305,18 @@ def qcew_tables(
     domain: bool = True,
     top: int = 2,
     layout: TableLayout | None = None,
+    merges: CategoryMerges | None = None,
 ) -> LinkedTables:
-    """The QCEW linked tables of one state's establishments."""
-    return tabulate(
-        prepare_qcew_frame(frame), layout or qcew_layout(domain=domain), attributes, top=top
-    )
+    """The QCEW linked tables of one state's establishments.
+
+    ``merges``: groups of counties and of six-digit industries tabulated as one category
+    each (:mod:`eree.suppression.merges`; :func:`~eree.suppression.merges.check_merges`
+    says whether the data support them).
+    """
+    prepared = prepare_qcew_frame(frame)
+    if merges:
+        prepared = merge_categories(prepared, merges)
+    return tabulate(prepared, layout or qcew_layout(domain=domain), attributes, top=top)
 
 
 def suppress_establishments(

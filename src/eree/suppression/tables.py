@@ -65,7 +65,10 @@ __all__ = [
 #: public establishment-count column of the cell frame
 ESTABLISHMENTS = "establishments"
 
-_SEP = "/"
+#: joins a cell's codes into its path within a dimension (tabulation only): the ASCII unit
+#: separator, which a public code may not hold (:func:`tabulate` refuses it) — codes hold
+#: "/", "+" or any other printable character as data
+_SEP = "\x1f"
 
 
 def top_column(attribute: str, rank: int) -> str:
@@ -414,6 +417,13 @@ def tabulate(
             raise DataValidationError(
                 "public attribute has missing values", file="<frame>", column=c, rule="missing"
             )
+        if bool(df.get_column(c).str.contains(_SEP, literal=True).any()):
+            raise DataValidationError(
+                "a public code holds the control character U+001F",
+                file="<frame>",
+                column=c,
+                rule="code",
+            )
     for a in attributes if check_values else ():
         s = df.get_column(a)
         if s.null_count() or not bool((s.is_finite() & (s >= 0)).all()):
@@ -424,7 +434,7 @@ def tabulate(
                 rule="nonnegative",
             )
 
-    # path column per dimension and level: codes joined by "/" (total level: "")
+    # path column per dimension and level: codes joined by _SEP (total level: "")
     path_exprs: list[pl.Expr] = []
     for d in layout.dimensions:
         dim_cols = d.columns
@@ -522,7 +532,9 @@ def _relations(cells: pl.DataFrame, layout: TableLayout) -> tuple[sp.csr_matrix,
                 continue
             children = keyed.filter(pl.col("table") == t_idx)
             pcol = f"__path_{d.name}"
-            parent_path = pl.lit("") if lv == 1 else pl.col(pcol).str.replace(r"/[^/]*$", "")
+            parent_path = (
+                pl.lit("") if lv == 1 else pl.col(pcol).str.replace(f"{_SEP}[^{_SEP}]*$", "")
+            )
             children = children.with_columns(parent_path.alias(pcol)).rename({"cell": "child"})
             parents = keyed.filter(pl.col("table") == p_idx).rename({"cell": "parent"})
             j = children.join(parents.drop("table"), on=key_cols, how="left")
