@@ -191,6 +191,11 @@ def _type_ok(key: Key, v: Any, original: Any) -> bool | None:
         return _number_ok(v, t)
     if t == "list of strings":
         return (isinstance(v, list) and all(isinstance(x, str) for x in v)) or False
+    if t == "list of lists of strings":
+        ok = isinstance(v, list) and all(
+            isinstance(g, list) and all(isinstance(x, str) for x in g) for g in v
+        )
+        return None if ok else False
     if t.startswith("list of strings or"):
         ok = v == "identity" or (isinstance(v, list) and all(isinstance(x, str) for x in v))
         return None if ok else False

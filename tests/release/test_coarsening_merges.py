@@ -57,6 +57,7 @@ def merged(tmp_path_factory) -> Path:
     spec = write_case(root, spec=MERGED_SPEC)
     r = run_cli(["protect", str(spec), "--out", str(root / "rel")])
     assert r.exit_code == 0, r.output
+    assert "merged (members not published): 1+3 (1, 3); 236115+236116" in r.stdout
     return root / "rel"
 
 

@@ -366,6 +366,10 @@ def print_coarsening(manifest: dict[str, Any], out_dir: Path) -> None:
             )  # fmt: skip
     console.print(t)
     console.print(f"rounding: {escape(p['rounding_meaning'])}", soft_wrap=True)
+    merged = [g for kind in ("areas", "industries") for g in p.get("merges", {}).get(kind, [])]
+    if merged:
+        groups = "; ".join(f"{g['code']} ({', '.join(g['members'])})" for g in merged)
+        console.print(f"merged (members not published): {escape(groups)}", soft_wrap=True)
     console.print(f"ledger: {escape(manifest['ledger']['statement'])}", soft_wrap=True)
     console.print(f"manifest: {out_dir / 'manifest.json'}")
     console.print(f"report:   {out_dir / 'report.html'}")

@@ -66,6 +66,12 @@ class CategoryMerges:
     areas: tuple[tuple[str, ...], ...] = ()
     industries: tuple[tuple[str, ...], ...] = ()
 
+    def __post_init__(self) -> None:
+        for groups, industry in ((self.areas, False), (self.industries, True)):
+            problem = merge_problem(groups, industry=industry)
+            if problem is not None:
+                raise ValueError(f"{'industries' if industry else 'areas'}: {problem}")
+
     def __bool__(self) -> bool:
         return bool(self.areas or self.industries)
 
