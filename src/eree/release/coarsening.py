@@ -194,6 +194,8 @@ def check_merge_data(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
     assert isinstance(plan.data, EstablishmentDataConfig)
     file = input_label(plan.data.path)
     merges = plan.protection.merges
+    if merges is None:
+        return
     if merges.areas and "state" in frame.columns and frame.get_column("state").n_unique() > 1:
         raise DataValidationError(
             "[protection].merge_areas names a state's county codes, and the data hold more "
@@ -255,7 +257,7 @@ def coarsening_release(
     if plan.output.format is not None:
         check_fips(frame, plan)
     merges = plan.protection.merges
-    if merges:
+    if merges:  # None or empty: no merge
         check_merge_data(frame, plan)
     states: dict[str, dict[str, Any]] = {}
     frames: list[pl.DataFrame] = []
@@ -315,6 +317,7 @@ def _manifest(
     states: dict[str, dict[str, Any]],
     rows: int,
 ) -> dict[str, Any]:
+    from eree.suppression import CategoryMerges
     from eree.suppression.coarsening import ladder_bases
 
     p = plan.protection
@@ -328,7 +331,7 @@ def _manifest(
             "bases": list(ladder_bases("grid" if p.rounding == "deterministic" else "rounding")),
             "rules": suppression_config_of(plan).rules.describe(),
             "attributes": list(p.attributes),
-            "merges": p.merges.describe(),
+            "merges": (p.merges or CategoryMerges()).describe(),
         },
     )
     totals = _totals(states)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eree.data.config import EstablishmentDataConfig, JobTablesConfig
 from eree.errors import SpecError
@@ -40,7 +40,9 @@ from eree.release.spec import (
     str_list,
     unknown_attribute,
 )
-from eree.suppression.merges import CategoryMerges, merge_problem
+
+if TYPE_CHECKING:  # the suppression package imports scipy: only a coarsening spec needs it
+    from eree.suppression.merges import CategoryMerges
 
 __all__ = [
     "COARSENING_FORMATS",
@@ -92,7 +94,7 @@ class ProtectionSpec:
             rules (:class:`eree.suppression.PrimaryRules`; 0 turns a rule off).
         exempt_own: ownership codes never sensitive.
         merges: groups of counties and of six-digit industries published as one
-            category each (:mod:`eree.suppression.merges`).
+            category each (:mod:`eree.suppression.merges`); None for job tables.
     """
 
     mode: str
@@ -104,11 +106,13 @@ class ProtectionSpec:
     p_percent: float
     min_protection: float
     exempt_own: tuple[str, ...]
-    merges: CategoryMerges = field(default_factory=CategoryMerges)
+    merges: CategoryMerges | None = None
 
 
 def _merge_groups(value: Any, key: str, *, industry: bool) -> tuple[tuple[str, ...], ...]:
     """A ``merge_*`` key: a list of groups, each a list of codes (strings), checked."""
+    from eree.suppression.merges import merge_problem
+
     where = f"[protection].{key}"
     if not isinstance(value, list) or not all(
         isinstance(g, list) and all(isinstance(c, str) for c in g) for g in value
@@ -183,6 +187,8 @@ def _protection(p: Any, confidential: tuple[str, ...]) -> ProtectionSpec:
     dom_n = _whole(d["dominance_n"], "[protection].dominance_n", 1)
     if dom_n > MAX_DOMINANCE_N:
         raise SpecError(f"[protection].dominance_n must be at most {MAX_DOMINANCE_N}")
+    from eree.suppression.merges import CategoryMerges
+
     return ProtectionSpec(
         mode=str(d["mode"]),
         rounding=str(d["rounding"]),
@@ -375,9 +381,10 @@ def parse_coarsening_spec(
                 f"[output].format {fmt!r} names each file by its area (state + county FIPS): "
                 "[data].public must list state"
             )
+        merges = protection.merges
         for key, groups in (
-            ("merge_areas", protection.merges.areas),
-            ("merge_industries", protection.merges.industries),
+            ("merge_areas", merges.areas if merges else ()),
+            ("merge_industries", merges.industries if merges else ()),
         ):
             if groups:
                 raise SpecError(
