@@ -223,3 +223,25 @@ def test_a_code_holding_the_path_separator_is_refused_by_the_tabulation():
     assert "a/1" in tables.cells["area"].to_list()
     with pytest.raises(DataValidationError, match="U\\+001F"):
         qcew_tables(df.with_columns(pl.col("cnty").str.replace("1", "a\x1f1")), MEASURES)
+
+
+def test_merges_with_random_rounding_are_audited_and_marked_seeded(tmp_path):
+    """Next to the other rounding kind: a seeded random rounding of the merged tables is
+    marked NOT FOR PUBLICATION, carries the groups, and audits to 0 violations."""
+    from eree.suppression import CategoryMerges, PrimaryRules, primary_suppression, qcew_tables
+
+    spec = write_case(tmp_path, spec=MERGED_SPEC, rounding="random")
+    out = tmp_path / "rel"
+    r = run_cli(["protect", str(spec), "--out", str(out), "--seed", "5"])
+    assert r.exit_code == 0, r.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["random"]["mode"] == "seeded" and (out / "NOT_FOR_PUBLICATION").exists()
+    assert [g["code"] for g in m["protection"]["merges"]["areas"]] == ["1+3"]
+    merges = CategoryMerges(areas=(AREAS,), industries=(INDUSTRIES,))
+    tables = qcew_tables(frame().drop("state"), MEASURES, top=2, merges=merges)
+    rules = PrimaryRules(threshold=3, dominance_n=1, dominance_k=80.0, p_percent=10.0,
+                         min_protection=1.0, exempt={"own": ("1",)})  # fmt: skip
+    prim = primary_suppression(tables, rules, MEASURES)
+    published = pl.read_parquet(out / "tables" / "coarsened.parquet")
+    for a in MEASURES:
+        assert audit(published, tables, prim, a)[0] == 0, a
