@@ -28,7 +28,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -133,7 +132,6 @@ def main() -> None:
             "seconds": round(seconds, 1),
         }
         print(json.dumps({name: out[name]}), flush=True)
-    assert original is not None and np.all(original.height == out["none"]["cells"])
     print(json.dumps(out, indent=2))
 
 

@@ -347,6 +347,8 @@ def _coarsening(
 
 def print_coarsening(manifest: dict[str, Any], out_dir: Path) -> None:
     """Print what a coarsening release wrote: the statement first, its audited risk, files."""
+    from eree.release.coarsening_common import merged_groups
+
     if manifest["random"]["mode"] == "seeded":
         console.print("[bold yellow]seeded random rounding: NOT FOR PUBLICATION[/]")
     p = manifest["protection"]
@@ -366,9 +368,8 @@ def print_coarsening(manifest: dict[str, Any], out_dir: Path) -> None:
             )  # fmt: skip
     console.print(t)
     console.print(f"rounding: {escape(p['rounding_meaning'])}", soft_wrap=True)
-    merged = [g for kind in ("areas", "industries") for g in p.get("merges", {}).get(kind, [])]
-    if merged:
-        groups = "; ".join(f"{g['code']} ({', '.join(g['members'])})" for g in merged)
+    groups = merged_groups(p)
+    if groups:
         console.print(f"merged (members not published): {escape(groups)}", soft_wrap=True)
     console.print(f"ledger: {escape(manifest['ledger']['statement'])}", soft_wrap=True)
     console.print(f"manifest: {out_dir / 'manifest.json'}")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -50,6 +50,9 @@ from eree.release.coarsening_common import (
 )
 from eree.release.output import ReleaseWriter
 from eree.release.spec_coarsening import CoarseningPlan
+
+if TYPE_CHECKING:
+    from eree.suppression.merges import CategoryMerges
 
 __all__ = [
     "LEDGER_STATEMENT",
@@ -96,7 +99,11 @@ def suppression_config_of(plan: CoarseningPlan) -> Any:
 
 
 def coarsen_state(
-    part: pl.DataFrame, cfg: Any, rounding: str, seed: int | None, merges: Any = None
+    part: pl.DataFrame,
+    cfg: Any,
+    rounding: str,
+    seed: int | None,
+    merges: CategoryMerges | None = None,
 ) -> dict[str, Any]:
     """Coarsen one state's linked tables (``merges``: the categories published as one).
 
@@ -181,7 +188,8 @@ def check_fips(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
 def check_merge_data(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
     """Refuse merges the data do not support (:func:`eree.suppression.check_merges`).
 
-    Merged areas need data of one state: county codes are a state's.
+    Merged areas need data of one state: county codes are a state's. No merge: nothing
+    to check.
 
     Raises:
         DataValidationError: naming the spec key, the file and the column (the codes are
@@ -192,10 +200,10 @@ def check_merge_data(frame: pl.DataFrame, plan: CoarseningPlan) -> None:
     from eree.suppression import check_merges
 
     assert isinstance(plan.data, EstablishmentDataConfig)
-    file = input_label(plan.data.path)
     merges = plan.protection.merges
-    if merges is None:
+    if not merges:  # None (job tables) or no group
         return
+    file = input_label(plan.data.path)
     if merges.areas and "state" in frame.columns and frame.get_column("state").n_unique() > 1:
         raise DataValidationError(
             "[protection].merge_areas names a state's county codes, and the data hold more "
@@ -257,8 +265,7 @@ def coarsening_release(
     if plan.output.format is not None:
         check_fips(frame, plan)
     merges = plan.protection.merges
-    if merges:  # None or empty: no merge
-        check_merge_data(frame, plan)
+    check_merge_data(frame, plan)
     states: dict[str, dict[str, Any]] = {}
     frames: list[pl.DataFrame] = []
     pubs: dict[str, Any] = {}

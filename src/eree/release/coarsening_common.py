@@ -130,6 +130,13 @@ def common_manifest(
     return m
 
 
+def merged_groups(protection: dict[str, Any]) -> str:
+    """The manifest's merged categories in words (``code (members); …``; "" for none)."""
+    merges = protection.get("merges", {})
+    groups = [g for kind in ("areas", "industries") for g in merges.get(kind, [])]
+    return "; ".join(f"{g['code']} ({', '.join(g['members'])})" for g in groups)
+
+
 def coarsening_report(m: dict[str, Any]) -> str:
     """The release's report.html: the statement first, then the audited risk and the cells."""
     from eree.htmlpage import page, table
@@ -160,9 +167,8 @@ def coarsening_report(m: dict[str, Any]) -> str:
         f"{html.escape(str(p['rules']))}.</p>",
         f"<p>Ledger: {html.escape(m['ledger']['statement'])}.</p>",
     ]
-    merged = [g for kind in ("areas", "industries") for g in p.get("merges", {}).get(kind, [])]
-    if merged:
-        groups = "; ".join(f"{g['code']} ({', '.join(g['members'])})" for g in merged)
+    groups = merged_groups(p)
+    if groups:
         sections.insert(
             -1,
             "<p>Categories merged (each group published as one category, its members' own "
